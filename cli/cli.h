@@ -1,0 +1,30 @@
+/* cli.h — the `tailor` command's subcommands and the little they share. The CLI is thin: it
+ * parses flags, calls the library, prints. Each subcommand lives in its own cmd_NAME.c. */
+#ifndef TAILOR_CLI_H
+#define TAILOR_CLI_H
+
+#include "tailor.h"
+
+/* Each returns the process exit code (0 ok, 1 failure, 2 bad usage). */
+int cmd_devices(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
+int cmd_tune(int argc, char **argv);
+int cmd_cache(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+
+/* A context that logs INFO and above to stderr ("tailor: ..."); TAILOR_LOG=debug lowers it. */
+tailor_ctx *cli_ctx(void);
+
+/* Prints "tailor: <message>" for a failed status to stderr and returns the exit code 1. */
+int cli_fail(tailor_ctx *ctx, tailor_status status);
+
+/* Prints "tailor CMD: <formatted sentence> (see tailor CMD --help)" and returns 2. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Reports an unknown or malformed flag the getopt way: call from the '?' / ':' case with the
+ * argv element that getopt_long was looking at. Returns 2. */
+int cli_bad_flag(const char *cmd, int argc, char **argv);
+
+#endif

@@ -1,0 +1,102 @@
+/* main.c — `tailor`: dispatches to the subcommands. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <getopt.h>
+
+#include "cli.h"
+
+typedef struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} command;
+
+static const command commands[] = {
+    {"devices", cmd_devices, "live GPUs and the built-in device profiles"},
+    {"plan", cmd_plan, "which configurations of an op fit a device, and why the rest do not"},
+    {"tune", cmd_tune, "compile, verify and time the survivors; keep the winner in the cache"},
+    {"cache", cmd_cache, "ls | show | export FILE | import FILE | verify | clear"},
+    {"run", cmd_run, "generate text with a Gemma 4 checkpoint"},
+    {"tokenize", cmd_tokenize, "turn text into token ids with a tokenizer.json"},
+    {"bench", cmd_bench, "kernel and end-to-end benchmarks"},
+};
+
+static void print_usage(FILE *out)
+{
+    fprintf(out, "usage: tailor COMMAND [options]   (tailor COMMAND --help for its options)\n\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
+}
+
+static void log_to_stderr(void *user, tailor_log_level level, const char *line)
+{
+    (void)user;
+    static const char *const tags[] = {"debug: ", "", "warning: ", "error: "};
+    fprintf(stderr, "tailor: %s%s\n", tags[level], line);
+}
+
+tailor_ctx *cli_ctx(void)
+{
+    tailor_ctx *ctx = tailor_ctx_create();
+    if (!ctx) {
+        fprintf(stderr, "tailor: out of memory\n");
+        exit(1);
+    }
+    const char *lv = getenv("TAILOR_LOG");
+    tailor_log_level min = TAILOR_LOG_INFO;
+    if (lv && strcmp(lv, "debug") == 0)
+        min = TAILOR_LOG_DEBUG;
+    else if (lv && strcmp(lv, "warn") == 0)
+        min = TAILOR_LOG_WARN;
+    tailor_ctx_set_log(ctx, log_to_stderr, NULL, min);
+    return ctx;
+}
+
+int cli_fail(tailor_ctx *ctx, tailor_status status)
+{
+    const char *msg = tailor_ctx_message(ctx);
+    fprintf(stderr, "tailor: %s\n", msg && *msg ? msg : tailor_status_name(status));
+    return 1;
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "tailor %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, " (see tailor %s --help)\n", cmd);
+    va_end(ap);
+    return 2;
+}
+
+int cli_bad_flag(const char *cmd, int argc, char **argv)
+{
+    const char *arg = (optind - 1 >= 0 && optind - 1 < argc) ? argv[optind - 1] : "?";
+    if (optopt && optopt != '?')
+        return cli_usage_error(cmd, "flag -%c is unknown or lacks its value", optopt);
+    return cli_usage_error(cmd, "flag '%s' is unknown or lacks its value", arg);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        print_usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("tailor 0.1.0\n");
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        if (strcmp(argv[1], commands[i].name) == 0) {
+            opterr = 0; /* subcommands report bad flags themselves, in one sentence */
+            return commands[i].run(argc - 1, argv + 1);
+        }
+    }
+    fprintf(stderr, "tailor: unknown command '%s' (see tailor --help)\n", argv[1]);
+    return 2;
+}

@@ -1,0 +1,73 @@
+/* device.h — what a GPU is and what it allows: live devices through the driver, and a built-in
+ * table of profiles (T4 ... H200, TPU v5e/v6e) from vendor data, so budgets apply anywhere. */
+#ifndef TAILOR_DEVICE_H
+#define TAILOR_DEVICE_H
+
+#include <stdint.h>
+
+#include "tailor.h"
+
+typedef enum tailor_device_kind {
+    TAILOR_DEVICE_GPU = 0, /* an NVIDIA GPU: kernels can be compiled for it */
+    TAILOR_DEVICE_TPU      /* a TPU profile: only `plan` arithmetic (VMEM as the scratch budget) */
+} tailor_device_kind;
+
+/* The facts budgets and fingerprints are made of. Sizes in bytes, clocks in kHz. */
+typedef struct tailor_device_info {
+    char name[128];              /* "NVIDIA H200", "Tesla T4" */
+    char short_name[32];         /* profile key ("h200", "t4"); "" for a live device */
+    tailor_device_kind kind;
+    int is_live;                 /* 1: read from the driver; 0: a profile */
+    int ordinal;                 /* CUDA device ordinal for live devices, -1 for profiles */
+    int cc_major, cc_minor;      /* compute capability (0.0 for TPUs) */
+    int sm_count;                /* SMs (TPU: cores) */
+    int smem_per_block;          /* default shared memory per block (48 KiB on NVIDIA) */
+    int smem_per_block_optin;    /* opt-in maximum per block: THE shared-memory budget (TPU: VMEM) */
+    int smem_per_sm;             /* shared memory per SM */
+    int regs_per_block;          /* 32-bit registers per block */
+    int regs_per_sm;
+    int max_threads_per_block;
+    int max_threads_per_sm;
+    int warp_size;
+    long long l2_bytes;
+    long long mem_bytes;
+    int mem_clock_khz;           /* memory clock (peak) */
+    int mem_bus_bits;            /* memory bus width */
+    int driver_version;          /* cuDriverGetVersion, e.g. 13000; 0 for profiles */
+    int nvrtc_major, nvrtc_minor;/* NVRTC version of this build; 0 for profiles */
+    char uuid[40];               /* live only: GPU UUID, hex */
+    char source[160];            /* where the facts came from: "driver" or the vendor document */
+} tailor_device_info;
+
+/* Built-in profiles, in table order. count receives the number. Never fails. */
+const tailor_device_info *tailor_device_profiles(int *count);
+
+/* Finds a profile by short name ("t4", "a100-80gb", ...), case-insensitive. NULL if none. */
+const tailor_device_info *tailor_device_profile_find(const char *short_name);
+
+/* Number of live GPUs. TAILOR_ERR_NO_DRIVER when libcuda.so.1 cannot be loaded (message says
+ * why), TAILOR_ERR_CUDA when cuInit fails. */
+tailor_status tailor_device_count(tailor_ctx *ctx, int *count);
+
+/* Reads every fact of live device `ordinal` into *info (including driver and NVRTC versions). */
+tailor_status tailor_device_query(tailor_ctx *ctx, int ordinal, tailor_device_info *info);
+
+/* Resolves a --device argument: a profile short name, "gpu"/"live"/"cuda" or "cuda:N" or a bare
+ * N for a live device, or "" (= live device 0). */
+tailor_status tailor_device_resolve(tailor_ctx *ctx, const char *spec, tailor_device_info *info);
+
+/* The fingerprint that keys caches: name, compute capability, SM count, opt-in shared memory,
+ * driver version and NVRTC version, as a canonical text ("NVIDIA H200|sm_90|132|232448|13000|13.0")
+ * written into buf. Identical hosts have identical fingerprints. */
+void tailor_device_fingerprint(const tailor_device_info *info, char *buf, size_t size);
+
+/* "sm_90" for compute capability 9.0 into buf. */
+void tailor_device_arch(const tailor_device_info *info, char *buf, size_t size);
+
+/* Architecture number (major*10+minor): 75, 80, 90, ... */
+int tailor_device_sm(const tailor_device_info *info);
+
+/* Copy bandwidth upper bound from the memory clock and bus width, bytes/s (0 if unknown). */
+double tailor_device_peak_bandwidth(const tailor_device_info *info);
+
+#endif

@@ -1,0 +1,68 @@
+// tailor_common.cuh — what every template shares: the element type chosen by the host
+// (TAILOR_DTYPE_FP16 / TAILOR_DTYPE_BF16), conversions, and warp reductions.
+// The host decides every variant and passes it as -D defines; templates only consume them.
+#pragma once
+
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+#if defined(TAILOR_DTYPE_BF16)
+typedef __nv_bfloat16 T;
+typedef __nv_bfloat162 T2;
+__device__ __forceinline__ float to_f32(T v) { return __bfloat162float(v); }
+__device__ __forceinline__ T from_f32(float v) { return __float2bfloat16_rn(v); }
+__device__ __forceinline__ float2 to_f32x2(T2 v) { return __bfloat1622float2(v); }
+__device__ __forceinline__ T2 from_f32x2(float2 v) { return __float22bfloat162_rn(v); }
+#elif defined(TAILOR_DTYPE_FP16)
+typedef __half T;
+typedef __half2 T2;
+__device__ __forceinline__ float to_f32(T v) { return __half2float(v); }
+__device__ __forceinline__ T from_f32(float v) { return __float2half_rn(v); }
+__device__ __forceinline__ float2 to_f32x2(T2 v) { return __half22float2(v); }
+__device__ __forceinline__ T2 from_f32x2(float2 v) { return __float22half2_rn(v); }
+#else
+#error "tailor: the host must define TAILOR_DTYPE_FP16 or TAILOR_DTYPE_BF16"
+#endif
+
+#ifndef TAILOR_KERNEL
+#error "tailor: the host must define TAILOR_KERNEL (the instantiated kernel's name)"
+#endif
+
+__device__ __forceinline__ float warp_sum(float v)
+{
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+__device__ __forceinline__ float warp_max(float v)
+{
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+// Sum over a block of NTHREADS threads; `scratch` holds NTHREADS/32 floats. All threads get it.
+template <int NTHREADS>
+__device__ __forceinline__ float block_sum(float v, float *scratch)
+{
+    v = warp_sum(v);
+    if (NTHREADS <= 32)
+        return v;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0)
+        scratch[warp] = v;
+    __syncthreads();
+    v = lane < NTHREADS / 32 ? scratch[lane] : 0.f;
+    v = warp_sum(v);
+    __syncthreads();
+    return v;
+}
+
+// Vector of N elements of T moved as one load/store.
+template <int N>
+struct alignas(sizeof(T) * N) TVec {
+    T v[N];
+};

@@ -1,0 +1,87 @@
+/* testlib.c — the test helper. */
+#include "testlib.h"
+
+#include <math.h>
+#include <sys/stat.h>
+
+int test_failures;
+int test_checks;
+
+void test_skip(const char *why)
+{
+    printf("skipped: %s\n", why);
+    fflush(stdout);
+    exit(TEST_SKIP_CODE);
+}
+
+int test_finish(const char *name)
+{
+    if (test_checks == 0) {
+        fprintf(stderr, "%s: no check ran\n", name);
+        return 1;
+    }
+    printf("%s: %d checks, %d failed\n", name, test_checks, test_failures);
+    return test_failures ? 1 : 0;
+}
+
+static void log_to_stderr(void *user, tailor_log_level level, const char *line)
+{
+    (void)user;
+    (void)level;
+    fprintf(stderr, "  log: %s\n", line);
+}
+
+tailor_ctx *test_ctx(void)
+{
+    tailor_ctx *ctx = tailor_ctx_create();
+    if (!ctx) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+    tailor_ctx_set_log(ctx, log_to_stderr, NULL, TAILOR_LOG_INFO);
+    return ctx;
+}
+
+void test_rng_seed(test_rng *r, uint64_t seed) { r->s = seed ? seed : 0x9E3779B97F4A7C15ull; }
+
+uint64_t test_rng_next(test_rng *r)
+{
+    r->s ^= r->s >> 12;
+    r->s ^= r->s << 25;
+    r->s ^= r->s >> 27;
+    return r->s * 0x2545F4914F6CDD1Dull;
+}
+
+float test_rng_uniform(test_rng *r, float lo, float hi)
+{
+    double u = (double)(test_rng_next(r) >> 11) * (1.0 / 9007199254740992.0);
+    return (float)(lo + (hi - lo) * u);
+}
+
+float test_rng_normal(test_rng *r)
+{
+    double u1 = (double)((test_rng_next(r) >> 11) + 1) * (1.0 / 9007199254740993.0);
+    double u2 = (double)(test_rng_next(r) >> 11) * (1.0 / 9007199254740992.0);
+    return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+}
+
+const char *test_source_dir(void)
+{
+    const char *d = getenv("TAILOR_SOURCE_DIR");
+    return d ? d : ".";
+}
+
+const char *test_shared_dir(void)
+{
+    const char *d = getenv("TAILOR_SHARED_DIR");
+    struct stat st;
+    if (!d || stat(d, &st) != 0 || !S_ISDIR(st.st_mode))
+        return NULL;
+    return d;
+}
+
+const char *test_tailor_bin(void)
+{
+    const char *b = getenv("TAILOR_BIN");
+    return b ? b : "tailor";
+}

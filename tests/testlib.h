@@ -1,0 +1,74 @@
+/* testlib.h — a tiny assert helper, seeded randomness and skips for tailor's tests. */
+#ifndef TAILOR_TESTLIB_H
+#define TAILOR_TESTLIB_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "tailor.h"
+
+#define TEST_SKIP_CODE 77
+
+extern int test_failures;
+extern int test_checks;
+
+/* Records a failure with file and line, and goes on. */
+#define CHECK(cond)                                                                            \
+    do {                                                                                       \
+        test_checks++;                                                                         \
+        if (!(cond)) {                                                                         \
+            test_failures++;                                                                   \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);          \
+        }                                                                                      \
+    } while (0)
+
+/* Like CHECK, with a printf-style explanation. */
+#define CHECKF(cond, ...)                                                                      \
+    do {                                                                                       \
+        test_checks++;                                                                         \
+        if (!(cond)) {                                                                         \
+            test_failures++;                                                                   \
+            fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond);         \
+            fprintf(stderr, __VA_ARGS__);                                                      \
+            fputc('\n', stderr);                                                               \
+        }                                                                                      \
+    } while (0)
+
+/* Checks that a tailor call returned TAILOR_OK; prints the context's message if not. */
+#define CHECK_OK(ctx, call)                                                                    \
+    do {                                                                                       \
+        test_checks++;                                                                         \
+        tailor_status st_ = (call);                                                            \
+        if (st_ != TAILOR_OK) {                                                                \
+            test_failures++;                                                                   \
+            fprintf(stderr, "%s:%d: %s failed (%s): %s\n", __FILE__, __LINE__, #call,         \
+                    tailor_status_name(st_), tailor_ctx_message(ctx));                         \
+        }                                                                                      \
+    } while (0)
+
+/* Prints "skipped: why" and exits with the skip code ctest understands. */
+void test_skip(const char *why) __attribute__((noreturn));
+
+/* Prints the summary line and returns the process exit code (0 when nothing failed, 1 when a
+ * check failed, and 1 also when no check ran: a test that asserts nothing is a defect). */
+int test_finish(const char *name);
+
+/* A context whose log goes to stderr. */
+tailor_ctx *test_ctx(void);
+
+/* xorshift64* generator, seeded explicitly; tests print their seed. */
+typedef struct test_rng {
+    uint64_t s;
+} test_rng;
+void test_rng_seed(test_rng *r, uint64_t seed);
+uint64_t test_rng_next(test_rng *r);
+float test_rng_uniform(test_rng *r, float lo, float hi); /* in [lo, hi) */
+float test_rng_normal(test_rng *r);
+
+/* Source dir (TAILOR_SOURCE_DIR), shared dir (TAILOR_SHARED_DIR) and tailor binary (TAILOR_BIN). */
+const char *test_source_dir(void);
+const char *test_shared_dir(void); /* NULL when absent */
+const char *test_tailor_bin(void);
+
+#endif

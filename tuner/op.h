@@ -1,0 +1,123 @@
+/* op.h — an op is what a kernel computes, independent of how: its shape keys, its buffers, how
+ * to fill them with test data, and its C reference. Templates (templates/NAME.cu + NAME.lua)
+ * implement ops; the tuner checks every candidate against the op's reference. */
+#ifndef TAILOR_OP_H
+#define TAILOR_OP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tailor.h"
+
+typedef enum tailor_dtype {
+    TAILOR_DTYPE_F32 = 0,
+    TAILOR_DTYPE_F16,
+    TAILOR_DTYPE_BF16,
+    TAILOR_DTYPE_I32,
+    TAILOR_DTYPE_I64,
+    TAILOR_DTYPE_U8,
+    TAILOR_DTYPE_COUNT
+} tailor_dtype;
+
+/* Bytes per element. */
+size_t tailor_dtype_size(tailor_dtype dtype);
+/* "fp32", "fp16", "bf16", "i32", "i64", "u8". */
+const char *tailor_dtype_name(tailor_dtype dtype);
+/* Parses the names above (and "float16"/"bfloat16"/"float32"); TAILOR_ERR_MISUSE otherwise. */
+tailor_status tailor_dtype_parse(tailor_ctx *ctx, const char *text, tailor_dtype *out);
+/* Converts element i of a buffer of `dtype` to float (integers converted as values). */
+float tailor_dtype_load(tailor_dtype dtype, const void *buf, size_t i);
+/* Stores v at element i of a buffer of `dtype` (rounded to nearest even for 16-bit floats). */
+void tailor_dtype_store(tailor_dtype dtype, void *buf, size_t i, float v);
+
+/* ---- shapes: "m=1,n=6144,k=1536,group=128" ---- */
+
+#define TAILOR_SHAPE_MAX 12
+
+typedef struct tailor_shape {
+    int count;
+    struct {
+        char key[24];
+        long long value;
+    } dims[TAILOR_SHAPE_MAX];
+} tailor_shape;
+
+/* Parses "k=v,k=v". Values are integers (>= 0). Duplicate or malformed keys fail with one sentence. */
+tailor_status tailor_shape_parse(tailor_ctx *ctx, const char *text, tailor_shape *out);
+/* Sets (or adds) key = value. */
+tailor_status tailor_shape_set(tailor_shape *shape, const char *key, long long value);
+/* Value of key, or `fallback` when absent. */
+long long tailor_shape_get(const tailor_shape *shape, const char *key, long long fallback);
+/* 1 when key is present. */
+int tailor_shape_has(const tailor_shape *shape, const char *key);
+/* Canonical text: keys sorted, "k=1536,m=1,n=6144". */
+void tailor_shape_format(const tailor_shape *shape, char *buf, size_t size);
+
+/* ---- buffers of one op instance ---- */
+
+typedef enum tailor_buffer_role {
+    TAILOR_BUF_IN = 0, /* filled by op->fill, read by the kernel */
+    TAILOR_BUF_OUT,    /* written by the kernel; poisoned before each check; compared */
+    TAILOR_BUF_INOUT   /* filled, then updated in place by the kernel; compared */
+} tailor_buffer_role;
+
+#define TAILOR_OP_MAX_BUFFERS 16
+
+typedef struct tailor_buffer_spec {
+    char name[32];      /* the name a Lua space's `args` uses ("x", "w", "out") */
+    tailor_dtype dtype; /* element type */
+    size_t count;       /* elements */
+    tailor_buffer_role role;
+    double atol, rtol;  /* outputs: |got - ref| <= atol + rtol * |ref|; NaN always fails */
+} tailor_buffer_spec;
+
+typedef struct tailor_op_buffers {
+    int count;
+    tailor_buffer_spec b[TAILOR_OP_MAX_BUFFERS];
+} tailor_op_buffers;
+
+typedef struct tailor_shape_key {
+    const char *name;      /* "m" */
+    long long fallback;    /* used when the shape omits it; -1: required */
+    const char *doc;       /* "rows of the activation (tokens)" */
+} tailor_shape_key;
+
+typedef struct tailor_op {
+    const char *name;                 /* "rmsnorm", "w4a16_matmul", ... */
+    const char *summary;              /* one line for `tailor plan --help` */
+    const tailor_shape_key *keys;     /* terminated by {NULL} */
+
+    /* Checks the shape and dtype (one clear sentence on failure) and describes the buffers. */
+    tailor_status (*describe)(tailor_ctx *ctx, const tailor_shape *shape, tailor_dtype dtype,
+                              tailor_op_buffers *out);
+
+    /* Fills every IN/INOUT buffer host[i] (laid out as out->b[i]) with seeded random data that
+     * exercises the op (never zeros). OUT buffers are left alone. */
+    void (*fill)(const tailor_shape *shape, tailor_dtype dtype, const tailor_op_buffers *bufs,
+                 void *const *host, uint64_t seed);
+
+    /* Computes the expected value of every OUT/INOUT buffer i into ref[i] (float, count
+     * elements; NULL for IN buffers) from the filled inputs. */
+    tailor_status (*reference)(tailor_ctx *ctx, const tailor_shape *shape, tailor_dtype dtype,
+                               const tailor_op_buffers *bufs, void *const *host, float *const *ref);
+
+    /* Bytes a kernel must move at least (for GB/s) and useful FLOPs (for TFLOP/s). */
+    double (*bytes)(const tailor_shape *shape, tailor_dtype dtype);
+    double (*flops)(const tailor_shape *shape, tailor_dtype dtype);
+} tailor_op;
+
+/* The op named `name`, or NULL. */
+const tailor_op *tailor_op_find(const char *name);
+/* All ops, NULL-terminated. */
+const tailor_op *const *tailor_op_list(void);
+
+/* Fills in missing optional keys with their fallbacks and fails, naming the key, when a
+ * required key is missing or an unknown key is given. */
+tailor_status tailor_op_complete_shape(tailor_ctx *ctx, const tailor_op *op, tailor_shape *shape);
+
+/* Compares `count` elements of `got` (dtype) against `ref`; on the first element out of
+ * tolerance (or NaN) returns TAILOR_ERR_VERIFY with index, values and the tolerance. */
+tailor_status tailor_op_compare(tailor_ctx *ctx, const tailor_buffer_spec *spec, const void *got,
+                                const float *ref);
+
+#endif
