@@ -1,0 +1,69 @@
+/* gen.h — instantiation and compilation of kernel templates with NVRTC: a configuration
+ * becomes -D defines, the kernel name encodes every choice, the compiler's resource report is
+ * read back. */
+#ifndef TAILOR_GEN_H
+#define TAILOR_GEN_H
+
+#include <stddef.h>
+
+#include "tailor.h"
+
+#define TAILOR_GEN_MAX_DEFINES 48
+
+typedef struct tailor_define {
+    char name[48];
+    char value[64];
+} tailor_define;
+
+typedef struct tailor_compile_request {
+    const char *source_name;   /* "rmsnorm.cu", for messages and NVRTC's program name */
+    const char *source;        /* the template text */
+    const char *kernel_name;   /* becomes -DTAILOR_KERNEL=... */
+    int sm;                    /* target architecture, e.g. 75, 80, 90 */
+    int ptx;                   /* 1: PTX for compute_<sm> (rehearsal: the driver JITs it on the
+                                  live GPU); 0: a cubin for sm_<sm> */
+    int ndefines;
+    const tailor_define *defines;
+} tailor_compile_request;
+
+typedef struct tailor_compile_result {
+    void *image;               /* cubin, or NUL-terminated PTX; malloc'd */
+    size_t image_size;
+    int is_ptx;
+    int regs;                  /* from ptxas -v: registers per thread */
+    int smem_static;           /* bytes of __shared__ memory */
+    int stack_bytes;           /* stack frame */
+    int spill_stores, spill_loads;
+    double seconds;            /* compile wall time */
+    char *log;                 /* the whole NVRTC log; malloc'd */
+} tailor_compile_result;
+
+/* Compiles one instantiation. For ptx=1 it also compiles a cubin for sm_<sm> so that the
+ * resource report is there. On failure: TAILOR_ERR_NVRTC with the program log in the message.
+ * Free the result with tailor_compile_result_free (also after failure). Thread-safe. */
+tailor_status tailor_gen_compile(tailor_ctx *ctx, const tailor_compile_request *req,
+                                 tailor_compile_result *out);
+void tailor_compile_result_free(tailor_compile_result *r);
+
+/* The architectures this NVRTC can compile for (nvrtcGetSupportedArchs), e.g. 75 80 ... 120.
+ * archs must hold 64 entries. */
+tailor_status tailor_gen_supported_archs(tailor_ctx *ctx, int *archs, int *count);
+
+/* TAILOR_OK when NVRTC supports sm; otherwise TAILOR_ERR_UNSUPPORTED listing what it does. */
+tailor_status tailor_gen_check_arch(tailor_ctx *ctx, int sm);
+
+/* Parses "sm_90", "sm90", "90", "compute_75" into 90/75. TAILOR_ERR_MISUSE if malformed. */
+tailor_status tailor_gen_parse_arch(tailor_ctx *ctx, const char *text, int *sm);
+
+/* The NVRTC version, e.g. 13.0. */
+void tailor_gen_nvrtc_version(int *major, int *minor);
+
+/* Builds the kernel name "op__template__sm90__bf16__A1_B2" (defines sorted by name, values
+ * made identifier-safe) into buf. */
+void tailor_gen_kernel_name(const char *op, const char *template_name, int sm, const char *dtype,
+                            const tailor_define *defines, int ndefines, char *buf, size_t size);
+
+/* Parses a ptxas -v log for the entry `kernel`; fields left at -1 when not found. */
+void tailor_gen_parse_report(const char *log, const char *kernel, tailor_compile_result *r);
+
+#endif

@@ -1,0 +1,805 @@
+/* cuda.c — the CUDA driver API through dlopen("libcuda.so.1"): the entry-point table, error
+ * translation, device facts, and the tailor_gpu handle (primary context + stream). */
+#include "cuda.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the entry-point table ---------------------------------------------------------------- */
+
+/* cuda.h maps the plain names to the versioned ones (cuMemAlloc -> cuMemAlloc_v2, ...), so
+ * __typeof__ of the plain name is the type of the versioned entry point resolved below. */
+typedef struct cuda_api {
+    __typeof__(cuInit) *init;
+    __typeof__(cuDriverGetVersion) *driver_get_version;
+    __typeof__(cuGetErrorName) *get_error_name;
+    __typeof__(cuGetErrorString) *get_error_string;
+    __typeof__(cuDeviceGetCount) *device_get_count;
+    __typeof__(cuDeviceGet) *device_get;
+    __typeof__(cuDeviceGetName) *device_get_name;
+    __typeof__(cuDeviceGetAttribute) *device_get_attribute;
+    __typeof__(cuDeviceTotalMem) *device_total_mem;
+    __typeof__(cuDeviceGetUuid) *device_get_uuid;
+    __typeof__(cuDevicePrimaryCtxRetain) *primary_ctx_retain;
+    __typeof__(cuDevicePrimaryCtxRelease) *primary_ctx_release;
+    __typeof__(cuCtxSetCurrent) *ctx_set_current;
+    __typeof__(cuCtxGetCurrent) *ctx_get_current;
+    __typeof__(cuStreamCreate) *stream_create;
+    __typeof__(cuStreamDestroy) *stream_destroy;
+    __typeof__(cuStreamSynchronize) *stream_synchronize;
+    __typeof__(cuMemAlloc) *mem_alloc;
+    __typeof__(cuMemFree) *mem_free;
+    __typeof__(cuMemGetInfo) *mem_get_info;
+    __typeof__(cuMemcpyHtoDAsync) *memcpy_htod_async;
+    __typeof__(cuMemcpyDtoHAsync) *memcpy_dtoh_async;
+    __typeof__(cuMemcpyDtoDAsync) *memcpy_dtod_async;
+    __typeof__(cuMemsetD8Async) *memset_d8_async;
+    __typeof__(cuModuleLoadDataEx) *module_load_data_ex;
+    __typeof__(cuModuleUnload) *module_unload;
+    __typeof__(cuModuleGetFunction) *module_get_function;
+    __typeof__(cuFuncGetAttribute) *func_get_attribute;
+    __typeof__(cuFuncSetAttribute) *func_set_attribute;
+    __typeof__(cuLaunchKernel) *launch_kernel;
+    __typeof__(cuOccupancyMaxActiveBlocksPerMultiprocessor) *occupancy_max_active_blocks;
+    __typeof__(cuEventCreate) *event_create;
+    __typeof__(cuEventRecord) *event_record;
+    __typeof__(cuEventSynchronize) *event_synchronize;
+    __typeof__(cuEventElapsedTime) *event_elapsed_time;
+    __typeof__(cuEventDestroy) *event_destroy;
+} cuda_api;
+
+static cuda_api api;
+
+/* One entry point: where it goes, its (versioned) name, and an older name with the same
+ * signature for drivers that predate the versioned one (NULL if none). */
+typedef struct cuda_symbol {
+    void **slot;
+    const char *name;
+    const char *fallback;
+} cuda_symbol;
+
+#define SLOT(field) ((void **)(void *)&api.field)
+
+static const cuda_symbol cuda_symbols[] = {
+    {SLOT(init), "cuInit", NULL},
+    {SLOT(driver_get_version), "cuDriverGetVersion", NULL},
+    {SLOT(get_error_name), "cuGetErrorName", NULL},
+    {SLOT(get_error_string), "cuGetErrorString", NULL},
+    {SLOT(device_get_count), "cuDeviceGetCount", NULL},
+    {SLOT(device_get), "cuDeviceGet", NULL},
+    {SLOT(device_get_name), "cuDeviceGetName", NULL},
+    {SLOT(device_get_attribute), "cuDeviceGetAttribute", NULL},
+    {SLOT(device_total_mem), "cuDeviceTotalMem_v2", NULL},
+    {SLOT(device_get_uuid), "cuDeviceGetUuid_v2", "cuDeviceGetUuid"},
+    {SLOT(primary_ctx_retain), "cuDevicePrimaryCtxRetain", NULL},
+    {SLOT(primary_ctx_release), "cuDevicePrimaryCtxRelease_v2", NULL},
+    {SLOT(ctx_set_current), "cuCtxSetCurrent", NULL},
+    {SLOT(ctx_get_current), "cuCtxGetCurrent", NULL},
+    {SLOT(stream_create), "cuStreamCreate", NULL},
+    {SLOT(stream_destroy), "cuStreamDestroy_v2", NULL},
+    {SLOT(stream_synchronize), "cuStreamSynchronize", NULL},
+    {SLOT(mem_alloc), "cuMemAlloc_v2", NULL},
+    {SLOT(mem_free), "cuMemFree_v2", NULL},
+    {SLOT(mem_get_info), "cuMemGetInfo_v2", NULL},
+    {SLOT(memcpy_htod_async), "cuMemcpyHtoDAsync_v2", NULL},
+    {SLOT(memcpy_dtoh_async), "cuMemcpyDtoHAsync_v2", NULL},
+    {SLOT(memcpy_dtod_async), "cuMemcpyDtoDAsync_v2", NULL},
+    {SLOT(memset_d8_async), "cuMemsetD8Async", NULL},
+    {SLOT(module_load_data_ex), "cuModuleLoadDataEx", NULL},
+    {SLOT(module_unload), "cuModuleUnload", NULL},
+    {SLOT(module_get_function), "cuModuleGetFunction", NULL},
+    {SLOT(func_get_attribute), "cuFuncGetAttribute", NULL},
+    {SLOT(func_set_attribute), "cuFuncSetAttribute", NULL},
+    {SLOT(launch_kernel), "cuLaunchKernel", NULL},
+    {SLOT(occupancy_max_active_blocks), "cuOccupancyMaxActiveBlocksPerMultiprocessor", NULL},
+    {SLOT(event_create), "cuEventCreate", NULL},
+    {SLOT(event_record), "cuEventRecord", NULL},
+    {SLOT(event_synchronize), "cuEventSynchronize", NULL},
+    {SLOT(event_elapsed_time), "cuEventElapsedTime_v2", "cuEventElapsedTime"},
+    {SLOT(event_destroy), "cuEventDestroy_v2", NULL},
+};
+
+#undef SLOT
+
+/* The outcome of the one load, shared by every caller. */
+static struct {
+    pthread_once_t once;
+    tailor_status status;
+    char message[768];
+} cuda_state = {PTHREAD_ONCE_INIT, TAILOR_OK, ""};
+
+/* The driver's name and text for r, or a numeric stand-in when the driver cannot say. */
+static void cuda_error_strings(CUresult r, const char **name, const char **text)
+{
+    static _Thread_local char unknown[32];
+    *name = NULL;
+    *text = NULL;
+    if (api.get_error_name && api.get_error_name(r, name) != CUDA_SUCCESS)
+        *name = NULL;
+    if (api.get_error_string && api.get_error_string(r, text) != CUDA_SUCCESS)
+        *text = NULL;
+    if (!*name) {
+        snprintf(unknown, sizeof unknown, "CUDA error %d", (int)r);
+        *name = unknown;
+    }
+    if (!*text)
+        *text = "no description from the driver";
+}
+
+static int cuda_resolve_symbols(void *lib)
+{
+    for (size_t i = 0; i < sizeof cuda_symbols / sizeof cuda_symbols[0]; i++) {
+        const cuda_symbol *s = &cuda_symbols[i];
+        *s->slot = dlsym(lib, s->name);
+        if (!*s->slot && s->fallback)
+            *s->slot = dlsym(lib, s->fallback);
+        if (!*s->slot) {
+            snprintf(cuda_state.message, sizeof cuda_state.message,
+                     "no CUDA driver: libcuda.so.1 lacks %s (the driver is too old for this build)",
+                     s->name);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static void cuda_load_once(void)
+{
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        const char *why = dlerror();
+        snprintf(cuda_state.message, sizeof cuda_state.message,
+                 "no CUDA driver: libcuda.so.1 not found (%s)", why ? why : "no reason given");
+        cuda_state.status = TAILOR_ERR_NO_DRIVER;
+        return;
+    }
+    if (!cuda_resolve_symbols(lib)) {
+        memset(&api, 0, sizeof api);
+        dlclose(lib);
+        cuda_state.status = TAILOR_ERR_NO_DRIVER;
+        return;
+    }
+    CUresult r = api.init(0);
+    if (r == CUDA_SUCCESS)
+        return; /* the library stays loaded for the life of the process */
+    const char *name, *text;
+    cuda_error_strings(r, &name, &text);
+    if (r == CUDA_ERROR_NO_DEVICE) {
+        snprintf(cuda_state.message, sizeof cuda_state.message,
+                 "no CUDA device: cuInit: %s (%s)", name, text);
+        cuda_state.status = TAILOR_ERR_NO_DEVICE;
+    } else {
+        snprintf(cuda_state.message, sizeof cuda_state.message,
+                 "the CUDA driver failed to start: cuInit: %s (%s)", name, text);
+        cuda_state.status = TAILOR_ERR_CUDA;
+    }
+}
+
+tailor_status tailor_cuda_load(tailor_ctx *ctx)
+{
+    pthread_once(&cuda_state.once, cuda_load_once);
+    if (cuda_state.status != TAILOR_OK)
+        return tailor_set_error(ctx, cuda_state.status, "%s", cuda_state.message);
+    return TAILOR_OK;
+}
+
+tailor_status tailor_cuda_check(tailor_ctx *ctx, CUresult r, const char *what)
+{
+    if (r == CUDA_SUCCESS)
+        return TAILOR_OK;
+    const char *name, *text;
+    cuda_error_strings(r, &name, &text);
+    return tailor_set_error(ctx, TAILOR_ERR_CUDA, "%s: %s (%s)", what, name, text);
+}
+
+/* ---- device facts -------------------------------------------------------------------------- */
+
+tailor_status tailor_cuda_device_count(tailor_ctx *ctx, int *count)
+{
+    *count = 0;
+    tailor_status st = tailor_cuda_load(ctx);
+    if (st != TAILOR_OK)
+        return st;
+    return tailor_cuda_check(ctx, api.device_get_count(count), "cuDeviceGetCount");
+}
+
+static tailor_status cuda_get_device(tailor_ctx *ctx, int ordinal, CUdevice *dev)
+{
+    int count = 0;
+    tailor_status st = tailor_cuda_device_count(ctx, &count);
+    if (st != TAILOR_OK)
+        return st;
+    if (ordinal < 0 || ordinal >= count)
+        return tailor_set_error(ctx, TAILOR_ERR_NO_DEVICE,
+                                "CUDA device %d does not exist: the driver sees %d GPU%s", ordinal,
+                                count, count == 1 ? "" : "s");
+    return tailor_cuda_check(ctx, api.device_get(dev, ordinal), "cuDeviceGet");
+}
+
+static void cuda_format_uuid(const CUuuid *u, char *buf, size_t size)
+{
+    static const int dash_after[] = {3, 5, 7, 9}; /* 8-4-4-4-12 hex digits */
+    size_t o = 0;
+    int d = 0;
+    for (int i = 0; i < 16 && o + 3 < size; i++) {
+        o += (size_t)snprintf(buf + o, size - o, "%02x", (unsigned char)u->bytes[i]);
+        if (d < 4 && i == dash_after[d] && o + 1 < size) {
+            buf[o++] = '-';
+            d++;
+        }
+    }
+    buf[o < size ? o : size - 1] = '\0';
+}
+
+/* The integer attributes, each with the field it fills. */
+static tailor_status cuda_read_attributes(tailor_ctx *ctx, CUdevice dev, tailor_device_info *info)
+{
+    int l2 = 0;
+    const struct {
+        CUdevice_attribute attr;
+        int *field;
+        const char *what;
+    } attrs[] = {
+        {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, &info->cc_major, "compute capability"},
+        {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, &info->cc_minor, "compute capability"},
+        {CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, &info->sm_count, "SM count"},
+        {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, &info->smem_per_block,
+         "shared memory per block"},
+        {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, &info->smem_per_block_optin,
+         "opt-in shared memory per block"},
+        {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, &info->smem_per_sm,
+         "shared memory per SM"},
+        {CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK, &info->regs_per_block, "registers per block"},
+        {CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR, &info->regs_per_sm,
+         "registers per SM"},
+        {CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, &info->max_threads_per_block,
+         "threads per block"},
+        {CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, &info->max_threads_per_sm,
+         "threads per SM"},
+        {CU_DEVICE_ATTRIBUTE_WARP_SIZE, &info->warp_size, "warp size"},
+        {CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, &l2, "L2 size"},
+        {CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, &info->mem_clock_khz, "memory clock"},
+        {CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, &info->mem_bus_bits, "memory bus width"},
+    };
+    for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++) {
+        char what[96];
+        snprintf(what, sizeof what, "cuDeviceGetAttribute (%s)", attrs[i].what);
+        tailor_status st =
+            tailor_cuda_check(ctx, api.device_get_attribute(attrs[i].field, attrs[i].attr, dev), what);
+        if (st != TAILOR_OK)
+            return st;
+    }
+    info->l2_bytes = l2;
+    return TAILOR_OK;
+}
+
+tailor_status tailor_cuda_device_facts(tailor_ctx *ctx, int ordinal, tailor_device_info *info)
+{
+    CUdevice dev = 0;
+    tailor_status st = cuda_get_device(ctx, ordinal, &dev);
+    if (st != TAILOR_OK)
+        return st;
+    memset(info, 0, sizeof *info);
+    info->kind = TAILOR_DEVICE_GPU;
+    info->is_live = 1;
+    info->ordinal = ordinal;
+    st = tailor_cuda_check(ctx, api.device_get_name(info->name, (int)sizeof info->name, dev),
+                           "cuDeviceGetName");
+    if (st != TAILOR_OK)
+        return st;
+    st = cuda_read_attributes(ctx, dev, info);
+    if (st != TAILOR_OK)
+        return st;
+    size_t total = 0;
+    st = tailor_cuda_check(ctx, api.device_total_mem(&total, dev), "cuDeviceTotalMem");
+    if (st != TAILOR_OK)
+        return st;
+    info->mem_bytes = (long long)total;
+    st = tailor_cuda_check(ctx, api.driver_get_version(&info->driver_version),
+                           "cuDriverGetVersion");
+    if (st != TAILOR_OK)
+        return st;
+    CUuuid uuid;
+    st = tailor_cuda_check(ctx, api.device_get_uuid(&uuid, dev), "cuDeviceGetUuid");
+    if (st != TAILOR_OK)
+        return st;
+    cuda_format_uuid(&uuid, info->uuid, sizeof info->uuid);
+    return TAILOR_OK;
+}
+
+/* ---- the gpu handle ------------------------------------------------------------------------ */
+
+/* The dynamic shared memory a kernel has been allowed through cuFuncSetAttribute. */
+typedef struct smem_grant {
+    CUfunction fn;
+    unsigned bytes;
+} smem_grant;
+
+struct tailor_gpu {
+    CUdevice device;
+    CUcontext context; /* the device's primary context, retained */
+    CUstream stream;
+    tailor_device_info info;
+    smem_grant *grants; /* grows; one entry per kernel launched above the default limit */
+    size_t grant_count, grant_cap;
+};
+
+/* Makes the gpu's context current on this thread if it is not already. */
+static CUresult gpu_make_current(const tailor_gpu *gpu)
+{
+    CUcontext cur = NULL;
+    if (api.ctx_get_current(&cur) == CUDA_SUCCESS && cur == gpu->context)
+        return CUDA_SUCCESS;
+    return api.ctx_set_current(gpu->context);
+}
+
+/* The common entry of every call taking a gpu: checks it and binds its context. */
+static tailor_status gpu_enter(tailor_ctx *ctx, tailor_gpu *gpu, const char *what)
+{
+    if (!gpu)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "%s: no GPU handle (gpu is NULL)", what);
+    return tailor_cuda_check(ctx, gpu_make_current(gpu), "cuCtxSetCurrent");
+}
+
+tailor_status tailor_gpu_open(tailor_ctx *ctx, int ordinal, tailor_gpu **out)
+{
+    *out = NULL;
+    tailor_gpu *gpu = calloc(1, sizeof *gpu);
+    if (!gpu)
+        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "opening CUDA device %d: out of memory",
+                                ordinal);
+    tailor_status st = tailor_device_query(ctx, ordinal, &gpu->info);
+    if (st == TAILOR_OK)
+        st = cuda_get_device(ctx, ordinal, &gpu->device);
+    if (st != TAILOR_OK) {
+        free(gpu);
+        return st;
+    }
+    st = tailor_cuda_check(ctx, api.primary_ctx_retain(&gpu->context, gpu->device),
+                           "cuDevicePrimaryCtxRetain");
+    if (st != TAILOR_OK) {
+        free(gpu);
+        return st;
+    }
+    st = tailor_cuda_check(ctx, api.ctx_set_current(gpu->context), "cuCtxSetCurrent");
+    if (st == TAILOR_OK)
+        st = tailor_cuda_check(ctx, api.stream_create(&gpu->stream, CU_STREAM_NON_BLOCKING),
+                               "cuStreamCreate");
+    if (st != TAILOR_OK) {
+        api.primary_ctx_release(gpu->device);
+        free(gpu);
+        return st;
+    }
+    *out = gpu;
+    return TAILOR_OK;
+}
+
+void tailor_gpu_close(tailor_gpu *gpu)
+{
+    if (!gpu)
+        return;
+    if (gpu_make_current(gpu) == CUDA_SUCCESS) {
+        api.stream_synchronize(gpu->stream);
+        api.stream_destroy(gpu->stream);
+    }
+    api.primary_ctx_release(gpu->device);
+    free(gpu->grants);
+    free(gpu);
+}
+
+const tailor_device_info *tailor_gpu_info(const tailor_gpu *gpu) { return &gpu->info; }
+
+CUstream tailor_gpu_stream(const tailor_gpu *gpu) { return gpu->stream; }
+
+tailor_status tailor_gpu_bind(tailor_ctx *ctx, tailor_gpu *gpu)
+{
+    return gpu_enter(ctx, gpu, "binding a GPU");
+}
+
+/* ---- memory -------------------------------------------------------------------------------- */
+
+tailor_status tailor_gpu_alloc(tailor_ctx *ctx, tailor_gpu *gpu, size_t bytes, CUdeviceptr *out)
+{
+    *out = 0;
+    tailor_status st = gpu_enter(ctx, gpu, "allocating device memory");
+    if (st != TAILOR_OK)
+        return st;
+    if (bytes == 0)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                                "allocating device memory: the size is 0 bytes");
+    CUresult r = api.mem_alloc(out, bytes);
+    if (r != CUDA_SUCCESS) {
+        char what[96];
+        snprintf(what, sizeof what, "cuMemAlloc of %zu bytes", bytes);
+        *out = 0;
+        return tailor_cuda_check(ctx, r, what);
+    }
+    return TAILOR_OK;
+}
+
+void tailor_gpu_free(tailor_gpu *gpu, CUdeviceptr p)
+{
+    if (!gpu || !p)
+        return;
+    if (gpu_make_current(gpu) == CUDA_SUCCESS)
+        api.mem_free(p);
+}
+
+tailor_status tailor_gpu_upload(tailor_ctx *ctx, tailor_gpu *gpu, CUdeviceptr dst, const void *src,
+                                size_t bytes)
+{
+    tailor_status st = gpu_enter(ctx, gpu, "uploading to the GPU");
+    if (st != TAILOR_OK || bytes == 0)
+        return st;
+    st = tailor_cuda_check(ctx, api.memcpy_htod_async(dst, src, bytes, gpu->stream),
+                           "cuMemcpyHtoDAsync");
+    if (st != TAILOR_OK)
+        return st;
+    return tailor_cuda_check(ctx, api.stream_synchronize(gpu->stream),
+                             "cuStreamSynchronize after an upload");
+}
+
+tailor_status tailor_gpu_download(tailor_ctx *ctx, tailor_gpu *gpu, void *dst, CUdeviceptr src,
+                                  size_t bytes)
+{
+    tailor_status st = gpu_enter(ctx, gpu, "downloading from the GPU");
+    if (st != TAILOR_OK || bytes == 0)
+        return st;
+    st = tailor_cuda_check(ctx, api.memcpy_dtoh_async(dst, src, bytes, gpu->stream),
+                           "cuMemcpyDtoHAsync");
+    if (st != TAILOR_OK)
+        return st;
+    return tailor_cuda_check(ctx, api.stream_synchronize(gpu->stream),
+                             "cuStreamSynchronize after a download");
+}
+
+tailor_status tailor_gpu_memset8(tailor_ctx *ctx, tailor_gpu *gpu, CUdeviceptr p, unsigned char v,
+                                 size_t bytes)
+{
+    tailor_status st = gpu_enter(ctx, gpu, "setting device memory");
+    if (st != TAILOR_OK || bytes == 0)
+        return st;
+    return tailor_cuda_check(ctx, api.memset_d8_async(p, v, bytes, gpu->stream),
+                             "cuMemsetD8Async");
+}
+
+tailor_status tailor_gpu_copy(tailor_ctx *ctx, tailor_gpu *gpu, CUdeviceptr dst, CUdeviceptr src,
+                              size_t bytes)
+{
+    tailor_status st = gpu_enter(ctx, gpu, "copying device memory");
+    if (st != TAILOR_OK || bytes == 0)
+        return st;
+    return tailor_cuda_check(ctx, api.memcpy_dtod_async(dst, src, bytes, gpu->stream),
+                             "cuMemcpyDtoDAsync");
+}
+
+tailor_status tailor_gpu_sync(tailor_ctx *ctx, tailor_gpu *gpu)
+{
+    tailor_status st = gpu_enter(ctx, gpu, "synchronizing the GPU");
+    if (st != TAILOR_OK)
+        return st;
+    return tailor_cuda_check(ctx, api.stream_synchronize(gpu->stream), "cuStreamSynchronize");
+}
+
+tailor_status tailor_gpu_mem_info(tailor_ctx *ctx, tailor_gpu *gpu, size_t *free_bytes,
+                                  size_t *total_bytes)
+{
+    tailor_status st = gpu_enter(ctx, gpu, "reading GPU memory use");
+    if (st != TAILOR_OK)
+        return st;
+    return tailor_cuda_check(ctx, api.mem_get_info(free_bytes, total_bytes), "cuMemGetInfo");
+}
+
+/* ---- kernels ------------------------------------------------------------------------------- */
+
+static tailor_status kernel_read_attributes(tailor_ctx *ctx, tailor_kernel *k)
+{
+    const struct {
+        CUfunction_attribute attr;
+        int *field;
+        const char *what;
+    } attrs[] = {
+        {CU_FUNC_ATTRIBUTE_NUM_REGS, &k->regs, "cuFuncGetAttribute (registers)"},
+        {CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, &k->static_smem,
+         "cuFuncGetAttribute (static shared memory)"},
+        {CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, &k->local_bytes,
+         "cuFuncGetAttribute (local memory)"},
+        {CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, &k->max_threads,
+         "cuFuncGetAttribute (max threads per block)"},
+    };
+    for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++) {
+        tailor_status st =
+            tailor_cuda_check(ctx, api.func_get_attribute(attrs[i].field, attrs[i].attr, k->fn),
+                              attrs[i].what);
+        if (st != TAILOR_OK)
+            return st;
+    }
+    return TAILOR_OK;
+}
+
+tailor_status tailor_gpu_load_kernel(tailor_ctx *ctx, tailor_gpu *gpu, const void *image,
+                                     const char *name, tailor_kernel *out)
+{
+    memset(out, 0, sizeof *out);
+    tailor_status st = gpu_enter(ctx, gpu, "loading a kernel");
+    if (st != TAILOR_OK)
+        return st;
+    if (!image || !name || !*name)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                                "loading a kernel: the image or the kernel name is missing");
+    char jit_log[8192];
+    jit_log[0] = '\0';
+    CUjit_option opts[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void *vals[] = {jit_log, (void *)(uintptr_t)sizeof jit_log};
+    CUresult r = api.module_load_data_ex(&out->module, image, 2, opts, vals);
+    if (r != CUDA_SUCCESS) {
+        const char *ename, *etext;
+        cuda_error_strings(r, &ename, &etext);
+        jit_log[sizeof jit_log - 1] = '\0';
+        out->module = NULL;
+        return tailor_set_error(ctx, TAILOR_ERR_CUDA, "loading the module of kernel '%s': %s (%s)%s%s",
+                                name, ename, etext, jit_log[0] ? "; JIT log:\n" : "", jit_log);
+    }
+    r = api.module_get_function(&out->fn, out->module, name);
+    if (r != CUDA_SUCCESS) {
+        char what[256];
+        snprintf(what, sizeof what, "kernel '%s' is not in its module (cuModuleGetFunction)", name);
+        st = tailor_cuda_check(ctx, r, what);
+    } else {
+        st = kernel_read_attributes(ctx, out);
+    }
+    if (st != TAILOR_OK) {
+        api.module_unload(out->module);
+        memset(out, 0, sizeof *out);
+    }
+    return st;
+}
+
+static void gpu_forget_grant(tailor_gpu *gpu, CUfunction fn)
+{
+    for (size_t i = 0; i < gpu->grant_count; i++) {
+        if (gpu->grants[i].fn == fn) {
+            gpu->grants[i] = gpu->grants[--gpu->grant_count];
+            return;
+        }
+    }
+}
+
+void tailor_gpu_unload_kernel(tailor_gpu *gpu, tailor_kernel *k)
+{
+    if (!k)
+        return;
+    if (gpu && k->module) {
+        gpu_forget_grant(gpu, k->fn);
+        if (gpu_make_current(gpu) == CUDA_SUCCESS)
+            api.module_unload(k->module);
+    }
+    memset(k, 0, sizeof *k);
+}
+
+/* Raises the kernel's dynamic shared-memory limit to `bytes` unless already that high. */
+static tailor_status gpu_grant_smem(tailor_ctx *ctx, tailor_gpu *gpu, CUfunction fn, unsigned bytes)
+{
+    smem_grant *g = NULL;
+    for (size_t i = 0; i < gpu->grant_count; i++)
+        if (gpu->grants[i].fn == fn)
+            g = &gpu->grants[i];
+    if (g && g->bytes >= bytes)
+        return TAILOR_OK;
+    if (!g) {
+        if (gpu->grant_count == gpu->grant_cap) {
+            size_t cap = gpu->grant_cap ? gpu->grant_cap * 2 : 16;
+            smem_grant *grown = realloc(gpu->grants, cap * sizeof *grown);
+            if (!grown)
+                return tailor_set_error(ctx, TAILOR_ERR_NOMEM,
+                                        "launching a kernel: out of memory");
+            gpu->grants = grown;
+            gpu->grant_cap = cap;
+        }
+        g = &gpu->grants[gpu->grant_count++];
+        g->fn = fn;
+        g->bytes = 0;
+    }
+    tailor_status st = tailor_cuda_check(
+        ctx, api.func_set_attribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)bytes),
+        "cuFuncSetAttribute (max dynamic shared memory)");
+    if (st == TAILOR_OK)
+        g->bytes = bytes;
+    return st;
+}
+
+tailor_status tailor_gpu_launch(tailor_ctx *ctx, tailor_gpu *gpu, tailor_kernel *k,
+                                const unsigned grid[3], const unsigned block[3], unsigned dyn_smem,
+                                void **args)
+{
+    tailor_status st = gpu_enter(ctx, gpu, "launching a kernel");
+    if (st != TAILOR_OK)
+        return st;
+    if (!k || !k->fn)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "launching a kernel: it is not loaded");
+    unsigned long long threads = (unsigned long long)block[0] * block[1] * block[2];
+    if (k->max_threads > 0 && threads > (unsigned long long)k->max_threads)
+        return tailor_set_error(ctx, TAILOR_ERR_BUDGET,
+                                "launching a kernel: a block of %llu threads exceeds its limit of %d "
+                                "(%d registers per thread)",
+                                threads, k->max_threads, k->regs);
+    unsigned long long total = (unsigned long long)k->static_smem + dyn_smem;
+    if (total > (unsigned long long)gpu->info.smem_per_block_optin)
+        return tailor_set_error(ctx, TAILOR_ERR_BUDGET,
+                                "launching a kernel: %d static + %u dynamic bytes of shared memory "
+                                "exceed the opt-in limit of %d bytes per block on %s",
+                                k->static_smem, dyn_smem, gpu->info.smem_per_block_optin,
+                                gpu->info.name);
+    if (total > (unsigned long long)gpu->info.smem_per_block) {
+        st = gpu_grant_smem(ctx, gpu, k->fn, dyn_smem);
+        if (st != TAILOR_OK)
+            return st;
+    }
+    return tailor_cuda_check(ctx,
+                             api.launch_kernel(k->fn, grid[0], grid[1], grid[2], block[0], block[1],
+                                               block[2], dyn_smem, gpu->stream, args, NULL),
+                             "cuLaunchKernel");
+}
+
+tailor_status tailor_gpu_occupancy(tailor_ctx *ctx, tailor_gpu *gpu, const tailor_kernel *k,
+                                   int block_threads, size_t dyn_smem, int *blocks_per_sm)
+{
+    *blocks_per_sm = 0;
+    tailor_status st = gpu_enter(ctx, gpu, "computing occupancy");
+    if (st != TAILOR_OK)
+        return st;
+    if (!k || !k->fn)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "computing occupancy: the kernel is not loaded");
+    return tailor_cuda_check(
+        ctx, api.occupancy_max_active_blocks(blocks_per_sm, k->fn, block_threads, dyn_smem),
+        "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+}
+
+/* ---- timing -------------------------------------------------------------------------------- */
+
+tailor_status tailor_gpu_timer_create(tailor_ctx *ctx, tailor_gpu *gpu, tailor_gpu_timer *t)
+{
+    memset(t, 0, sizeof *t);
+    tailor_status st = gpu_enter(ctx, gpu, "creating a timer");
+    if (st != TAILOR_OK)
+        return st;
+    st = tailor_cuda_check(ctx, api.event_create(&t->start, CU_EVENT_DEFAULT), "cuEventCreate");
+    if (st == TAILOR_OK)
+        st = tailor_cuda_check(ctx, api.event_create(&t->stop, CU_EVENT_DEFAULT), "cuEventCreate");
+    if (st != TAILOR_OK)
+        tailor_gpu_timer_destroy(gpu, t);
+    return st;
+}
+
+tailor_status tailor_gpu_timer_start(tailor_ctx *ctx, tailor_gpu *gpu, tailor_gpu_timer *t)
+{
+    tailor_status st = gpu_enter(ctx, gpu, "starting a timer");
+    if (st != TAILOR_OK)
+        return st;
+    return tailor_cuda_check(ctx, api.event_record(t->start, gpu->stream), "cuEventRecord (start)");
+}
+
+tailor_status tailor_gpu_timer_stop(tailor_ctx *ctx, tailor_gpu *gpu, tailor_gpu_timer *t)
+{
+    tailor_status st = gpu_enter(ctx, gpu, "stopping a timer");
+    if (st != TAILOR_OK)
+        return st;
+    return tailor_cuda_check(ctx, api.event_record(t->stop, gpu->stream), "cuEventRecord (stop)");
+}
+
+tailor_status tailor_gpu_timer_elapsed_ms(tailor_ctx *ctx, tailor_gpu_timer *t, float *ms)
+{
+    *ms = 0.0f;
+    tailor_status st = tailor_cuda_check(ctx, api.event_synchronize(t->stop), "cuEventSynchronize");
+    if (st != TAILOR_OK)
+        return st;
+    return tailor_cuda_check(ctx, api.event_elapsed_time(ms, t->start, t->stop),
+                             "cuEventElapsedTime");
+}
+
+void tailor_gpu_timer_destroy(tailor_gpu *gpu, tailor_gpu_timer *t)
+{
+    if (!t)
+        return;
+    if (gpu && gpu_make_current(gpu) == CUDA_SUCCESS) {
+        if (t->start)
+            api.event_destroy(t->start);
+        if (t->stop)
+            api.event_destroy(t->stop);
+    }
+    memset(t, 0, sizeof *t);
+}
+
+/* ---- copy bandwidth ------------------------------------------------------------------------ */
+
+#define BW_MIN_BYTES ((size_t)256 << 20)
+#define BW_RESERVE_BYTES ((size_t)64 << 20) /* left free for the context and others */
+#define BW_REPS 20
+#define BW_WARMUP 3
+
+static int compare_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* Buffer size: above 2x L2 and at least 256 MiB, shrunk to what is free (never below 2x L2). */
+static tailor_status bw_buffer_size(tailor_ctx *ctx, tailor_gpu *gpu, size_t *bytes)
+{
+    size_t above_l2 = 2 * (size_t)gpu->info.l2_bytes + ((size_t)1 << 20);
+    size_t want = above_l2 > BW_MIN_BYTES ? above_l2 : BW_MIN_BYTES;
+    size_t free_b = 0, total_b = 0;
+    tailor_status st = tailor_gpu_mem_info(ctx, gpu, &free_b, &total_b);
+    if (st != TAILOR_OK)
+        return st;
+    size_t usable = free_b > BW_RESERVE_BYTES ? (free_b - BW_RESERVE_BYTES) / 2 : 0;
+    if (want > usable)
+        want = usable & ~(((size_t)1 << 20) - 1);
+    if (want < above_l2)
+        return tailor_set_error(ctx, TAILOR_ERR_NOMEM,
+                                "measuring copy bandwidth: %zu bytes free on %s, two buffers of "
+                                "%zu bytes (2x L2) are needed",
+                                free_b, gpu->info.name, above_l2);
+    *bytes = want;
+    return TAILOR_OK;
+}
+
+/* Times BW_REPS copies src -> dst one by one into ms[]. */
+static tailor_status bw_time_copies(tailor_ctx *ctx, tailor_gpu *gpu, CUdeviceptr dst,
+                                    CUdeviceptr src, size_t bytes, float *ms)
+{
+    tailor_gpu_timer t;
+    tailor_status st = tailor_gpu_timer_create(ctx, gpu, &t);
+    for (int i = 0; i < BW_WARMUP && st == TAILOR_OK; i++)
+        st = tailor_gpu_copy(ctx, gpu, dst, src, bytes);
+    if (st == TAILOR_OK)
+        st = tailor_gpu_sync(ctx, gpu);
+    for (int i = 0; i < BW_REPS && st == TAILOR_OK; i++) {
+        st = tailor_gpu_timer_start(ctx, gpu, &t);
+        if (st == TAILOR_OK)
+            st = tailor_gpu_copy(ctx, gpu, dst, src, bytes);
+        if (st == TAILOR_OK)
+            st = tailor_gpu_timer_stop(ctx, gpu, &t);
+        if (st == TAILOR_OK)
+            st = tailor_gpu_timer_elapsed_ms(ctx, &t, &ms[i]);
+    }
+    tailor_gpu_timer_destroy(gpu, &t);
+    return st;
+}
+
+tailor_status tailor_gpu_copy_bandwidth(tailor_ctx *ctx, tailor_gpu *gpu, double *bytes_per_s)
+{
+    *bytes_per_s = 0.0;
+    tailor_status st = gpu_enter(ctx, gpu, "measuring copy bandwidth");
+    size_t bytes = 0;
+    if (st == TAILOR_OK)
+        st = bw_buffer_size(ctx, gpu, &bytes);
+    if (st != TAILOR_OK)
+        return st;
+    CUdeviceptr a = 0, b = 0;
+    float ms[BW_REPS];
+    st = tailor_gpu_alloc(ctx, gpu, bytes, &a);
+    if (st == TAILOR_OK)
+        st = tailor_gpu_alloc(ctx, gpu, bytes, &b);
+    if (st == TAILOR_OK) /* not zeros: some memory systems compress them */
+        st = tailor_gpu_memset8(ctx, gpu, a, 0x5a, bytes);
+    if (st == TAILOR_OK)
+        st = tailor_gpu_memset8(ctx, gpu, b, 0xa5, bytes);
+    if (st == TAILOR_OK)
+        st = bw_time_copies(ctx, gpu, b, a, bytes, ms);
+    tailor_gpu_free(gpu, a);
+    tailor_gpu_free(gpu, b);
+    if (st != TAILOR_OK)
+        return st;
+    qsort(ms, BW_REPS, sizeof ms[0], compare_float);
+    double median_ms = 0.5 * ((double)ms[BW_REPS / 2 - 1] + (double)ms[BW_REPS / 2]);
+    if (median_ms <= 0.0)
+        return tailor_set_error(ctx, TAILOR_ERR_CUDA,
+                                "measuring copy bandwidth: the events measured %.6f ms", median_ms);
+    *bytes_per_s = 2.0 * (double)bytes / (median_ms * 1e-3);
+    return TAILOR_OK;
+}

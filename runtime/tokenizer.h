@@ -1,0 +1,73 @@
+/* tokenizer.h — a Hugging Face tokenizer.json BPE tokenizer (Gemma's): encode, decode, chat prompt. */
+#ifndef TAILOR_TOKENIZER_H
+#define TAILOR_TOKENIZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tailor.h"
+
+/* Opaque and read-only once open: one tokenizer may serve several threads at once. */
+typedef struct tailor_tokenizer tailor_tokenizer;
+
+/* Loads `path` (a tokenizer.json: model BPE with merges, byte_fallback, fuse_unk, unk_token;
+ * normalizer Replace/Sequence; pre_tokenizer Split/Sequence; decoder Replace/ByteFallback/Fuse/
+ * Sequence; added_tokens). On success *out owns everything; free it with tailor_tokenizer_close.
+ * Fails with TAILOR_ERR_IO (unreadable file), TAILOR_ERR_PARSE (malformed JSON or field, the
+ * message names the file and the field) or TAILOR_ERR_UNSUPPORTED (a component type this build
+ * does not implement, named in the message); *out is then NULL. */
+tailor_status tailor_tokenizer_open(tailor_ctx *ctx, const char *path, tailor_tokenizer **out);
+
+/* Frees the tokenizer; NULL is fine. */
+void tailor_tokenizer_close(tailor_tokenizer *tok);
+
+/* Encodes `len` bytes of UTF-8 `text` (need not be NUL-terminated; bytes that are not valid
+ * UTF-8 are byte-fallback tokens) as Hugging Face `encode(text, add_special_tokens=False)` does:
+ * added/special token strings in the text become their ids. add_bos != 0 prepends <bos>.
+ * On success *ids is malloc'd (the caller frees it with free(); it may be NULL when *n is 0).
+ * Fails with TAILOR_ERR_NOMEM, or TAILOR_ERR_NOT_FOUND when add_bos is asked and there is no
+ * <bos>; *ids is then NULL and *n 0. */
+tailor_status tailor_tokenizer_encode(tailor_ctx *ctx, const tailor_tokenizer *tok, const char *text,
+                                      size_t len, int add_bos, int32_t **ids, size_t *n);
+
+/* Decodes `n` ids through the tokenizer.json decoder (Gemma: "▁" -> " ", <0xNN> runs -> bytes,
+ * U+FFFD per byte of a run that is not valid UTF-8). skip_special != 0 drops the text of added
+ * tokens marked special. Ids outside the vocabulary are dropped, as Hugging Face does.
+ * On success *text is malloc'd and NUL-terminated (the caller frees it) and *len its length in
+ * bytes (len may be NULL). Fails only with TAILOR_ERR_NOMEM. */
+tailor_status tailor_tokenizer_decode(tailor_ctx *ctx, const tailor_tokenizer *tok, const int32_t *ids,
+                                      size_t n, int skip_special, char **text, size_t *len);
+
+/* State of a streaming decode: byte-fallback bytes not yet forming a whole UTF-8 character.
+ * Zero it ({0}) before the first step. */
+typedef struct tailor_detok_stream {
+    unsigned char pending[8];
+    int npending;
+} tailor_detok_stream;
+
+/* Feeds one id; writes to `out` the text it completes (NUL-terminated when room allows) and its
+ * length to *out_len. Byte-fallback pieces are held in `st` until they form a whole character; a
+ * held run that can no longer become valid UTF-8 comes out as U+FFFD per byte. Special tokens
+ * come out as their text (callers stop on them first). 32 bytes of `out` always suffice for one
+ * id unless a single token is longer. Fails with TAILOR_ERR_MISUSE when out_size is too small
+ * (nothing is consumed then). Ids outside the vocabulary produce no text. */
+tailor_status tailor_tokenizer_decode_step(tailor_ctx *ctx, const tailor_tokenizer *tok,
+                                           tailor_detok_stream *st, int32_t id, char *out,
+                                           size_t out_size, size_t *out_len);
+
+/* The Gemma 4 chat prompt for one user turn, as ids:
+ * <bos><|turn>user\n{text}<turn|>\n<|turn>model\n (GEMMA4.md §4). The user text is trimmed of
+ * leading and trailing ASCII whitespace, as the chat template does. With a Gemma 3 tokenizer.json
+ * (no <|turn>), <start_of_turn>/<end_of_turn> stand in. *ids is malloc'd, the caller frees it.
+ * Fails with TAILOR_ERR_NOT_FOUND when the tokenizer lacks <bos> or the turn tokens. */
+tailor_status tailor_tokenizer_chat_prompt(tailor_ctx *ctx, const tailor_tokenizer *tok,
+                                           const char *user_text, int32_t **ids, size_t *n);
+
+/* 1 + the largest id of the vocabulary and the added tokens (Hugging Face's
+ * get_vocab_size(with_added_tokens=True)). */
+int tailor_tokenizer_vocab_size(const tailor_tokenizer *tok);
+
+/* The id of the token spelled `token` exactly (vocabulary or added token); -1 if absent. */
+int32_t tailor_tokenizer_token_id(const tailor_tokenizer *tok, const char *token);
+
+#endif

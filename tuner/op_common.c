@@ -1,0 +1,217 @@
+/* op_common.c — dtypes, shapes and the output comparison shared by every op. */
+#include "op.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "half.h"
+
+size_t tailor_dtype_size(tailor_dtype dtype)
+{
+    static const size_t sizes[TAILOR_DTYPE_COUNT] = {4, 2, 2, 4, 8, 1};
+    return (unsigned)dtype < TAILOR_DTYPE_COUNT ? sizes[dtype] : 0;
+}
+
+const char *tailor_dtype_name(tailor_dtype dtype)
+{
+    static const char *const names[TAILOR_DTYPE_COUNT] = {"fp32", "fp16", "bf16",
+                                                          "i32",  "i64",  "u8"};
+    return (unsigned)dtype < TAILOR_DTYPE_COUNT ? names[dtype] : "?";
+}
+
+tailor_status tailor_dtype_parse(tailor_ctx *ctx, const char *text, tailor_dtype *out)
+{
+    static const struct {
+        const char *name;
+        tailor_dtype dtype;
+    } names[] = {
+        {"fp16", TAILOR_DTYPE_F16},  {"float16", TAILOR_DTYPE_F16},  {"f16", TAILOR_DTYPE_F16},
+        {"bf16", TAILOR_DTYPE_BF16}, {"bfloat16", TAILOR_DTYPE_BF16}, {"fp32", TAILOR_DTYPE_F32},
+        {"float32", TAILOR_DTYPE_F32}, {"f32", TAILOR_DTYPE_F32},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (strcmp(text, names[i].name) == 0) {
+            *out = names[i].dtype;
+            return TAILOR_OK;
+        }
+    }
+    return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "dtype '%s' is unknown (use fp16 or bf16)",
+                            text);
+}
+
+float tailor_dtype_load(tailor_dtype dtype, const void *buf, size_t i)
+{
+    switch (dtype) {
+    case TAILOR_DTYPE_F32: return ((const float *)buf)[i];
+    case TAILOR_DTYPE_F16: return tailor_f16_to_f32(((const uint16_t *)buf)[i]);
+    case TAILOR_DTYPE_BF16: return tailor_bf16_to_f32(((const uint16_t *)buf)[i]);
+    case TAILOR_DTYPE_I32: return (float)((const int32_t *)buf)[i];
+    case TAILOR_DTYPE_I64: return (float)((const int64_t *)buf)[i];
+    case TAILOR_DTYPE_U8: return (float)((const uint8_t *)buf)[i];
+    default: return NAN;
+    }
+}
+
+void tailor_dtype_store(tailor_dtype dtype, void *buf, size_t i, float v)
+{
+    switch (dtype) {
+    case TAILOR_DTYPE_F32: ((float *)buf)[i] = v; break;
+    case TAILOR_DTYPE_F16: ((uint16_t *)buf)[i] = tailor_f32_to_f16(v); break;
+    case TAILOR_DTYPE_BF16: ((uint16_t *)buf)[i] = tailor_f32_to_bf16(v); break;
+    case TAILOR_DTYPE_I32: ((int32_t *)buf)[i] = (int32_t)v; break;
+    case TAILOR_DTYPE_I64: ((int64_t *)buf)[i] = (int64_t)v; break;
+    case TAILOR_DTYPE_U8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
+    default: break;
+    }
+}
+
+/* ---- shapes ---- */
+
+tailor_status tailor_shape_set(tailor_shape *shape, const char *key, long long value)
+{
+    for (int i = 0; i < shape->count; i++) {
+        if (strcmp(shape->dims[i].key, key) == 0) {
+            shape->dims[i].value = value;
+            return TAILOR_OK;
+        }
+    }
+    if (shape->count >= TAILOR_SHAPE_MAX || strlen(key) >= sizeof shape->dims[0].key)
+        return TAILOR_ERR_MISUSE;
+    snprintf(shape->dims[shape->count].key, sizeof shape->dims[0].key, "%s", key);
+    shape->dims[shape->count].value = value;
+    shape->count++;
+    return TAILOR_OK;
+}
+
+long long tailor_shape_get(const tailor_shape *shape, const char *key, long long fallback)
+{
+    for (int i = 0; i < shape->count; i++)
+        if (strcmp(shape->dims[i].key, key) == 0)
+            return shape->dims[i].value;
+    return fallback;
+}
+
+int tailor_shape_has(const tailor_shape *shape, const char *key)
+{
+    for (int i = 0; i < shape->count; i++)
+        if (strcmp(shape->dims[i].key, key) == 0)
+            return 1;
+    return 0;
+}
+
+tailor_status tailor_shape_parse(tailor_ctx *ctx, const char *text, tailor_shape *out)
+{
+    memset(out, 0, sizeof *out);
+    const char *p = text;
+    while (*p) {
+        const char *eq = strchr(p, '=');
+        const char *comma = strchr(p, ',');
+        if (!comma)
+            comma = p + strlen(p);
+        if (!eq || eq > comma || eq == p)
+            return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                                    "shape '%s': expected key=value pairs separated by commas",
+                                    text);
+        char key[24];
+        size_t klen = (size_t)(eq - p);
+        if (klen >= sizeof key)
+            return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "shape '%s': key too long", text);
+        memcpy(key, p, klen);
+        key[klen] = '\0';
+        for (size_t i = 0; i < klen; i++)
+            if (!(isalnum((unsigned char)key[i]) || key[i] == '_'))
+                return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "shape '%s': bad key '%s'", text,
+                                        key);
+        char *end = NULL;
+        long long v = strtoll(eq + 1, &end, 10);
+        if (end == eq + 1 || end != comma || v < 0)
+            return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                                    "shape '%s': value of '%s' is not a non-negative integer",
+                                    text, key);
+        if (tailor_shape_has(out, key))
+            return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "shape '%s': '%s' given twice", text,
+                                    key);
+        if (tailor_shape_set(out, key, v))
+            return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "shape '%s': too many keys", text);
+        p = *comma ? comma + 1 : comma;
+    }
+    return TAILOR_OK;
+}
+
+static int cmp_dims(const void *a, const void *b)
+{
+    return strcmp((const char *)a, (const char *)b); /* key is the first member */
+}
+
+void tailor_shape_format(const tailor_shape *shape, char *buf, size_t size)
+{
+    tailor_shape s = *shape;
+    qsort(s.dims, (size_t)s.count, sizeof s.dims[0], cmp_dims);
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < s.count && len < size; i++) {
+        int w = snprintf(buf + len, size - len, "%s%s=%lld", i ? "," : "", s.dims[i].key,
+                         s.dims[i].value);
+        if (w < 0)
+            break;
+        len += (size_t)w;
+    }
+}
+
+tailor_status tailor_op_complete_shape(tailor_ctx *ctx, const tailor_op *op, tailor_shape *shape)
+{
+    for (int i = 0; i < shape->count; i++) {
+        int known = 0;
+        for (const tailor_shape_key *k = op->keys; k->name; k++)
+            known |= strcmp(k->name, shape->dims[i].key) == 0;
+        if (!known) {
+            char keys[256] = "";
+            for (const tailor_shape_key *k = op->keys; k->name; k++) {
+                size_t used = strlen(keys);
+                snprintf(keys + used, sizeof keys - used, "%s%s", used ? ", " : "", k->name);
+            }
+            return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                                    "op %s has no shape key '%s' (its keys: %s)", op->name,
+                                    shape->dims[i].key, keys);
+        }
+    }
+    for (const tailor_shape_key *k = op->keys; k->name; k++) {
+        if (tailor_shape_has(shape, k->name))
+            continue;
+        if (k->fallback < 0)
+            return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                                    "op %s needs shape key '%s' (%s)", op->name, k->name, k->doc);
+        tailor_shape_set(shape, k->name, k->fallback);
+    }
+    return TAILOR_OK;
+}
+
+tailor_status tailor_op_compare(tailor_ctx *ctx, const tailor_buffer_spec *spec, const void *got,
+                                const float *ref)
+{
+    size_t bad = 0, first = 0;
+    double worst = 0;
+    for (size_t i = 0; i < spec->count; i++) {
+        float g = tailor_dtype_load(spec->dtype, got, i);
+        float r = ref[i];
+        double tol = spec->atol + spec->rtol * fabs((double)r);
+        double err = fabs((double)g - (double)r);
+        if (isnan(g) || isnan(r) || isinf(g) != isinf(r) || !(err <= tol)) {
+            if (bad++ == 0)
+                first = i;
+        }
+        if (!isnan(err) && err / (tol > 0 ? tol : 1) > worst)
+            worst = err / (tol > 0 ? tol : 1);
+    }
+    if (bad == 0)
+        return TAILOR_OK;
+    float g = tailor_dtype_load(spec->dtype, got, first);
+    return tailor_set_error(ctx, TAILOR_ERR_VERIFY,
+                            "output '%s': %zu of %zu elements out of tolerance; first at %zu: got "
+                            "%g, expected %g (atol %g, rtol %g)",
+                            spec->name, bad, spec->count, first, (double)g, (double)ref[first],
+                            spec->atol, spec->rtol);
+}

@@ -1,0 +1,22 @@
+/* ops.c — the table of ops the tuner knows. Each op lives in its own tuner/op_NAME.c. */
+#include "op.h"
+
+#include <string.h>
+
+extern const tailor_op tailor_op_rmsnorm;
+/* Add one extern line and one table entry per op. */
+
+static const tailor_op *const all_ops[] = {
+    &tailor_op_rmsnorm,
+    NULL,
+};
+
+const tailor_op *const *tailor_op_list(void) { return all_ops; }
+
+const tailor_op *tailor_op_find(const char *name)
+{
+    for (int i = 0; all_ops[i]; i++)
+        if (strcmp(all_ops[i]->name, name) == 0)
+            return all_ops[i];
+    return NULL;
+}

@@ -1,0 +1,850 @@
+/* space.c — search spaces in a sandboxed Lua 5.4 state (docs/search-spaces.md). */
+#include "space.h"
+
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "registry.h"
+#include "sha256.h"
+
+/* A space that runs longer than this many Lua instructions in one call is stopped. */
+#define SPACE_INSTRUCTION_LIMIT 50000000
+
+struct tailor_space {
+    lua_State *L;
+    int table_ref;          /* the table the script returned */
+    char name[64];
+    char op[64];
+    char source[64];
+    char origin[1024];
+    char lua_text_hash[65];
+    int dtypes_mask;        /* bit per tailor_dtype */
+    int nparams;
+    char param_names[TAILOR_SPACE_MAX_PARAMS][48]; /* sorted */
+};
+
+/* ---- sandbox ---------------------------------------------------------------------------- */
+
+static void instruction_hook(lua_State *L, lua_Debug *ar)
+{
+    (void)ar;
+    luaL_error(L, "search space ran past %d instructions (an endless loop?)",
+               SPACE_INSTRUCTION_LIMIT);
+}
+
+static int locked_newindex(lua_State *L)
+{
+    return luaL_error(L, "assignment to global '%s' (globals are locked in search spaces; use local)",
+                      lua_tostring(L, 2));
+}
+
+static int locked_index(lua_State *L)
+{
+    return luaL_error(L, "unknown global '%s'", lua_tostring(L, 2));
+}
+
+static int traceback(lua_State *L)
+{
+    const char *msg = lua_tostring(L, 1);
+    luaL_traceback(L, L, msg ? msg : "(error object is not a string)", 1);
+    return 1;
+}
+
+static void open_sandbox(lua_State *L)
+{
+    luaL_requiref(L, LUA_GNAME, luaopen_base, 1);
+    luaL_requiref(L, LUA_STRLIBNAME, luaopen_string, 1);
+    luaL_requiref(L, LUA_TABLIBNAME, luaopen_table, 1);
+    luaL_requiref(L, LUA_MATHLIBNAME, luaopen_math, 1);
+    lua_pop(L, 4);
+    static const char *const banned[] = {"dofile", "loadfile", "load", "require", "print",
+                                         "collectgarbage", "rawset", "rawequal", NULL};
+    for (int i = 0; banned[i]; i++) {
+        lua_pushnil(L);
+        lua_setglobal(L, banned[i]);
+    }
+    lua_getglobal(L, "string"); /* string.dump could expose bytecode */
+    lua_pushnil(L);
+    lua_setfield(L, -2, "dump");
+    lua_pop(L, 1);
+}
+
+static void lock_globals(lua_State *L)
+{
+    lua_pushglobaltable(L);
+    lua_newtable(L);
+    lua_pushcfunction(L, locked_newindex);
+    lua_setfield(L, -2, "__newindex");
+    lua_pushcfunction(L, locked_index);
+    lua_setfield(L, -2, "__index");
+    lua_pushboolean(L, 0);
+    lua_setfield(L, -2, "__metatable");
+    lua_setmetatable(L, -2);
+    lua_pop(L, 1);
+}
+
+/* Calls the function below nargs arguments on the stack with a traceback; one result. */
+static tailor_status space_pcall(tailor_ctx *ctx, tailor_space *s, int nargs, const char *what)
+{
+    lua_State *L = s->L;
+    int base = lua_gettop(L) - nargs;
+    lua_pushcfunction(L, traceback);
+    lua_insert(L, base);
+    lua_sethook(L, instruction_hook, LUA_MASKCOUNT, SPACE_INSTRUCTION_LIMIT);
+    int r = lua_pcall(L, nargs, 1, base);
+    lua_sethook(L, NULL, 0, 0);
+    lua_remove(L, base);
+    if (r != LUA_OK) {
+        tailor_set_error(ctx, TAILOR_ERR_LUA, "search space %s (%s), %s: %s", s->name, s->origin,
+                         what, lua_tostring(L, -1));
+        lua_pop(L, 1);
+        return TAILOR_ERR_LUA;
+    }
+    return TAILOR_OK;
+}
+
+/* ---- loading ------------------------------------------------------------------------------ */
+
+static tailor_status field_string(tailor_ctx *ctx, tailor_space *s, const char *field, char *buf,
+                                  size_t size)
+{
+    lua_State *L = s->L;
+    lua_getfield(L, -1, field);
+    if (!lua_isstring(L, -1)) {
+        lua_pop(L, 1);
+        return tailor_set_error(ctx, TAILOR_ERR_LUA,
+                                "search space %s: field '%s' must be a string", s->origin, field);
+    }
+    snprintf(buf, size, "%s", lua_tostring(L, -1));
+    lua_pop(L, 1);
+    return TAILOR_OK;
+}
+
+static int cmp_str48(const void *a, const void *b) { return strcmp(a, b); }
+
+static tailor_status read_header_fields(tailor_ctx *ctx, tailor_space *s)
+{
+    lua_State *L = s->L;
+    tailor_status st;
+    if ((st = field_string(ctx, s, "op", s->op, sizeof s->op)) ||
+        (st = field_string(ctx, s, "source", s->source, sizeof s->source)))
+        return st;
+    static const char *const required[] = {"params", "threads", "smem_static", "smem_dynamic",
+                                           "grid", "args", NULL};
+    for (int i = 0; required[i]; i++) {
+        lua_getfield(L, -1, required[i]);
+        int missing = lua_isnil(L, -1);
+        lua_pop(L, 1);
+        if (missing)
+            return tailor_set_error(ctx, TAILOR_ERR_LUA,
+                                    "search space %s: required field '%s' is missing", s->origin,
+                                    required[i]);
+    }
+    /* dtypes: default both 16-bit floats */
+    lua_getfield(L, -1, "dtypes");
+    if (lua_isnil(L, -1)) {
+        s->dtypes_mask = (1 << TAILOR_DTYPE_F16) | (1 << TAILOR_DTYPE_BF16);
+    } else if (lua_istable(L, -1)) {
+        for (lua_Integer i = 1; lua_geti(L, -1, i) != LUA_TNIL; i++) {
+            tailor_dtype d;
+            const char *name = lua_tostring(L, -1);
+            if (!name || tailor_dtype_parse(NULL, name, &d) != TAILOR_OK) {
+                lua_pop(L, 2);
+                return tailor_set_error(ctx, TAILOR_ERR_LUA,
+                                        "search space %s: dtypes[%lld] is not fp16/bf16/fp32",
+                                        s->origin, (long long)i);
+            }
+            s->dtypes_mask |= 1 << d;
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 1);
+    } else {
+        lua_pop(L, 1);
+        return tailor_set_error(ctx, TAILOR_ERR_LUA, "search space %s: 'dtypes' must be a list",
+                                s->origin);
+    }
+    lua_pop(L, 1);
+    /* parameter names, sorted */
+    lua_getfield(L, -1, "params");
+    if (!lua_istable(L, -1)) {
+        lua_pop(L, 1);
+        return tailor_set_error(ctx, TAILOR_ERR_LUA, "search space %s: 'params' must be a table",
+                                s->origin);
+    }
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+        if (lua_type(L, -2) != LUA_TSTRING || s->nparams >= TAILOR_SPACE_MAX_PARAMS) {
+            lua_pop(L, 3);
+            return tailor_set_error(ctx, TAILOR_ERR_LUA,
+                                    "search space %s: params keys must be names (at most %d)",
+                                    s->origin, TAILOR_SPACE_MAX_PARAMS);
+        }
+        snprintf(s->param_names[s->nparams++], 48, "%s", lua_tostring(L, -2));
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    qsort(s->param_names, (size_t)s->nparams, sizeof s->param_names[0], cmp_str48);
+    return TAILOR_OK;
+}
+
+tailor_status tailor_space_load(tailor_ctx *ctx, const char *name, tailor_space **out)
+{
+    *out = NULL;
+    char file[80];
+    size_t n = strlen(name);
+    if (n > 4 && strcmp(name + n - 4, ".lua") == 0)
+        snprintf(file, sizeof file, "%s", name);
+    else
+        snprintf(file, sizeof file, "%s.lua", name);
+    tailor_template_file f;
+    tailor_status st = tailor_template_read(ctx, file, &f);
+    if (st)
+        return st;
+    tailor_space *s = calloc(1, sizeof *s);
+    if (!s) {
+        tailor_template_file_free(&f);
+        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory");
+    }
+    snprintf(s->name, sizeof s->name, "%.*s", (int)(strlen(file) - 4), file);
+    snprintf(s->origin, sizeof s->origin, "%s", f.origin);
+    tailor_sha256_hex(f.text, f.size, s->lua_text_hash);
+    s->L = luaL_newstate();
+    if (!s->L) {
+        tailor_template_file_free(&f);
+        free(s);
+        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory creating a Lua state");
+    }
+    open_sandbox(s->L);
+    lock_globals(s->L);
+    char chunkname[1100];
+    snprintf(chunkname, sizeof chunkname, "@%s", f.origin);
+    int r = luaL_loadbufferx(s->L, f.text, f.size, chunkname, "t");
+    tailor_template_file_free(&f);
+    if (r != LUA_OK) {
+        tailor_set_error(ctx, TAILOR_ERR_LUA, "search space %s: %s", file, lua_tostring(s->L, -1));
+        tailor_space_destroy(s);
+        return TAILOR_ERR_LUA;
+    }
+    st = space_pcall(ctx, s, 0, "running the script");
+    if (st) {
+        tailor_space_destroy(s);
+        return st;
+    }
+    if (!lua_istable(s->L, -1)) {
+        tailor_space_destroy(s);
+        return tailor_set_error(ctx, TAILOR_ERR_LUA, "search space %s must return a table", file);
+    }
+    st = read_header_fields(ctx, s);
+    if (st) {
+        tailor_space_destroy(s);
+        return st;
+    }
+    s->table_ref = luaL_ref(s->L, LUA_REGISTRYINDEX);
+    *out = s;
+    return TAILOR_OK;
+}
+
+void tailor_space_destroy(tailor_space *s)
+{
+    if (!s)
+        return;
+    if (s->L)
+        lua_close(s->L);
+    free(s);
+}
+
+const char *tailor_space_name(const tailor_space *s) { return s->name; }
+const char *tailor_space_op(const tailor_space *s) { return s->op; }
+const char *tailor_space_source(const tailor_space *s) { return s->source; }
+const char *tailor_space_origin(const tailor_space *s) { return s->origin; }
+int tailor_space_supports(const tailor_space *s, tailor_dtype dtype)
+{
+    return (s->dtypes_mask >> dtype) & 1;
+}
+
+tailor_status tailor_space_hash(tailor_ctx *ctx, const tailor_space *s, char hex[65])
+{
+    tailor_sha256 h;
+    tailor_sha256_init(&h);
+    tailor_sha256_update(&h, s->lua_text_hash, 64);
+    tailor_template_file f;
+    tailor_status st = tailor_template_read(ctx, s->source, &f);
+    if (st)
+        return st;
+    tailor_sha256_update(&h, f.text, f.size);
+    tailor_template_file_free(&f);
+    char **names, **texts;
+    int n;
+    st = tailor_template_headers(ctx, &names, &texts, &n);
+    if (st)
+        return st;
+    for (int i = 0; i < n; i++) {
+        tailor_sha256_update(&h, names[i], strlen(names[i]) + 1);
+        tailor_sha256_update(&h, texts[i], strlen(texts[i]));
+    }
+    tailor_template_headers_free(names, texts, n);
+    uint8_t d[32];
+    tailor_sha256_final(&h, d);
+    tailor_sha256_to_hex(d, hex);
+    return TAILOR_OK;
+}
+
+/* ---- arguments passed to space functions -------------------------------------------------- */
+
+static void push_shape(lua_State *L, const tailor_shape *shape)
+{
+    lua_createtable(L, 0, shape->count);
+    for (int i = 0; i < shape->count; i++) {
+        lua_pushinteger(L, shape->dims[i].value);
+        lua_setfield(L, -2, shape->dims[i].key);
+    }
+}
+
+static void push_device(lua_State *L, const tailor_device_info *d)
+{
+    lua_createtable(L, 0, 12);
+    lua_pushstring(L, d->name);
+    lua_setfield(L, -2, "name");
+    lua_pushstring(L, d->kind == TAILOR_DEVICE_TPU ? "tpu" : "gpu");
+    lua_setfield(L, -2, "kind");
+    lua_pushinteger(L, d->kind == TAILOR_DEVICE_TPU ? 0 : d->cc_major * 10 + d->cc_minor);
+    lua_setfield(L, -2, "sm");
+    lua_pushinteger(L, d->sm_count);
+    lua_setfield(L, -2, "sm_count");
+    lua_pushinteger(L, d->smem_per_block);
+    lua_setfield(L, -2, "smem_per_block");
+    lua_pushinteger(L, d->smem_per_block_optin);
+    lua_setfield(L, -2, "smem_optin");
+    lua_pushinteger(L, d->smem_per_sm);
+    lua_setfield(L, -2, "smem_per_sm");
+    lua_pushinteger(L, d->regs_per_block);
+    lua_setfield(L, -2, "regs_per_block");
+    lua_pushinteger(L, d->max_threads_per_block);
+    lua_setfield(L, -2, "max_threads");
+    lua_pushinteger(L, d->l2_bytes);
+    lua_setfield(L, -2, "l2_bytes");
+}
+
+/* Pushes the config as a Lua table of name -> value (integers where they parse). */
+static void push_value(lua_State *L, const char *v)
+{
+    char *end = NULL;
+    long long i = strtoll(v, &end, 10);
+    if (*v && end && *end == '\0')
+        lua_pushinteger(L, i);
+    else if (strcmp(v, "true") == 0)
+        lua_pushboolean(L, 1);
+    else if (strcmp(v, "false") == 0)
+        lua_pushboolean(L, 0);
+    else
+        lua_pushstring(L, v);
+}
+
+static void push_config(lua_State *L, const tailor_config *cfg)
+{
+    lua_createtable(L, 0, cfg->nparams);
+    for (int i = 0; i < cfg->nparams; i++) {
+        push_value(L, cfg->params[i].value);
+        lua_setfield(L, -2, cfg->params[i].name);
+    }
+}
+
+typedef struct call_args {
+    const tailor_config *cfg; /* NULL: functions of (shape, dtype, device) */
+    const tailor_shape *shape;
+    tailor_dtype dtype;
+    const tailor_device_info *dev;
+} call_args;
+
+/* Pushes field `field` of the space table, called with the args if it is a function. Leaves
+ * one value (possibly nil) on the stack. */
+static tailor_status get_field(tailor_ctx *ctx, tailor_space *s, const char *field,
+                               const call_args *a)
+{
+    lua_State *L = s->L;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, s->table_ref);
+    lua_getfield(L, -1, field);
+    lua_remove(L, -2);
+    if (!lua_isfunction(L, -1))
+        return TAILOR_OK;
+    int nargs = 0;
+    if (a->cfg) {
+        push_config(L, a->cfg);
+        nargs++;
+    }
+    push_shape(L, a->shape);
+    lua_pushstring(L, tailor_dtype_name(a->dtype));
+    push_device(L, a->dev);
+    nargs += 3;
+    char what[80];
+    snprintf(what, sizeof what, "in '%s'", field);
+    return space_pcall(ctx, s, nargs, what);
+}
+
+static tailor_status get_integer(tailor_ctx *ctx, tailor_space *s, const char *field,
+                                 const call_args *a, long long *out)
+{
+    tailor_status st = get_field(ctx, s, field, a);
+    if (st)
+        return st;
+    int isnum = 0;
+    lua_Integer v = lua_tointegerx(s->L, -1, &isnum);
+    lua_pop(s->L, 1);
+    if (!isnum)
+        return tailor_set_error(ctx, TAILOR_ERR_LUA, "search space %s: '%s' must give an integer",
+                                s->origin, field);
+    *out = v;
+    return TAILOR_OK;
+}
+
+/* Reads a value on the stack top into a define value string. */
+static int value_to_string(lua_State *L, int idx, char *buf, size_t size)
+{
+    switch (lua_type(L, idx)) {
+    case LUA_TNUMBER:
+        if (lua_isinteger(L, idx))
+            snprintf(buf, size, "%lld", (long long)lua_tointeger(L, idx));
+        else
+            snprintf(buf, size, "%.9g", lua_tonumber(L, idx));
+        return 1;
+    case LUA_TBOOLEAN: snprintf(buf, size, "%d", lua_toboolean(L, idx)); return 1;
+    case LUA_TSTRING: snprintf(buf, size, "%s", lua_tostring(L, idx)); return 1;
+    default: return 0;
+    }
+}
+
+/* ---- enumeration --------------------------------------------------------------------------- */
+
+tailor_status tailor_space_enumerate(tailor_ctx *ctx, tailor_space *s, const tailor_shape *shape,
+                                     tailor_dtype dtype, const tailor_device_info *dev,
+                                     tailor_config **configs, int *count)
+{
+    lua_State *L = s->L;
+    *configs = NULL;
+    *count = 0;
+    char values[TAILOR_SPACE_MAX_PARAMS][64][64];
+    int nvalues[TAILOR_SPACE_MAX_PARAMS];
+    for (int p = 0; p < s->nparams; p++) {
+        lua_rawgeti(L, LUA_REGISTRYINDEX, s->table_ref);
+        lua_getfield(L, -1, "params");
+        lua_getfield(L, -1, s->param_names[p]);
+        lua_remove(L, -2);
+        lua_remove(L, -2);
+        if (lua_isfunction(L, -1)) {
+            push_shape(L, shape);
+            lua_pushstring(L, tailor_dtype_name(dtype));
+            push_device(L, dev);
+            char what[80];
+            snprintf(what, sizeof what, "in params.%s", s->param_names[p]);
+            tailor_status st = space_pcall(ctx, s, 3, what);
+            if (st)
+                return st;
+        }
+        if (!lua_istable(L, -1)) {
+            lua_pop(L, 1);
+            return tailor_set_error(ctx, TAILOR_ERR_LUA,
+                                    "search space %s: params.%s must be a list (or a function "
+                                    "returning one)",
+                                    s->origin, s->param_names[p]);
+        }
+        nvalues[p] = 0;
+        for (lua_Integer i = 1; lua_geti(L, -1, i) != LUA_TNIL; i++) {
+            if (nvalues[p] >= 64 || !value_to_string(L, -1, values[p][nvalues[p]], 64)) {
+                lua_pop(L, 2);
+                return tailor_set_error(ctx, TAILOR_ERR_LUA,
+                                        "search space %s: params.%s[%lld] must be a number, "
+                                        "boolean or string (at most 64 values)",
+                                        s->origin, s->param_names[p], (long long)i);
+            }
+            nvalues[p]++;
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 2);
+        if (nvalues[p] == 0)
+            return TAILOR_OK; /* an empty list: no configuration */
+    }
+    size_t total = 1;
+    for (int p = 0; p < s->nparams; p++) {
+        total *= (size_t)nvalues[p];
+        if (total > 1000000)
+            return tailor_set_error(ctx, TAILOR_ERR_LUA,
+                                    "search space %s has more than a million configurations",
+                                    s->origin);
+    }
+    tailor_config *list = calloc(total ? total : 1, sizeof *list);
+    if (!list)
+        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory enumerating %s", s->name);
+    for (size_t idx = 0; idx < total; idx++) {
+        size_t rest = idx;
+        list[idx].nparams = s->nparams;
+        for (int p = s->nparams - 1; p >= 0; p--) {
+            size_t v = rest % (size_t)nvalues[p];
+            rest /= (size_t)nvalues[p];
+            snprintf(list[idx].params[p].name, sizeof list[idx].params[p].name, "%s",
+                     s->param_names[p]);
+            snprintf(list[idx].params[p].value, sizeof list[idx].params[p].value, "%s",
+                     values[p][v]);
+        }
+    }
+    *configs = list;
+    *count = (int)total;
+    return TAILOR_OK;
+}
+
+/* ---- evaluation ---------------------------------------------------------------------------- */
+
+static tailor_status read_dim3(tailor_ctx *ctx, tailor_space *s, const char *field,
+                               unsigned out[3])
+{
+    lua_State *L = s->L;
+    out[0] = out[1] = out[2] = 1;
+    if (!lua_istable(L, -1)) {
+        lua_pop(L, 1);
+        return tailor_set_error(ctx, TAILOR_ERR_LUA, "search space %s: '%s' must give {x, y, z}",
+                                s->origin, field);
+    }
+    for (int i = 0; i < 3; i++) {
+        lua_geti(L, -1, i + 1);
+        if (!lua_isnil(L, -1)) {
+            int ok = 0;
+            lua_Integer v = lua_tointegerx(L, -1, &ok);
+            if (!ok || v <= 0 || v > 0x7fffffff) {
+                lua_pop(L, 2);
+                return tailor_set_error(ctx, TAILOR_ERR_LUA,
+                                        "search space %s: '%s'[%d] must be a positive integer",
+                                        s->origin, field, i + 1);
+            }
+            out[i] = (unsigned)v;
+        }
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    return TAILOR_OK;
+}
+
+static tailor_status read_valid(tailor_ctx *ctx, tailor_space *s, const call_args *a,
+                                tailor_launch *out)
+{
+    lua_State *L = s->L;
+    out->valid = 1;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, s->table_ref);
+    lua_getfield(L, -1, "valid");
+    lua_remove(L, -2);
+    if (!lua_isfunction(L, -1)) {
+        lua_pop(L, 1);
+        return TAILOR_OK;
+    }
+    push_config(L, a->cfg);
+    push_shape(L, a->shape);
+    lua_pushstring(L, tailor_dtype_name(a->dtype));
+    push_device(L, a->dev);
+    /* two results: ok, reason */
+    int base = lua_gettop(L) - 4;
+    lua_pushcfunction(L, traceback);
+    lua_insert(L, base);
+    lua_sethook(L, instruction_hook, LUA_MASKCOUNT, SPACE_INSTRUCTION_LIMIT);
+    int r = lua_pcall(L, 4, 2, base);
+    lua_sethook(L, NULL, 0, 0);
+    lua_remove(L, base);
+    if (r != LUA_OK) {
+        tailor_set_error(ctx, TAILOR_ERR_LUA, "search space %s (%s), in 'valid': %s", s->name,
+                         s->origin, lua_tostring(L, -1));
+        lua_pop(L, 1);
+        return TAILOR_ERR_LUA;
+    }
+    out->valid = lua_toboolean(L, -2);
+    if (!out->valid)
+        snprintf(out->invalid_reason, sizeof out->invalid_reason, "%s",
+                 lua_isstring(L, -1) ? lua_tostring(L, -1) : "refused by the space's rules");
+    lua_pop(L, 2);
+    return TAILOR_OK;
+}
+
+static tailor_status read_features(tailor_ctx *ctx, tailor_space *s, const call_args *a,
+                                   tailor_launch *out)
+{
+    lua_State *L = s->L;
+    tailor_status st = get_field(ctx, s, "requires", a);
+    if (st)
+        return st;
+    if (lua_istable(L, -1)) {
+        for (lua_Integer i = 1; lua_geti(L, -1, i) != LUA_TNIL; i++) {
+            if (out->nfeatures < TAILOR_SPACE_MAX_FEATURES && lua_isstring(L, -1))
+                snprintf(out->features[out->nfeatures++], 24, "%s", lua_tostring(L, -1));
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    return TAILOR_OK;
+}
+
+static tailor_status read_defines(tailor_ctx *ctx, tailor_space *s, const call_args *a,
+                                  tailor_launch *out)
+{
+    lua_State *L = s->L;
+    out->ndefines = 0;
+    for (int i = 0; i < a->cfg->nparams && out->ndefines < TAILOR_GEN_MAX_DEFINES; i++)
+        out->defines[out->ndefines++] = a->cfg->params[i];
+    tailor_status st = get_field(ctx, s, "defines", a);
+    if (st)
+        return st;
+    if (lua_istable(L, -1)) {
+        lua_pushnil(L);
+        while (lua_next(L, -2)) {
+            if (lua_type(L, -2) == LUA_TSTRING && out->ndefines < TAILOR_GEN_MAX_DEFINES) {
+                tailor_define *d = &out->defines[out->ndefines];
+                snprintf(d->name, sizeof d->name, "%s", lua_tostring(L, -2));
+                if (value_to_string(L, -1, d->value, sizeof d->value))
+                    out->ndefines++;
+            }
+            lua_pop(L, 1);
+        }
+    } else if (!lua_isnil(L, -1)) {
+        lua_pop(L, 1);
+        return tailor_set_error(ctx, TAILOR_ERR_LUA, "search space %s: 'defines' must give a table",
+                                s->origin);
+    }
+    lua_pop(L, 1);
+    return TAILOR_OK;
+}
+
+static tailor_status read_workspace(tailor_ctx *ctx, tailor_space *s, const call_args *a,
+                                    tailor_launch *out)
+{
+    lua_State *L = s->L;
+    tailor_status st = get_field(ctx, s, "workspace", a);
+    if (st)
+        return st;
+    if (lua_istable(L, -1)) {
+        lua_pushnil(L);
+        while (lua_next(L, -2)) {
+            if (lua_type(L, -2) != LUA_TSTRING || !lua_isinteger(L, -1) ||
+                out->nworkspace >= TAILOR_SPACE_MAX_WORKSPACE) {
+                lua_pop(L, 3);
+                return tailor_set_error(ctx, TAILOR_ERR_LUA,
+                                        "search space %s: 'workspace' must map names to byte "
+                                        "counts (at most %d)",
+                                        s->origin, TAILOR_SPACE_MAX_WORKSPACE);
+            }
+            snprintf(out->workspace[out->nworkspace].name, 32, "%s", lua_tostring(L, -2));
+            out->workspace[out->nworkspace].bytes = lua_tointeger(L, -1);
+            out->nworkspace++;
+            lua_pop(L, 1);
+        }
+    }
+    lua_pop(L, 1);
+    return TAILOR_OK;
+}
+
+/* One entry of `args`: "name" | {i32 = "key"|n} | {i64 = ...} | {f32 = x}. */
+static tailor_status read_arg(tailor_ctx *ctx, tailor_space *s, const tailor_shape *shape,
+                              lua_Integer idx, tailor_arg *arg)
+{
+    lua_State *L = s->L;
+    memset(arg, 0, sizeof *arg);
+    if (lua_type(L, -1) == LUA_TSTRING) {
+        arg->kind = TAILOR_ARG_BUFFER;
+        snprintf(arg->name, sizeof arg->name, "%s", lua_tostring(L, -1));
+        return TAILOR_OK;
+    }
+    static const struct {
+        const char *key;
+        tailor_arg_kind kind;
+    } kinds[] = {{"i32", TAILOR_ARG_I32}, {"i64", TAILOR_ARG_I64}, {"f32", TAILOR_ARG_F32}};
+    if (lua_istable(L, -1)) {
+        for (size_t k = 0; k < 3; k++) {
+            lua_getfield(L, -1, kinds[k].key);
+            if (lua_isnil(L, -1)) {
+                lua_pop(L, 1);
+                continue;
+            }
+            arg->kind = kinds[k].kind;
+            if (lua_type(L, -1) == LUA_TSTRING) {
+                const char *key = lua_tostring(L, -1);
+                if (!tailor_shape_has(shape, key)) {
+                    lua_pop(L, 1);
+                    return tailor_set_error(ctx, TAILOR_ERR_LUA,
+                                            "search space %s: args[%lld] names shape key '%s', "
+                                            "which the shape does not have",
+                                            s->origin, (long long)idx, key);
+                }
+                snprintf(arg->name, sizeof arg->name, "%s", key);
+                arg->i = tailor_shape_get(shape, key, 0);
+                arg->f = (double)arg->i;
+            } else if (lua_isnumber(L, -1)) {
+                arg->f = lua_tonumber(L, -1);
+                arg->i = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : (long long)arg->f;
+            } else {
+                lua_pop(L, 1);
+                break;
+            }
+            lua_pop(L, 1);
+            return TAILOR_OK;
+        }
+    }
+    return tailor_set_error(ctx, TAILOR_ERR_LUA,
+                            "search space %s: args[%lld] must be a buffer name or {i32|i64|f32 = "
+                            "shape key or number}",
+                            s->origin, (long long)idx);
+}
+
+static tailor_status read_args(tailor_ctx *ctx, tailor_space *s, const call_args *a,
+                               tailor_launch *out)
+{
+    lua_State *L = s->L;
+    tailor_status st = get_field(ctx, s, "args", a);
+    if (st)
+        return st;
+    if (!lua_istable(L, -1)) {
+        lua_pop(L, 1);
+        return tailor_set_error(ctx, TAILOR_ERR_LUA, "search space %s: 'args' must give a list",
+                                s->origin);
+    }
+    for (lua_Integer i = 1; lua_geti(L, -1, i) != LUA_TNIL; i++) {
+        if (out->nargs >= TAILOR_SPACE_MAX_ARGS) {
+            lua_pop(L, 2);
+            return tailor_set_error(ctx, TAILOR_ERR_LUA, "search space %s: more than %d args",
+                                    s->origin, TAILOR_SPACE_MAX_ARGS);
+        }
+        st = read_arg(ctx, s, a->shape, i, &out->args[out->nargs]);
+        lua_pop(L, 1);
+        if (st) {
+            lua_pop(L, 1);
+            return st;
+        }
+        out->nargs++;
+    }
+    lua_pop(L, 2);
+    return TAILOR_OK;
+}
+
+tailor_status tailor_space_evaluate(tailor_ctx *ctx, tailor_space *s, const tailor_config *cfg,
+                                    const tailor_shape *shape, tailor_dtype dtype,
+                                    const tailor_device_info *dev, tailor_launch *out)
+{
+    memset(out, 0, sizeof *out);
+    call_args a = {cfg, shape, dtype, dev};
+    long long threads = 0;
+    tailor_status st;
+    if ((st = read_valid(ctx, s, &a, out)) || (st = read_defines(ctx, s, &a, out)))
+        return st;
+    if (!out->valid)
+        return TAILOR_OK;
+    if ((st = get_integer(ctx, s, "threads", &a, &threads)) ||
+        (st = get_integer(ctx, s, "smem_static", &a, &out->smem_static)) ||
+        (st = get_integer(ctx, s, "smem_dynamic", &a, &out->smem_dynamic)) ||
+        (st = read_features(ctx, s, &a, out)) || (st = read_workspace(ctx, s, &a, out)) ||
+        (st = read_args(ctx, s, &a, out)))
+        return st;
+    if (threads <= 0 || threads > 1 << 20)
+        return tailor_set_error(ctx, TAILOR_ERR_LUA, "search space %s: 'threads' gave %lld",
+                                s->origin, threads);
+    out->threads = (int)threads;
+    if ((st = get_field(ctx, s, "grid", &a)) || (st = read_dim3(ctx, s, "grid", out->grid)))
+        return st;
+    if ((st = get_field(ctx, s, "block", &a)))
+        return st;
+    if (lua_isnil(s->L, -1)) {
+        lua_pop(s->L, 1);
+        out->block[0] = (unsigned)threads;
+        out->block[1] = out->block[2] = 1;
+    } else if ((st = read_dim3(ctx, s, "block", out->block))) {
+        return st;
+    }
+    return TAILOR_OK;
+}
+
+/* ---- formatting ----------------------------------------------------------------------------- */
+
+void tailor_config_format(const tailor_config *cfg, char *buf, size_t size)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < cfg->nparams && len < size; i++) {
+        int w = snprintf(buf + len, size - len, "%s%s=%s", i ? " " : "", cfg->params[i].name,
+                         cfg->params[i].value);
+        if (w < 0)
+            break;
+        len += (size_t)w;
+    }
+}
+
+void tailor_config_json(const tailor_config *cfg, char *buf, size_t size)
+{
+    cJSON *o = cJSON_CreateObject();
+    for (int i = 0; i < cfg->nparams; i++) {
+        const char *v = cfg->params[i].value;
+        char *end = NULL;
+        long long n = strtoll(v, &end, 10);
+        if (*v && *end == '\0')
+            cJSON_AddNumberToObject(o, cfg->params[i].name, (double)n);
+        else
+            cJSON_AddStringToObject(o, cfg->params[i].name, v);
+    }
+    char *text = cJSON_PrintUnformatted(o);
+    snprintf(buf, size, "%s", text ? text : "{}");
+    free(text);
+    cJSON_Delete(o);
+}
+
+tailor_status tailor_config_parse_json(tailor_ctx *ctx, const char *json, tailor_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    const char *end = NULL;
+    cJSON *o = cJSON_ParseWithOpts(json, &end, 1);
+    if (!o || !cJSON_IsObject(o)) {
+        cJSON_Delete(o);
+        return tailor_set_error(ctx, TAILOR_ERR_PARSE, "parameters '%s' are not a JSON object",
+                                json);
+    }
+    for (cJSON *it = o->child; it && cfg->nparams < TAILOR_SPACE_MAX_PARAMS; it = it->next) {
+        tailor_define *d = &cfg->params[cfg->nparams++];
+        snprintf(d->name, sizeof d->name, "%s", it->string);
+        if (cJSON_IsNumber(it))
+            snprintf(d->value, sizeof d->value, "%lld", (long long)it->valuedouble);
+        else if (cJSON_IsString(it))
+            snprintf(d->value, sizeof d->value, "%s", it->valuestring);
+        else if (cJSON_IsBool(it))
+            snprintf(d->value, sizeof d->value, "%d", cJSON_IsTrue(it) ? 1 : 0);
+    }
+    cJSON_Delete(o);
+    return TAILOR_OK;
+}
+
+tailor_status tailor_space_find_for_op(tailor_ctx *ctx, const char *op, char ***names, int *count)
+{
+    char **all = NULL;
+    int n = 0;
+    tailor_status st = tailor_template_list_spaces(ctx, &all, &n);
+    if (st)
+        return st;
+    char **mine = calloc((size_t)(n ? n : 1), sizeof *mine);
+    int m = 0;
+    if (!mine) {
+        tailor_template_names_free(all, n);
+        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory");
+    }
+    for (int i = 0; i < n; i++) {
+        tailor_space *s = NULL;
+        st = tailor_space_load(ctx, all[i], &s);
+        if (st) {
+            tailor_template_names_free(all, n);
+            tailor_template_names_free(mine, m);
+            return st;
+        }
+        if (strcmp(s->op, op) == 0)
+            mine[m++] = strdup(s->name);
+        tailor_space_destroy(s);
+    }
+    tailor_template_names_free(all, n);
+    *names = mine;
+    *count = m;
+    return TAILOR_OK;
+}

@@ -1,0 +1,98 @@
+/* space.h — search spaces: templates/NAME.lua run in a sandboxed Lua state, enumerating the
+ * configurations of a template for (shape, dtype, device) and giving each one's budget figures
+ * and launch geometry. The format is docs/search-spaces.md. */
+#ifndef TAILOR_SPACE_H
+#define TAILOR_SPACE_H
+
+#include "device.h"
+#include "gen.h"
+#include "op.h"
+#include "tailor.h"
+
+typedef struct tailor_space tailor_space;
+
+#define TAILOR_SPACE_MAX_PARAMS 16
+#define TAILOR_SPACE_MAX_ARGS 32
+#define TAILOR_SPACE_MAX_WORKSPACE 4
+#define TAILOR_SPACE_MAX_FEATURES 8
+
+/* One point of the space. */
+typedef struct tailor_config {
+    int nparams;
+    tailor_define params[TAILOR_SPACE_MAX_PARAMS]; /* in the space's (sorted) parameter order */
+} tailor_config;
+
+typedef enum tailor_arg_kind {
+    TAILOR_ARG_BUFFER = 0, /* an op buffer or a workspace buffer, by name */
+    TAILOR_ARG_I32,
+    TAILOR_ARG_I64,
+    TAILOR_ARG_F32
+} tailor_arg_kind;
+
+typedef struct tailor_arg {
+    tailor_arg_kind kind;
+    char name[32];   /* buffer name, or the shape key a scalar came from ("" for constants) */
+    long long i;
+    double f;
+} tailor_arg;
+
+/* Everything a space says about one configuration for one (shape, dtype, device). */
+typedef struct tailor_launch {
+    int valid;                    /* 0: refused by the space's `valid` */
+    char invalid_reason[256];
+    int threads;
+    long long smem_static, smem_dynamic; /* bytes */
+    unsigned grid[3], block[3];
+    int nargs;
+    tailor_arg args[TAILOR_SPACE_MAX_ARGS];
+    int nworkspace;
+    struct {
+        char name[32];
+        long long bytes;
+    } workspace[TAILOR_SPACE_MAX_WORKSPACE];
+    int nfeatures;
+    char features[TAILOR_SPACE_MAX_FEATURES][24];
+    int ndefines;                 /* params + the space's shape-derived defines */
+    tailor_define defines[TAILOR_GEN_MAX_DEFINES];
+} tailor_launch;
+
+/* Loads templates/NAME.lua (NAME with or without ".lua"), from TAILOR_TEMPLATE_PATH or the
+ * embedded set. A broken script fails with TAILOR_ERR_LUA naming the file and line; a missing
+ * field (op, source, params, threads, smem_static, smem_dynamic, grid, args) names the field. */
+tailor_status tailor_space_load(tailor_ctx *ctx, const char *name, tailor_space **out);
+void tailor_space_destroy(tailor_space *s);
+
+const char *tailor_space_name(const tailor_space *s);   /* "rmsnorm" */
+const char *tailor_space_op(const tailor_space *s);     /* the op it implements */
+const char *tailor_space_source(const tailor_space *s); /* "rmsnorm.cu" */
+const char *tailor_space_origin(const tailor_space *s); /* where the .lua came from */
+int tailor_space_supports(const tailor_space *s, tailor_dtype dtype);
+
+/* Hex SHA-256 over the .lua text, the .cu text and every shared header: what a cached winner
+ * of this template depends on. */
+tailor_status tailor_space_hash(tailor_ctx *ctx, const tailor_space *s, char hex[65]);
+
+/* Enumerates the cartesian product of the parameters for (shape, dtype, device). configs is
+ * malloc'd (free()). */
+tailor_status tailor_space_enumerate(tailor_ctx *ctx, tailor_space *s, const tailor_shape *shape,
+                                     tailor_dtype dtype, const tailor_device_info *dev,
+                                     tailor_config **configs, int *count);
+
+/* Evaluates every function of the space for one configuration. */
+tailor_status tailor_space_evaluate(tailor_ctx *ctx, tailor_space *s, const tailor_config *cfg,
+                                    const tailor_shape *shape, tailor_dtype dtype,
+                                    const tailor_device_info *dev, tailor_launch *out);
+
+/* "BM=64 BN=32" into buf. */
+void tailor_config_format(const tailor_config *cfg, char *buf, size_t size);
+/* {"BM":64,"BN":32} into buf (numbers unquoted, strings quoted). */
+void tailor_config_json(const tailor_config *cfg, char *buf, size_t size);
+/* Parses the JSON above back. */
+tailor_status tailor_config_parse_json(tailor_ctx *ctx, const char *json, tailor_config *cfg);
+
+/* Names of every space (embedded + TAILOR_TEMPLATE_PATH) implementing `op`, sorted. Loading
+ * failures of unrelated spaces are not errors; a broken space whose file name starts with the
+ * op's name is (so its author sees the message). */
+tailor_status tailor_space_find_for_op(tailor_ctx *ctx, const char *op, char ***names, int *count);
+
+#endif
