@@ -207,6 +207,15 @@ tailor_status tailor_cuda_device_count(tailor_ctx *ctx, int *count)
     return tailor_cuda_check(ctx, api.device_get_count(count), "cuDeviceGetCount");
 }
 
+tailor_status tailor_cuda_driver_version(tailor_ctx *ctx, int *version)
+{
+    *version = 0;
+    tailor_status st = tailor_cuda_load(ctx);
+    if (st != TAILOR_OK)
+        return st;
+    return tailor_cuda_check(ctx, api.driver_get_version(version), "cuDriverGetVersion");
+}
+
 static tailor_status cuda_get_device(tailor_ctx *ctx, int ordinal, CUdevice *dev)
 {
     int count = 0;

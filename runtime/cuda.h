@@ -27,6 +27,9 @@ tailor_status tailor_cuda_check(tailor_ctx *ctx, CUresult r, const char *what);
 /* Number of GPUs the driver sees (loads the driver first; failures as tailor_cuda_load). */
 tailor_status tailor_cuda_device_count(tailor_ctx *ctx, int *count);
 
+/* The driver's CUDA version (cuDriverGetVersion: 13000 = 13.0); loads the driver first. */
+tailor_status tailor_cuda_driver_version(tailor_ctx *ctx, int *version);
+
 /* Fills the facts the driver knows about device `ordinal` (name, capability, SMs, shared memory,
  * registers, threads, warp, L2, memory, clock, bus, driver version, UUID, ordinal, is_live=1,
  * kind=GPU); leaves NVRTC version and source for tailor_device_query. TAILOR_ERR_NO_DEVICE when

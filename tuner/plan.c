@@ -1,0 +1,242 @@
+/* plan.c — the budget check and the plan of an op on a device. */
+#include "plan.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sha256.h"
+
+const char *tailor_verdict_name(tailor_verdict v)
+{
+    static const char *const names[] = {"fits",         "refused-shape",   "refused-dtype",
+                                        "refused-feature", "refused-threads", "refused-smem",
+                                        "refused-registers", "space-defect"};
+    return (unsigned)v < sizeof names / sizeof names[0] ? names[v] : "?";
+}
+
+int tailor_feature_min_sm(const char *feature)
+{
+    static const struct {
+        const char *name;
+        int sm;
+    } table[] = {
+        {"bf16", 80},         {"cp.async", 80}, {"ldmatrix", 75}, {"mma.m16n8k8", 75},
+        {"mma.m16n8k16", 80}, {"wgmma", 90},    {"tma", 90},      {"fp16", 53},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (strcmp(table[i].name, feature) == 0)
+            return table[i].sm;
+    return -1;
+}
+
+static void describe_config(const char *op, const tailor_config *cfg, tailor_dtype dtype,
+                            char *buf, size_t size)
+{
+    char params[384];
+    tailor_config_format(cfg, params, sizeof params);
+    snprintf(buf, size, "%s %s %s", op, params, tailor_dtype_name(dtype));
+}
+
+static void device_label(const tailor_device_info *dev, char *buf, size_t size)
+{
+    if (dev->kind == TAILOR_DEVICE_TPU)
+        snprintf(buf, size, "%s", dev->name);
+    else
+        snprintf(buf, size, "%s (sm_%d%d)", dev->name, dev->cc_major, dev->cc_minor);
+}
+
+tailor_verdict tailor_budget_check(const tailor_device_info *dev, const char *op,
+                                   const tailor_space *space, const tailor_config *cfg,
+                                   tailor_dtype dtype, const tailor_launch *launch, char *reason,
+                                   size_t size)
+{
+    char what[512], where[192], a[32], b[32];
+    describe_config(op, cfg, dtype, what, sizeof what);
+    device_label(dev, where, sizeof where);
+    if (!launch->valid) {
+        snprintf(reason, size, "%s: %s", what, launch->invalid_reason);
+        return TAILOR_REFUSED_SHAPE;
+    }
+    if (!tailor_space_supports(space, dtype)) {
+        snprintf(reason, size, "%s: template %s does not support %s", what,
+                 tailor_space_name(space), tailor_dtype_name(dtype));
+        return TAILOR_REFUSED_DTYPE;
+    }
+    int sm = dev->cc_major * 10 + dev->cc_minor;
+    if (dev->kind == TAILOR_DEVICE_GPU) {
+        for (int i = 0; i < launch->nfeatures; i++) {
+            int need = tailor_feature_min_sm(launch->features[i]);
+            if (need < 0) {
+                snprintf(reason, size, "%s: requires unknown feature '%s'", what,
+                         launch->features[i]);
+                return TAILOR_REFUSED_FEATURE;
+            }
+            if (sm < need) {
+                snprintf(reason, size, "%s: needs %s (sm_%d or newer); %s lacks it", what,
+                         launch->features[i], need, where);
+                return TAILOR_REFUSED_FEATURE;
+            }
+        }
+        if (launch->threads > dev->max_threads_per_block) {
+            snprintf(reason, size, "%s: needs %d threads per block; %s allows %d", what,
+                     launch->threads, where, dev->max_threads_per_block);
+            return TAILOR_REFUSED_THREADS;
+        }
+    }
+    long long smem = launch->smem_static + launch->smem_dynamic;
+    if (smem > dev->smem_per_block_optin) {
+        const char *unit = dev->kind == TAILOR_DEVICE_TPU ? "VMEM per core"
+                                                          : "shared memory per block";
+        snprintf(reason, size, "%s: needs %s B %s; %s allows %s B (%.1fx over)", what,
+                 tailor_fmt_int(a, sizeof a, smem), unit, where,
+                 tailor_fmt_int(b, sizeof b, dev->smem_per_block_optin),
+                 (double)smem / (double)dev->smem_per_block_optin);
+        return TAILOR_REFUSED_SMEM;
+    }
+    reason[0] = '\0';
+    return TAILOR_FITS;
+}
+
+tailor_verdict tailor_budget_check_compiled(const tailor_device_info *dev, const char *op,
+                                            const tailor_config *cfg, tailor_dtype dtype,
+                                            const tailor_launch *launch, int regs,
+                                            int smem_static_reported, char *reason, size_t size)
+{
+    char what[512], where[192], a[32], b[32];
+    describe_config(op, cfg, dtype, what, sizeof what);
+    device_label(dev, where, sizeof where);
+    if (regs > 0 && (long long)regs * launch->threads > dev->regs_per_block) {
+        snprintf(reason, size, "%s: %d registers x %d threads = %s registers per block; %s "
+                 "allows %s",
+                 what, regs, launch->threads,
+                 tailor_fmt_int(a, sizeof a, (long long)regs * launch->threads), where,
+                 tailor_fmt_int(b, sizeof b, dev->regs_per_block));
+        return TAILOR_REFUSED_REGS;
+    }
+    if (smem_static_reported >= 0 && smem_static_reported != launch->smem_static) {
+        snprintf(reason, size, "%s: the space says %lld B static shared memory, the compiler "
+                 "reports %d B (a defect of the search space)",
+                 what, launch->smem_static, smem_static_reported);
+        return TAILOR_SPACE_DEFECT;
+    }
+    reason[0] = '\0';
+    return TAILOR_FITS;
+}
+
+/* ---- the plan ------------------------------------------------------------------------------ */
+
+static tailor_status unknown_op(tailor_ctx *ctx, const char *name)
+{
+    char list[512] = "";
+    for (const tailor_op *const *op = tailor_op_list(); *op; op++) {
+        size_t used = strlen(list);
+        snprintf(list + used, sizeof list - used, "%s%s", used ? ", " : "", (*op)->name);
+    }
+    return tailor_set_error(ctx, TAILOR_ERR_NOT_FOUND, "op '%s' is unknown (known ops: %s)", name,
+                            list);
+}
+
+static tailor_status add_entries(tailor_ctx *ctx, tailor_plan *plan, tailor_space *space,
+                                 int *cap)
+{
+    tailor_config *configs = NULL;
+    int n = 0;
+    tailor_status st = tailor_space_enumerate(ctx, space, &plan->shape, plan->dtype, &plan->dev,
+                                              &configs, &n);
+    if (st)
+        return st;
+    if (plan->count + n > *cap) {
+        int newcap = (plan->count + n) * 2;
+        tailor_plan_entry *e = realloc(plan->entries, (size_t)newcap * sizeof *e);
+        if (!e) {
+            free(configs);
+            return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory planning");
+        }
+        plan->entries = e;
+        *cap = newcap;
+    }
+    for (int i = 0; i < n; i++) {
+        tailor_plan_entry *e = &plan->entries[plan->count];
+        memset(e, 0, sizeof *e);
+        snprintf(e->template_name, sizeof e->template_name, "%s", tailor_space_name(space));
+        e->cfg = configs[i];
+        st = tailor_space_evaluate(ctx, space, &e->cfg, &plan->shape, plan->dtype, &plan->dev,
+                                   &e->launch);
+        if (st) {
+            free(configs);
+            return st;
+        }
+        e->verdict = tailor_budget_check(&plan->dev, plan->op->name, space, &e->cfg, plan->dtype,
+                                         &e->launch, e->reason, sizeof e->reason);
+        if (e->verdict == TAILOR_FITS)
+            plan->survivors++;
+        plan->count++;
+    }
+    free(configs);
+    return TAILOR_OK;
+}
+
+tailor_status tailor_plan_build(tailor_ctx *ctx, const tailor_device_info *dev, const char *op_name,
+                                const tailor_shape *shape, tailor_dtype dtype, tailor_plan *out)
+{
+    memset(out, 0, sizeof *out);
+    out->dev = *dev;
+    out->dtype = dtype;
+    out->shape = *shape;
+    out->op = tailor_op_find(op_name);
+    if (!out->op)
+        return unknown_op(ctx, op_name);
+    tailor_status st = tailor_op_complete_shape(ctx, out->op, &out->shape);
+    if (st)
+        return st;
+    tailor_op_buffers bufs;
+    if ((st = out->op->describe(ctx, &out->shape, dtype, &bufs)))
+        return st;
+    char **names = NULL;
+    int n = 0;
+    if ((st = tailor_space_find_for_op(ctx, op_name, &names, &n)))
+        return st;
+    if (n == 0) {
+        free(names);
+        return tailor_set_error(ctx, TAILOR_ERR_NOT_FOUND, "no template implements op '%s'",
+                                op_name);
+    }
+    tailor_sha256 h;
+    tailor_sha256_init(&h);
+    int cap = 0;
+    for (int i = 0; i < n && st == TAILOR_OK; i++) {
+        tailor_space *space = NULL;
+        if ((st = tailor_space_load(ctx, names[i], &space)))
+            break;
+        char hex[65];
+        if ((st = tailor_space_hash(ctx, space, hex)) == TAILOR_OK) {
+            tailor_sha256_update(&h, names[i], strlen(names[i]) + 1);
+            tailor_sha256_update(&h, hex, 64);
+            if (out->ntemplates < 16)
+                snprintf(out->templates[out->ntemplates++], 64, "%s", names[i]);
+            st = add_entries(ctx, out, space, &cap);
+        }
+        tailor_space_destroy(space);
+    }
+    for (int i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    if (st) {
+        tailor_plan_free(out);
+        return st;
+    }
+    uint8_t d[32];
+    tailor_sha256_final(&h, d);
+    tailor_sha256_to_hex(d, out->space_hash);
+    return TAILOR_OK;
+}
+
+void tailor_plan_free(tailor_plan *plan)
+{
+    if (!plan)
+        return;
+    free(plan->entries);
+    plan->entries = NULL;
+    plan->count = 0;
+}

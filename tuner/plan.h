@@ -1,0 +1,69 @@
+/* plan.h — the budget check and the plan: every configuration of every template of an op,
+ * checked against one device's limits (live or profile), with the arithmetic of each refusal. */
+#ifndef TAILOR_PLAN_H
+#define TAILOR_PLAN_H
+
+#include "device.h"
+#include "op.h"
+#include "space.h"
+#include "tailor.h"
+
+typedef enum tailor_verdict {
+    TAILOR_FITS = 0,
+    TAILOR_REFUSED_SHAPE,   /* the space's `valid` said no */
+    TAILOR_REFUSED_DTYPE,   /* the template does not support the dtype */
+    TAILOR_REFUSED_FEATURE, /* needs an instruction or dtype the architecture lacks */
+    TAILOR_REFUSED_THREADS, /* threads per block above the device's maximum */
+    TAILOR_REFUSED_SMEM,    /* static + dynamic shared memory above the opt-in limit */
+    TAILOR_REFUSED_REGS,    /* after compiling: registers x threads above registers per block */
+    TAILOR_SPACE_DEFECT     /* after compiling: the space's smem_static disagrees with ptxas */
+} tailor_verdict;
+
+/* "fits", "refused-shape", "refused-dtype", "refused-feature", "refused-threads",
+ * "refused-smem", "refused-registers", "space-defect". */
+const char *tailor_verdict_name(tailor_verdict v);
+
+/* Minimum architecture of a feature ("bf16" -> 80), or -1 for an unknown feature. */
+int tailor_feature_min_sm(const char *feature);
+
+/* Checks a configuration against the device before compiling. reason gets one sentence such
+ * as "attention_prefill BM=64 BN=32 D=512 fp16: needs 98,304 B shared memory per block; Tesla
+ * T4 (sm_75) allows 65,536 B (1.5x over)". */
+tailor_verdict tailor_budget_check(const tailor_device_info *dev, const char *op,
+                                   const tailor_space *space, const tailor_config *cfg,
+                                   tailor_dtype dtype, const tailor_launch *launch, char *reason,
+                                   size_t size);
+
+/* Checks what the compiler reported: registers x threads, and smem_static against the space. */
+tailor_verdict tailor_budget_check_compiled(const tailor_device_info *dev, const char *op,
+                                            const tailor_config *cfg, tailor_dtype dtype,
+                                            const tailor_launch *launch, int regs,
+                                            int smem_static_reported, char *reason, size_t size);
+
+typedef struct tailor_plan_entry {
+    char template_name[64];
+    tailor_config cfg;
+    tailor_launch launch;
+    tailor_verdict verdict;
+    char reason[512];
+} tailor_plan_entry;
+
+typedef struct tailor_plan {
+    tailor_device_info dev;
+    const tailor_op *op;
+    tailor_shape shape;     /* completed with the op's defaults */
+    tailor_dtype dtype;
+    char space_hash[65];    /* over every template of the op: what cached winners depend on */
+    int ntemplates;
+    char templates[16][64];
+    int count, survivors;
+    tailor_plan_entry *entries;
+} tailor_plan;
+
+/* Builds the plan of `op_name` for (shape, dtype) on dev. Fails for an unknown op (listing the
+ * known ones), a bad shape, or a broken space (file and line). Free with tailor_plan_free. */
+tailor_status tailor_plan_build(tailor_ctx *ctx, const tailor_device_info *dev, const char *op_name,
+                                const tailor_shape *shape, tailor_dtype dtype, tailor_plan *out);
+void tailor_plan_free(tailor_plan *plan);
+
+#endif
