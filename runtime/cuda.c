@@ -168,7 +168,13 @@ static void cuda_load_once(void)
         return; /* the library stays loaded for the life of the process */
     const char *name, *text;
     cuda_error_strings(r, &name, &text);
-    if (r == CUDA_ERROR_NO_DEVICE) {
+    if (r == CUDA_ERROR_STUB_LIBRARY) {
+        /* the toolkit's link stub (lib64/stubs) was found first: it cannot even name the error */
+        snprintf(cuda_state.message, sizeof cuda_state.message,
+                 "no CUDA driver: the libcuda.so.1 found is the toolkit's stub library, not a "
+                 "driver (cuInit: CUDA_ERROR_STUB_LIBRARY)");
+        cuda_state.status = TAILOR_ERR_NO_DRIVER;
+    } else if (r == CUDA_ERROR_NO_DEVICE) {
         snprintf(cuda_state.message, sizeof cuda_state.message,
                  "no CUDA device: cuInit: %s (%s)", name, text);
         cuda_state.status = TAILOR_ERR_NO_DEVICE;

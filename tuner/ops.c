@@ -4,10 +4,12 @@
 #include <string.h>
 
 extern const tailor_op tailor_op_rmsnorm;
+extern const tailor_op tailor_op_w4a16_matmul;
 /* Add one extern line and one table entry per op. */
 
 static const tailor_op *const all_ops[] = {
     &tailor_op_rmsnorm,
+    &tailor_op_w4a16_matmul,
     NULL,
 };
 

@@ -1,0 +1,129 @@
+/* tokenizer_internal.h — the tokenizer's private state, shared by its loader and its encoder. */
+#ifndef TAILOR_TOKENIZER_INTERNAL_H
+#define TAILOR_TOKENIZER_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tokenizer.h"
+
+#define TOK_MAX_STEPS 16 /* normalizer / pre-tokenizer / decoder steps after flattening Sequence */
+
+/* A string in the tokenizer's pool. len == TOK_NO_STR marks an id with no token. */
+typedef struct tok_str {
+    uint32_t off, len;
+} tok_str;
+#define TOK_NO_STR UINT32_MAX
+
+/* Open-addressing map from a pooled string to an int32 (the string's index in `keys`). */
+typedef struct tok_strmap {
+    int32_t *slots;      /* [mask + 1], -1 = empty, else an index into keys */
+    uint32_t *hashes;    /* [mask + 1], the full hash of the slot's key */
+    size_t mask;
+} tok_strmap;
+
+/* An added token (tokenizer.json "added_tokens"). */
+typedef struct tok_added {
+    tok_str content;     /* as written in the file */
+    tok_str match;       /* what the trie matches: content, normalized when `normalized` */
+    int32_t id;
+    unsigned char special, normalized, lstrip, rstrip, single_word;
+} tok_added;
+
+/* A byte trie over added-token strings; siblings are a linked list, the root a direct table. */
+typedef struct tok_trie_node {
+    int32_t child;       /* first child, -1 if none */
+    int32_t sibling;     /* next sibling, -1 if none */
+    int32_t added;       /* index into tok->added when a token ends here, else -1 */
+    unsigned char byte;
+} tok_trie_node;
+
+typedef struct tok_trie {
+    int32_t root[256];   /* node index of each first byte, -1 if no token starts with it */
+    tok_trie_node *nodes;
+    size_t n, cap;
+} tok_trie;
+
+/* A Replace (normalizer or decoder) or a Split (pre-tokenizer) step. */
+typedef enum tok_step_kind {
+    TOK_STEP_REPLACE = 0,
+    TOK_STEP_SPLIT,
+    TOK_STEP_BYTE_FALLBACK,
+    TOK_STEP_FUSE
+} tok_step_kind;
+
+typedef enum tok_split_behavior {
+    TOK_SPLIT_REMOVED = 0,
+    TOK_SPLIT_ISOLATED,
+    TOK_SPLIT_MERGED_PREV,
+    TOK_SPLIT_MERGED_NEXT,
+    TOK_SPLIT_CONTIGUOUS
+} tok_split_behavior;
+
+typedef struct tok_step {
+    tok_step_kind kind;
+    tok_str pattern;     /* Replace / Split: the literal pattern */
+    tok_str content;     /* Replace: the replacement */
+    tok_split_behavior behavior; /* Split */
+} tok_step;
+
+/* Boundary classes of ASCII bytes (see bpe_encode_piece): no merge result joins such a byte to a
+ * different character (PURE), or to anything at all (SOLO). */
+#define TOK_BYTE_PURE 1
+#define TOK_BYTE_SOLO 2
+
+struct tailor_tokenizer {
+    char *pool;                 /* every string, back to back */
+    size_t pool_len, pool_cap;
+
+    int32_t nids;               /* 1 + the largest id */
+    tok_str *id_str;            /* [nids] text of each id (added token text wins) */
+    unsigned char *id_special;  /* [nids] 1 for added tokens marked special */
+    unsigned char *id_byte;     /* [nids] 1 + the byte for <0xNN> tokens, else 0 */
+
+    int32_t nvocab;             /* model.vocab entries */
+    tok_str *vocab_key;         /* [nvocab] the model's token strings */
+    int32_t *vocab_id;          /* [nvocab] their ids */
+    tok_strmap vocab_map;       /* string -> index into vocab_key */
+    int32_t *bmp_id;            /* [65536] id of the one-codepoint token, -1 if none */
+    int32_t byte_id[256];       /* id of <0xNN>, -1 if absent */
+
+    uint64_t *merge_key;        /* [merge_mask + 1] (left << 32 | right), UINT64_MAX = empty */
+    uint32_t *merge_rank;       /* [merge_mask + 1] index in model.merges */
+    int32_t *merge_new;         /* [merge_mask + 1] id of the merged token */
+    size_t merge_mask;
+    size_t nmerges;
+
+    int32_t unk_id;             /* -1 when the model has no unk_token */
+    int fuse_unk, byte_fallback, ignore_merges;
+    unsigned char byte_class[128]; /* TOK_BYTE_* per ASCII byte, 0 = not a safe boundary */
+    int chunking;               /* 1 when byte_class may split pieces */
+
+    tok_added *added;
+    size_t nadded;
+    tok_strmap added_map;       /* content -> index into added (keys: added_content) */
+    tok_str *added_content;     /* [nadded] the contents, for added_map */
+    tok_trie trie_raw;          /* added tokens with normalized = false */
+    tok_trie trie_norm;         /* added tokens with normalized = true */
+
+    tok_step normalizer[TOK_MAX_STEPS];
+    size_t nnormalizer;
+    tok_step pretok[TOK_MAX_STEPS];
+    size_t npretok;
+    tok_step decoder[TOK_MAX_STEPS];
+    size_t ndecoder;
+
+    int32_t bos_id;             /* "<bos>", -1 if absent */
+};
+
+/* Looks `s` (len bytes) up in `map` whose keys live in `keys`/`pool`; the key index or -1. */
+int32_t tok_strmap_get(const tok_strmap *map, const tok_str *keys, const char *pool, const char *s,
+                       size_t len);
+
+/* The id of the model-vocabulary token spelled by s[0..len), -1 if absent. */
+int32_t tok_vocab_lookup(const tailor_tokenizer *tok, const char *s, size_t len);
+
+/* Length of the UTF-8 character at s (1..4), 1 for a byte that does not start a valid one. */
+size_t tok_utf8_len(const unsigned char *s, size_t avail);
+
+#endif

@@ -1,0 +1,307 @@
+/* test_w4a16.c — the W4A16 packer (compressed-tensors -> kernel layout), the host dequantizer
+ * and the w4a16_matmul op's describe/fill/reference against naive loops. CPU only. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "half.h"
+#include "op.h"
+#include "testlib.h"
+#include "w4a16.h"
+
+static const uint64_t SEED = 0x5eed4a16u;
+
+/* Naive unpack of the checkpoint layout: q in -8..7 of column k of row n. */
+static int ct_q(const int32_t *packed, int k_cols, int n, int k)
+{
+    uint32_t w = (uint32_t)packed[(size_t)n * (size_t)((k_cols + 7) / 8) + (size_t)(k / 8)];
+    return (int)((w >> (4 * (k % 8))) & 0xfu) - 8;
+}
+
+static int ct_zp(const int32_t *zeros, int groups, int n, int g)
+{
+    uint32_t w = (uint32_t)zeros[(size_t)(n / 8) * (size_t)groups + (size_t)g];
+    return (int)((w >> (4 * (n % 8))) & 0xfu) - 8;
+}
+
+static float round_to(tailor_dtype dt, float v)
+{
+    return dt == TAILOR_DTYPE_BF16 ? tailor_round_bf16(v) : tailor_round_f16(v);
+}
+
+/* One weight in both layouts, from random q, scales and zero points. */
+typedef struct weight {
+    tailor_w4a16_layout lay;
+    int8_t *q, *zp;          /* [n, k], [n, groups] */
+    float *scale;            /* [n, groups], already a bf16/fp16 value */
+    int32_t *packed, *zeros; /* checkpoint */
+    uint32_t *qweight;       /* kernel */
+    uint16_t *scales_k;
+    uint8_t *zeros_k;
+} weight;
+
+static void weight_free(weight *w)
+{
+    free(w->q);
+    free(w->zp);
+    free(w->scale);
+    free(w->packed);
+    free(w->zeros);
+    free(w->qweight);
+    free(w->scales_k);
+    free(w->zeros_k);
+}
+
+static int weight_make(tailor_ctx *ctx, weight *w, int n, int k, int group, int zp,
+                       tailor_dtype dt, test_rng *rng)
+{
+    memset(w, 0, sizeof *w);
+    if (tailor_w4a16_layout_init(ctx, n, k, group, zp, &w->lay) != TAILOR_OK)
+        return 0;
+    int groups = w->lay.groups;
+    w->q = malloc((size_t)n * (size_t)k);
+    w->zp = malloc((size_t)n * (size_t)groups);
+    w->scale = malloc((size_t)n * (size_t)groups * sizeof *w->scale);
+    w->packed = calloc(w->lay.ct_words, sizeof *w->packed);
+    w->zeros = calloc((size_t)((n + 7) / 8) * (size_t)groups, sizeof *w->zeros);
+    w->qweight = malloc(w->lay.qweight_words * sizeof *w->qweight);
+    w->scales_k = malloc(w->lay.scale_count * sizeof *w->scales_k);
+    w->zeros_k = malloc(w->lay.scale_count);
+    uint16_t *scales_ct = malloc((size_t)n * (size_t)groups * sizeof *scales_ct);
+    if (!w->q || !w->zp || !w->scale || !w->packed || !w->zeros || !w->qweight || !w->scales_k ||
+        !w->zeros_k || !scales_ct) {
+        free(scales_ct);
+        return 0;
+    }
+    for (size_t i = 0; i < (size_t)n * (size_t)k; i++)
+        w->q[i] = (int8_t)((int)(test_rng_next(rng) % 16) - 8);
+    for (size_t i = 0; i < (size_t)n * (size_t)groups; i++) {
+        w->zp[i] = zp ? (int8_t)((int)(test_rng_next(rng) % 16) - 8) : 0;
+        w->scale[i] = round_to(dt, test_rng_normal(rng) * 0.02f);
+        tailor_dtype_store(dt, scales_ct, i, w->scale[i]);
+    }
+    tailor_w4a16_ct_pack(n, k, w->q, w->packed);
+    if (zp)
+        tailor_w4a16_ct_pack_zeros(n, groups, w->zp, w->zeros);
+    tailor_status st = tailor_w4a16_repack(ctx, &w->lay, w->packed, scales_ct, dt,
+                                           zp ? w->zeros : NULL, dt, w->qweight, w->scales_k,
+                                           zp ? w->zeros_k : NULL);
+    free(scales_ct);
+    return st == TAILOR_OK;
+}
+
+/* The checkpoint packer agrees with a naive unpack, and the kernel layout holds every value
+ * exactly once at the position the layout comment describes. */
+static void check_pack_round_trip(tailor_ctx *ctx, int n, int k, int group, int zp,
+                                  tailor_dtype dt, test_rng *rng)
+{
+    weight w;
+    CHECKF(weight_make(ctx, &w, n, k, group, zp, dt, rng), "n=%d k=%d group=%d", n, k, group);
+    if (!w.qweight) {
+        weight_free(&w);
+        return;
+    }
+    int bad_ct = 0, bad_kernel = 0, bad_scale = 0, bad_zp = 0;
+    for (int r = 0; r < n; r++)
+        for (int c = 0; c < k; c++) {
+            int q = w.q[(size_t)r * (size_t)k + (size_t)c];
+            bad_ct += ct_q(w.packed, k, r, c) != q;
+            /* kernel layout, decoded straight from the comment in w4a16.h */
+            int chunk = c / 32, p = (c % 32) / 8, t = (c % 8) / 2, h = c % 2;
+            uint32_t word = w.qweight[(size_t)r * (size_t)(k / 8) + (size_t)(4 * chunk + t)];
+            bad_kernel += (int)((word >> (4 * (p + 4 * h))) & 0xfu) - 8 != q;
+        }
+    for (int r = 0; r < w.lay.n_pad; r++)
+        for (int g = 0; g < w.lay.groups; g++) {
+            size_t i = (size_t)g * (size_t)w.lay.n_pad + (size_t)r;
+            float want = r < n ? w.scale[(size_t)r * (size_t)w.lay.groups + (size_t)g] : 0.0f;
+            bad_scale += tailor_dtype_load(dt, w.scales_k, i) != want;
+            if (zp) {
+                int zwant = r < n ? w.zp[(size_t)r * (size_t)w.lay.groups + (size_t)g] : 0;
+                bad_zp += (int)w.zeros_k[i] - 8 != zwant;
+                if (r < n)
+                    bad_zp += ct_zp(w.zeros, w.lay.groups, r, g) != zwant;
+            }
+        }
+    CHECKF(bad_ct == 0, "%d checkpoint nibbles differ (n=%d k=%d)", bad_ct, n, k);
+    CHECKF(bad_kernel == 0, "%d kernel nibbles differ (n=%d k=%d)", bad_kernel, n, k);
+    CHECKF(bad_scale == 0, "%d scales differ (n=%d k=%d group=%d)", bad_scale, n, k, group);
+    CHECKF(bad_zp == 0, "%d zero points differ (n=%d group=%d)", bad_zp, n, group);
+
+    /* host dequantize == round((q - zp) * scale), on a row range that starts mid-weight */
+    int row0 = n > 3 ? 3 : 0, rows = n - row0;
+    float *deq = malloc((size_t)rows * (size_t)k * sizeof *deq);
+    if (deq) {
+        CHECK_OK(ctx, tailor_w4a16_dequantize(ctx, &w.lay, row0, rows, w.qweight, w.scales_k, dt,
+                                              zp ? w.zeros_k : NULL, deq));
+        int bad = 0;
+        for (int r = 0; r < rows; r++)
+            for (int c = 0; c < k; c++) {
+                size_t gi = (size_t)(row0 + r) * (size_t)w.lay.groups + (size_t)(c / group);
+                float want = round_to(dt, (float)(w.q[(size_t)(row0 + r) * (size_t)k + (size_t)c] -
+                                                  w.zp[gi]) * w.scale[gi]);
+                bad += deq[(size_t)r * (size_t)k + (size_t)c] != want;
+            }
+        CHECKF(bad == 0, "%d dequantized values differ (n=%d k=%d group=%d zp=%d)", bad, n, k,
+               group, zp);
+        free(deq);
+    }
+    weight_free(&w);
+}
+
+static void check_layout_refusals(tailor_ctx *ctx)
+{
+    tailor_w4a16_layout lay;
+    CHECK(tailor_w4a16_layout_init(ctx, 64, 200, 40, 0, &lay) == TAILOR_ERR_UNSUPPORTED);
+    CHECK(strstr(tailor_ctx_message(ctx), "k=200") != NULL);
+    CHECK(tailor_w4a16_layout_init(ctx, 64, 256, 48, 0, &lay) == TAILOR_ERR_UNSUPPORTED);
+    CHECK(tailor_w4a16_layout_init(ctx, 64, 192, 128, 0, &lay) == TAILOR_ERR_UNSUPPORTED);
+    CHECK(tailor_w4a16_layout_init(ctx, 0, 256, 32, 0, &lay) == TAILOR_ERR_MISUSE);
+    CHECK_OK(ctx, tailor_w4a16_layout_init(ctx, 200, 352, 32, 1, &lay));
+    CHECK(lay.n_pad == 208 && lay.groups == 11 && lay.qweight_words == 200u * 44u);
+    CHECK(lay.ct_zero_words == 25u * 11u && lay.zero_count == 208u * 11u);
+    /* repacking a block that does not start on an 8-row boundary is refused */
+    uint32_t qw[8];
+    int32_t packed[8] = {0};
+    uint16_t sc[16] = {0};
+    CHECK_OK(ctx, tailor_w4a16_layout_init(ctx, 16, 32, 32, 0, &lay));
+    CHECK(tailor_w4a16_repack_rows(ctx, &lay, 4, 1, packed, sc, TAILOR_DTYPE_BF16, NULL,
+                                   TAILOR_DTYPE_BF16, qw, sc, NULL) == TAILOR_ERR_MISUSE);
+}
+
+/* Buffers of one op instance, allocated from its description. */
+typedef struct instance {
+    tailor_shape shape;
+    tailor_op_buffers bufs;
+    void *host[TAILOR_OP_MAX_BUFFERS];
+    float *ref[TAILOR_OP_MAX_BUFFERS];
+} instance;
+
+static void instance_free(instance *in)
+{
+    for (int i = 0; i < TAILOR_OP_MAX_BUFFERS; i++) {
+        free(in->host[i]);
+        free(in->ref[i]);
+    }
+}
+
+static int buf_index(const instance *in, const char *name)
+{
+    for (int i = 0; i < in->bufs.count; i++)
+        if (strcmp(in->bufs.b[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+/* The op's reference on a small case against a naive triple loop over the naive dequantized
+ * weight (read back through the documented kernel layout), and a perturbed output that the
+ * tolerance must reject. */
+static void check_op(tailor_ctx *ctx, const tailor_op *op, int m, int n, int k, int group, int zp,
+                     tailor_dtype dt, uint64_t seed)
+{
+    instance in;
+    memset(&in, 0, sizeof in);
+    char text[128];
+    snprintf(text, sizeof text, "m=%d,n=%d,k=%d,group=%d,zp=%d", m, n, k, group, zp);
+    CHECK_OK(ctx, tailor_shape_parse(ctx, text, &in.shape));
+    CHECK_OK(ctx, tailor_op_complete_shape(ctx, op, &in.shape));
+    tailor_status st = op->describe(ctx, &in.shape, dt, &in.bufs);
+    CHECKF(st == TAILOR_OK, "describe %s: %s", text, tailor_ctx_message(ctx));
+    if (st != TAILOR_OK)
+        return;
+    CHECK(in.bufs.count == (zp ? 5 : 4));
+    for (int i = 0; i < in.bufs.count; i++) {
+        in.host[i] = calloc(in.bufs.b[i].count, tailor_dtype_size(in.bufs.b[i].dtype));
+        if (in.bufs.b[i].role != TAILOR_BUF_IN)
+            in.ref[i] = calloc(in.bufs.b[i].count, sizeof(float));
+    }
+    op->fill(&in.shape, dt, &in.bufs, in.host, seed);
+    CHECK_OK(ctx, op->reference(ctx, &in.shape, dt, &in.bufs, in.host, in.ref));
+
+    int ia = buf_index(&in, "a"), iq = buf_index(&in, "qweight"), is = buf_index(&in, "scales");
+    int iz = buf_index(&in, "zeros"), io = buf_index(&in, "out");
+    CHECK(ia == 0 && iq == 1 && is == 2 && io == in.bufs.count - 1 && (zp ? iz == 3 : iz < 0));
+    const uint32_t *qw = in.host[iq];
+    const uint8_t *zk = iz >= 0 ? in.host[iz] : NULL;
+    int n_pad = (n + 15) / 16 * 16, nonzero_q = 0;
+    double worst = 0, ss = 0;
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < m; i++) {
+            double acc = 0;
+            for (int c = 0; c < k; c++) {
+                int chunk = c / 32, p = (c % 32) / 8, t = (c % 8) / 2, h = c % 2;
+                uint32_t word = qw[(size_t)j * (size_t)(k / 8) + (size_t)(4 * chunk + t)];
+                int u = (int)((word >> (4 * (p + 4 * h))) & 0xfu);
+                size_t si = (size_t)(c / group) * (size_t)n_pad + (size_t)j;
+                int z = zk ? zk[si] : 8;
+                nonzero_q += u != z;
+                float wv = round_to(dt, (float)(u - z) * tailor_dtype_load(dt, in.host[is], si));
+                acc += (double)tailor_dtype_load(dt, in.host[ia], (size_t)i * (size_t)k +
+                                                                   (size_t)c) * wv;
+            }
+            double got = in.ref[io][(size_t)i * (size_t)n + (size_t)j];
+            double err = fabs(got - acc) / (1e-6 + fabs(acc));
+            worst = err > worst ? err : worst;
+            ss += acc * acc;
+        }
+    CHECKF(worst < 1e-4, "%s %s: reference differs from the naive loop by %g relative", text,
+           tailor_dtype_name(dt), worst);
+    CHECKF(nonzero_q > m * n * k / 2, "%s: the fill left too many zero weights", text);
+    double rms = sqrt(ss / ((double)m * n));
+    double sigma = 0.02 * sqrt((zp ? 42.5 : 21.5) * k);
+    CHECKF(rms > 0.5 * sigma && rms < 2 * sigma, "%s: output rms %g, fill should give ~%g", text,
+           rms, sigma);
+
+    /* the comparison: the reference rounded to the dtype passes; a value off by sigma/4 fails */
+    const tailor_buffer_spec *spec = &in.bufs.b[io];
+    void *got = calloc(spec->count, tailor_dtype_size(dt));
+    if (got) {
+        for (size_t i = 0; i < spec->count; i++)
+            tailor_dtype_store(dt, got, i, in.ref[io][i]);
+        CHECK_OK(ctx, tailor_op_compare(ctx, spec, got, in.ref[io]));
+        size_t bad = spec->count / 2;
+        tailor_dtype_store(dt, got, bad, in.ref[io][bad] + (float)sigma / 4);
+        CHECK(tailor_op_compare(ctx, spec, got, in.ref[io]) == TAILOR_ERR_VERIFY);
+        free(got);
+    }
+    CHECK(op->bytes(&in.shape, dt) > (double)n * k / 2);
+    CHECK(op->flops(&in.shape, dt) == 2.0 * m * n * k);
+    instance_free(&in);
+}
+
+int main(void)
+{
+    tailor_ctx *ctx = test_ctx();
+    printf("seed %llu\n", (unsigned long long)SEED);
+    test_rng rng;
+    test_rng_seed(&rng, SEED);
+
+    static const int groups[] = {32, 64, 128};
+    for (int gi = 0; gi < 3; gi++)
+        for (int zp = 0; zp < 2; zp++) {
+            check_pack_round_trip(ctx, 37, 384, groups[gi], zp, TAILOR_DTYPE_BF16, &rng);
+            check_pack_round_trip(ctx, 8, 128, groups[gi], zp, TAILOR_DTYPE_F16, &rng);
+        }
+    check_pack_round_trip(ctx, 1, 32, 32, 1, TAILOR_DTYPE_F16, &rng);
+    check_pack_round_trip(ctx, 200, 352, 32, 1, TAILOR_DTYPE_BF16, &rng);
+    check_layout_refusals(ctx);
+
+    const tailor_op *op = tailor_op_find("w4a16_matmul");
+    CHECK(op != NULL);
+    if (op) {
+        uint64_t seed = SEED;
+        check_op(ctx, op, 3, 200, 352, 32, 0, TAILOR_DTYPE_BF16, seed++);
+        check_op(ctx, op, 3, 200, 352, 32, 1, TAILOR_DTYPE_F16, seed++);
+        check_op(ctx, op, 1, 67, 256, 64, 0, TAILOR_DTYPE_F16, seed++);
+        check_op(ctx, op, 5, 130, 512, 128, 1, TAILOR_DTYPE_BF16, seed++);
+        check_op(ctx, op, 70, 33, 768, 128, 0, TAILOR_DTYPE_BF16, seed++);
+        check_op(ctx, op, 2, 17, 4096, 4096, 0, TAILOR_DTYPE_BF16, seed++);
+        tailor_shape sh;
+        tailor_op_buffers bufs;
+        CHECK_OK(ctx, tailor_shape_parse(ctx, "m=1,n=64,k=200,group=8", &sh));
+        CHECK(op->describe(ctx, &sh, TAILOR_DTYPE_BF16, &bufs) != TAILOR_OK);
+        CHECK(strstr(tailor_ctx_message(ctx), "w4a16_matmul") != NULL);
+    }
+    tailor_ctx_destroy(ctx);
+    return test_finish("test_w4a16");
+}

@@ -1,0 +1,254 @@
+/* instance.c — op instances on the GPU: check against the reference, and timing. */
+#include "instance.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+tailor_status tailor_instance_create(tailor_ctx *ctx, tailor_gpu *gpu, const tailor_op *op,
+                                     const tailor_shape *shape, tailor_dtype dtype, uint64_t seed,
+                                     tailor_instance **out)
+{
+    *out = NULL;
+    tailor_instance *inst = calloc(1, sizeof *inst);
+    if (!inst)
+        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory");
+    inst->op = op;
+    inst->shape = *shape;
+    inst->dtype = dtype;
+    tailor_status st = op->describe(ctx, shape, dtype, &inst->bufs);
+    if (st) {
+        free(inst);
+        return st;
+    }
+    for (int i = 0; i < inst->bufs.count; i++) {
+        const tailor_buffer_spec *b = &inst->bufs.b[i];
+        size_t bytes = b->count * tailor_dtype_size(b->dtype);
+        inst->set_bytes += bytes;
+        inst->host[i] = calloc(bytes ? bytes : 1, 1);
+        if (b->role != TAILOR_BUF_IN)
+            inst->ref[i] = calloc(b->count ? b->count : 1, sizeof(float));
+        if (!inst->host[i] || (b->role != TAILOR_BUF_IN && !inst->ref[i])) {
+            tailor_instance_destroy(gpu, inst);
+            return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory for buffer %s", b->name);
+        }
+    }
+    op->fill(&inst->shape, dtype, &inst->bufs, inst->host, seed);
+    st = op->reference(ctx, &inst->shape, dtype, &inst->bufs, inst->host, inst->ref);
+    inst->nsets = 1;
+    for (int i = 0; i < inst->bufs.count && st == TAILOR_OK; i++) {
+        size_t bytes = inst->bufs.b[i].count * tailor_dtype_size(inst->bufs.b[i].dtype);
+        st = tailor_gpu_alloc(ctx, gpu, bytes ? bytes : 1, &inst->dev[0][i]);
+        if (st == TAILOR_OK && inst->bufs.b[i].role != TAILOR_BUF_OUT && bytes)
+            st = tailor_gpu_upload(ctx, gpu, inst->dev[0][i], inst->host[i], bytes);
+    }
+    if (st) {
+        tailor_instance_destroy(gpu, inst);
+        return st;
+    }
+    *out = inst;
+    return TAILOR_OK;
+}
+
+void tailor_instance_destroy(tailor_gpu *gpu, tailor_instance *inst)
+{
+    if (!inst)
+        return;
+    for (int s = 0; s < inst->nsets; s++)
+        for (int i = 0; i < inst->bufs.count; i++)
+            tailor_gpu_free(gpu, inst->dev[s][i]);
+    for (int i = 0; i < inst->bufs.count; i++) {
+        free(inst->host[i]);
+        free(inst->ref[i]);
+    }
+    free(inst);
+}
+
+tailor_status tailor_instance_rotate(tailor_ctx *ctx, tailor_gpu *gpu, tailor_instance *inst)
+{
+    const tailor_device_info *d = tailor_gpu_info(gpu);
+    double want = 2.0 * (double)d->l2_bytes + 1.0;
+    int sets = (int)ceil(want / (double)(inst->set_bytes ? inst->set_bytes : 1));
+    if (sets > TAILOR_MAX_ROTATION)
+        sets = TAILOR_MAX_ROTATION;
+    if (sets < 2)
+        sets = 2;
+    tailor_status st = TAILOR_OK;
+    for (int s = inst->nsets; s < sets && st == TAILOR_OK; s++) {
+        for (int i = 0; i < inst->bufs.count && st == TAILOR_OK; i++) {
+            size_t bytes = inst->bufs.b[i].count * tailor_dtype_size(inst->bufs.b[i].dtype);
+            st = tailor_gpu_alloc(ctx, gpu, bytes ? bytes : 1, &inst->dev[s][i]);
+            if (st == TAILOR_OK && bytes)
+                st = tailor_gpu_copy(ctx, gpu, inst->dev[s][i], inst->dev[0][i], bytes);
+            else if (st) {
+                inst->nsets = s + 1; /* free what exists */
+                return st;
+            }
+        }
+        inst->nsets = s + 1;
+    }
+    if (st == TAILOR_OK)
+        st = tailor_gpu_sync(ctx, gpu);
+    return st;
+}
+
+tailor_status tailor_workspace_create(tailor_ctx *ctx, tailor_gpu *gpu, const tailor_launch *l,
+                                      tailor_workspace *ws)
+{
+    memset(ws, 0, sizeof *ws);
+    for (int i = 0; i < l->nworkspace; i++) {
+        size_t bytes = (size_t)(l->workspace[i].bytes > 0 ? l->workspace[i].bytes : 1);
+        memcpy(ws->names[i], l->workspace[i].name, sizeof ws->names[i]);
+        tailor_status st = tailor_gpu_alloc(ctx, gpu, bytes, &ws->ptr[i]);
+        if (st == TAILOR_OK)
+            st = tailor_gpu_memset8(ctx, gpu, ws->ptr[i], 0, bytes);
+        ws->count = i + 1;
+        if (st) {
+            tailor_workspace_destroy(gpu, ws);
+            return st;
+        }
+    }
+    return ws->count ? tailor_gpu_sync(ctx, gpu) : TAILOR_OK;
+}
+
+void tailor_workspace_destroy(tailor_gpu *gpu, tailor_workspace *ws)
+{
+    for (int i = 0; i < ws->count; i++)
+        tailor_gpu_free(gpu, ws->ptr[i]);
+    ws->count = 0;
+}
+
+tailor_status tailor_bind_args(tailor_ctx *ctx, const tailor_launch *l, const tailor_instance *inst,
+                               int set, const tailor_workspace *ws, tailor_bound_args *out)
+{
+    for (int a = 0; a < l->nargs; a++) {
+        const tailor_arg *arg = &l->args[a];
+        switch (arg->kind) {
+        case TAILOR_ARG_BUFFER: {
+            int found = 0;
+            for (int i = 0; i < inst->bufs.count && !found; i++) {
+                if (strcmp(inst->bufs.b[i].name, arg->name) == 0) {
+                    out->values[a].p = inst->dev[set][i];
+                    found = 1;
+                }
+            }
+            for (int i = 0; i < ws->count && !found; i++) {
+                if (strcmp(ws->names[i], arg->name) == 0) {
+                    out->values[a].p = ws->ptr[i];
+                    found = 1;
+                }
+            }
+            if (!found)
+                return tailor_set_error(ctx, TAILOR_ERR_LUA,
+                                        "argument %d names buffer '%s', which op %s does not "
+                                        "have and no workspace declares",
+                                        a + 1, arg->name, inst->op->name);
+            break;
+        }
+        case TAILOR_ARG_I32: out->values[a].i32 = (int32_t)arg->i; break;
+        case TAILOR_ARG_I64: out->values[a].i64 = (int64_t)arg->i; break;
+        case TAILOR_ARG_F32: out->values[a].f32 = (float)arg->f; break;
+        }
+        out->ptrs[a] = &out->values[a];
+    }
+    return TAILOR_OK;
+}
+
+static tailor_status launch_set(tailor_ctx *ctx, tailor_gpu *gpu, tailor_instance *inst,
+                                tailor_kernel *k, const tailor_launch *l,
+                                const tailor_workspace *ws, int set)
+{
+    tailor_bound_args args;
+    tailor_status st = tailor_bind_args(ctx, l, inst, set, ws, &args);
+    if (st)
+        return st;
+    return tailor_gpu_launch(ctx, gpu, k, l->grid, l->block, (unsigned)l->smem_dynamic, args.ptrs);
+}
+
+tailor_status tailor_instance_check(tailor_ctx *ctx, tailor_gpu *gpu, tailor_instance *inst,
+                                    tailor_kernel *k, const tailor_launch *l,
+                                    const tailor_workspace *ws)
+{
+    tailor_status st = TAILOR_OK;
+    for (int i = 0; i < inst->bufs.count && st == TAILOR_OK; i++) {
+        const tailor_buffer_spec *b = &inst->bufs.b[i];
+        size_t bytes = b->count * tailor_dtype_size(b->dtype);
+        if (b->role == TAILOR_BUF_OUT)
+            st = tailor_gpu_memset8(ctx, gpu, inst->dev[0][i], 0xff, bytes); /* NaN in fp16/bf16/fp32 */
+        else if (b->role == TAILOR_BUF_INOUT)
+            st = tailor_gpu_upload(ctx, gpu, inst->dev[0][i], inst->host[i], bytes);
+    }
+    if (st == TAILOR_OK)
+        st = launch_set(ctx, gpu, inst, k, l, ws, 0);
+    if (st == TAILOR_OK)
+        st = tailor_gpu_sync(ctx, gpu);
+    if (st)
+        return st;
+    for (int i = 0; i < inst->bufs.count; i++) {
+        const tailor_buffer_spec *b = &inst->bufs.b[i];
+        if (b->role == TAILOR_BUF_IN)
+            continue;
+        size_t bytes = b->count * tailor_dtype_size(b->dtype);
+        void *got = malloc(bytes ? bytes : 1);
+        if (!got)
+            return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory");
+        st = tailor_gpu_download(ctx, gpu, got, inst->dev[0][i], bytes);
+        if (st == TAILOR_OK)
+            st = tailor_op_compare(ctx, b, got, inst->ref[i]);
+        free(got);
+        if (st)
+            return st;
+    }
+    return TAILOR_OK;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+tailor_status tailor_instance_time(tailor_ctx *ctx, tailor_gpu *gpu, tailor_instance *inst,
+                                   tailor_kernel *k, const tailor_launch *l,
+                                   const tailor_workspace *ws, int batches, double *median_us,
+                                   double *spread_us)
+{
+    enum { MAX_BATCHES = 64 };
+    if (batches > MAX_BATCHES)
+        batches = MAX_BATCHES;
+    if (batches < 1)
+        batches = 1;
+    tailor_gpu_timer t;
+    tailor_status st = tailor_gpu_timer_create(ctx, gpu, &t);
+    if (st)
+        return st;
+    /* enough launches per batch that event overhead is small: at least 2 passes of 8 */
+    int per_batch = inst->nsets < 16 ? 16 : inst->nsets;
+    double samples[MAX_BATCHES];
+    for (int s = 0; s < per_batch && st == TAILOR_OK; s++) /* warm-up */
+        st = launch_set(ctx, gpu, inst, k, l, ws, s % inst->nsets);
+    for (int b = 0; b < batches && st == TAILOR_OK; b++) {
+        st = tailor_gpu_timer_start(ctx, gpu, &t);
+        for (int s = 0; s < per_batch && st == TAILOR_OK; s++)
+            st = launch_set(ctx, gpu, inst, k, l, ws, s % inst->nsets);
+        if (st == TAILOR_OK)
+            st = tailor_gpu_timer_stop(ctx, gpu, &t);
+        float ms = 0;
+        if (st == TAILOR_OK)
+            st = tailor_gpu_timer_elapsed_ms(ctx, &t, &ms);
+        samples[b] = 1000.0 * (double)ms / per_batch;
+    }
+    tailor_gpu_timer_destroy(gpu, &t);
+    if (st)
+        return st;
+    qsort(samples, (size_t)batches, sizeof samples[0], cmp_double);
+    double med = batches % 2 ? samples[batches / 2]
+                             : 0.5 * (samples[batches / 2 - 1] + samples[batches / 2]);
+    double dev[MAX_BATCHES];
+    for (int b = 0; b < batches; b++)
+        dev[b] = fabs(samples[b] - med);
+    qsort(dev, (size_t)batches, sizeof dev[0], cmp_double);
+    *median_us = med;
+    *spread_us = 1.4826 * dev[batches / 2];
+    return TAILOR_OK;
+}

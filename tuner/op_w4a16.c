@@ -1,0 +1,253 @@
+/* op_w4a16.c — the op "w4a16_matmul": out[m, n] = a[m, k] · W[n, k]^T with W int4 in groups of
+ * `group` along k (compressed-tensors pack-quantized, repacked by runtime/w4a16.c), and its C
+ * reference (dequantize as HF does, then an fp32 matmul). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "half.h"
+#include "op.h"
+#include "w4a16.h"
+
+static const tailor_shape_key w4a16_keys[] = {
+    {"m", -1, "rows of the activation (tokens)"},
+    {"n", -1, "output features (rows of the weight)"},
+    {"k", -1, "input features (a multiple of 32)"},
+    {"group", 128, "columns per scale (a multiple of 32 dividing k)"},
+    {"zp", 0, "1: asymmetric, with packed zero points; 0: symmetric"},
+    {NULL, 0, NULL},
+};
+
+/* Shape values of one instance. */
+typedef struct w4a16_dims {
+    int m, n, k, group, zp;
+} w4a16_dims;
+
+static w4a16_dims dims_of(const tailor_shape *shape)
+{
+    w4a16_dims d = {
+        (int)tailor_shape_get(shape, "m", 0),     (int)tailor_shape_get(shape, "n", 0),
+        (int)tailor_shape_get(shape, "k", 0),     (int)tailor_shape_get(shape, "group", 128),
+        (int)tailor_shape_get(shape, "zp", 0) != 0,
+    };
+    return d;
+}
+
+static int find_buffer(const tailor_op_buffers *bufs, const char *name)
+{
+    for (int i = 0; i < bufs->count; i++)
+        if (strcmp(bufs->b[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+/* Tolerance. Every kernel accumulates in fp32 and rounds once to the dtype, so the output
+ * carries half an ulp of the dtype relative to |ref| (bf16 2^-8, fp16 2^-11): rtol is one full
+ * ulp (2^-7, 2^-10) to leave room for fp32 summation noise, which over k <= 21504 terms of
+ * random sign stays orders of magnitude below that. Kernels may apply the group scale after
+ * summing (q - zp) * a instead of rounding each (q - zp) * scale to the dtype as the reference
+ * does: each weight then differs by up to half an ulp, a random-sign error whose standard
+ * deviation is about 0.6 * 2^-8 (bf16) or 0.6 * 2^-11 (fp16) of the output's own standard
+ * deviation sigma = 0.02 * sqrt(E[(q - zp)^2] * k) (fill's distributions: E = 21.5 symmetric,
+ * 42.5 with random zero points). atol = sigma/64 (bf16) or sigma/512 (fp16) is about seven of
+ * those standard deviations, so it neither fails a correct kernel over millions of outputs nor
+ * hides a wrong layout (a misplaced nibble or scale moves outputs by about sigma). */
+static void tolerance(const w4a16_dims *d, tailor_dtype dtype, double *atol, double *rtol)
+{
+    double sigma = 0.02 * sqrt((d->zp ? 42.5 : 21.5) * (double)d->k);
+    int bf = dtype == TAILOR_DTYPE_BF16;
+    *atol = sigma / (bf ? 64.0 : 512.0);
+    *rtol = bf ? 1.0 / 128 : 1.0 / 1024;
+}
+
+static tailor_status w4a16_describe(tailor_ctx *ctx, const tailor_shape *shape,
+                                    tailor_dtype dtype, tailor_op_buffers *out)
+{
+    w4a16_dims d = dims_of(shape);
+    if (d.m <= 0)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "w4a16_matmul: m=%d must be positive",
+                                d.m);
+    if (dtype != TAILOR_DTYPE_F16 && dtype != TAILOR_DTYPE_BF16)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "w4a16_matmul: dtype must be fp16 or bf16");
+    tailor_w4a16_layout lay;
+    tailor_status st = tailor_w4a16_layout_init(ctx, d.n, d.k, d.group, d.zp, &lay);
+    if (st != TAILOR_OK)
+        return tailor_wrap_error(ctx, "w4a16_matmul");
+    double atol, rtol;
+    tolerance(&d, dtype, &atol, &rtol);
+    size_t m = (size_t)d.m;
+    memset(out, 0, sizeof *out);
+    int i = 0;
+    out->b[i++] = (tailor_buffer_spec){"a", dtype, m * (size_t)d.k, TAILOR_BUF_IN, 0, 0};
+    out->b[i++] = (tailor_buffer_spec){"qweight", TAILOR_DTYPE_I32, lay.qweight_words,
+                                       TAILOR_BUF_IN, 0, 0};
+    out->b[i++] = (tailor_buffer_spec){"scales", dtype, lay.scale_count, TAILOR_BUF_IN, 0, 0};
+    if (d.zp)
+        out->b[i++] = (tailor_buffer_spec){"zeros", TAILOR_DTYPE_U8, lay.zero_count,
+                                           TAILOR_BUF_IN, 0, 0};
+    out->b[i++] = (tailor_buffer_spec){"out", dtype, m * (size_t)d.n, TAILOR_BUF_OUT, atol, rtol};
+    out->count = i;
+    return TAILOR_OK;
+}
+
+/* splitmix64: the fill's random stream. */
+static uint64_t next_u64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Standard normal (Box-Muller). */
+static float next_normal(uint64_t *s)
+{
+    double u1 = ((double)(next_u64(s) >> 11) + 1.0) / 9007199254740993.0; /* (0, 1] */
+    double u2 = (double)(next_u64(s) >> 11) / 9007199254740992.0;
+    return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+}
+
+/* Random int4 weights for checkpoint rows [row0, row0 + rows): packed words, scales ~ N(0,1)
+ * * 0.02 in the dtype, zero points in -8..7. */
+static void random_ct_block(const tailor_w4a16_layout *lay, int rows, tailor_dtype dtype,
+                            int32_t *packed, void *scales, int32_t *zeros, uint64_t *s)
+{
+    size_t words = (size_t)rows * (size_t)(lay->k / 8);
+    for (size_t i = 0; i < words; i += 2) { /* every nibble uniform in 0..15: q in -8..7 */
+        uint64_t r = next_u64(s);
+        packed[i] = (int32_t)(uint32_t)r;
+        if (i + 1 < words)
+            packed[i + 1] = (int32_t)(uint32_t)(r >> 32);
+    }
+    for (size_t i = 0; i < (size_t)rows * (size_t)lay->groups; i++)
+        tailor_dtype_store(dtype, scales, i, next_normal(s) * 0.02f);
+    if (lay->has_zp)
+        for (size_t i = 0; i < (size_t)((rows + 7) / 8) * (size_t)lay->groups; i++)
+            zeros[i] = (int32_t)(uint32_t)next_u64(s);
+}
+
+/* Fills the weight in checkpoint form, 8 rows at a time, and repacks each block: the packer
+ * is exercised on every tuning run and host memory stays small whatever the weight's size.
+ * fill cannot report failure: if its scratch cannot be allocated the weights are left as
+ * they were, and verification fails. */
+static void fill_weights(const tailor_w4a16_layout *lay, tailor_dtype dtype, uint32_t *qweight,
+                         void *scales_out, uint8_t *zeros_out, uint64_t *s)
+{
+    const int block = 8;
+    int32_t *packed = malloc((size_t)block * (size_t)(lay->k / 8) * sizeof *packed);
+    uint16_t *scales = malloc((size_t)block * (size_t)lay->groups * sizeof *scales);
+    int32_t *zeros = malloc((size_t)lay->groups * sizeof *zeros);
+    if (packed && scales && zeros)
+        for (int row0 = 0; row0 < lay->n; row0 += block) {
+            int rows = lay->n - row0 < block ? lay->n - row0 : block;
+            random_ct_block(lay, rows, dtype, packed, scales, zeros, s);
+            (void)tailor_w4a16_repack_rows(NULL, lay, row0, rows, packed, scales, dtype,
+                                           lay->has_zp ? zeros : NULL, dtype, qweight,
+                                           scales_out, zeros_out);
+        }
+    free(packed);
+    free(scales);
+    free(zeros);
+}
+
+static void w4a16_fill(const tailor_shape *shape, tailor_dtype dtype,
+                       const tailor_op_buffers *bufs, void *const *host, uint64_t seed)
+{
+    w4a16_dims d = dims_of(shape);
+    tailor_w4a16_layout lay;
+    if (tailor_w4a16_layout_init(NULL, d.n, d.k, d.group, d.zp, &lay) != TAILOR_OK)
+        return; /* describe refused this shape already */
+    uint64_t s = seed;
+    int ia = find_buffer(bufs, "a"), iz = find_buffer(bufs, "zeros");
+    for (size_t i = 0; i < bufs->b[ia].count; i++)
+        tailor_dtype_store(dtype, host[ia], i, next_normal(&s));
+    fill_weights(&lay, dtype, host[find_buffer(bufs, "qweight")],
+                 host[find_buffer(bufs, "scales")], iz >= 0 ? host[iz] : NULL, &s);
+}
+
+/* Dot product with eight partial sums (fp32, like the kernels; lets the compiler vectorise). */
+static float dot_f32(const float *x, const float *y, int k)
+{
+    float acc[8] = {0};
+    int i = 0;
+    for (; i + 8 <= k; i += 8)
+        for (int j = 0; j < 8; j++)
+            acc[j] += x[i + j] * y[i + j];
+    for (; i < k; i++)
+        acc[0] += x[i] * y[i];
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+/* out = a · W^T in tiles of TILE rows of a and of W, so that only two [TILE, k] float tiles
+ * are ever held (the largest Gemma 4 weight would be 352 MB as floats). */
+enum { REF_TILE = 64 };
+
+static tailor_status w4a16_reference(tailor_ctx *ctx, const tailor_shape *shape,
+                                     tailor_dtype dtype, const tailor_op_buffers *bufs,
+                                     void *const *host, float *const *ref)
+{
+    w4a16_dims d = dims_of(shape);
+    tailor_w4a16_layout lay;
+    tailor_status st = tailor_w4a16_layout_init(ctx, d.n, d.k, d.group, d.zp, &lay);
+    if (st != TAILOR_OK)
+        return st;
+    int ia = find_buffer(bufs, "a"), iz = find_buffer(bufs, "zeros"), io = find_buffer(bufs, "out");
+    const uint32_t *qw = host[find_buffer(bufs, "qweight")];
+    const void *scales = host[find_buffer(bufs, "scales")];
+    const uint8_t *zeros = iz >= 0 ? host[iz] : NULL;
+    size_t k = (size_t)d.k;
+    float *at = malloc(REF_TILE * k * sizeof *at), *wt = malloc(REF_TILE * k * sizeof *wt);
+    if (!at || !wt) {
+        free(at);
+        free(wt);
+        return tailor_set_error(ctx, TAILOR_ERR_NOMEM,
+                                "w4a16_matmul reference: no memory for two %d x %d tiles",
+                                REF_TILE, d.k);
+    }
+    for (int m0 = 0; m0 < d.m && st == TAILOR_OK; m0 += REF_TILE) {
+        int mt = d.m - m0 < REF_TILE ? d.m - m0 : REF_TILE;
+        for (size_t i = 0; i < (size_t)mt * k; i++)
+            at[i] = tailor_dtype_load(dtype, host[ia], (size_t)m0 * k + i);
+        for (int n0 = 0; n0 < d.n && st == TAILOR_OK; n0 += REF_TILE) {
+            int nt = d.n - n0 < REF_TILE ? d.n - n0 : REF_TILE;
+            st = tailor_w4a16_dequantize(ctx, &lay, n0, nt, qw, scales, dtype, zeros, wt);
+            for (int i = 0; i < mt && st == TAILOR_OK; i++)
+                for (int j = 0; j < nt; j++)
+                    ref[io][(size_t)(m0 + i) * (size_t)d.n + (size_t)(n0 + j)] =
+                        dot_f32(at + (size_t)i * k, wt + (size_t)j * k, d.k);
+        }
+    }
+    free(at);
+    free(wt);
+    return st;
+}
+
+static double w4a16_bytes(const tailor_shape *shape, tailor_dtype dtype)
+{
+    w4a16_dims d = dims_of(shape);
+    double es = (double)tailor_dtype_size(dtype), groups = d.group > 0 ? d.k / d.group : 0;
+    double m = d.m, n = d.n, k = d.k;
+    return m * k * es            /* activations */
+           + n * k / 2           /* packed weights */
+           + n * groups * es     /* scales */
+           + (d.zp ? n * groups : 0) /* zero points, one byte each in the kernel layout */
+           + m * n * es;         /* output */
+}
+
+static double w4a16_flops(const tailor_shape *shape, tailor_dtype dtype)
+{
+    (void)dtype;
+    w4a16_dims d = dims_of(shape);
+    return 2.0 * d.m * (double)d.n * (double)d.k;
+}
+
+const tailor_op tailor_op_w4a16_matmul = {
+    .name = "w4a16_matmul",
+    .summary = "out[m,n] = a[m,k] W[n,k]^T, W int4 with a 16-bit scale per group (W4A16)",
+    .keys = w4a16_keys,
+    .describe = w4a16_describe,
+    .fill = w4a16_fill,
+    .reference = w4a16_reference,
+    .bytes = w4a16_bytes,
+    .flops = w4a16_flops,
+};

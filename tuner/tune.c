@@ -1,0 +1,684 @@
+/* tune.c — the tuning loop: plan, compile in parallel, check, time, choose, cache. */
+#include "tuner.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "gen.h"
+#include "instance.h"
+#include "registry.h"
+
+tailor_status tailor_strategy_parse(tailor_ctx *ctx, const char *text, tailor_strategy *out)
+{
+    static const char *const names[] = {"exhaustive", "random", "halving"};
+    for (int i = 0; i < 3; i++) {
+        if (strcmp(text, names[i]) == 0) {
+            *out = (tailor_strategy)i;
+            return TAILOR_OK;
+        }
+    }
+    return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                            "strategy '%s' is unknown (use exhaustive, random or halving)", text);
+}
+
+void tailor_tuner_fingerprint(const tailor_device_info *live, const tailor_device_info *rehearse,
+                              char *buf, size_t size)
+{
+    char fp[512];
+    tailor_device_fingerprint(live, fp, sizeof fp);
+    if (rehearse)
+        snprintf(buf, size, "rehearse:%s@%s", rehearse->short_name, fp);
+    else
+        snprintf(buf, size, "%s", fp);
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- one candidate ---------------------------------------------------------------------- */
+
+typedef enum cand_state {
+    CAND_PENDING = 0,
+    CAND_COMPILED,
+    CAND_COMPILE_ERROR,
+    CAND_REFUSED,      /* after compiling: registers or a space defect */
+    CAND_LAUNCH_ERROR,
+    CAND_WRONG,
+    CAND_TIMED,
+    CAND_SKIPPED       /* a failure recorded by an earlier run (resume) */
+} cand_state;
+
+typedef struct candidate {
+    const tailor_plan_entry *entry;
+    char kernel_name[256];
+    tailor_compile_result compiled;
+    cand_state state;
+    char detail[1024];
+    double median_us, spread_us;
+    char params_json[512];
+} candidate;
+
+typedef struct compile_job {
+    candidate *cands;
+    int count;
+    int next;                 /* guarded by lock */
+    int done;
+    pthread_mutex_t lock;
+    int sm;
+    int ptx;
+    const tailor_plan *plan;
+    double deadline;          /* 0: none */
+} compile_job;
+
+static void compile_one(compile_job *job, candidate *c)
+{
+    tailor_ctx *ctx = tailor_ctx_create();
+    tailor_template_file src;
+    char source_name[80];
+    if (!ctx) {
+        c->state = CAND_COMPILE_ERROR;
+        snprintf(c->detail, sizeof c->detail, "out of memory");
+        return;
+    }
+    /* the .cu named by the template's space */
+    tailor_space *space = NULL;
+    tailor_status st = tailor_space_load(ctx, c->entry->template_name, &space);
+    if (st == TAILOR_OK) {
+        snprintf(source_name, sizeof source_name, "%s", tailor_space_source(space));
+        tailor_space_destroy(space);
+        st = tailor_template_read(ctx, source_name, &src);
+    }
+    if (st == TAILOR_OK) {
+        tailor_compile_request req = {
+            .source_name = source_name,
+            .source = src.text,
+            .kernel_name = c->kernel_name,
+            .sm = job->sm,
+            .ptx = job->ptx,
+            .ndefines = c->entry->launch.ndefines + 1,
+        };
+        tailor_define defs[TAILOR_GEN_MAX_DEFINES + 1];
+        memcpy(defs, c->entry->launch.defines,
+               (size_t)c->entry->launch.ndefines * sizeof defs[0]);
+        tailor_define *dt = &defs[c->entry->launch.ndefines];
+        snprintf(dt->name, sizeof dt->name, "TAILOR_DTYPE_%s",
+                 job->plan->dtype == TAILOR_DTYPE_BF16 ? "BF16" : "FP16");
+        snprintf(dt->value, sizeof dt->value, "1");
+        req.defines = defs;
+        st = tailor_gen_compile(ctx, &req, &c->compiled);
+        tailor_template_file_free(&src);
+    }
+    if (st) {
+        c->state = CAND_COMPILE_ERROR;
+        snprintf(c->detail, sizeof c->detail, "%s", tailor_ctx_message(ctx));
+    } else {
+        c->state = CAND_COMPILED;
+    }
+    tailor_ctx_destroy(ctx);
+}
+
+static void *compile_worker(void *arg)
+{
+    compile_job *job = arg;
+    for (;;) {
+        pthread_mutex_lock(&job->lock);
+        int i = job->next < job->count ? job->next++ : -1;
+        pthread_mutex_unlock(&job->lock);
+        if (i < 0)
+            break;
+        candidate *c = &job->cands[i];
+        if (c->state != CAND_PENDING)
+            continue;
+        if (job->deadline > 0 && now_seconds() > job->deadline) {
+            c->state = CAND_SKIPPED;
+            snprintf(c->detail, sizeof c->detail, "not tried: the time budget ran out");
+            continue;
+        }
+        compile_one(job, c);
+        pthread_mutex_lock(&job->lock);
+        job->done++;
+        pthread_mutex_unlock(&job->lock);
+    }
+    return NULL;
+}
+
+static void report(const tailor_tune_options *o, const char *phase, int done, int total,
+                   double best, double eta)
+{
+    if (!o->progress)
+        return;
+    tailor_tune_progress p = {phase, done, total, best, eta};
+    o->progress(o->progress_user, &p);
+}
+
+static tailor_status compile_all(tailor_ctx *ctx, const tailor_plan *plan, candidate *cands, int n,
+                                 int sm, int ptx, const tailor_tune_options *o)
+{
+    (void)ctx;
+    compile_job job = {.cands = cands, .count = n, .sm = sm, .ptx = ptx, .plan = plan};
+    if (o->strategy == TAILOR_STRATEGY_RANDOM && o->budget_seconds > 0)
+        job.deadline = now_seconds() + o->budget_seconds;
+    pthread_mutex_init(&job.lock, NULL);
+    int jobs = o->jobs > 0 ? o->jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (jobs < 1)
+        jobs = 1;
+    if (jobs > 64)
+        jobs = 64;
+    pthread_t threads[64];
+    int started = 0;
+    for (int i = 0; i < jobs; i++)
+        if (pthread_create(&threads[i], NULL, compile_worker, &job) == 0)
+            started++;
+    if (started == 0)
+        compile_worker(&job);
+    double t0 = now_seconds();
+    for (;;) { /* progress while the workers run */
+        pthread_mutex_lock(&job.lock);
+        int done = job.done, next = job.next;
+        pthread_mutex_unlock(&job.lock);
+        double el = now_seconds() - t0;
+        report(o, "compile", done, n, -1, done ? el / done * (n - done) : -1);
+        if (next >= n && done >= n)
+            break;
+        if (next >= n) {
+            /* all handed out; wait for the stragglers */
+        }
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        int pending = 0;
+        pthread_mutex_lock(&job.lock);
+        pending = job.next < n;
+        pthread_mutex_unlock(&job.lock);
+        if (!pending)
+            break;
+    }
+    for (int i = 0; i < started; i++)
+        pthread_join(threads[i], NULL);
+    pthread_mutex_destroy(&job.lock);
+    return TAILOR_OK;
+}
+
+/* ---- selection -------------------------------------------------------------------------- */
+
+static void shuffle(int *idx, int n, uint64_t seed)
+{
+    uint64_t s = seed ? seed : 0x1234567;
+    for (int i = n - 1; i > 0; i--) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        int j = (int)((s >> 33) % (uint64_t)(i + 1));
+        int t = idx[i];
+        idx[i] = idx[j];
+        idx[j] = t;
+    }
+}
+
+static const char *outcome_name(cand_state s)
+{
+    switch (s) {
+    case CAND_COMPILE_ERROR: return "compile-error";
+    case CAND_REFUSED: return "refused-budget";
+    case CAND_LAUNCH_ERROR: return "launch-error";
+    case CAND_WRONG: return "wrong-result";
+    case CAND_TIMED: return "timed";
+    default: return NULL;
+    }
+}
+
+static int is_failure_outcome(const char *o)
+{
+    return strcmp(o, "compile-error") == 0 || strcmp(o, "wrong-result") == 0 ||
+           strcmp(o, "launch-error") == 0 || strcmp(o, "refused-budget") == 0 ||
+           strcmp(o, "timeout") == 0;
+}
+
+typedef struct tune_state {
+    tailor_ctx *ctx;
+    tailor_gpu *gpu;
+    tailor_cache *cache;
+    const tailor_plan *plan;
+    const tailor_device_info *budget_dev;
+    tailor_cache_key key;
+    tailor_instance *inst;
+    candidate *cands;
+    int n;
+    tailor_kernel *kernels;
+    tailor_workspace *ws;
+    const tailor_tune_options *opts;
+    tailor_tune_result *out;
+} tune_state;
+
+static void record_trial(tune_state *t, candidate *c)
+{
+    const char *outcome = outcome_name(c->state);
+    if (!outcome)
+        return;
+    tailor_ctx *ctx = tailor_ctx_create();
+    tailor_cache_put_trial(ctx, t->cache, &t->key, c->entry->template_name, c->params_json,
+                           outcome, c->state == CAND_TIMED ? c->median_us : -1.0,
+                           c->detail[0] ? c->detail : NULL);
+    tailor_ctx_destroy(ctx);
+}
+
+/* Loads, checks and (unless check_only) prepares a compiled candidate for timing. */
+static void check_candidate(tune_state *t, int i)
+{
+    candidate *c = &t->cands[i];
+    tailor_ctx *ctx = t->ctx;
+    char reason[512];
+    tailor_verdict v = tailor_budget_check_compiled(
+        t->budget_dev, t->plan->op->name, &c->entry->cfg, t->plan->dtype, &c->entry->launch,
+        c->compiled.regs, c->compiled.smem_static, reason, sizeof reason);
+    if (v != TAILOR_FITS) {
+        c->state = CAND_REFUSED;
+        snprintf(c->detail, sizeof c->detail, "%s", reason);
+        if (v == TAILOR_SPACE_DEFECT)
+            tailor_log(ctx, TAILOR_LOG_WARN, "%s", reason);
+        return;
+    }
+    tailor_status st = tailor_gpu_load_kernel(ctx, t->gpu, c->compiled.image, c->kernel_name,
+                                              &t->kernels[i]);
+    if (st == TAILOR_OK)
+        st = tailor_workspace_create(ctx, t->gpu, &c->entry->launch, &t->ws[i]);
+    if (st == TAILOR_OK)
+        st = tailor_instance_check(ctx, t->gpu, t->inst, &t->kernels[i], &c->entry->launch,
+                                   &t->ws[i]);
+    if (st == TAILOR_ERR_VERIFY) {
+        c->state = CAND_WRONG;
+        t->out->wrong++;
+    } else if (st) {
+        c->state = CAND_LAUNCH_ERROR;
+        t->out->launch_errors++;
+    } else {
+        t->out->verified++;
+        return;
+    }
+    snprintf(c->detail, sizeof c->detail, "%s", tailor_ctx_message(ctx));
+    if (!t->out->first_failure[0]) {
+        char params[384];
+        tailor_config_format(&c->entry->cfg, params, sizeof params);
+        snprintf(t->out->first_failure, sizeof t->out->first_failure, "%s %s: %s",
+                 c->entry->template_name, params, c->detail);
+    }
+    tailor_ctx_clear(ctx);
+    tailor_gpu_unload_kernel(t->gpu, &t->kernels[i]);
+    tailor_workspace_destroy(t->gpu, &t->ws[i]);
+}
+
+static tailor_status time_candidate(tune_state *t, int i, int batches)
+{
+    candidate *c = &t->cands[i];
+    tailor_status st = tailor_instance_time(t->ctx, t->gpu, t->inst, &t->kernels[i],
+                                            &c->entry->launch, &t->ws[i], batches, &c->median_us,
+                                            &c->spread_us);
+    if (st) {
+        c->state = CAND_LAUNCH_ERROR;
+        snprintf(c->detail, sizeof c->detail, "%s", tailor_ctx_message(t->ctx));
+        tailor_ctx_clear(t->ctx);
+        return TAILOR_OK; /* a failing candidate is recorded, never fatal */
+    }
+    c->state = CAND_TIMED;
+    return TAILOR_OK;
+}
+
+static int cmp_by_time(const void *a, const void *b, void *arg)
+{
+    const candidate *cands = arg;
+    double x = cands[*(const int *)a].median_us, y = cands[*(const int *)b].median_us;
+    return x < y ? -1 : x > y;
+}
+
+/* Times the verified candidates per the strategy and returns the winner's index (-1: none). */
+static int choose(tune_state *t, int *verified, int nv)
+{
+    const tailor_tune_options *o = t->opts;
+    int batches = o->strategy == TAILOR_STRATEGY_HALVING ? 3 : 10;
+    int alive = nv;
+    double best = -1;
+    for (int round = 0; alive > 0; round++) {
+        for (int j = 0; j < alive; j++) {
+            time_candidate(t, verified[j], batches);
+            candidate *c = &t->cands[verified[j]];
+            if (c->state == CAND_TIMED && (best < 0 || c->median_us < best))
+                best = c->median_us;
+            report(o, "time", j + 1, alive, best, -1);
+        }
+        int k = 0; /* drop those that failed while timing */
+        for (int j = 0; j < alive; j++)
+            if (t->cands[verified[j]].state == CAND_TIMED)
+                verified[k++] = verified[j];
+        alive = k;
+        qsort_r(verified, (size_t)alive, sizeof *verified, cmp_by_time, t->cands);
+        if (o->strategy != TAILOR_STRATEGY_HALVING || alive <= 2)
+            break;
+        alive = (alive + 1) / 2;
+        batches *= 2;
+    }
+    if (alive == 0)
+        return -1;
+    /* The best few within the noise of the best: measure again, longer, so that the same card
+     * picks the same winner run after run. */
+    const candidate *w = &t->cands[verified[0]];
+    int close = 1;
+    while (close < alive && close < 4) {
+        const candidate *c = &t->cands[verified[close]];
+        double noise = 2.0 * fmax(w->spread_us, c->spread_us) + 0.01 * w->median_us;
+        if (c->median_us - w->median_us > noise)
+            break;
+        close++;
+    }
+    if (close > 1) {
+        for (int j = 0; j < close; j++)
+            time_candidate(t, verified[j], 31);
+        qsort_r(verified, (size_t)close, sizeof *verified, cmp_by_time, t->cands);
+    }
+    return t->cands[verified[0]].state == CAND_TIMED ? verified[0] : -1;
+}
+
+static void launch_json(const tailor_launch *l, char *buf, size_t size)
+{
+    snprintf(buf, size,
+             "{\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"threads\":%d,\"smem_static\":%lld,"
+             "\"smem_dynamic\":%lld}",
+             l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2],
+             l->threads, l->smem_static, l->smem_dynamic);
+}
+
+static tailor_status store_winner(tune_state *t, candidate *c, int sm, int ptx, int n_trials)
+{
+    tailor_cache_winner w;
+    memset(&w, 0, sizeof w);
+    snprintf(w.template_name, sizeof w.template_name, "%s", c->entry->template_name);
+    snprintf(w.kernel_name, sizeof w.kernel_name, "%s", c->kernel_name);
+    char lj[512];
+    launch_json(&c->entry->launch, lj, sizeof lj);
+    w.params_json = c->params_json;
+    w.launch_json = lj;
+    snprintf(w.binary_kind, sizeof w.binary_kind, "%s", ptx ? "ptx" : "cubin");
+    w.binary = c->compiled.image;
+    w.binary_size = c->compiled.image_size;
+    snprintf(w.arch, sizeof w.arch, "%s_%d", ptx ? "compute" : "sm", sm);
+    w.median_us = c->median_us;
+    w.spread_us = c->spread_us;
+    w.tuned_at = (long long)time(NULL);
+    w.n_trials = n_trials;
+    return tailor_cache_put_winner(t->ctx, t->cache, &t->key, &w);
+}
+
+static void fill_result_from_winner(tailor_tune_result *out, const tailor_cache_winner *w)
+{
+    snprintf(out->template_name, sizeof out->template_name, "%s", w->template_name);
+    snprintf(out->kernel_name, sizeof out->kernel_name, "%s", w->kernel_name);
+    tailor_config cfg;
+    if (tailor_config_parse_json(NULL, w->params_json ? w->params_json : "{}", &cfg) == TAILOR_OK)
+        tailor_config_format(&cfg, out->params, sizeof out->params);
+    out->median_us = w->median_us;
+    out->spread_us = w->spread_us;
+}
+
+/* ---- the loop --------------------------------------------------------------------------- */
+
+static int no_compile(void)
+{
+    const char *v = getenv("TAILOR_NO_COMPILE");
+    return v && *v && strcmp(v, "0") != 0;
+}
+
+static tailor_status run_candidates(tune_state *t, int sm, int ptx)
+{
+    tailor_ctx *ctx = t->ctx;
+    const tailor_tune_options *o = t->opts;
+    int n = t->n;
+    /* resume: failures recorded by an earlier run of the same key are not retried */
+    for (int i = 0; i < n && !o->verify_all; i++) {
+        char outcome[32];
+        double med;
+        int found = 0;
+        tailor_cache_get_trial(ctx, t->cache, &t->key, t->cands[i].entry->template_name,
+                               t->cands[i].params_json, outcome, sizeof outcome, &med, &found);
+        if (found && is_failure_outcome(outcome)) {
+            t->cands[i].state = CAND_SKIPPED;
+            snprintf(t->cands[i].detail, sizeof t->cands[i].detail, "%s in an earlier run",
+                     outcome);
+        }
+    }
+    compile_all(ctx, t->plan, t->cands, n, sm, ptx, o);
+    int *verified = calloc((size_t)(n ? n : 1), sizeof *verified);
+    if (!verified)
+        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory");
+    int nv = 0;
+    for (int i = 0; i < n; i++) {
+        candidate *c = &t->cands[i];
+        if (c->state == CAND_COMPILE_ERROR) {
+            t->out->compile_errors++;
+            if (!t->out->first_failure[0])
+                snprintf(t->out->first_failure, sizeof t->out->first_failure, "%s", c->detail);
+            tailor_log(ctx, TAILOR_LOG_DEBUG, "%s", c->detail);
+        }
+        if (c->state != CAND_COMPILED)
+            continue;
+        t->out->compiled++;
+        check_candidate(t, i);
+        if (c->state == CAND_REFUSED)
+            t->out->refused_after_compile++;
+        if (c->state == CAND_COMPILED)
+            verified[nv++] = i;
+        report(o, "verify", i + 1, n, -1, -1);
+    }
+    tailor_status st = tailor_instance_rotate(ctx, t->gpu, t->inst);
+    int win = -1;
+    if (st == TAILOR_OK && nv > 0)
+        win = choose(t, verified, nv);
+    for (int i = 0; i < n; i++) {
+        if (t->cands[i].state == CAND_TIMED)
+            t->out->timed++;
+        record_trial(t, &t->cands[i]);
+    }
+    if (st == TAILOR_OK && win >= 0) {
+        candidate *c = &t->cands[win];
+        st = store_winner(t, c, sm, ptx, n);
+        snprintf(t->out->template_name, sizeof t->out->template_name, "%s",
+                 c->entry->template_name);
+        tailor_config_format(&c->entry->cfg, t->out->params, sizeof t->out->params);
+        snprintf(t->out->kernel_name, sizeof t->out->kernel_name, "%s", c->kernel_name);
+        t->out->median_us = c->median_us;
+        t->out->spread_us = c->spread_us;
+    }
+    free(verified);
+    if (st)
+        return st;
+    if (o->verify_all && (t->out->wrong || t->out->launch_errors || t->out->compile_errors))
+        return tailor_set_error(ctx, TAILOR_ERR_VERIFY,
+                                "%d of %d survivors failed (%d wrong, %d launch errors, %d compile "
+                                "errors); first: %s",
+                                t->out->wrong + t->out->launch_errors + t->out->compile_errors, n,
+                                t->out->wrong, t->out->launch_errors, t->out->compile_errors,
+                                t->out->first_failure);
+    if (win < 0)
+        return tailor_set_error(ctx, TAILOR_ERR_VERIFY,
+                                "no candidate of %s passed (%d compiled, %d wrong, %d launch "
+                                "errors); first failure: %s",
+                                t->plan->op->name, t->out->compiled, t->out->wrong,
+                                t->out->launch_errors,
+                                t->out->first_failure[0] ? t->out->first_failure : "none");
+    return TAILOR_OK;
+}
+
+tailor_status tailor_tune(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, const char *op,
+                          const tailor_shape *shape, tailor_dtype dtype,
+                          const tailor_tune_options *opts, tailor_tune_result *out)
+{
+    memset(out, 0, sizeof *out);
+    const tailor_device_info *live = tailor_gpu_info(gpu);
+    const tailor_device_info *budget_dev = opts->rehearse ? opts->rehearse : live;
+    int sm = budget_dev->cc_major * 10 + budget_dev->cc_minor;
+    int ptx = opts->rehearse != NULL;
+    if (opts->rehearse && opts->rehearse->kind != TAILOR_DEVICE_GPU)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                                "cannot rehearse %s: it is not a GPU profile", opts->rehearse->name);
+    if (ptx && sm > live->cc_major * 10 + live->cc_minor)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                                "cannot rehearse %s (sm_%d) on %s (sm_%d%d): its code would not run "
+                                "here",
+                                budget_dev->name, sm, live->name, live->cc_major, live->cc_minor);
+    tailor_plan plan;
+    tailor_status st = tailor_plan_build(ctx, budget_dev, op, shape, dtype, &plan);
+    if (st)
+        return st;
+    out->candidates = plan.count;
+    out->survivors = plan.survivors;
+    out->bytes = plan.op->bytes(&plan.shape, dtype);
+    out->flops = plan.op->flops(&plan.shape, dtype);
+    char fp[600], shape_text[256];
+    tailor_tuner_fingerprint(live, opts->rehearse, fp, sizeof fp);
+    tailor_shape_format(&plan.shape, shape_text, sizeof shape_text);
+    tune_state t = {.ctx = ctx, .gpu = gpu, .cache = cache, .plan = &plan,
+                    .budget_dev = budget_dev, .opts = opts, .out = out};
+    t.key = (tailor_cache_key){fp, op, shape_text, tailor_dtype_name(dtype), plan.space_hash};
+
+    if (!opts->force && !opts->verify_all) {
+        tailor_cache_winner w;
+        int found = 0;
+        st = tailor_cache_get_winner(ctx, cache, &t.key, &w, &found);
+        if (st == TAILOR_OK && found) {
+            out->from_cache = 1;
+            fill_result_from_winner(out, &w);
+            tailor_cache_winner_free(&w);
+            tailor_plan_free(&plan);
+            return TAILOR_OK;
+        }
+        if (st) {
+            tailor_plan_free(&plan);
+            return st;
+        }
+    }
+    if (no_compile()) {
+        tailor_plan_free(&plan);
+        return tailor_set_error(ctx, TAILOR_ERR_NO_COMPILE,
+                                "%s %s %s is not in the cache and TAILOR_NO_COMPILE=1 forbids "
+                                "compiling its %d survivors",
+                                op, shape_text, tailor_dtype_name(dtype), plan.survivors);
+    }
+    if (plan.survivors == 0) {
+        tailor_plan_free(&plan);
+        return tailor_set_error(ctx, TAILOR_ERR_BUDGET,
+                                "no configuration of %s %s %s fits %s (%d refused; see tailor plan)",
+                                op, shape_text, tailor_dtype_name(dtype), budget_dev->name,
+                                plan.count);
+    }
+    /* the candidates: survivors, sampled for the random strategy */
+    int *idx = calloc((size_t)plan.survivors, sizeof *idx);
+    t.cands = calloc((size_t)plan.survivors, sizeof *t.cands);
+    t.kernels = calloc((size_t)plan.survivors, sizeof *t.kernels);
+    t.ws = calloc((size_t)plan.survivors, sizeof *t.ws);
+    if (!idx || !t.cands || !t.kernels || !t.ws) {
+        free(idx);
+        free(t.cands);
+        free(t.kernels);
+        free(t.ws);
+        tailor_plan_free(&plan);
+        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory");
+    }
+    int ns = 0;
+    for (int i = 0; i < plan.count; i++)
+        if (plan.entries[i].verdict == TAILOR_FITS)
+            idx[ns++] = i;
+    if (opts->strategy == TAILOR_STRATEGY_RANDOM && !opts->verify_all)
+        shuffle(idx, ns, opts->seed);
+    int n = ns;
+    if (opts->strategy == TAILOR_STRATEGY_RANDOM && !opts->verify_all && opts->trials > 0 &&
+        opts->trials < n)
+        n = opts->trials;
+    for (int i = 0; i < n; i++) {
+        candidate *c = &t.cands[i];
+        c->entry = &plan.entries[idx[i]];
+        tailor_gen_kernel_name(op, c->entry->template_name, sm, tailor_dtype_name(dtype),
+                               c->entry->launch.defines, c->entry->launch.ndefines,
+                               c->kernel_name, sizeof c->kernel_name);
+        tailor_config_json(&c->entry->cfg, c->params_json, sizeof c->params_json);
+    }
+    t.n = n;
+    free(idx);
+    tailor_log(ctx, TAILOR_LOG_INFO, "tuning %s %s %s on %s%s%s: %d candidates, %d survive, %d to try",
+               op, shape_text, tailor_dtype_name(dtype), live->name,
+               opts->rehearse ? " rehearsing " : "", opts->rehearse ? opts->rehearse->name : "",
+               plan.count, plan.survivors, n);
+    st = tailor_instance_create(ctx, gpu, plan.op, &plan.shape, dtype, opts->seed, &t.inst);
+    if (st == TAILOR_OK)
+        st = run_candidates(&t, sm, ptx);
+    for (int i = 0; i < n; i++) {
+        tailor_gpu_unload_kernel(gpu, &t.kernels[i]);
+        tailor_workspace_destroy(gpu, &t.ws[i]);
+        tailor_compile_result_free(&t.cands[i].compiled);
+    }
+    tailor_instance_destroy(gpu, t.inst);
+    free(t.cands);
+    free(t.kernels);
+    free(t.ws);
+    tailor_plan_free(&plan);
+    return st;
+}
+
+tailor_status tailor_tuner_verify_winner(tailor_ctx *ctx, tailor_gpu *gpu,
+                                         const tailor_cache_key *key,
+                                         const tailor_cache_winner *w)
+{
+    const tailor_op *op = tailor_op_find(key->op);
+    if (!op)
+        return tailor_set_error(ctx, TAILOR_ERR_NOT_FOUND, "op '%s' of a cached winner is unknown",
+                                key->op);
+    const tailor_device_info *dev = tailor_gpu_info(gpu);
+    if (strncmp(key->fingerprint, "rehearse:", 9) == 0) {
+        char name[64];
+        const char *at = strchr(key->fingerprint, '@');
+        size_t len = at ? (size_t)(at - key->fingerprint - 9) : 0;
+        snprintf(name, sizeof name, "%.*s", (int)len, key->fingerprint + 9);
+        dev = tailor_device_profile_find(name);
+        if (!dev)
+            return tailor_set_error(ctx, TAILOR_ERR_NOT_FOUND, "rehearsal profile '%s' unknown",
+                                    name);
+    }
+    tailor_shape shape;
+    tailor_dtype dtype;
+    tailor_config cfg;
+    tailor_space *space = NULL;
+    tailor_status st = tailor_shape_parse(ctx, key->shape, &shape);
+    if (st == TAILOR_OK)
+        st = tailor_dtype_parse(ctx, key->dtype, &dtype);
+    if (st == TAILOR_OK)
+        st = tailor_config_parse_json(ctx, w->params_json, &cfg);
+    if (st == TAILOR_OK)
+        st = tailor_space_load(ctx, w->template_name, &space);
+    tailor_launch launch;
+    if (st == TAILOR_OK)
+        st = tailor_space_evaluate(ctx, space, &cfg, &shape, dtype, dev, &launch);
+    tailor_space_destroy(space);
+    if (st)
+        return st;
+    tailor_instance *inst = NULL;
+    tailor_kernel k;
+    memset(&k, 0, sizeof k);
+    tailor_workspace ws;
+    memset(&ws, 0, sizeof ws);
+    st = tailor_instance_create(ctx, gpu, op, &shape, dtype, (uint64_t)time(NULL), &inst);
+    if (st == TAILOR_OK)
+        st = tailor_gpu_load_kernel(ctx, gpu, w->binary, w->kernel_name, &k);
+    if (st == TAILOR_OK)
+        st = tailor_workspace_create(ctx, gpu, &launch, &ws);
+    if (st == TAILOR_OK)
+        st = tailor_instance_check(ctx, gpu, inst, &k, &launch, &ws);
+    tailor_workspace_destroy(gpu, &ws);
+    tailor_gpu_unload_kernel(gpu, &k);
+    tailor_instance_destroy(gpu, inst);
+    return st;
+}

@@ -1,0 +1,75 @@
+/* tuner.h — the tuner: compile the plan's survivors in parallel, check each against the op's
+ * reference on the live GPU, time the right ones, keep the winner (with its binary) in the cache.
+ * Also the launcher of a cached winner, shared with the runtime. */
+#ifndef TAILOR_TUNER_H
+#define TAILOR_TUNER_H
+
+#include "cache.h"
+#include "cuda.h"
+#include "device.h"
+#include "op.h"
+#include "plan.h"
+#include "space.h"
+#include "tailor.h"
+
+typedef enum tailor_strategy {
+    TAILOR_STRATEGY_EXHAUSTIVE = 0, /* every survivor */
+    TAILOR_STRATEGY_RANDOM,         /* a random sample under --trials / --budget */
+    TAILOR_STRATEGY_HALVING         /* successive halving: cheap timing for all, more for the best */
+} tailor_strategy;
+
+/* "exhaustive", "random", "halving" -> strategy; TAILOR_ERR_MISUSE otherwise. */
+tailor_status tailor_strategy_parse(tailor_ctx *ctx, const char *text, tailor_strategy *out);
+
+typedef struct tailor_tune_progress {
+    const char *phase;   /* "compile", "verify", "time" */
+    int done, total;
+    double best_us;      /* < 0 before the first timing */
+    double eta_seconds;  /* < 0 when unknown */
+} tailor_tune_progress;
+
+typedef struct tailor_tune_options {
+    tailor_strategy strategy;
+    int trials;                          /* random: at most this many candidates (0: no cap) */
+    double budget_seconds;               /* random: stop starting candidates after this (0: none) */
+    int verify_all;                      /* check every survivor; any wrong result fails the call */
+    const tailor_device_info *rehearse;  /* a profile whose budget and arch apply (PTX is JIT-run
+                                            on the live GPU); NULL: the live GPU's own */
+    int force;                           /* re-tune even when the cache has a winner */
+    int jobs;                            /* compile threads (0: number of CPUs) */
+    uint64_t seed;                       /* inputs and sampling */
+    void (*progress)(void *user, const tailor_tune_progress *p);
+    void *progress_user;
+} tailor_tune_options;
+
+typedef struct tailor_tune_result {
+    int from_cache;           /* the winner was already cached: nothing compiled */
+    int candidates, survivors;
+    int compiled, compile_errors, refused_after_compile;
+    int verified, wrong, launch_errors, timed;
+    char template_name[64];
+    char params[512];         /* "BM=64 BN=32" */
+    char kernel_name[256];
+    double median_us, spread_us;
+    double bytes, flops;      /* of one launch, from the op */
+    char first_failure[1024]; /* the first wrong result or error, for --verify-all */
+} tailor_tune_result;
+
+/* Tunes (op, shape, dtype) on the open GPU, recording every trial and the winner in cache.
+ * With TAILOR_NO_COMPILE=1 in the environment any needed compile is TAILOR_ERR_NO_COMPILE.
+ * With verify_all, a survivor with a wrong result makes the call fail with TAILOR_ERR_VERIFY
+ * (after every survivor was checked). */
+tailor_status tailor_tune(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, const char *op,
+                          const tailor_shape *shape, tailor_dtype dtype,
+                          const tailor_tune_options *opts, tailor_tune_result *out);
+
+/* Re-checks one cached winner against the reference on the live GPU. */
+tailor_status tailor_tuner_verify_winner(tailor_ctx *ctx, tailor_gpu *gpu,
+                                         const tailor_cache_key *key,
+                                         const tailor_cache_winner *w);
+
+/* The fingerprint a tune run keys the cache with: the live GPU's, or "rehearse:NAME@<live>". */
+void tailor_tuner_fingerprint(const tailor_device_info *live, const tailor_device_info *rehearse,
+                              char *buf, size_t size);
+
+#endif
