@@ -32,7 +32,12 @@ return {
   end,
 
   threads = function(p, shape, dtype, device) return p.THREADS end,
-  smem_static = function(p, shape, dtype, device) return 4 * math.max(p.THREADS // 32, 1) end,
+  -- block_sum's scratch (one float per warp); a single warp reduces with shuffles alone, and
+  -- the compiler then drops the array.
+  smem_static = function(p, shape, dtype, device)
+    if p.THREADS <= 32 then return 0 end
+    return 4 * (p.THREADS // 32)
+  end,
   smem_dynamic = function(p, shape, dtype, device) return 0 end,
   grid = function(p, shape, dtype, device) return { shape.rows, 1, 1 } end,
 
