@@ -14,6 +14,12 @@ int cmd_run(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 
+/* `tailor bench` subcommands (argv[0] is the subcommand's name). */
+int bench_tokenizer(int argc, char **argv);
+
+/* `tailor bench tokenizer ...` (cli/bench_tokenizer.c); argv[0] is "tokenizer". */
+int bench_tokenizer(int argc, char **argv);
+
 /* A context that logs INFO and above to stderr ("tailor: ..."); TAILOR_LOG=debug lowers it. */
 tailor_ctx *cli_ctx(void);
 

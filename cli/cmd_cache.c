@@ -1,12 +1,376 @@
-/* cmd_cache.c — `tailor cache` (placeholder until its module lands). */
+/* cmd_cache.c — `tailor cache ls | show | export FILE | import FILE | verify | clear`: look into,
+ * carry and check the tuning cache. */
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
+#include <cjson/cJSON.h>
+
+#include "cache.h"
 #include "cli.h"
+#include "device.h"
+#include "sha256.h"
+
+static void cache_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: tailor cache COMMAND [options]\n\n"
+            "  ls                one line per cached winner (device, op, shape, dtype, template,\n"
+            "                    params, median time)\n"
+            "  show              every field of each winner\n"
+            "  export FILE       this device's winners, with their binaries, into one file\n"
+            "  import FILE       a file exported on an identical host (all or nothing; refused\n"
+            "                    when the device fingerprints differ or the file is damaged)\n"
+            "  verify            SQLite's integrity check and every binary's sha256\n"
+            "  clear [--all]     forget this device's winners and trials (--all: every device's)\n\n"
+            "options:\n"
+            "  --cache FILE        the cache file (default: $TAILOR_CACHE, else\n"
+            "                      $XDG_CACHE_HOME/tailor/cache.sqlite or ~/.cache/tailor/...)\n"
+            "  --device NAME       the device: gpu, cuda:N, N or a profile name (default: GPU 0);\n"
+            "                      ls and show list every device unless it is given\n"
+            "  --fingerprint TEXT  the device fingerprint itself, instead of asking the GPU\n"
+            "  --op OP             ls, show: only winners of this op\n"
+            "  --json              ls, show: a JSON list of objects\n"
+            "  --all               clear: every device's entries\n");
+}
+
+typedef struct cache_opts {
+    const char *cache_path;  /* --cache, NULL: env or default */
+    const char *device;      /* --device, NULL: not given */
+    const char *fingerprint; /* --fingerprint, NULL: not given */
+    const char *op;          /* --op filter */
+    int json, all;
+} cache_opts;
+
+/* ---- the device fingerprint ------------------------------------------------------------------ */
+
+/* Fills buf with the fingerprint named by --fingerprint or --device (default: live GPU 0).
+ * Prints the failure and returns 1 when it cannot be had. */
+static int resolve_fingerprint(tailor_ctx *ctx, const cache_opts *o, char *buf, size_t size)
+{
+    if (o->fingerprint) {
+        snprintf(buf, size, "%s", o->fingerprint);
+        return 0;
+    }
+    tailor_device_info info;
+    tailor_status s = tailor_device_resolve(ctx, o->device ? o->device : "", &info);
+    if (s != TAILOR_OK) {
+        fprintf(stderr, "tailor: %s (pass --fingerprint TEXT to name the device without a GPU)\n",
+                tailor_ctx_message(ctx));
+        return 1;
+    }
+    tailor_device_fingerprint(&info, buf, size);
+    return 0;
+}
+
+/* ---- ls and show ----------------------------------------------------------------------------- */
+
+typedef struct list_state {
+    const cache_opts *o;
+    int show; /* 1: every field */
+    int n;
+    cJSON *json; /* the list being built with --json */
+    int oom;
+} list_state;
+
+/* The device part of a fingerprint for a one-line listing: the GPU name, with any rehearsal
+ * prefix kept ("rehearse:t4@NVIDIA H200"). */
+static void device_label(const char *fp, char *buf, size_t size)
+{
+    const char *bar = strchr(fp, '|');
+    size_t n = bar ? (size_t)(bar - fp) : strlen(fp);
+    if (n >= size)
+        n = size - 1;
+    memcpy(buf, fp, n);
+    buf[n] = '\0';
+}
+
+/* Adds text that should be JSON as parsed JSON, or as a string when it does not parse. */
+static cJSON *json_text(const char *text)
+{
+    const char *end = NULL;
+    cJSON *j = cJSON_ParseWithOpts(text, &end, 1);
+    return j ? j : cJSON_CreateString(text);
+}
+
+static cJSON *winner_json(const tailor_cache_key *key, const tailor_cache_winner *w, int show)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    char sha[65];
+    tailor_sha256_hex(w->binary, w->binary_size, sha);
+    cJSON_AddStringToObject(o, "fingerprint", key->fingerprint);
+    cJSON_AddStringToObject(o, "op", key->op);
+    cJSON_AddStringToObject(o, "shape", key->shape);
+    cJSON_AddStringToObject(o, "dtype", key->dtype);
+    cJSON_AddStringToObject(o, "space_hash", key->space_hash);
+    cJSON_AddStringToObject(o, "template", w->template_name);
+    cJSON_AddStringToObject(o, "kernel", w->kernel_name);
+    cJSON_AddItemToObject(o, "params", json_text(w->params_json));
+    if (show)
+        cJSON_AddItemToObject(o, "launch", json_text(w->launch_json));
+    cJSON_AddStringToObject(o, "arch", w->arch);
+    cJSON_AddStringToObject(o, "binary_kind", w->binary_kind);
+    cJSON_AddNumberToObject(o, "binary_size", (double)w->binary_size);
+    if (show)
+        cJSON_AddStringToObject(o, "binary_sha256", sha);
+    cJSON_AddNumberToObject(o, "median_us", w->median_us);
+    cJSON_AddNumberToObject(o, "spread_us", w->spread_us);
+    cJSON_AddNumberToObject(o, "tuned_at", (double)w->tuned_at);
+    cJSON_AddNumberToObject(o, "n_trials", w->n_trials);
+    return o;
+}
+
+static void print_line(const tailor_cache_key *key, const tailor_cache_winner *w)
+{
+    char dev[128];
+    device_label(key->fingerprint, dev, sizeof dev);
+    printf("%-18s  %-14s  %-26s  %-4s  %-22s  %-28s  %10.2f us\n", dev, key->op, key->shape,
+           key->dtype, w->template_name, w->params_json, w->median_us);
+}
+
+static void print_block(const tailor_cache_key *key, const tailor_cache_winner *w)
+{
+    char sha[65], size[32], when[64];
+    tailor_sha256_hex(w->binary, w->binary_size, sha);
+    time_t t = (time_t)w->tuned_at;
+    struct tm tm;
+    if (gmtime_r(&t, &tm))
+        strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
+    else
+        snprintf(when, sizeof when, "%lld", w->tuned_at);
+    printf("%s %s %s on %s\n", key->op, key->shape, key->dtype, key->fingerprint);
+    printf("  space     %s\n", key->space_hash);
+    printf("  template  %s\n", w->template_name);
+    printf("  kernel    %s\n", w->kernel_name);
+    printf("  params    %s\n", w->params_json);
+    printf("  launch    %s\n", w->launch_json);
+    printf("  binary    %s for %s, %s B, sha256 %s\n", w->binary_kind, w->arch,
+           tailor_fmt_int(size, sizeof size, (long long)w->binary_size), sha);
+    printf("  time      %.3f us median, spread %.3f us, %d trials, tuned %s\n\n", w->median_us,
+           w->spread_us, w->n_trials, when);
+}
+
+static int list_one(void *user, const tailor_cache_key *key, const tailor_cache_winner *w)
+{
+    list_state *ls = user;
+    if (ls->o->op && strcmp(ls->o->op, key->op) != 0)
+        return 0;
+    ls->n++;
+    if (ls->json) {
+        cJSON *o = winner_json(key, w, ls->show);
+        if (!o || !cJSON_AddItemToArray(ls->json, o)) {
+            ls->oom = 1;
+            return 1;
+        }
+    } else if (ls->show) {
+        print_block(key, w);
+    } else {
+        print_line(key, w);
+    }
+    return 0;
+}
+
+static int cache_list(tailor_ctx *ctx, tailor_cache *c, const cache_opts *o, int show)
+{
+    char fp[1024];
+    const char *filter = NULL;
+    if (o->device || o->fingerprint) {
+        if (resolve_fingerprint(ctx, o, fp, sizeof fp))
+            return 1;
+        filter = fp;
+    }
+    list_state ls = {o, show, 0, o->json ? cJSON_CreateArray() : NULL, 0};
+    if (o->json && !ls.json)
+        ls.oom = 1;
+    tailor_status s = ls.oom ? TAILOR_OK : tailor_cache_foreach_winner(ctx, c, filter, list_one, &ls);
+    int rc = 0;
+    if (s != TAILOR_OK) {
+        rc = cli_fail(ctx, s);
+    } else if (ls.oom) {
+        fprintf(stderr, "tailor: out of memory\n");
+        rc = 1;
+    } else if (ls.json) {
+        char *text = cJSON_Print(ls.json);
+        if (text)
+            printf("%s\n", text);
+        rc = text ? 0 : 1;
+        free(text);
+    } else if (ls.n == 0) {
+        fprintf(stderr, "tailor: no cached winners%s%s in %s\n", o->op ? " of op " : "",
+                o->op ? o->op : "", tailor_cache_path(c));
+    }
+    cJSON_Delete(ls.json);
+    return rc;
+}
+
+/* ---- export, import, verify, clear -------------------------------------------------------------- */
+
+static int cache_export_cmd(tailor_ctx *ctx, tailor_cache *c, const cache_opts *o, const char *file)
+{
+    char fp[1024];
+    if (resolve_fingerprint(ctx, o, fp, sizeof fp))
+        return 1;
+    int n = 0;
+    tailor_status s = tailor_cache_export(ctx, c, fp, file, &n);
+    if (s != TAILOR_OK)
+        return cli_fail(ctx, s);
+    printf("exported %d winner%s of '%s' to %s\n", n, n == 1 ? "" : "s", fp, file);
+    if (n == 0)
+        fprintf(stderr, "tailor: warning: %s holds no winners for this device; the file is empty\n",
+                tailor_cache_path(c));
+    return 0;
+}
+
+static int cache_import_cmd(tailor_ctx *ctx, tailor_cache *c, const cache_opts *o, const char *file)
+{
+    char fp[1024];
+    if (resolve_fingerprint(ctx, o, fp, sizeof fp))
+        return 1;
+    int n = 0;
+    tailor_status s = tailor_cache_import(ctx, c, file, fp, &n);
+    if (s != TAILOR_OK)
+        return cli_fail(ctx, s);
+    printf("imported %d winner%s from %s into %s\n", n, n == 1 ? "" : "s", file,
+           tailor_cache_path(c));
+    return 0;
+}
+
+static int cache_verify_cmd(tailor_ctx *ctx, tailor_cache *c)
+{
+    int ok = 0, bad = 0;
+    tailor_status s = tailor_cache_check(ctx, c, &ok, &bad);
+    if (s != TAILOR_OK)
+        return cli_fail(ctx, s);
+    printf("%s: integrity ok; %d winner%s intact, %d damaged\n", tailor_cache_path(c), ok,
+           ok == 1 ? "" : "s", bad);
+    return bad ? 1 : 0;
+}
+
+static int count_one(void *user, const tailor_cache_key *key, const tailor_cache_winner *w)
+{
+    (void)key;
+    (void)w;
+    (*(int *)user)++;
+    return 0;
+}
+
+static int cache_clear_cmd(tailor_ctx *ctx, tailor_cache *c, const cache_opts *o)
+{
+    char fp[1024];
+    if (!o->all && resolve_fingerprint(ctx, o, fp, sizeof fp))
+        return 1;
+    const char *which = o->all ? NULL : fp;
+    int n = 0;
+    tailor_status s = tailor_cache_foreach_winner(ctx, c, which, count_one, &n);
+    if (s == TAILOR_OK)
+        s = tailor_cache_clear(ctx, c, which);
+    if (s != TAILOR_OK)
+        return cli_fail(ctx, s);
+    printf("removed %d winner%s (and their trials) of %s%s%s from %s\n", n, n == 1 ? "" : "s",
+           which ? "'" : "every device", which ? which : "", which ? "'" : "", tailor_cache_path(c));
+    return 0;
+}
+
+/* ---- the command ---------------------------------------------------------------------------------- */
+
+/* Parses the flags; returns -1 to go on, or the exit code. */
+static int parse_flags(int argc, char **argv, cache_opts *o)
+{
+    static const struct option opts[] = {
+        {"cache", required_argument, NULL, 'c'},  {"device", required_argument, NULL, 'd'},
+        {"fingerprint", required_argument, NULL, 'f'}, {"op", required_argument, NULL, 'o'},
+        {"json", no_argument, NULL, 'j'},         {"all", no_argument, NULL, 'a'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+    };
+    memset(o, 0, sizeof *o);
+    int ch;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'c': o->cache_path = optarg; break;
+        case 'd': o->device = optarg; break;
+        case 'f': o->fingerprint = optarg; break;
+        case 'o': o->op = optarg; break;
+        case 'j': o->json = 1; break;
+        case 'a': o->all = 1; break;
+        case 'h':
+            cache_usage(stdout);
+            return 0;
+        default:
+            return cli_bad_flag("cache", argc, argv);
+        }
+    }
+    if (o->fingerprint && o->device)
+        return cli_usage_error("cache", "give --device or --fingerprint, not both");
+    if (o->fingerprint && !o->fingerprint[0])
+        return cli_usage_error("cache", "--fingerprint is empty");
+    return -1;
+}
+
+/* Checks the positional arguments of a subcommand: `want` of them after its name. */
+static int check_args(const char *sub, int nargs, int want, const char *what)
+{
+    if (nargs < want)
+        return cli_usage_error("cache", "'%s' needs %s", sub, what);
+    if (nargs > want)
+        return cli_usage_error("cache", "'%s' takes %s", sub, want ? what : "no arguments");
+    return -1;
+}
+
+static int run_sub(tailor_ctx *ctx, tailor_cache *c, const cache_opts *o, const char *sub,
+                   char **args)
+{
+    if (strcmp(sub, "ls") == 0)
+        return cache_list(ctx, c, o, 0);
+    if (strcmp(sub, "show") == 0)
+        return cache_list(ctx, c, o, 1);
+    if (strcmp(sub, "export") == 0)
+        return cache_export_cmd(ctx, c, o, args[0]);
+    if (strcmp(sub, "import") == 0)
+        return cache_import_cmd(ctx, c, o, args[0]);
+    if (strcmp(sub, "verify") == 0)
+        return cache_verify_cmd(ctx, c);
+    return cache_clear_cmd(ctx, c, o);
+}
 
 int cmd_cache(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "tailor cache: not built yet\n");
-    return 1;
+    cache_opts o;
+    int rc = parse_flags(argc, argv, &o);
+    if (rc >= 0)
+        return rc;
+    if (optind >= argc)
+        return cli_usage_error("cache", "a command is needed: ls, show, export, import, verify "
+                                        "or clear");
+    const char *sub = argv[optind];
+    int nargs = argc - optind - 1;
+    static const char *const subs[] = {"ls", "show", "export", "import", "verify", "clear"};
+    int want = -1;
+    for (int i = 0; i < 6; i++)
+        if (strcmp(sub, subs[i]) == 0)
+            want = (i == 2 || i == 3) ? 1 : 0;
+    if (want < 0)
+        return cli_usage_error("cache", "unknown command '%s' (ls, show, export, import, verify, "
+                                        "clear)",
+                               sub);
+    if ((rc = check_args(sub, nargs, want, "one FILE")) >= 0)
+        return rc;
+    if (o.all && strcmp(sub, "clear") != 0)
+        return cli_usage_error("cache", "--all goes with 'clear' only");
+    if ((o.json || o.op) && strcmp(sub, "ls") != 0 && strcmp(sub, "show") != 0)
+        return cli_usage_error("cache", "--json and --op go with 'ls' and 'show' only");
+    if (o.all && (o.device || o.fingerprint))
+        return cli_usage_error("cache", "'clear --all' takes no --device or --fingerprint");
+
+    tailor_ctx *ctx = cli_ctx();
+    tailor_cache *c = NULL;
+    tailor_status s = tailor_cache_open(ctx, o.cache_path, &c);
+    rc = s == TAILOR_OK ? run_sub(ctx, c, &o, sub, argv + optind + 1) : cli_fail(ctx, s);
+    tailor_cache_close(c);
+    tailor_ctx_destroy(ctx);
+    return rc;
 }

@@ -307,7 +307,7 @@ static void check_candidate(tune_state *t, int i)
     if (!t->out->first_failure[0]) {
         char params[384];
         tailor_config_format(&c->entry->cfg, params, sizeof params);
-        snprintf(t->out->first_failure, sizeof t->out->first_failure, "%s %s: %s",
+        snprintf(t->out->first_failure, sizeof t->out->first_failure, "%s %.200s: %.600s",
                  c->entry->template_name, params, c->detail);
     }
     tailor_ctx_clear(ctx);
@@ -629,10 +629,27 @@ tailor_status tailor_tune(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
     return st;
 }
 
-tailor_status tailor_tuner_verify_winner(tailor_ctx *ctx, tailor_gpu *gpu,
-                                         const tailor_cache_key *key,
-                                         const tailor_cache_winner *w)
+/* A cached winner made ready to run: its launch for the key's shape, an instance, the loaded
+ * kernel and its workspace. */
+typedef struct loaded_winner {
+    tailor_launch launch;
+    tailor_instance *inst;
+    tailor_kernel k;
+    tailor_workspace ws;
+} loaded_winner;
+
+static void winner_unload(tailor_gpu *gpu, loaded_winner *lw)
 {
+    tailor_workspace_destroy(gpu, &lw->ws);
+    tailor_gpu_unload_kernel(gpu, &lw->k);
+    tailor_instance_destroy(gpu, lw->inst);
+    lw->inst = NULL;
+}
+
+static tailor_status winner_load(tailor_ctx *ctx, tailor_gpu *gpu, const tailor_cache_key *key,
+                                 const tailor_cache_winner *w, loaded_winner *lw)
+{
+    memset(lw, 0, sizeof *lw);
     const tailor_op *op = tailor_op_find(key->op);
     if (!op)
         return tailor_set_error(ctx, TAILOR_ERR_NOT_FOUND, "op '%s' of a cached winner is unknown",
@@ -659,26 +676,47 @@ tailor_status tailor_tuner_verify_winner(tailor_ctx *ctx, tailor_gpu *gpu,
         st = tailor_config_parse_json(ctx, w->params_json, &cfg);
     if (st == TAILOR_OK)
         st = tailor_space_load(ctx, w->template_name, &space);
-    tailor_launch launch;
     if (st == TAILOR_OK)
-        st = tailor_space_evaluate(ctx, space, &cfg, &shape, dtype, dev, &launch);
+        st = tailor_space_evaluate(ctx, space, &cfg, &shape, dtype, dev, &lw->launch);
     tailor_space_destroy(space);
+    if (st == TAILOR_OK)
+        st = tailor_instance_create(ctx, gpu, op, &shape, dtype, (uint64_t)time(NULL), &lw->inst);
+    if (st == TAILOR_OK)
+        st = tailor_gpu_load_kernel(ctx, gpu, w->binary, w->kernel_name, &lw->k);
+    if (st == TAILOR_OK)
+        st = tailor_workspace_create(ctx, gpu, &lw->launch, &lw->ws);
+    if (st)
+        winner_unload(gpu, lw);
+    return st;
+}
+
+tailor_status tailor_tuner_verify_winner(tailor_ctx *ctx, tailor_gpu *gpu,
+                                         const tailor_cache_key *key,
+                                         const tailor_cache_winner *w)
+{
+    loaded_winner lw;
+    tailor_status st = winner_load(ctx, gpu, key, w, &lw);
     if (st)
         return st;
-    tailor_instance *inst = NULL;
-    tailor_kernel k;
-    memset(&k, 0, sizeof k);
-    tailor_workspace ws;
-    memset(&ws, 0, sizeof ws);
-    st = tailor_instance_create(ctx, gpu, op, &shape, dtype, (uint64_t)time(NULL), &inst);
+    st = tailor_instance_check(ctx, gpu, lw.inst, &lw.k, &lw.launch, &lw.ws);
+    winner_unload(gpu, &lw);
+    return st;
+}
+
+tailor_status tailor_tuner_time_winner(tailor_ctx *ctx, tailor_gpu *gpu,
+                                       const tailor_cache_key *key, const tailor_cache_winner *w,
+                                       int batches, double *median_us, double *spread_us)
+{
+    loaded_winner lw;
+    tailor_status st = winner_load(ctx, gpu, key, w, &lw);
+    if (st)
+        return st;
+    st = tailor_instance_check(ctx, gpu, lw.inst, &lw.k, &lw.launch, &lw.ws);
     if (st == TAILOR_OK)
-        st = tailor_gpu_load_kernel(ctx, gpu, w->binary, w->kernel_name, &k);
+        st = tailor_instance_rotate(ctx, gpu, lw.inst);
     if (st == TAILOR_OK)
-        st = tailor_workspace_create(ctx, gpu, &launch, &ws);
-    if (st == TAILOR_OK)
-        st = tailor_instance_check(ctx, gpu, inst, &k, &launch, &ws);
-    tailor_workspace_destroy(gpu, &ws);
-    tailor_gpu_unload_kernel(gpu, &k);
-    tailor_instance_destroy(gpu, inst);
+        st = tailor_instance_time(ctx, gpu, lw.inst, &lw.k, &lw.launch, &lw.ws, batches,
+                                  median_us, spread_us);
+    winner_unload(gpu, &lw);
     return st;
 }

@@ -52,7 +52,7 @@ typedef struct tailor_tune_result {
     char kernel_name[256];
     double median_us, spread_us;
     double bytes, flops;      /* of one launch, from the op */
-    char first_failure[1024]; /* the first wrong result or error, for --verify-all */
+    char first_failure[1200]; /* the first wrong result or error, for --verify-all */
 } tailor_tune_result;
 
 /* Tunes (op, shape, dtype) on the open GPU, recording every trial and the winner in cache.
@@ -67,6 +67,12 @@ tailor_status tailor_tune(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
 tailor_status tailor_tuner_verify_winner(tailor_ctx *ctx, tailor_gpu *gpu,
                                          const tailor_cache_key *key,
                                          const tailor_cache_winner *w);
+
+/* Checks a cached winner against the reference, then times it over rotated inputs (more than
+ * twice the L2): median and spread in microseconds of `batches` timed passes. */
+tailor_status tailor_tuner_time_winner(tailor_ctx *ctx, tailor_gpu *gpu,
+                                       const tailor_cache_key *key, const tailor_cache_winner *w,
+                                       int batches, double *median_us, double *spread_us);
 
 /* The fingerprint a tune run keys the cache with: the live GPU's, or "rehearse:NAME@<live>". */
 void tailor_tuner_fingerprint(const tailor_device_info *live, const tailor_device_info *rehearse,

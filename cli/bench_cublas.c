@@ -1,0 +1,113 @@
+/* bench_cublas.c — cuBLAS dense matmul for benchmark comparisons (dlopen'd, never linked). */
+#include "bench_cublas.h"
+
+#include <dlfcn.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The few cuBLAS declarations needed, with the values of cublas_api.h / library_types.h. */
+typedef void *cublas_handle;
+typedef int (*cublas_create_fn)(cublas_handle *);
+typedef int (*cublas_destroy_fn)(cublas_handle);
+typedef int (*cublas_set_stream_fn)(cublas_handle, CUstream);
+typedef int (*cublas_gemm_ex_fn)(cublas_handle, int, int, int, int, int, const void *, const void *,
+                                 int, int, const void *, int, int, const void *, void *, int, int,
+                                 int, int);
+enum { CUBLAS_OP_N_ = 0, CUBLAS_OP_T_ = 1, CUDA_R_32F_ = 0, CUDA_R_16F_ = 2, CUDA_R_16BF_ = 14,
+       CUBLAS_COMPUTE_32F_ = 68, CUBLAS_GEMM_DEFAULT_ = -1 };
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+tailor_status bench_cublas_matmul(tailor_ctx *ctx, tailor_gpu *gpu, int m, int n, int k,
+                                  tailor_dtype dtype, double *median_us)
+{
+    static const char *const names[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so",
+                                        "/usr/local/cuda/lib64/libcublas.so", NULL};
+    void *lib = NULL;
+    for (int i = 0; names[i] && !lib; i++)
+        lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+        return tailor_set_error(ctx, TAILOR_ERR_UNSUPPORTED, "cuBLAS not found (libcublas.so.13)");
+    cublas_create_fn create = (cublas_create_fn)dlsym(lib, "cublasCreate_v2");
+    cublas_destroy_fn destroy = (cublas_destroy_fn)dlsym(lib, "cublasDestroy_v2");
+    cublas_set_stream_fn set_stream = (cublas_set_stream_fn)dlsym(lib, "cublasSetStream_v2");
+    cublas_gemm_ex_fn gemm = (cublas_gemm_ex_fn)dlsym(lib, "cublasGemmEx");
+    if (!create || !destroy || !set_stream || !gemm) {
+        dlclose(lib);
+        return tailor_set_error(ctx, TAILOR_ERR_UNSUPPORTED, "cuBLAS lacks cublasGemmEx");
+    }
+    tailor_status st = tailor_gpu_bind(ctx, gpu);
+    cublas_handle h = NULL;
+    if (st == TAILOR_OK && create(&h) != 0)
+        st = tailor_set_error(ctx, TAILOR_ERR_CUDA, "cublasCreate failed");
+    if (st == TAILOR_OK)
+        set_stream(h, tailor_gpu_stream(gpu));
+    size_t es = 2, wbytes = (size_t)n * k * es, abytes = (size_t)m * k * es,
+           obytes = (size_t)m * n * es;
+    const tailor_device_info *d = tailor_gpu_info(gpu);
+    int sets = (int)ceil(2.0 * (double)d->l2_bytes / (double)(wbytes + abytes + obytes)) + 1;
+    if (sets > 64)
+        sets = 64;
+    CUdeviceptr w[64] = {0}, a[64] = {0}, o[64] = {0};
+    for (int s = 0; s < sets && st == TAILOR_OK; s++) {
+        st = tailor_gpu_alloc(ctx, gpu, wbytes, &w[s]);
+        if (st == TAILOR_OK)
+            st = tailor_gpu_alloc(ctx, gpu, abytes, &a[s]);
+        if (st == TAILOR_OK)
+            st = tailor_gpu_alloc(ctx, gpu, obytes, &o[s]);
+        /* 0x3c00 / 0x3f80-ish bytes: small finite values, not zeros */
+        if (st == TAILOR_OK)
+            st = tailor_gpu_memset8(ctx, gpu, w[s], 0x2b, wbytes);
+        if (st == TAILOR_OK)
+            st = tailor_gpu_memset8(ctx, gpu, a[s], 0x3a, abytes);
+    }
+    int type = dtype == TAILOR_DTYPE_BF16 ? CUDA_R_16BF_ : CUDA_R_16F_;
+    float alpha = 1.0f, beta = 0.0f;
+    /* column-major: out^T[n,m] = w[n,k] . a^T[k,m] */
+#define GEMM(s)                                                                                    \
+    gemm(h, CUBLAS_OP_T_, CUBLAS_OP_N_, n, m, k, &alpha, (const void *)(uintptr_t)w[s], type, k,   \
+         (const void *)(uintptr_t)a[s], type, k, &beta, (void *)(uintptr_t)o[s], type, n,          \
+         CUBLAS_COMPUTE_32F_, CUBLAS_GEMM_DEFAULT_)
+    enum { BATCHES = 21 };
+    double samples[BATCHES];
+    tailor_gpu_timer t;
+    memset(&t, 0, sizeof t);
+    if (st == TAILOR_OK)
+        st = tailor_gpu_timer_create(ctx, gpu, &t);
+    int per_batch = sets < 16 ? 16 : sets;
+    for (int i = 0; i < per_batch && st == TAILOR_OK; i++)
+        if (GEMM(i % sets) != 0)
+            st = tailor_set_error(ctx, TAILOR_ERR_CUDA, "cublasGemmEx failed (m=%d n=%d k=%d)", m,
+                                  n, k);
+    for (int b = 0; b < BATCHES && st == TAILOR_OK; b++) {
+        st = tailor_gpu_timer_start(ctx, gpu, &t);
+        for (int i = 0; i < per_batch && st == TAILOR_OK; i++)
+            GEMM(i % sets);
+        if (st == TAILOR_OK)
+            st = tailor_gpu_timer_stop(ctx, gpu, &t);
+        float ms = 0;
+        if (st == TAILOR_OK)
+            st = tailor_gpu_timer_elapsed_ms(ctx, &t, &ms);
+        samples[b] = 1000.0 * (double)ms / per_batch;
+    }
+#undef GEMM
+    tailor_gpu_timer_destroy(gpu, &t);
+    for (int s = 0; s < sets; s++) {
+        tailor_gpu_free(gpu, w[s]);
+        tailor_gpu_free(gpu, a[s]);
+        tailor_gpu_free(gpu, o[s]);
+    }
+    if (h)
+        destroy(h);
+    dlclose(lib);
+    if (st)
+        return st;
+    qsort(samples, BATCHES, sizeof samples[0], cmp_double);
+    *median_us = samples[BATCHES / 2];
+    return TAILOR_OK;
+}
