@@ -258,33 +258,38 @@ static tailor_status cuda_read_attributes(tailor_ctx *ctx, CUdevice dev, tailor_
         CUdevice_attribute attr;
         int *field;
         const char *what;
+        int optional; /* 1: a driver that cannot tell leaves 0 (memory clock and bus width) */
     } attrs[] = {
-        {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, &info->cc_major, "compute capability"},
-        {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, &info->cc_minor, "compute capability"},
-        {CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, &info->sm_count, "SM count"},
+        {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, &info->cc_major, "compute capability", 0},
+        {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, &info->cc_minor, "compute capability", 0},
+        {CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, &info->sm_count, "SM count", 0},
         {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, &info->smem_per_block,
-         "shared memory per block"},
+         "shared memory per block", 0},
         {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, &info->smem_per_block_optin,
-         "opt-in shared memory per block"},
+         "opt-in shared memory per block", 0},
         {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, &info->smem_per_sm,
-         "shared memory per SM"},
-        {CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK, &info->regs_per_block, "registers per block"},
+         "shared memory per SM", 0},
+        {CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK, &info->regs_per_block, "registers per block", 0},
         {CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR, &info->regs_per_sm,
-         "registers per SM"},
+         "registers per SM", 0},
         {CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, &info->max_threads_per_block,
-         "threads per block"},
+         "threads per block", 0},
         {CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, &info->max_threads_per_sm,
-         "threads per SM"},
-        {CU_DEVICE_ATTRIBUTE_WARP_SIZE, &info->warp_size, "warp size"},
-        {CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, &l2, "L2 size"},
-        {CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, &info->mem_clock_khz, "memory clock"},
-        {CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, &info->mem_bus_bits, "memory bus width"},
+         "threads per SM", 0},
+        {CU_DEVICE_ATTRIBUTE_WARP_SIZE, &info->warp_size, "warp size", 0},
+        {CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, &l2, "L2 size", 0},
+        {CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, &info->mem_clock_khz, "memory clock", 1},
+        {CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, &info->mem_bus_bits, "memory bus width", 1},
     };
     for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++) {
         char what[96];
         snprintf(what, sizeof what, "cuDeviceGetAttribute (%s)", attrs[i].what);
-        tailor_status st =
-            tailor_cuda_check(ctx, api.device_get_attribute(attrs[i].field, attrs[i].attr, dev), what);
+        CUresult r = api.device_get_attribute(attrs[i].field, attrs[i].attr, dev);
+        if (r != CUDA_SUCCESS && attrs[i].optional) {
+            *attrs[i].field = 0;
+            continue;
+        }
+        tailor_status st = tailor_cuda_check(ctx, r, what);
         if (st != TAILOR_OK)
             return st;
     }

@@ -6,8 +6,7 @@
 #include <stddef.h>
 
 /* The toolkit's cuda.h, for types only: every driver call goes through the dlopen'd table in
- * cuda.c. This file shares its name and runtime/ comes first on the include path, so the toolkit
- * header is reached with include_next (GCC and Clang). */
+ * cuda.c. Project headers are found with -iquote, so <cuda.h> is always the toolkit's. */
 #include <cuda.h>
 
 #include "device.h"

@@ -71,9 +71,9 @@ static const tailor_device_info profiles[] = {
     GPU_PROFILE("NVIDIA H100 80GB HBM3", "h100", ARCH_SM90, 132, 50 * MIB, 80 * GIB, 2617000, 5120,
                 "NVIDIA H100 datasheet, SXM5 80GB (HBM3, 3.35 TB/s); Hopper H100 whitepaper; CUDA C "
                 "Programming Guide, 9.0 table"),
-    GPU_PROFILE("NVIDIA H200", "h200", ARCH_SM90, 132, 60 * MIB, 141 * GIB, 3750000, 5120,
+    GPU_PROFILE("NVIDIA H200", "h200", ARCH_SM90, 132, 60 * MIB, 141 * GIB, 3201000, 6016,
                 "NVIDIA H200 datasheet, SXM 141GB (HBM3e, 4.8 TB/s); CUDA C Programming Guide, 9.0 "
-                "table; L2 as read from a live H200"),
+                "table; L2, memory clock and bus width as read from a live H200"),
     GPU_PROFILE("NVIDIA GeForce RTX 3090", "rtx3090", ARCH_SM86, 82, 6 * MIB, 24 * GIB, 9750000, 384,
                 "NVIDIA GeForce RTX 3090 specifications (24 GB GDDR6X, 936 GB/s); Ampere GA102 "
                 "whitepaper; CUDA C Programming Guide, 8.6 table"),

@@ -46,7 +46,8 @@ const tailor_device_info *tailor_device_profiles(int *count);
 const tailor_device_info *tailor_device_profile_find(const char *short_name);
 
 /* Number of live GPUs. TAILOR_ERR_NO_DRIVER when libcuda.so.1 cannot be loaded (message says
- * why), TAILOR_ERR_CUDA when cuInit fails. */
+ * why; also when the one found is the toolkit's stub), TAILOR_ERR_NO_DEVICE when cuInit finds no
+ * GPU, TAILOR_ERR_CUDA when cuInit fails otherwise. */
 tailor_status tailor_device_count(tailor_ctx *ctx, int *count);
 
 /* Reads every fact of live device `ordinal` into *info (including driver and NVRTC versions). */
@@ -61,10 +62,10 @@ tailor_status tailor_device_resolve(tailor_ctx *ctx, const char *spec, tailor_de
  * written into buf. Identical hosts have identical fingerprints. */
 void tailor_device_fingerprint(const tailor_device_info *info, char *buf, size_t size);
 
-/* "sm_90" for compute capability 9.0 into buf. */
+/* "sm_90" for compute capability 9.0 into buf; "tpu" for a TPU profile. */
 void tailor_device_arch(const tailor_device_info *info, char *buf, size_t size);
 
-/* Architecture number (major*10+minor): 75, 80, 90, ... */
+/* Architecture number (major*10+minor): 75, 80, 90, ...; 0 for a TPU profile. */
 int tailor_device_sm(const tailor_device_info *info);
 
 /* Copy bandwidth upper bound from the memory clock and bus width, bytes/s (0 if unknown). */

@@ -406,8 +406,8 @@ static tailor_status load_merges(loader *L, const cJSON *model)
     int i = 0;
     tailor_status st = TAILOR_OK;
     for (const cJSON *m = merges->child; m && st == TAILOR_OK; m = m->next, i++) {
-        const char *a, *b;
-        size_t alen, blen;
+        const char *a = NULL, *b = NULL;
+        size_t alen = 0, blen = 0;
         if ((st = merge_halves(L, m, i, &a, &alen, &b, &blen)) != TAILOR_OK)
             break;
         int32_t ia = tok_vocab_lookup(tok, a, alen), ib = tok_vocab_lookup(tok, b, blen);
@@ -450,7 +450,7 @@ static tailor_status load_model(loader *L, const cJSON *root)
     const cJSON *model = member(root, "model");
     if (!cJSON_IsObject(model))
         return fail(L, TAILOR_ERR_PARSE, "field 'model' is missing or not an object");
-    const char *type;
+    const char *type = NULL;
     tailor_status st = get_string(L, model, "type", "model", &type);
     if (st)
         return st;
@@ -494,13 +494,13 @@ static tailor_status load_model(loader *L, const cJSON *root)
 
 /* ---- added tokens */
 
+/* Adds s as a path of the trie ending at tok->added[added]; the root is a table by first byte. */
 static tailor_status trie_add(tok_trie *t, const char *s, size_t len, int32_t added)
 {
-    int32_t *link = &t->root[(unsigned char)s[0]];
-    int32_t node = -1;
+    int32_t parent = -1;
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
-        node = *link;
+        int32_t node = parent < 0 ? t->root[c] : t->nodes[parent].child;
         while (node >= 0 && t->nodes[node].byte != c)
             node = t->nodes[node].sibling;
         if (node < 0) {
@@ -513,13 +513,17 @@ static tailor_status trie_add(tok_trie *t, const char *s, size_t len, int32_t ad
                 t->cap = cap;
             }
             node = (int32_t)t->n++;
-            t->nodes[node] = (tok_trie_node){.child = -1, .sibling = *link, .added = -1, .byte = c};
-            *link = node;
+            int32_t head = parent < 0 ? -1 : t->nodes[parent].child;
+            t->nodes[node] = (tok_trie_node){.child = -1, .sibling = head, .added = -1, .byte = c};
+            if (parent < 0)
+                t->root[c] = node;
+            else
+                t->nodes[parent].child = node;
         }
-        link = &t->nodes[node].child;
+        parent = node;
     }
-    if (t->nodes[node].added < 0) /* the first token of a content wins */
-        t->nodes[node].added = added;
+    if (t->nodes[parent].added < 0) /* the first token of a content wins */
+        t->nodes[parent].added = added;
     return TAILOR_OK;
 }
 
@@ -530,14 +534,14 @@ static tailor_status load_one_added(loader *L, const cJSON *a, int i, tok_added 
     snprintf(where, sizeof where, "added_tokens[%d]", i);
     if (!cJSON_IsObject(a))
         return fail(L, TAILOR_ERR_PARSE, "field '%s' is not an object", where);
-    const char *content;
+    const char *content = NULL;
     tailor_status st = get_string(L, a, "content", where, &content);
     if (st)
         return st;
     if (json_id(member(a, "id"), &out->id))
         return fail(L, TAILOR_ERR_PARSE, "field '%s.id' is missing or not an integer in [0, 16777216)",
                     where);
-    int special, normalized, lstrip, rstrip, single_word;
+    int special = 0, normalized = 0, lstrip = 0, rstrip = 0, single_word = 0;
     if ((st = get_bool(L, a, "special", where, 0, &special)) ||
         (st = get_bool(L, a, "normalized", where, !special, &normalized)) ||
         (st = get_bool(L, a, "lstrip", where, 0, &lstrip)) ||
@@ -621,8 +625,8 @@ static tailor_status parse_split(loader *L, const cJSON *obj, const char *where,
 {
     static const char *const names[] = {"Removed", "Isolated", "MergedWithPrevious",
                                         "MergedWithNext", "Contiguous"};
-    const char *behavior;
-    int invert;
+    const char *behavior = NULL;
+    int invert = 0;
     tailor_status st;
     if ((st = get_pattern(L, obj, where, &step->pattern)) ||
         (st = get_string(L, obj, "behavior", where, &behavior)) ||
@@ -647,7 +651,7 @@ static tailor_status parse_step(loader *L, step_family fam, const cJSON *obj, co
         return TAILOR_OK;
     if (!cJSON_IsObject(obj))
         return fail(L, TAILOR_ERR_PARSE, "field '%s' is not an object", where);
-    const char *type;
+    const char *type = NULL;
     tailor_status st = get_string(L, obj, "type", where, &type);
     if (st)
         return st;
@@ -671,7 +675,7 @@ static tailor_status parse_step(loader *L, step_family fam, const cJSON *obj, co
     tok_step *step = &steps[*nsteps];
     memset(step, 0, sizeof *step);
     if (fam != FAMILY_PRETOK && strcmp(type, "Replace") == 0) {
-        const char *content;
+        const char *content = NULL;
         step->kind = TOK_STEP_REPLACE;
         if ((st = get_pattern(L, obj, where, &step->pattern)) ||
             (st = get_string(L, obj, "content", where, &content)))

@@ -253,7 +253,7 @@ static void bpe_piece(const tailor_tokenizer *tok, encode_ws *ws, const char *s,
     size_t start = 0;
     for (size_t i = 1; i < len; i++) {
         unsigned a = u[i - 1], b = u[i];
-        if ((a | b) >= 0x80 && (a >= 0x80) == (b >= 0x80))
+        if (a >= 0x80 && b >= 0x80)
             continue; /* both bytes non-ASCII: never a cut */
         unsigned ca = a < 0x80 ? tok->byte_class[a] : 0, cb = b < 0x80 ? tok->byte_class[b] : 0;
         int cut = a == b ? (ca & TOK_BYTE_SOLO) : (ca | cb);

@@ -1,0 +1,122 @@
+/* test_gen.c — NVRTC instantiation without a GPU: the RMSNorm template compiles for sm_75, sm_80
+ * and sm_90 with the resource report read back; kernel names; bad arch; compile errors. */
+#include <string.h>
+
+#include "gen.h"
+#include "registry.h"
+#include "testlib.h"
+
+static void compile_rmsnorm(tailor_ctx *ctx, int sm, const char *dtype_define, int threads)
+{
+    tailor_template_file src;
+    CHECK_OK(ctx, tailor_template_read(ctx, "rmsnorm.cu", &src));
+    if (!src.text)
+        return;
+    tailor_define defs[4] = {{"THREADS", ""}, {"VEC", "8"}, {"HAS_WEIGHT", "1"}, {"", "1"}};
+    snprintf(defs[0].value, sizeof defs[0].value, "%d", threads);
+    snprintf(defs[3].name, sizeof defs[3].name, "%s", dtype_define);
+    char name[256];
+    tailor_gen_kernel_name("rmsnorm", "rmsnorm", sm, "fp16", defs, 3, name, sizeof name);
+    tailor_compile_request req = {"rmsnorm.cu", src.text, name, sm, 0, 4, defs};
+    tailor_compile_result r;
+    tailor_status st = tailor_gen_compile(ctx, &req, &r);
+    CHECKF(st == TAILOR_OK, "sm_%d %s: %s", sm, dtype_define, tailor_ctx_message(ctx));
+    if (st == TAILOR_OK) {
+        printf("sm_%d %s THREADS=%d: %d registers, %d B static smem, %d B stack, spills %d/%d, "
+               "%zu B cubin, %.2f s\n",
+               sm, dtype_define, threads, r.regs, r.smem_static, r.stack_bytes, r.spill_stores,
+               r.spill_loads, r.image_size, r.seconds);
+        CHECK(r.image_size > 100);
+        CHECK(memcmp(r.image, "\177ELF", 4) == 0); /* a cubin is an ELF file */
+        CHECK(r.regs > 0 && r.regs <= 255);
+        CHECK(r.smem_static == 4 * threads / 32); /* block_sum's scratch, as rmsnorm.lua says */
+        CHECK(r.spill_stores == 0 && r.spill_loads == 0);
+        CHECK(strstr(r.log, name) != NULL);
+    }
+    tailor_compile_result_free(&r);
+    tailor_template_file_free(&src);
+}
+
+static void test_ptx_rehearsal(tailor_ctx *ctx)
+{
+    tailor_template_file src;
+    CHECK_OK(ctx, tailor_template_read(ctx, "rmsnorm.cu", &src));
+    tailor_define defs[4] = {{"THREADS", "128"}, {"VEC", "4"}, {"HAS_WEIGHT", "1"},
+                             {"TAILOR_DTYPE_FP16", "1"}};
+    tailor_compile_request req = {"rmsnorm.cu", src.text, "k_ptx", 75, 1, 4, defs};
+    tailor_compile_result r;
+    CHECK_OK(ctx, tailor_gen_compile(ctx, &req, &r));
+    CHECK(r.is_ptx);
+    CHECK(r.image && strstr(r.image, ".target sm_75") != NULL);
+    CHECK(r.regs > 0); /* the report comes from the sm_75 cubin compiled beside it */
+    tailor_compile_result_free(&r);
+    tailor_template_file_free(&src);
+}
+
+static void test_kernel_name(void)
+{
+    tailor_define defs[2] = {{"VEC", "8"}, {"BM", "-1"}};
+    char name[256];
+    tailor_gen_kernel_name("w4a16_matmul", "w4a16_gemv", 90, "bf16", defs, 2, name, sizeof name);
+    CHECKF(strcmp(name, "w4a16_matmul__w4a16_gemv__sm90__bf16__BMm1_VEC8") == 0, "%s", name);
+}
+
+static void test_errors(tailor_ctx *ctx)
+{
+    CHECK(tailor_gen_check_arch(ctx, 90) == TAILOR_OK);
+    CHECK(tailor_gen_check_arch(ctx, 61) == TAILOR_ERR_UNSUPPORTED);
+    CHECK(strstr(tailor_ctx_message(ctx), "sm_61 is not supported by NVRTC") != NULL);
+    CHECK(strstr(tailor_ctx_message(ctx), "sm_75") != NULL); /* lists what it supports */
+    int sm = 0;
+    CHECK(tailor_gen_parse_arch(ctx, "sm_86", &sm) == TAILOR_OK && sm == 86);
+    CHECK(tailor_gen_parse_arch(ctx, "compute_75", &sm) == TAILOR_OK && sm == 75);
+    CHECK(tailor_gen_parse_arch(ctx, "turing", &sm) == TAILOR_ERR_MISUSE);
+
+    const char *broken = "extern \"C\" __global__ void TAILOR_KERNEL(float *x) { x[0] = y; }";
+    tailor_compile_request req = {"broken.cu", broken, "k_broken", 80, 0, 0, NULL};
+    tailor_compile_result r;
+    tailor_status st = tailor_gen_compile(ctx, &req, &r);
+    CHECK(st == TAILOR_ERR_NVRTC);
+    CHECK(strstr(tailor_ctx_message(ctx), "broken.cu") != NULL);
+    CHECK(strstr(tailor_ctx_message(ctx), "identifier \"y\" is undefined") != NULL); /* the log */
+    tailor_compile_result_free(&r);
+
+    tailor_template_file f;
+    CHECK(tailor_template_read(ctx, "no_such.cu", &f) == TAILOR_ERR_NOT_FOUND);
+    CHECK(strstr(tailor_ctx_message(ctx), "no_such.cu") != NULL);
+}
+
+static void test_report_parser(void)
+{
+    const char *log = "ptxas info    : Compiling entry function 'kk' for 'sm_90'\n"
+                      "ptxas info    : Function properties for kk\n"
+                      "ptxas         .     8 bytes stack frame, 4 bytes spill stores, 12 bytes "
+                      "spill loads\n"
+                      "ptxas info    : Used 168 registers, used 1 barriers, 98304 bytes smem, 400 "
+                      "bytes cmem[0]\n";
+    tailor_compile_result r;
+    tailor_gen_parse_report(log, "kk", &r);
+    CHECK(r.regs == 168);
+    CHECK(r.smem_static == 98304);
+    CHECK(r.stack_bytes == 8 && r.spill_stores == 4 && r.spill_loads == 12);
+}
+
+int main(void)
+{
+    tailor_ctx *ctx = test_ctx();
+    int archs[64], n = 0;
+    CHECK_OK(ctx, tailor_gen_supported_archs(ctx, archs, &n));
+    printf("NVRTC supports %d architectures\n", n);
+    static const int sms[] = {75, 80, 90};
+    for (int i = 0; i < 3; i++) {
+        compile_rmsnorm(ctx, sms[i], "TAILOR_DTYPE_FP16", 256);
+        if (sms[i] >= 80)
+            compile_rmsnorm(ctx, sms[i], "TAILOR_DTYPE_BF16", 128);
+    }
+    test_ptx_rehearsal(ctx);
+    test_kernel_name();
+    test_errors(ctx);
+    test_report_parser();
+    tailor_ctx_destroy(ctx);
+    return test_finish("test_gen");
+}
