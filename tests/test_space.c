@@ -1,0 +1,253 @@
+/* test_space.c — search spaces and the budget, without a GPU: enumeration, the Lua sandbox and
+ * its error messages (file and line), variants added through TAILOR_TEMPLATE_PATH, and refusals
+ * with their arithmetic against device profiles. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "plan.h"
+#include "space.h"
+#include "testlib.h"
+
+static char dir[256];
+
+static void write_file(const char *name, const char *text)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        perror(path);
+        exit(1);
+    }
+    fputs(text, f);
+    fclose(f);
+}
+
+static void test_enumerate(tailor_ctx *ctx)
+{
+    tailor_space *s = NULL;
+    CHECK_OK(ctx, tailor_space_load(ctx, "rmsnorm", &s));
+    if (!s)
+        return;
+    CHECK(strcmp(tailor_space_op(s), "rmsnorm") == 0);
+    CHECK(strcmp(tailor_space_source(s), "rmsnorm.cu") == 0);
+    CHECK(tailor_space_supports(s, TAILOR_DTYPE_BF16) && !tailor_space_supports(s, TAILOR_DTYPE_F32));
+    tailor_shape shape;
+    CHECK_OK(ctx, tailor_shape_parse(ctx, "rows=3,cols=1536,weight=1", &shape));
+    tailor_config *cfgs = NULL;
+    int n = 0;
+    CHECK_OK(ctx, tailor_space_enumerate(ctx, s, &shape, TAILOR_DTYPE_BF16,
+                                         tailor_device_profile_find("h200"), &cfgs, &n));
+    CHECK(n == 24); /* 6 THREADS x 4 VEC */
+    if (n > 0) {
+        char text[128], json[128];
+        tailor_config_format(&cfgs[0], text, sizeof text);
+        tailor_config_json(&cfgs[0], json, sizeof json);
+        CHECKF(strcmp(text, "THREADS=32 VEC=1") == 0, "%s", text);
+        CHECKF(strcmp(json, "{\"THREADS\":32,\"VEC\":1}") == 0, "%s", json);
+        tailor_config back;
+        CHECK_OK(ctx, tailor_config_parse_json(ctx, json, &back));
+        CHECK(back.nparams == 2 && strcmp(back.params[1].value, "1") == 0);
+        tailor_launch l;
+        CHECK_OK(ctx, tailor_space_evaluate(ctx, s, &cfgs[20] /* THREADS=1024 VEC=1 */, &shape, TAILOR_DTYPE_BF16,
+                                            tailor_device_profile_find("h200"), &l));
+        CHECK(l.valid && l.threads == 1024 && l.grid[0] == 3 && l.block[0] == 1024);
+        CHECK(l.smem_static == 128 && l.smem_dynamic == 0);
+        CHECK(l.nargs == 5 && l.args[3].kind == TAILOR_ARG_I32 && l.args[3].i == 1536);
+        CHECK(l.args[4].kind == TAILOR_ARG_F32 && l.args[4].f > 0.9e-6 && l.args[4].f < 1.1e-6);
+        CHECK(l.nfeatures == 1 && strcmp(l.features[0], "bf16") == 0);
+    }
+    free(cfgs);
+    char hash1[65], hash2[65];
+    CHECK_OK(ctx, tailor_space_hash(ctx, s, hash1));
+    CHECK_OK(ctx, tailor_space_hash(ctx, s, hash2));
+    CHECK(strlen(hash1) == 64 && strcmp(hash1, hash2) == 0);
+    tailor_space_destroy(s);
+}
+
+/* Loads `name` from the temp dir and checks that it fails with all the given fragments. */
+static void expect_broken(tailor_ctx *ctx, const char *name, const char *frag1, const char *frag2)
+{
+    tailor_space *s = NULL;
+    tailor_status st = tailor_space_load(ctx, name, &s);
+    if (st == TAILOR_OK) { /* some errors only show when the functions run */
+        tailor_shape shape;
+        tailor_shape_parse(ctx, "rows=2,cols=256,weight=1", &shape);
+        tailor_config *cfgs = NULL;
+        int n = 0;
+        st = tailor_space_enumerate(ctx, s, &shape, TAILOR_DTYPE_F16,
+                                    tailor_device_profile_find("t4"), &cfgs, &n);
+        if (st == TAILOR_OK && n > 0) {
+            tailor_launch l;
+            st = tailor_space_evaluate(ctx, s, &cfgs[0], &shape, TAILOR_DTYPE_F16,
+                                       tailor_device_profile_find("t4"), &l);
+        }
+        free(cfgs);
+        tailor_space_destroy(s);
+    }
+    CHECKF(st == TAILOR_ERR_LUA, "%s loaded and ran", name);
+    const char *msg = tailor_ctx_message(ctx);
+    printf("%s -> %s\n", name, msg);
+    CHECKF(strstr(msg, frag1) != NULL, "'%s' not in: %s", frag1, msg);
+    CHECKF(!frag2 || strstr(msg, frag2) != NULL, "'%s' not in: %s", frag2, msg);
+}
+
+#define GOOD_TAIL                                                                                  \
+    "  threads = function(p) return 32 end,\n  smem_static = 0, smem_dynamic = 0,\n"               \
+    "  grid = function(p, s) return { s.rows } end,\n  args = { \"out\" },\n}\n"
+
+static void test_sandbox(tailor_ctx *ctx)
+{
+    write_file("syntax.lua", "return {\n  op = \"rmsnorm\",\n  params = { A = {1, 2 },\n");
+    expect_broken(ctx, "syntax", "syntax.lua:", "expected");
+    write_file("uses_io.lua", "local f = io.open('/etc/passwd')\nreturn {}\n");
+    expect_broken(ctx, "uses_io", "uses_io.lua:1:", "unknown global 'io'");
+    write_file("uses_os.lua", "return { op = os.getenv('HOME') }\n");
+    expect_broken(ctx, "uses_os", "uses_os.lua:1:", "unknown global 'os'");
+    write_file("uses_require.lua", "\n\nlocal x = require('socket')\nreturn {}\n");
+    expect_broken(ctx, "uses_require", "uses_require.lua:3:", "unknown global 'require'");
+    write_file("global.lua", "counter = 1\nreturn {}\n");
+    expect_broken(ctx, "global", "global.lua:1:", "globals are locked");
+    write_file("loop.lua", "return { op = 'rmsnorm', source = 'rmsnorm.cu',\n"
+                           "  params = { A = function() while true do end end },\n" GOOD_TAIL);
+    expect_broken(ctx, "loop", "loop.lua:2:", "instructions");
+    write_file("nogrid.lua", "return { op = 'rmsnorm', source = 'rmsnorm.cu', params = { A = {1} },\n"
+                             "  threads = 32, smem_static = 0, smem_dynamic = 0, args = {} }\n");
+    expect_broken(ctx, "nogrid", "nogrid.lua", "'grid' is missing");
+    write_file("badarg.lua", "return { op = 'rmsnorm', source = 'rmsnorm.cu', params = { A = {1} },\n"
+                             "  threads = 32, smem_static = 0, smem_dynamic = 0, grid = {1},\n"
+                             "  args = { { i32 = 'no_such_key' } } }\n");
+    expect_broken(ctx, "badarg", "badarg.lua", "no_such_key");
+    write_file("thrower.lua", "return { op = 'rmsnorm', source = 'rmsnorm.cu', params = { A = {1} },\n"
+                              "  threads = function(p, s)\n    error('bad threads')\n  end,\n"
+                              "  smem_static = 0, smem_dynamic = 0, grid = {1}, args = {} }\n");
+    expect_broken(ctx, "thrower", "thrower.lua:3:", "bad threads");
+}
+
+static tailor_status plan_for(tailor_ctx *ctx, const char *device, const char *op,
+                              const char *shape_text, tailor_dtype dtype, tailor_plan *plan)
+{
+    tailor_shape shape;
+    tailor_status st = tailor_shape_parse(ctx, shape_text, &shape);
+    if (st)
+        return st;
+    return tailor_plan_build(ctx, tailor_device_profile_find(device), op, &shape, dtype, plan);
+}
+
+static const tailor_plan_entry *find_entry(const tailor_plan *p, const char *tmpl, const char *cfg)
+{
+    for (int i = 0; i < p->count; i++) {
+        char text[256];
+        tailor_config_format(&p->entries[i].cfg, text, sizeof text);
+        if (strcmp(p->entries[i].template_name, tmpl) == 0 && strcmp(text, cfg) == 0)
+            return &p->entries[i];
+    }
+    return NULL;
+}
+
+/* A variant dropped into TAILOR_TEMPLATE_PATH: its smem grows with BM and the width, like an
+ * attention tile, so the T4 refuses the big one with the arithmetic. */
+static void test_variant_and_budget(tailor_ctx *ctx)
+{
+    write_file("rmsnorm_tiled.lua",
+               "return { op = 'rmsnorm', source = 'rmsnorm.cu', dtypes = { 'fp16', 'bf16' },\n"
+               "  params = { THREADS = { 128 }, VEC = { 2 }, BM = { 16, 64 }, WIDE = { 0, 1 } },\n"
+               "  requires = function(p, s, dtype) return dtype == 'bf16' and { 'bf16' } or {} end,\n"
+               "  threads = function(p) return p.WIDE == 1 and 2048 or p.THREADS end,\n"
+               "  smem_static = function(p) return 16 end,\n"
+               "  smem_dynamic = function(p, s) return p.BM * s.cols * 3 - 16 end,\n"
+               "  grid = function(p, s) return { s.rows } end,\n"
+               "  args = { 'out', 'x', 'w', { i32 = 'cols' }, { f32 = 1e-6 } },\n}\n");
+    tailor_plan p;
+    CHECK_OK(ctx, plan_for(ctx, "t4", "rmsnorm", "rows=8,cols=512", TAILOR_DTYPE_F16, &p));
+    CHECK(p.ntemplates >= 2); /* the embedded one and the variant */
+    const tailor_plan_entry *big = find_entry(&p, "rmsnorm_tiled", "BM=64 THREADS=128 VEC=2 WIDE=0");
+    const tailor_plan_entry *small = find_entry(&p, "rmsnorm_tiled", "BM=16 THREADS=128 VEC=2 WIDE=0");
+    const tailor_plan_entry *wide = find_entry(&p, "rmsnorm_tiled", "BM=16 THREADS=128 VEC=2 WIDE=1");
+    CHECK(big && small && wide);
+    if (big && small && wide) {
+        printf("refused: %s\n", big->reason);
+        CHECK(big->verdict == TAILOR_REFUSED_SMEM);
+        CHECK(strstr(big->reason, "needs 98,304 B shared memory per block; Tesla T4 (sm_75) "
+                                  "allows 65,536 B (1.5x over)") != NULL);
+        CHECK(small->verdict == TAILOR_FITS);
+        CHECK(wide->verdict == TAILOR_REFUSED_THREADS);
+        CHECK(strstr(wide->reason, "needs 2048 threads per block") != NULL);
+    }
+    char first_hash[65];
+    memcpy(first_hash, p.space_hash, sizeof first_hash);
+    tailor_plan_free(&p);
+
+    /* the same variant on an H200 fits; bf16 on the T4 is refused for its datapath */
+    CHECK_OK(ctx, plan_for(ctx, "h200", "rmsnorm", "rows=8,cols=512", TAILOR_DTYPE_BF16, &p));
+    big = find_entry(&p, "rmsnorm_tiled", "BM=64 THREADS=128 VEC=2 WIDE=0");
+    CHECK(big && big->verdict == TAILOR_FITS);
+    tailor_plan_free(&p);
+    CHECK_OK(ctx, plan_for(ctx, "t4", "rmsnorm", "rows=8,cols=512", TAILOR_DTYPE_BF16, &p));
+    CHECK(p.survivors == 0);
+    small = find_entry(&p, "rmsnorm_tiled", "BM=16 THREADS=128 VEC=2 WIDE=0");
+    CHECK(small && small->verdict == TAILOR_REFUSED_FEATURE &&
+          strstr(small->reason, "needs bf16 (sm_80 or newer); Tesla T4 (sm_75) lacks it"));
+    tailor_plan_free(&p);
+
+    /* the TPU profile: only the scratch-memory arithmetic, against VMEM */
+    CHECK_OK(ctx, plan_for(ctx, "tpu-v5e", "rmsnorm", "rows=8,cols=1048576", TAILOR_DTYPE_BF16, &p));
+    big = find_entry(&p, "rmsnorm_tiled", "BM=64 THREADS=128 VEC=2 WIDE=0");
+    CHECK(big && big->verdict == TAILOR_REFUSED_SMEM && strstr(big->reason, "VMEM per core"));
+    tailor_plan_free(&p);
+
+    /* editing the variant changes the op's space hash (so only its winners are retuned) */
+    write_file("rmsnorm_tiled.lua",
+               "return { op = 'rmsnorm', source = 'rmsnorm.cu', params = { THREADS = { 64 }, VEC = { 1 } },\n"
+               "  threads = function(p) return p.THREADS end, smem_static = 8, smem_dynamic = 0,\n"
+               "  grid = function(p, s) return { s.rows } end,\n"
+               "  args = { 'out', 'x', 'w', { i32 = 'cols' }, { f32 = 1e-6 } },\n}\n");
+    CHECK_OK(ctx, plan_for(ctx, "t4", "rmsnorm", "rows=8,cols=512", TAILOR_DTYPE_F16, &p));
+    CHECK(strcmp(first_hash, p.space_hash) != 0);
+    tailor_plan_free(&p);
+}
+
+static void test_plan_errors(tailor_ctx *ctx)
+{
+    tailor_plan p;
+    CHECK(plan_for(ctx, "t4", "no_such_op", "rows=1", TAILOR_DTYPE_F16, &p) == TAILOR_ERR_NOT_FOUND);
+    CHECK(strstr(tailor_ctx_message(ctx), "op 'no_such_op' is unknown (known ops: rmsnorm"));
+    CHECK(plan_for(ctx, "t4", "rmsnorm", "rows=1", TAILOR_DTYPE_F16, &p) == TAILOR_ERR_MISUSE);
+    CHECK(strstr(tailor_ctx_message(ctx), "needs shape key 'cols'"));
+    CHECK(plan_for(ctx, "t4", "rmsnorm", "rows=1,cols=2,heads=3", TAILOR_DTYPE_F16, &p) ==
+          TAILOR_ERR_MISUSE);
+    CHECK(strstr(tailor_ctx_message(ctx), "no shape key 'heads'"));
+    tailor_shape s;
+    CHECK(tailor_shape_parse(ctx, "m=1,m=2", &s) == TAILOR_ERR_MISUSE);
+    CHECK(tailor_shape_parse(ctx, "m=-1", &s) == TAILOR_ERR_MISUSE);
+    CHECK(tailor_shape_parse(ctx, "m1", &s) == TAILOR_ERR_MISUSE);
+}
+
+int main(void)
+{
+    tailor_ctx *ctx = test_ctx();
+    snprintf(dir, sizeof dir, "/tmp/tailor-test-space-%d", (int)getpid());
+    mkdir(dir, 0755);
+    setenv("TAILOR_TEMPLATE_PATH", dir, 1);
+    test_enumerate(ctx);
+    test_sandbox(ctx);
+    /* the broken files must not disturb the plans below */
+    static const char *const broken[] = {"syntax", "uses_io", "uses_os", "uses_require", "global",
+                                         "loop", "nogrid", "badarg", "thrower"};
+    for (size_t i = 0; i < sizeof broken / sizeof broken[0]; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s.lua", dir, broken[i]);
+        unlink(path);
+    }
+    test_variant_and_budget(ctx);
+    test_plan_errors(ctx);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+    tailor_ctx_destroy(ctx);
+    return test_finish("test_space");
+}
