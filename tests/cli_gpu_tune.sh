@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# cli_gpu_tune.sh — the tuner end to end on a live GPU: RMSNorm over Gemma 4's widths in both
+# dtypes (every survivor checked), a second run that compiles nothing, export to a fresh cache
+# on "another host", warm start with TAILOR_NO_COMPILE=1, rehearsal of the T4, cache verify.
+set -u
+T=${TAILOR_BIN:?}
+if ! "$T" devices --json 2>/dev/null | python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["devices"] else 1)'; then
+  echo "skipped: no live GPU"; exit 77
+fi
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail=0
+check() { if ! "$@"; then echo "FAILED: $*"; fail=1; fi; }
+
+for cols in 256 512 1536 2560 5376; do
+  for rows in 1 7 33; do
+    check "$T" tune --op rmsnorm --shape rows=$rows,cols=$cols --dtype bf16 --verify-all --cache "$tmp/a.sqlite" --seed 11
+  done
+  check "$T" tune --op rmsnorm --shape rows=5,cols=$cols --dtype fp16 --verify-all --cache "$tmp/a.sqlite" --seed 12
+done
+check "$T" tune --op rmsnorm --shape rows=3,cols=512,weight=0 --dtype bf16 --verify-all --cache "$tmp/a.sqlite"
+
+# second run: everything cached, nothing compiled (TAILOR_NO_COMPILE would fail a compile)
+out=$(TAILOR_NO_COMPILE=1 "$T" tune --op rmsnorm --shape rows=7,cols=2560 --dtype bf16 --cache "$tmp/a.sqlite" 2>&1)
+echo "$out"
+check grep -q "cached:" <<<"$out"
+# an uncached shape with TAILOR_NO_COMPILE=1 is an error naming the shape
+if TAILOR_NO_COMPILE=1 "$T" tune --op rmsnorm --shape rows=9,cols=2560 --dtype bf16 --cache "$tmp/a.sqlite" 2>"$tmp/err"; then
+  echo "FAILED: an uncached shape compiled under TAILOR_NO_COMPILE=1"; fail=1
+fi
+check grep -q "TAILOR_NO_COMPILE=1" "$tmp/err"
+
+# export, import into a fresh cache, warm start there
+check "$T" cache export "$tmp/winners.json" --cache "$tmp/a.sqlite"
+check "$T" cache import "$tmp/winners.json" --cache "$tmp/b.sqlite"
+out=$(TAILOR_NO_COMPILE=1 "$T" tune --op rmsnorm --shape rows=33,cols=5376 --dtype bf16 --cache "$tmp/b.sqlite" 2>&1)
+echo "$out"
+check grep -q "cached:" <<<"$out"
+check "$T" cache verify --cache "$tmp/b.sqlite"
+
+# rehearse the T4: compute_75 PTX, the T4's budget, run here
+check "$T" tune --op rmsnorm --shape rows=7,cols=2560 --dtype fp16 --rehearse t4 --verify-all --cache "$tmp/a.sqlite"
+if "$T" tune --op rmsnorm --shape rows=7,cols=2560 --dtype bf16 --rehearse t4 --cache "$tmp/a.sqlite" 2>"$tmp/err"; then
+  echo "FAILED: bf16 tuned under the T4's budget"; fail=1
+fi
+check grep -q "bf16" "$tmp/err"
+"$T" cache ls --cache "$tmp/a.sqlite" | head -5
+exit $fail
