@@ -15,11 +15,12 @@ static void usage(void)
     printf("usage: tailor tune (--op OP --shape k=v,... | --preset NAME | --model DIR)\n"
            "                   [--dtype fp16|bf16] [--strategy exhaustive|random|halving]\n"
            "                   [--budget SECONDS] [--trials N] [--rehearse PROFILE] [--verify-all]\n"
-           "                   [--force] [--cache FILE] [--seed N] [--jobs N] [--device N]\n\n"
+           "                   [--force] [--cache FILE] [--seed N] [--jobs N] [--device N] [--list]\n\n"
            "Compiles the survivors of `tailor plan` for the live GPU (or, with --rehearse, for a\n"
            "profile's architecture and budget, run as PTX on this GPU), checks each against the\n"
            "op's C reference, times the right ones and caches the winner. Cached shapes are\n"
-           "skipped; with TAILOR_NO_COMPILE=1 any compile is an error.\n");
+           "skipped; with TAILOR_NO_COMPILE=1 any compile is an error. --list prints the\n"
+           "(op, shape) list of a preset or model and stops (no GPU needed).\n");
 }
 
 typedef struct progress_state {
@@ -73,11 +74,12 @@ int cmd_tune(int argc, char **argv)
         {"force", no_argument, NULL, 'f'},          {"cache", required_argument, NULL, 'c'},
         {"seed", required_argument, NULL, 'e'},     {"jobs", required_argument, NULL, 'j'},
         {"device", required_argument, NULL, 'd'},   {"help", no_argument, NULL, 'h'},
+        {"list", no_argument, NULL, 'l'},
         {NULL, 0, NULL, 0},
     };
     const char *op = NULL, *shape_text = NULL, *preset = NULL, *model = NULL, *dtype_text = NULL;
     const char *cache_path = NULL, *rehearse = NULL;
-    int ordinal = 0, c;
+    int ordinal = 0, list_only = 0, c;
     tailor_tune_options o;
     memset(&o, 0, sizeof o);
     o.seed = (uint64_t)time(NULL);
@@ -113,6 +115,7 @@ int cmd_tune(int argc, char **argv)
         case 'e': o.seed = strtoull(optarg, &end, 10); break;
         case 'j': o.jobs = (int)strtol(optarg, &end, 10); break;
         case 'd': ordinal = (int)strtol(optarg, &end, 10); break;
+        case 'l': list_only = 1; break;
         case 'h': usage(); return 0;
         default: return cli_bad_flag("tune", argc, argv);
         }
@@ -146,6 +149,16 @@ int cmd_tune(int argc, char **argv)
         st = tailor_tune_targets(ctx, preset, model, &targets, &ntargets);
         if (st)
             return cli_fail(ctx, st);
+    }
+    if (list_only) {
+        for (int i = 0; i < ntargets; i++) {
+            char shape[256];
+            tailor_shape_format(&targets[i].shape, shape, sizeof shape);
+            printf("%-18s %s\n", targets[i].op, shape);
+        }
+        free(targets);
+        tailor_ctx_destroy(ctx);
+        return 0;
     }
     tailor_gpu *gpu = NULL;
     tailor_cache *cache = NULL;
