@@ -230,19 +230,26 @@ static tailor_status make_parent_dirs(tailor_ctx *ctx, const char *file)
     }
 }
 
-/* Reads one integer pragma (user_version, application_id). */
-static tailor_status pragma_int(tailor_ctx *ctx, tailor_cache *c, const char *sql, int *out)
+/* Reads the file's application_id, user_version and table count in one statement, so that the
+ * three come from one snapshot (another process may be creating the schema meanwhile). */
+static tailor_status read_identity(tailor_ctx *ctx, tailor_cache *c, int *app, int *version,
+                                   int *tables)
 {
     sqlite3_stmt *st;
-    tailor_status s = tcache_prepare(ctx, c, sql, &st);
+    tailor_status s = tcache_prepare(ctx, c,
+                                     "SELECT (SELECT application_id FROM pragma_application_id),"
+                                     " (SELECT user_version FROM pragma_user_version),"
+                                     " (SELECT count(*) FROM sqlite_master)",
+                                     &st);
     if (s != TAILOR_OK)
         return s;
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
-        *out = sqlite3_column_int(st, 0);
-        s = TAILOR_OK;
+        *app = sqlite3_column_int(st, 0);
+        *version = sqlite3_column_int(st, 1);
+        *tables = sqlite3_column_int(st, 2);
     } else {
-        s = tcache_sqlite_fail(ctx, c, rc, sql);
+        s = tcache_sqlite_fail(ctx, c, rc, "reading the schema version");
     }
     sqlite3_finalize(st);
     return s;
@@ -253,11 +260,7 @@ static tailor_status pragma_int(tailor_ctx *ctx, tailor_cache *c, const char *sq
 static tailor_status check_identity(tailor_ctx *ctx, tailor_cache *c, int *version)
 {
     int app = 0, tables = 0;
-    tailor_status s = pragma_int(ctx, c, "PRAGMA application_id", &app);
-    if (s == TAILOR_OK)
-        s = pragma_int(ctx, c, "PRAGMA user_version", version);
-    if (s == TAILOR_OK)
-        s = pragma_int(ctx, c, "SELECT count(*) FROM sqlite_master", &tables);
+    tailor_status s = read_identity(ctx, c, &app, version, &tables);
     if (s != TAILOR_OK)
         return s;
     if (app != 0 && app != TCACHE_APPLICATION_ID)

@@ -110,7 +110,8 @@ tailor_status tailor_cache_export(tailor_ctx *ctx, tailor_cache *c, const char *
 /* Imports an export file in one transaction: all entries or none. Refuses with
  * TAILOR_ERR_MISMATCH, listing every differing field, when the file's fingerprint is not
  * `live_fingerprint`; with TAILOR_ERR_PARSE or TAILOR_ERR_MISMATCH, naming the file and the
- * field, when it is damaged or tampered with (bad JSON, checksum, missing field, binary digest).
+ * field, when it is damaged or tampered with (bad JSON, checksum, missing field, binary digest);
+ * TAILOR_ERR_UNSUPPORTED for a newer export format version.
  * *n_entries receives the count imported (0 on failure). */
 tailor_status tailor_cache_import(tailor_ctx *ctx, tailor_cache *c, const char *file,
                                   const char *live_fingerprint, int *n_entries);

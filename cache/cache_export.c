@@ -181,9 +181,9 @@ static void diff_append(char *buf, size_t size, const char *name, const char *a,
     size_t used = strlen(buf);
     if (used + 1 >= size)
         return;
-    const char *q = quote ? "'" : "";
+    const char *qa = quote && a[0] ? "'" : "", *qb = quote && b[0] ? "'" : "";
     snprintf(buf + used, size - used, "%s%s: %s%s%s in the file, %s%s%s here", used ? "; " : "",
-             name, q, a[0] ? a : "(none)", q, q, b[0] ? b : "(none)", q);
+             name, qa, a[0] ? a : "(none)", qa, qb, b[0] ? b : "(none)", qb);
 }
 
 void tailor_cache_fingerprint_diff(const char *a_file, const char *b_here, char *buf, size_t size)

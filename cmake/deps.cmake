@@ -9,7 +9,9 @@ if(NOT CUDAToolkit_ROOT AND EXISTS /usr/local/cuda)
   set(CUDAToolkit_ROOT /usr/local/cuda)
 endif()
 find_package(CUDAToolkit QUIET)
-if(NOT CUDAToolkit_FOUND OR NOT TARGET CUDA::nvrtc)
+# NVRTC by its file: the CUDA::nvrtc target can drag in the libcuda stub, and libcuda must never
+# be linked (it is dlopen'd).
+if(NOT CUDAToolkit_FOUND OR NOT CUDA_nvrtc_LIBRARY)
   message(FATAL_ERROR "tailor: no CUDA toolkit found (looked in CUDA_HOME='$ENV{CUDA_HOME}' and "
           "/usr/local/cuda): install the CUDA 13 toolkit or set CUDA_HOME to the folder that "
           "holds include/nvrtc.h and lib64/libnvrtc.so.")
@@ -38,5 +40,5 @@ target_include_directories(tailor_deps SYSTEM INTERFACE
 if(LUA_MULTIARCH_DIR)
   target_include_directories(tailor_deps SYSTEM INTERFACE ${LUA_MULTIARCH_DIR})
 endif()
-target_link_libraries(tailor_deps INTERFACE CUDA::nvrtc ${LUA_LIBRARY} ${SQLITE_LIBRARY}
+target_link_libraries(tailor_deps INTERFACE ${CUDA_nvrtc_LIBRARY} ${LUA_LIBRARY} ${SQLITE_LIBRARY}
   ${CJSON_LIBRARY} Threads::Threads ${CMAKE_DL_LIBS} m)

@@ -1,0 +1,119 @@
+# cli_cache.sh — `tailor cache` end to end without a GPU: an empty ls, an export file written by
+# hand with coreutils (the documented format), import/export/ls/show/verify/clear through the
+# command with --fingerprint, refusals (other device, tampered file), and a bad flag.
+set -u
+BIN=${TAILOR_BIN:-tailor}
+TMP=$(mktemp -d /tmp/tailor_cli_cache_XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+failures=0
+checks=0
+
+check() { # check DESCRIPTION COMMAND...: runs the command, counts a failure when it fails
+    local what=$1
+    shift
+    checks=$((checks + 1))
+    if ! "$@"; then
+        echo "FAILED: $what" >&2
+        failures=$((failures + 1))
+    fi
+}
+
+not() { ! "$@"; }
+
+FP='Test GPU|sm_90|132|232448|13000|13.0'
+OTHER='Test GPU|sm_80|108|232448|13000|13.0'
+C1=$TMP/one.sqlite
+
+# ---- ls on an empty cache: nothing on stdout, exit 0; --json gives [] -----------------------------
+out=$("$BIN" cache ls --cache "$C1" 2>"$TMP/err"); rc=$?
+check "ls on an empty cache exits 0 (got $rc)" test $rc -eq 0
+check "ls on an empty cache prints nothing on stdout" test -z "$out"
+check "ls on an empty cache says so on stderr" grep -q "no cached winners" "$TMP/err"
+out=$("$BIN" cache ls --json --cache "$C1"); rc=$?
+check "ls --json on an empty cache is [] (got '$out')" test "$rc.$out" = "0.[]"
+
+# ---- an export file written by hand, as docs/cache-format.md describes -----------------------------
+entry() { # entry SHAPE KIND BYTES(printf format) MEDIAN
+    local b64 sha size
+    b64=$(printf "$3" | base64 -w0)
+    sha=$(printf "$3" | sha256sum | cut -c1-64)
+    size=$(printf "$3" | wc -c)
+    printf '{"op":"rmsnorm","shape":"%s","dtype":"bf16","space_hash":"%s",' "$1" "$(printf x | sha256sum | cut -c1-64)"
+    printf '"template":"rmsnorm_warp","kernel":"rmsnorm_warp_sm90_B128","params":"{\\"BLOCK\\":128}",'
+    printf '"launch":"{\\"grid\\":[1,1,1]}","arch":"sm_90","median_us":%s,"spread_us":0.25,' "$4"
+    printf '"tuned_at":1700000000,"n_trials":12,"binary_kind":"%s","binary_size":%d,' "$2" "$size"
+    printf '"binary_sha256":"%s","binary":"%s"}' "$sha" "$b64"
+}
+{
+    printf '{\n  "format": "tailor-cache-export",\n  "version": 1,\n'
+    printf '  "fingerprint": "%s",\n  "exported_at": 1700000001,\n  "entries": [\n    ' "$FP"
+    entry "k=1536,m=1" cubin '\177ELF\000\001\002binary\000\377' 12.5
+    printf ',\n    '
+    entry "k=2048,m=1" ptx '.version 8.0\n.target sm_90\n' 7.75
+    printf '\n  ],\n'
+} >"$TMP/body"
+sha=$(sha256sum <"$TMP/body" | cut -c1-64)
+{ cat "$TMP/body"; printf '  "sha256": "%s"\n}\n' "$sha"; } >"$TMP/hand.tailor"
+
+out=$("$BIN" cache import "$TMP/hand.tailor" --cache "$C1" --fingerprint "$FP" 2>&1); rc=$?
+check "import of a hand-written file works (rc $rc: $out)" test $rc -eq 0
+check "import reports 2 winners ($out)" grep -q "imported 2 winners" <<<"$out"
+"$BIN" cache ls --cache "$C1" >"$TMP/ls1"
+check "ls shows one line per winner" test "$(wc -l <"$TMP/ls1")" -eq 2
+check "ls shows op, shape, template, params, time" grep -q 'Test GPU *rmsnorm *k=1536,m=1 *bf16 *rmsnorm_warp *{"BLOCK":128} *12.50 us' "$TMP/ls1"
+check "ls --op filters" test "$("$BIN" cache ls --op nothing --cache "$C1" 2>/dev/null | wc -l)" -eq 0
+check "TAILOR_CACHE names the cache" cmp -s "$TMP/ls1" <(TAILOR_CACHE=$C1 "$BIN" cache ls)
+check "ls --json lists both" test "$("$BIN" cache ls --json --cache "$C1" | grep -c '"template":')" -eq 2
+
+# ---- export, checksum by coreutils, import into a fresh cache: identical ---------------------------
+out=$("$BIN" cache export "$TMP/out.tailor" --cache "$C1" --fingerprint "$FP"); rc=$?
+check "export works (rc $rc: $out)" test $rc -eq 0
+check "export counts 2 winners" grep -q "exported 2 winners" <<<"$out"
+want=$(sed -n 's/^  "sha256": "\([0-9a-f]*\)"$/\1/p' "$TMP/out.tailor")
+got=$(head -n -2 "$TMP/out.tailor" | sha256sum | cut -c1-64)
+check "the trailer is the sha256 of all lines but the last two" test -n "$want" -a "$want" = "$got"
+C2=$TMP/two.sqlite
+check "import of the export works" "$BIN" cache import "$TMP/out.tailor" --cache "$C2" --fingerprint "$FP" >/dev/null
+check "ls of the copy equals the original" cmp -s "$TMP/ls1" <("$BIN" cache ls --cache "$C2")
+check "show (with binary digests) of the copy equals the original" \
+    cmp -s <("$BIN" cache show --cache "$C1") <("$BIN" cache show --cache "$C2")
+check "show prints the binary digest" grep -q "sha256 $(printf '.version 8.0\n.target sm_90\n' | sha256sum | cut -c1-64)" <("$BIN" cache show --cache "$C2")
+out=$("$BIN" cache verify --cache "$C2"); rc=$?
+check "verify passes ($out)" test $rc -eq 0
+check "verify counts 2 intact" grep -q "2 winners intact, 0 damaged" <<<"$out"
+
+# ---- refusals: another device, a tampered file -- nothing imported --------------------------------
+C3=$TMP/three.sqlite
+"$BIN" cache import "$TMP/out.tailor" --cache "$C3" --fingerprint "$OTHER" >"$TMP/out" 2>"$TMP/err"; rc=$?
+check "import for another device exits 1 (got $rc)" test $rc -eq 1
+check "the refusal is one line" test "$(wc -l <"$TMP/err")" -eq 1
+check "the refusal lists the differing fields" grep -q "architecture: sm_90 in the file, sm_80 here; SMs: 132 in the file, 108 here" "$TMP/err"
+check "the refused import added nothing" test -z "$("$BIN" cache ls --cache "$C3" 2>/dev/null)"
+sed 's/rmsnorm_warp_sm90_B128/rmsnorm_warp_sm90_B256/' "$TMP/out.tailor" >"$TMP/tampered.tailor"
+check "the tampered file differs" not cmp -s "$TMP/out.tailor" "$TMP/tampered.tailor"
+"$BIN" cache import "$TMP/tampered.tailor" --cache "$C3" --fingerprint "$FP" 2>"$TMP/err"; rc=$?
+check "a tampered file is refused (rc $rc)" test $rc -eq 1
+check "the refusal names the checksum" grep -q "sha256" "$TMP/err"
+head -c 300 "$TMP/out.tailor" >"$TMP/short.tailor"
+check "a truncated file is refused" not "$BIN" cache import "$TMP/short.tailor" --cache "$C3" --fingerprint "$FP" 2>/dev/null
+check "the refused imports added nothing" test -z "$("$BIN" cache ls --cache "$C3" 2>/dev/null)"
+
+# ---- clear ------------------------------------------------------------------------------------------
+out=$("$BIN" cache clear --cache "$C2" --fingerprint "$OTHER")
+check "clear of another device removes nothing ($out)" grep -q "removed 0 winners" <<<"$out"
+out=$("$BIN" cache clear --cache "$C2" --fingerprint "$FP")
+check "clear of this device removes 2 ($out)" grep -q "removed 2 winners" <<<"$out"
+check "after clear, ls is empty" test -z "$("$BIN" cache ls --cache "$C2" 2>/dev/null)"
+check "clear --all" "$BIN" cache clear --all --cache "$C1" >/dev/null
+check "after clear --all, ls is empty" test -z "$("$BIN" cache ls --cache "$C1" 2>/dev/null)"
+
+# ---- bad usage: exit 2 with one line --------------------------------------------------------------
+for args in "ls --nope" "frob" "export" "import a b" "ls --all" "clear --all --fingerprint x"; do
+    # shellcheck disable=SC2086
+    "$BIN" cache $args --cache "$C1" >"$TMP/out" 2>"$TMP/err"; rc=$?
+    check "'cache $args' exits 2 (got $rc)" test $rc -eq 2
+    check "'cache $args' says so in one line" test "$(wc -l <"$TMP/err")" -eq 1 -a ! -s "$TMP/out"
+done
+
+echo "cli_cache: $checks checks, $failures failed"
+test $checks -gt 0 -a $failures -eq 0

@@ -1,0 +1,310 @@
+/* kernels.c — loading cached winners and launching them with named buffers. */
+#include "kernels.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "plan.h"
+#include "space.h"
+#include "tuner.h"
+
+#define MEMO_SIZE 32
+
+typedef struct memo_entry {
+    char shape[256];
+    tailor_launch launch;
+    long long last_use;
+} memo_entry;
+
+struct tailor_op_kernel {
+    char op[64];
+    char shape[256];      /* tuned shape, canonical */
+    tailor_dtype dtype;
+    tailor_space *space;  /* the winner's template, to evaluate launches */
+    tailor_config cfg;
+    tailor_kernel k;
+    char description[512];
+    memo_entry memo[MEMO_SIZE];
+    int nmemo;
+    long long clock;
+    int nws;              /* workspace buffers, by name, grown as needed */
+    char ws_name[TAILOR_SPACE_MAX_WORKSPACE][32];
+    CUdeviceptr ws_ptr[TAILOR_SPACE_MAX_WORKSPACE];
+    long long ws_bytes[TAILOR_SPACE_MAX_WORKSPACE];
+    const tailor_op *opdef;
+    tailor_op_buffers bufs; /* names of the op's buffers (for the tuned shape) */
+    struct tailor_op_kernel *next;
+};
+
+struct tailor_kernels {
+    tailor_gpu *gpu;
+    tailor_cache *cache;
+    const tailor_device_info *rehearse;
+    int allow_tune;
+    int from_cache, tuned;
+    tailor_op_kernel *list;
+};
+
+tailor_status tailor_kernels_create(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
+                                    const tailor_device_info *rehearse, int allow_tune,
+                                    tailor_kernels **out)
+{
+    tailor_kernels *set = calloc(1, sizeof *set);
+    if (!set)
+        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory");
+    set->gpu = gpu;
+    set->cache = cache;
+    set->rehearse = rehearse;
+    set->allow_tune = allow_tune;
+    *out = set;
+    return TAILOR_OK;
+}
+
+static void op_kernel_free(tailor_gpu *gpu, tailor_op_kernel *k)
+{
+    for (int i = 0; i < k->nws; i++)
+        tailor_gpu_free(gpu, k->ws_ptr[i]);
+    tailor_gpu_unload_kernel(gpu, &k->k);
+    tailor_space_destroy(k->space);
+    free(k);
+}
+
+void tailor_kernels_destroy(tailor_kernels *set)
+{
+    if (!set)
+        return;
+    for (tailor_op_kernel *k = set->list, *next; k; k = next) {
+        next = k->next;
+        op_kernel_free(set->gpu, k);
+    }
+    free(set);
+}
+
+void tailor_kernels_stats(const tailor_kernels *set, int *from_cache, int *tuned)
+{
+    *from_cache = set->from_cache;
+    *tuned = set->tuned;
+}
+
+const char *tailor_op_kernel_describe(const tailor_op_kernel *k) { return k->description; }
+
+/* The cache key of (op, shape, dtype) on this set's device: the plan gives the completed shape
+ * and the space hash. */
+static tailor_status winner_lookup(tailor_ctx *ctx, tailor_kernels *set, const char *op,
+                                   const tailor_shape *shape, tailor_dtype dtype,
+                                   tailor_cache_winner *w, int *found, char *shape_text,
+                                   size_t shape_size)
+{
+    const tailor_device_info *live = tailor_gpu_info(set->gpu);
+    tailor_plan plan;
+    tailor_status st = tailor_plan_build(ctx, set->rehearse ? set->rehearse : live, op, shape,
+                                         dtype, &plan);
+    if (st)
+        return st;
+    char fp[600];
+    tailor_tuner_fingerprint(live, set->rehearse, fp, sizeof fp);
+    tailor_shape_format(&plan.shape, shape_text, shape_size);
+    tailor_cache_key key = {fp, op, shape_text, tailor_dtype_name(dtype), plan.space_hash};
+    st = tailor_cache_get_winner(ctx, set->cache, &key, w, found);
+    tailor_plan_free(&plan);
+    return st;
+}
+
+static tailor_status load_winner(tailor_ctx *ctx, tailor_kernels *set, const char *op,
+                                 const char *shape_text, tailor_dtype dtype,
+                                 const tailor_cache_winner *w, tailor_op_kernel **out)
+{
+    tailor_op_kernel *k = calloc(1, sizeof *k);
+    if (!k)
+        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory");
+    snprintf(k->op, sizeof k->op, "%s", op);
+    snprintf(k->shape, sizeof k->shape, "%s", shape_text);
+    k->dtype = dtype;
+    k->opdef = tailor_op_find(op);
+    tailor_shape shape;
+    tailor_status st = tailor_shape_parse(ctx, shape_text, &shape);
+    if (st == TAILOR_OK)
+        st = k->opdef->describe(ctx, &shape, dtype, &k->bufs);
+    if (st == TAILOR_OK)
+        st = tailor_config_parse_json(ctx, w->params_json, &k->cfg);
+    if (st == TAILOR_OK)
+        st = tailor_space_load(ctx, w->template_name, &k->space);
+    if (st == TAILOR_OK)
+        st = tailor_gpu_load_kernel(ctx, set->gpu, w->binary, w->kernel_name, &k->k);
+    if (st) {
+        op_kernel_free(set->gpu, k);
+        return st;
+    }
+    char params[384];
+    tailor_config_format(&k->cfg, params, sizeof params);
+    snprintf(k->description, sizeof k->description, "%s %s", w->template_name, params);
+    k->next = set->list;
+    set->list = k;
+    *out = k;
+    return TAILOR_OK;
+}
+
+tailor_status tailor_kernels_get(tailor_ctx *ctx, tailor_kernels *set, const char *op,
+                                 const tailor_shape *shape, tailor_dtype dtype,
+                                 tailor_op_kernel **out)
+{
+    tailor_shape completed = *shape;
+    const tailor_op *opdef = tailor_op_find(op);
+    if (!opdef)
+        return tailor_set_error(ctx, TAILOR_ERR_NOT_FOUND, "op '%s' is unknown", op);
+    tailor_status st = tailor_op_complete_shape(ctx, opdef, &completed);
+    if (st)
+        return st;
+    char shape_text[256];
+    tailor_shape_format(&completed, shape_text, sizeof shape_text);
+    for (tailor_op_kernel *k = set->list; k; k = k->next) {
+        if (strcmp(k->op, op) == 0 && strcmp(k->shape, shape_text) == 0 && k->dtype == dtype) {
+            *out = k;
+            return TAILOR_OK;
+        }
+    }
+    tailor_cache_winner w;
+    int found = 0;
+    st = winner_lookup(ctx, set, op, &completed, dtype, &w, &found, shape_text, sizeof shape_text);
+    if (st)
+        return st;
+    if (!found) {
+        if (!set->allow_tune)
+            return tailor_set_error(ctx, TAILOR_ERR_NOT_FOUND,
+                                    "no tuned kernel for %s %s %s in the cache (run tailor tune)",
+                                    op, shape_text, tailor_dtype_name(dtype));
+        tailor_log(ctx, TAILOR_LOG_INFO, "tuning %s %s %s on demand (not in the cache)", op,
+                   shape_text, tailor_dtype_name(dtype));
+        tailor_tune_options o;
+        memset(&o, 0, sizeof o);
+        o.rehearse = set->rehearse;
+        o.seed = (uint64_t)time(NULL);
+        tailor_tune_result r;
+        if ((st = tailor_tune(ctx, set->gpu, set->cache, op, &completed, dtype, &o, &r)))
+            return st;
+        set->tuned++;
+        st = winner_lookup(ctx, set, op, &completed, dtype, &w, &found, shape_text,
+                           sizeof shape_text);
+        if (st == TAILOR_OK && !found)
+            st = tailor_set_error(ctx, TAILOR_ERR_SQLITE, "the winner of %s %s vanished from the "
+                                  "cache", op, shape_text);
+        if (st)
+            return st;
+    } else {
+        set->from_cache++;
+    }
+    st = load_winner(ctx, set, op, shape_text, dtype, &w, out);
+    tailor_cache_winner_free(&w);
+    return st;
+}
+
+static tailor_status launch_for(tailor_ctx *ctx, tailor_kernels *set, tailor_op_kernel *k,
+                                const tailor_shape *shape, const tailor_launch **out)
+{
+    char text[256];
+    tailor_shape_format(shape, text, sizeof text);
+    k->clock++;
+    for (int i = 0; i < k->nmemo; i++) {
+        if (strcmp(k->memo[i].shape, text) == 0) {
+            k->memo[i].last_use = k->clock;
+            *out = &k->memo[i].launch;
+            return TAILOR_OK;
+        }
+    }
+    int slot = k->nmemo < MEMO_SIZE ? k->nmemo++ : 0;
+    for (int i = 0; i < k->nmemo; i++) /* least recently used */
+        if (k->memo[i].last_use < k->memo[slot].last_use)
+            slot = i;
+    memo_entry *e = &k->memo[slot];
+    const tailor_device_info *dev = set->rehearse ? set->rehearse : tailor_gpu_info(set->gpu);
+    tailor_status st = tailor_space_evaluate(ctx, k->space, &k->cfg, shape, k->dtype, dev,
+                                             &e->launch);
+    if (st)
+        return st;
+    if (!e->launch.valid)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "%s cannot run shape %s: %s",
+                                k->description, text, e->launch.invalid_reason);
+    snprintf(e->shape, sizeof e->shape, "%s", text);
+    e->last_use = k->clock;
+    *out = &e->launch;
+    return TAILOR_OK;
+}
+
+static tailor_status workspace_ptr(tailor_ctx *ctx, tailor_kernels *set, tailor_op_kernel *k,
+                                   const char *name, long long bytes, CUdeviceptr *out)
+{
+    int i = 0;
+    while (i < k->nws && strcmp(k->ws_name[i], name) != 0)
+        i++;
+    if (i == k->nws) {
+        if (k->nws == TAILOR_SPACE_MAX_WORKSPACE)
+            return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "too many workspace buffers");
+        snprintf(k->ws_name[i], sizeof k->ws_name[i], "%s", name);
+        k->nws++;
+    }
+    if (bytes > k->ws_bytes[i]) { /* grow; zeroed once */
+        tailor_gpu_free(set->gpu, k->ws_ptr[i]);
+        k->ws_ptr[i] = 0;
+        k->ws_bytes[i] = 0;
+        tailor_status st = tailor_gpu_alloc(ctx, set->gpu, (size_t)bytes, &k->ws_ptr[i]);
+        if (st == TAILOR_OK)
+            st = tailor_gpu_memset8(ctx, set->gpu, k->ws_ptr[i], 0, (size_t)bytes);
+        if (st)
+            return st;
+        k->ws_bytes[i] = bytes;
+    }
+    *out = k->ws_ptr[i];
+    return TAILOR_OK;
+}
+
+tailor_status tailor_op_kernel_launch(tailor_ctx *ctx, tailor_kernels *set, tailor_op_kernel *k,
+                                      const tailor_shape *shape, const tailor_binding *bindings,
+                                      int nbindings)
+{
+    const tailor_launch *l = NULL;
+    tailor_status st = launch_for(ctx, set, k, shape, &l);
+    if (st)
+        return st;
+    void *ptrs[TAILOR_SPACE_MAX_ARGS];
+    union {
+        CUdeviceptr p;
+        int32_t i32;
+        int64_t i64;
+        float f32;
+    } values[TAILOR_SPACE_MAX_ARGS];
+    for (int a = 0; a < l->nargs; a++) {
+        const tailor_arg *arg = &l->args[a];
+        switch (arg->kind) {
+        case TAILOR_ARG_BUFFER: {
+            int found = 0;
+            for (int b = 0; b < nbindings && !found; b++) {
+                if (strcmp(bindings[b].name, arg->name) == 0) {
+                    values[a].p = bindings[b].ptr;
+                    found = 1;
+                }
+            }
+            for (int w = 0; w < l->nworkspace && !found; w++) {
+                if (strcmp(l->workspace[w].name, arg->name) == 0) {
+                    if ((st = workspace_ptr(ctx, set, k, arg->name, l->workspace[w].bytes,
+                                            &values[a].p)))
+                        return st;
+                    found = 1;
+                }
+            }
+            if (!found)
+                return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                                        "launching %s: no buffer bound to '%s'", k->description,
+                                        arg->name);
+            break;
+        }
+        case TAILOR_ARG_I32: values[a].i32 = (int32_t)arg->i; break;
+        case TAILOR_ARG_I64: values[a].i64 = (int64_t)arg->i; break;
+        case TAILOR_ARG_F32: values[a].f32 = (float)arg->f; break;
+        }
+        ptrs[a] = &values[a];
+    }
+    return tailor_gpu_launch(ctx, set->gpu, &k->k, l->grid, l->block, (unsigned)l->smem_dynamic,
+                             ptrs);
+}

@@ -1,0 +1,50 @@
+/* kernels.h — tuned kernels for a program that runs them (the runtime): the winner of each
+ * (op, shape, dtype) comes from the cache (or is tuned on demand), is loaded once, and is
+ * launched with named device buffers for any actual shape. */
+#ifndef TAILOR_KERNELS_H
+#define TAILOR_KERNELS_H
+
+#include "cache.h"
+#include "cuda.h"
+#include "device.h"
+#include "op.h"
+#include "tailor.h"
+
+typedef struct tailor_kernels tailor_kernels;
+typedef struct tailor_op_kernel tailor_op_kernel;
+
+/* A set of kernels on one GPU, backed by one cache. `rehearse` (a GPU profile or NULL) selects
+ * the rehearsal winners (PTX under that profile's budget). allow_tune: a missing winner is
+ * tuned on demand (with a log line) unless TAILOR_NO_COMPILE=1; otherwise it is an error. The
+ * gpu and cache must outlive the set. */
+tailor_status tailor_kernels_create(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
+                                    const tailor_device_info *rehearse, int allow_tune,
+                                    tailor_kernels **out);
+void tailor_kernels_destroy(tailor_kernels *set);
+
+/* The winner of (op, shape, dtype) — `shape` is the shape it was (or will be) tuned at —
+ * loaded and ready. The kernel belongs to the set. */
+tailor_status tailor_kernels_get(tailor_ctx *ctx, tailor_kernels *set, const char *op,
+                                 const tailor_shape *shape, tailor_dtype dtype,
+                                 tailor_op_kernel **out);
+
+/* How many winners came from the cache and how many were tuned by this set. */
+void tailor_kernels_stats(const tailor_kernels *set, int *from_cache, int *tuned);
+
+typedef struct tailor_binding {
+    const char *name;  /* an op buffer name ("x", "out", ...) */
+    CUdeviceptr ptr;
+} tailor_binding;
+
+/* Launches k on the set's GPU stream for `shape` (which may differ from the tuned shape in keys
+ * the template does not compile in, e.g. rows or kv_len), binding each of the op's buffers by
+ * name. Launch geometry is evaluated by the template's space once per distinct shape and
+ * remembered; workspace buffers are allocated (zeroed) on first need. */
+tailor_status tailor_op_kernel_launch(tailor_ctx *ctx, tailor_kernels *set, tailor_op_kernel *k,
+                                      const tailor_shape *shape, const tailor_binding *bindings,
+                                      int nbindings);
+
+/* The template and parameters of a loaded winner ("rmsnorm THREADS=256 VEC=8"). */
+const char *tailor_op_kernel_describe(const tailor_op_kernel *k);
+
+#endif
