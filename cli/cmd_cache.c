@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "device.h"
 #include "sha256.h"
+#include "tuner.h"
 
 static void cache_usage(FILE *out)
 {
@@ -23,7 +24,8 @@ static void cache_usage(FILE *out)
             "  export FILE       this device's winners, with their binaries, into one file\n"
             "  import FILE       a file exported on an identical host (all or nothing; refused\n"
             "                    when the device fingerprints differ or the file is damaged)\n"
-            "  verify            SQLite's integrity check and every binary's sha256\n"
+            "  verify            SQLite's integrity check, every binary's sha256, and (with a\n"
+            "                    GPU) every winner of this GPU re-run against its reference\n"
             "  clear [--all]     forget this device's winners and trials (--all: every device's)\n\n"
             "options:\n"
             "  --cache FILE        the cache file (default: $TAILOR_CACHE, else\n"
@@ -239,6 +241,36 @@ static int cache_import_cmd(tailor_ctx *ctx, tailor_cache *c, const cache_opts *
     return 0;
 }
 
+typedef struct gpu_verify {
+    tailor_gpu *gpu;
+    char fingerprint[600];
+    int ok, wrong, other_device;
+} gpu_verify;
+
+/* Re-runs one winner of this GPU (or of a rehearsal on it) against the op's reference. */
+static int verify_one(void *user, const tailor_cache_key *key, const tailor_cache_winner *w)
+{
+    gpu_verify *v = user;
+    const char *at = strchr(key->fingerprint, '@');
+    int mine = strcmp(key->fingerprint, v->fingerprint) == 0 ||
+               (strncmp(key->fingerprint, "rehearse:", 9) == 0 && at &&
+                strcmp(at + 1, v->fingerprint) == 0);
+    if (!mine) {
+        v->other_device++;
+        return 0;
+    }
+    tailor_ctx *ctx = tailor_ctx_create();
+    tailor_status st = tailor_tuner_verify_winner(ctx, v->gpu, key, w);
+    printf("  %-6s %s %s %s %s%s%s\n", st == TAILOR_OK ? "ok" : "WRONG", key->op, key->shape,
+           key->dtype, w->template_name, st ? ": " : "", st ? tailor_ctx_message(ctx) : "");
+    if (st)
+        v->wrong++;
+    else
+        v->ok++;
+    tailor_ctx_destroy(ctx);
+    return 0;
+}
+
 static int cache_verify_cmd(tailor_ctx *ctx, tailor_cache *c)
 {
     int ok = 0, bad = 0;
@@ -247,7 +279,25 @@ static int cache_verify_cmd(tailor_ctx *ctx, tailor_cache *c)
         return cli_fail(ctx, s);
     printf("%s: integrity ok; %d winner%s intact, %d damaged\n", tailor_cache_path(c), ok,
            ok == 1 ? "" : "s", bad);
-    return bad ? 1 : 0;
+    /* with a live GPU, every winner of this GPU is run again against its reference */
+    gpu_verify v;
+    memset(&v, 0, sizeof v);
+    tailor_ctx *gctx = tailor_ctx_create();
+    if (gctx && tailor_gpu_open(gctx, 0, &v.gpu) == TAILOR_OK) {
+        tailor_tuner_fingerprint(tailor_gpu_info(v.gpu), NULL, v.fingerprint,
+                                 sizeof v.fingerprint);
+        printf("re-checking this GPU's winners against their references:\n");
+        s = tailor_cache_foreach_winner(ctx, c, NULL, verify_one, &v);
+        tailor_gpu_close(v.gpu);
+        printf("%d right, %d wrong on this GPU; %d winner%s of other devices not run\n", v.ok,
+               v.wrong, v.other_device, v.other_device == 1 ? "" : "s");
+    } else {
+        printf("no GPU here (%s): winners not re-run\n", gctx ? tailor_ctx_message(gctx) : "");
+    }
+    tailor_ctx_destroy(gctx);
+    if (s != TAILOR_OK)
+        return cli_fail(ctx, s);
+    return bad || v.wrong ? 1 : 0;
 }
 
 static int count_one(void *user, const tailor_cache_key *key, const tailor_cache_winner *w)
