@@ -67,6 +67,7 @@ typedef struct candidate {
     char detail[1024];
     double median_us, spread_us;
     char params_json[512];
+    int recorded;          /* its trial is in the cache already */
 } candidate;
 
 typedef struct compile_job {
@@ -258,11 +259,14 @@ typedef struct tune_state {
     tailor_tune_result *out;
 } tune_state;
 
+/* Records a candidate's outcome as soon as it is known, so that an interrupted run keeps what
+ * it learnt (each trial is its own transaction). */
 static void record_trial(tune_state *t, candidate *c)
 {
     const char *outcome = outcome_name(c->state);
-    if (!outcome)
+    if (!outcome || c->recorded)
         return;
+    c->recorded = 1;
     tailor_ctx *ctx = tailor_ctx_create();
     tailor_cache_put_trial(ctx, t->cache, &t->key, c->entry->template_name, c->params_json,
                            outcome, c->state == CAND_TIMED ? c->median_us : -1.0,
@@ -460,6 +464,7 @@ static tailor_status run_candidates(tune_state *t, int sm, int ptx)
     for (int i = 0; i < n; i++) {
         candidate *c = &t->cands[i];
         if (c->state == CAND_COMPILE_ERROR) {
+            record_trial(t, c);
             t->out->compile_errors++;
             if (!t->out->first_failure[0])
                 snprintf(t->out->first_failure, sizeof t->out->first_failure, "%s", c->detail);
@@ -471,6 +476,8 @@ static tailor_status run_candidates(tune_state *t, int sm, int ptx)
         check_candidate(t, i);
         if (c->state == CAND_REFUSED)
             t->out->refused_after_compile++;
+        if (c->state != CAND_COMPILED)
+            record_trial(t, c); /* refused, wrong or failed to launch */
         if (c->state == CAND_COMPILED)
             verified[nv++] = i;
         report(o, "verify", i + 1, n, -1, -1);
