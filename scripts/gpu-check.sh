@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# gpu-check.sh — on the GPU machine: build, run every GPU test, then the benchmarks; logs go to
+# $OUT (ctest.txt, bench.txt, ...) and a short summary is printed last.
+#   bash scripts/gpu-check.sh [tests|bench|all] [ctest -R regex]
+set -uo pipefail
+what=${1:-all}
+filter=${2:-}
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+bash scripts/gpu-build.sh || exit 1
+source scripts/gpu-env.sh
+T=$PWD/build-gpu/tailor
+summary=()
+if [[ $what == tests || $what == all ]]; then
+  (cd build-gpu && ctest -L gpu ${filter:+-R "$filter"} --output-on-failure --timeout 1800) \
+    >"$OUT/ctest.txt" 2>&1
+  summary+=("gpu tests: $(grep -E 'tests passed|tests failed' "$OUT/ctest.txt" | tail -1)")
+  grep -E '^\s+[0-9]+ - ' "$OUT/ctest.txt" | sed 's/^/  failed: /' | while read -r l; do echo "$l"; done
+fi
+if [[ $what == bench || $what == all ]]; then
+  B="$OUT/bench.txt"
+  : >"$B"
+  cache=/tmp/bench.sqlite
+  "$T" bench copy >>"$B" 2>&1
+  for s in m=1,n=6144,k=1536 m=1,n=1536,k=6144 m=1,n=12288,k=1536 m=1,n=1536,k=12288 \
+           m=16,n=6144,k=1536 m=16,n=1536,k=12288 m=1,n=21504,k=5376 m=1,n=5376,k=21504 \
+           m=2048,n=6144,k=1536 m=2048,n=1536,k=6144; do
+    "$T" bench w4a16 --shape "$s,group=128" --cache "$cache" >>"$B" 2>&1
+  done
+  for s in kv_len=8192,head_dim=256,heads=8,kv_heads=1,window=0,batch=1 \
+           kv_len=8192,head_dim=512,heads=8,kv_heads=1,window=0,batch=1 \
+           kv_len=32768,head_dim=256,heads=8,kv_heads=1,window=0,batch=1 \
+           kv_len=32768,head_dim=512,heads=8,kv_heads=1,window=0,batch=1; do
+    "$T" bench attention --op attention_decode --shape "$s" --cache "$cache" >>"$B" 2>&1
+  done
+  for s in q_len=8192,kv_len=8192,head_dim=256,heads=8,kv_heads=1,window=0 \
+           q_len=8192,kv_len=8192,head_dim=512,heads=8,kv_heads=1,window=0; do
+    "$T" bench attention --op attention_prefill --shape "$s" --cache "$cache" >>"$B" 2>&1
+  done
+  "$T" bench strategies --op rmsnorm --shape rows=64,cols=2560 >>"$B" 2>&1
+  summary+=("bench: $(grep -c 'us' "$B") lines in bench.txt")
+fi
+printf '%s\n' "${summary[@]}"
