@@ -7,7 +7,7 @@
 
 tailor_status tailor_instance_create(tailor_ctx *ctx, tailor_gpu *gpu, const tailor_op *op,
                                      const tailor_shape *shape, tailor_dtype dtype, uint64_t seed,
-                                     tailor_instance **out)
+                                     int with_reference, tailor_instance **out)
 {
     *out = NULL;
     tailor_instance *inst = calloc(1, sizeof *inst);
@@ -34,7 +34,8 @@ tailor_status tailor_instance_create(tailor_ctx *ctx, tailor_gpu *gpu, const tai
         }
     }
     op->fill(&inst->shape, dtype, &inst->bufs, inst->host, seed);
-    st = op->reference(ctx, &inst->shape, dtype, &inst->bufs, inst->host, inst->ref);
+    if (with_reference)
+        st = op->reference(ctx, &inst->shape, dtype, &inst->bufs, inst->host, inst->ref);
     inst->nsets = 1;
     for (int i = 0; i < inst->bufs.count && st == TAILOR_OK; i++) {
         size_t bytes = inst->bufs.b[i].count * tailor_dtype_size(inst->bufs.b[i].dtype);

@@ -22,10 +22,11 @@ typedef struct tailor_instance {
     size_t set_bytes;                   /* bytes of one set */
 } tailor_instance;
 
-/* Describes, fills (seed), computes the reference and uploads set 0. */
+/* Describes, fills (seed), computes the reference (unless with_reference is 0: timing only)
+ * and uploads set 0. */
 tailor_status tailor_instance_create(tailor_ctx *ctx, tailor_gpu *gpu, const tailor_op *op,
                                      const tailor_shape *shape, tailor_dtype dtype, uint64_t seed,
-                                     tailor_instance **out);
+                                     int with_reference, tailor_instance **out);
 void tailor_instance_destroy(tailor_gpu *gpu, tailor_instance *inst);
 
 /* Makes enough device copies of set 0 that one pass over them covers more than twice the L2. */

@@ -5,11 +5,21 @@
 
 extern const tailor_op tailor_op_rmsnorm;
 extern const tailor_op tailor_op_w4a16_matmul;
+extern const tailor_op tailor_op_matmul;
+extern const tailor_op tailor_op_attention_prefill;
+extern const tailor_op tailor_op_attention_decode;
+extern const tailor_op tailor_op_residual_norm;
+extern const tailor_op tailor_op_qk_norm_rope;
 /* Add one extern line and one table entry per op. */
 
 static const tailor_op *const all_ops[] = {
     &tailor_op_rmsnorm,
     &tailor_op_w4a16_matmul,
+    &tailor_op_matmul,
+    &tailor_op_attention_prefill,
+    &tailor_op_attention_decode,
+    &tailor_op_residual_norm,
+    &tailor_op_qk_norm_rope,
     NULL,
 };
 

@@ -620,7 +620,7 @@ tailor_status tailor_tune(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
                op, shape_text, tailor_dtype_name(dtype), live->name,
                opts->rehearse ? " rehearsing " : "", opts->rehearse ? opts->rehearse->name : "",
                plan.count, plan.survivors, n);
-    st = tailor_instance_create(ctx, gpu, plan.op, &plan.shape, dtype, opts->seed, &t.inst);
+    st = tailor_instance_create(ctx, gpu, plan.op, &plan.shape, dtype, opts->seed, 1, &t.inst);
     if (st == TAILOR_OK)
         st = run_candidates(&t, sm, ptx);
     for (int i = 0; i < n; i++) {
@@ -654,7 +654,8 @@ static void winner_unload(tailor_gpu *gpu, loaded_winner *lw)
 }
 
 static tailor_status winner_load(tailor_ctx *ctx, tailor_gpu *gpu, const tailor_cache_key *key,
-                                 const tailor_cache_winner *w, loaded_winner *lw)
+                                 const tailor_cache_winner *w, int with_reference,
+                                 loaded_winner *lw)
 {
     memset(lw, 0, sizeof *lw);
     const tailor_op *op = tailor_op_find(key->op);
@@ -687,7 +688,8 @@ static tailor_status winner_load(tailor_ctx *ctx, tailor_gpu *gpu, const tailor_
         st = tailor_space_evaluate(ctx, space, &cfg, &shape, dtype, dev, &lw->launch);
     tailor_space_destroy(space);
     if (st == TAILOR_OK)
-        st = tailor_instance_create(ctx, gpu, op, &shape, dtype, (uint64_t)time(NULL), &lw->inst);
+        st = tailor_instance_create(ctx, gpu, op, &shape, dtype, (uint64_t)time(NULL),
+                                    with_reference, &lw->inst);
     if (st == TAILOR_OK)
         st = tailor_gpu_load_kernel(ctx, gpu, w->binary, w->kernel_name, &lw->k);
     if (st == TAILOR_OK)
@@ -702,7 +704,7 @@ tailor_status tailor_tuner_verify_winner(tailor_ctx *ctx, tailor_gpu *gpu,
                                          const tailor_cache_winner *w)
 {
     loaded_winner lw;
-    tailor_status st = winner_load(ctx, gpu, key, w, &lw);
+    tailor_status st = winner_load(ctx, gpu, key, w, 1, &lw);
     if (st)
         return st;
     st = tailor_instance_check(ctx, gpu, lw.inst, &lw.k, &lw.launch, &lw.ws);
@@ -715,12 +717,10 @@ tailor_status tailor_tuner_time_winner(tailor_ctx *ctx, tailor_gpu *gpu,
                                        int batches, double *median_us, double *spread_us)
 {
     loaded_winner lw;
-    tailor_status st = winner_load(ctx, gpu, key, w, &lw);
+    tailor_status st = winner_load(ctx, gpu, key, w, 0, &lw);
     if (st)
         return st;
-    st = tailor_instance_check(ctx, gpu, lw.inst, &lw.k, &lw.launch, &lw.ws);
-    if (st == TAILOR_OK)
-        st = tailor_instance_rotate(ctx, gpu, lw.inst);
+    st = tailor_instance_rotate(ctx, gpu, lw.inst);
     if (st == TAILOR_OK)
         st = tailor_instance_time(ctx, gpu, lw.inst, &lw.k, &lw.launch, &lw.ws, batches,
                                   median_us, spread_us);

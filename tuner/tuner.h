@@ -68,8 +68,9 @@ tailor_status tailor_tuner_verify_winner(tailor_ctx *ctx, tailor_gpu *gpu,
                                          const tailor_cache_key *key,
                                          const tailor_cache_winner *w);
 
-/* Checks a cached winner against the reference, then times it over rotated inputs (more than
- * twice the L2): median and spread in microseconds of `batches` timed passes. */
+/* Times a cached winner (checked when it was tuned; `tailor cache verify` re-checks) over
+ * rotated inputs (more than twice the L2): median and spread in microseconds of `batches` timed
+ * passes. */
 tailor_status tailor_tuner_time_winner(tailor_ctx *ctx, tailor_gpu *gpu,
                                        const tailor_cache_key *key, const tailor_cache_winner *w,
                                        int batches, double *median_us, double *spread_us);

@@ -1,0 +1,229 @@
+// attention_decode.cu — one new query per sequence against its KV cache, split-KV (flash
+// decoding): the cache slots are split over gridDim.x blocks, all GROUP query heads of a KV head
+// are served by one read of K and V (they are the 16-row tile of the mma), and the last block of
+// each (sequence, KV head) to finish merges the partial results and resets its counter.
+//
+// Layouts (row-major):
+//   q         [batch, heads, HEAD_DIM]            T
+//   k_cache   [batch, kv_heads, slots, HEAD_DIM]  T (v_cache the same)
+//   positions [batch, slots]                      int32: position held by each slot, -1 = empty
+//   qpos      [batch]                             int32: position of the new query (its own K/V
+//                                                 are already in the cache)
+//   out       [batch, heads, HEAD_DIM]            T
+// A sliding layer's ring buffer has slots = window (slot = position mod window), a full layer's
+// linear cache slots = its capacity (slot = position). Key slot s is visible when
+// 0 <= positions[s] <= qpos and (window == 0 or positions[s] > qpos - window). Empty slots must
+// still hold finite values (P = 0 multiplies them).
+// Workspace (zeroed once when allocated; left zeroed): ws = partial outputs
+// [pairs, nsplit, GROUP, HEAD_DIM] then (max, sum) [pairs, nsplit, GROUP, 2] fp32; cnt [pairs] u32.
+// Grid: (nsplit, kv_heads, batch); block i covers slots [i * chunk, min(slots, (i + 1) * chunk)).
+// Dynamic shared memory, in order: float sMax[WN * BM]; int sPos[STAGES * BN];
+//   T sQ[BM * (HEAD_DIM + 8)] (absent with Q_REGS); T sK[STAGES * BN * (HEAD_DIM + 8)]; T sV[same];
+//   T sP[BM * (BN + 8)].
+#include "attn_mma.cuh"
+
+#if STAGES > 1 && !ASYNC
+#error "attention_decode.cu: STAGES > 1 needs ASYNC (cp.async)"
+#endif
+#if WM * 16 < GROUP
+#error "attention_decode.cu: WM * 16 must cover GROUP query heads"
+#endif
+
+__device__ __forceinline__ void attn_copy_pos(int *dst, const int *src, bool ok)
+{
+#if ASYNC
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(attn_smem_addr(dst)),
+                 "l"(src), "r"(ok ? 4 : 0));
+#else
+    *dst = ok ? __ldg(src) : -1;
+#endif
+}
+
+// The last block of a (sequence, KV head): merges the nsplit partials into out. sW holds
+// GROUP * (nsplit + 1) floats.
+__device__ __forceinline__ void attn_merge(T *out, const float *wso, const float *wsml, float *sW,
+                                           int nsplit)
+{
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    float *sInv = sW + GROUP * nsplit;
+    for (int r = warp; r < GROUP; r += ATTN_NT / 32) {
+        float M = -ATTN_INF;
+        for (int s = lane; s < nsplit; s += 32)
+            M = fmaxf(M, __ldcg(wsml + ((size_t)s * GROUP + r) * 2));
+        M = warp_max(M);
+        float L = 0.f;
+        for (int s = lane; s < nsplit; s += 32) {
+            const float m = __ldcg(wsml + ((size_t)s * GROUP + r) * 2);
+            const float w = m == -ATTN_INF ? 0.f : __expf(m - M);
+            L += w * __ldcg(wsml + ((size_t)s * GROUP + r) * 2 + 1);
+            sW[r * nsplit + s] = w;
+        }
+        L = warp_sum(L);
+        if (lane == 0)
+            sInv[r] = L > 0.f ? 1.f / L : 0.f;
+    }
+    __syncthreads();
+    for (int idx = tid; idx < GROUP * (HEAD_DIM / 4); idx += ATTN_NT) {
+        const int r = idx / (HEAD_DIM / 4), c = (idx % (HEAD_DIM / 4)) * 4;
+        const float *src = wso + (size_t)r * HEAD_DIM + c;
+        float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 8
+        for (int s = 0; s < nsplit; s++) {
+            const float w = sW[r * nsplit + s];
+            const float4 o = __ldcg(reinterpret_cast<const float4 *>(
+                src + (size_t)s * GROUP * HEAD_DIM));
+            a.x += w * o.x;
+            a.y += w * o.y;
+            a.z += w * o.z;
+            a.w += w * o.w;
+        }
+        const float inv = sInv[r];
+        T *dst = out + (size_t)r * HEAD_DIM + c;
+        *reinterpret_cast<T2 *>(dst) = from_f32x2(make_float2(a.x * inv, a.y * inv));
+        *reinterpret_cast<T2 *>(dst + 2) = from_f32x2(make_float2(a.z * inv, a.w * inv));
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(ATTN_NT, 1)
+TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict__ k_cache,
+              const T *__restrict__ v_cache, const int *__restrict__ positions,
+              const int *__restrict__ qpos, float *__restrict__ ws, unsigned *__restrict__ cnt,
+              int heads, int kv_heads, int slots, int window, int chunk)
+{
+    extern __shared__ __align__(16) unsigned char attn_smem[];
+    float *sMax = reinterpret_cast<float *>(attn_smem);
+    int *sPos = reinterpret_cast<int *>(sMax + WN * ATTN_BM);
+    T *sQ = reinterpret_cast<T *>(sPos + STAGES * BN);
+    T *sK = sQ + (Q_REGS ? 0 : ATTN_BM * ATTN_KSTR);
+    T *sV = sK + STAGES * BN * ATTN_KSTR;
+    T *sP = sV + STAGES * BN * ATTN_KSTR;
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int wm = warp / WN, wn = warp % WN;
+    const int split = blockIdx.x, nsplit = gridDim.x, kvh = blockIdx.y, b = blockIdx.z;
+    const int pair = b * kv_heads + kvh, npairs = gridDim.y * gridDim.z;
+    const int s0 = split * chunk, s1 = min(slots, s0 + chunk);
+    const int ntiles = s1 > s0 ? (s1 - s0 + BN - 1) / BN : 0;
+    const int t = qpos[b];
+    const T *qb = q + ((size_t)b * heads + (size_t)kvh * GROUP) * HEAD_DIM;
+    const size_t cache_off = (size_t)pair * slots * HEAD_DIM;
+    const T *kh = k_cache + cache_off, *vh = v_cache + cache_off;
+    const int *ph = positions + (size_t)b * slots;
+
+#if Q_REGS
+    unsigned qf[HEAD_DIM / 16][4];
+    attn_load_q_regs(qf, qb, HEAD_DIM, wm * 16, GROUP, lane);
+#else
+    const unsigned(*qf)[4] = nullptr;
+    for (int c = tid; c < ATTN_BM * (HEAD_DIM / 8); c += ATTN_NT) {
+        const int r = c / (HEAD_DIM / 8), col = (c % (HEAD_DIM / 8)) * 8;
+        attn_copy16(sQ + r * ATTN_KSTR + col, qb + (size_t)(r < GROUP ? r : 0) * HEAD_DIM + col,
+                    r < GROUP);
+    }
+#endif
+
+    auto load_tile = [&](int tile, int slot) {
+        const int kb = s0 + tile * BN;
+        T *dk = sK + slot * BN * ATTN_KSTR, *dv = sV + slot * BN * ATTN_KSTR;
+        for (int c = tid; c < BN * (HEAD_DIM / 8); c += ATTN_NT) {
+            const int r = c / (HEAD_DIM / 8), col = (c % (HEAD_DIM / 8)) * 8;
+            const bool ok = kb + r < s1;
+            const size_t off = (size_t)(ok ? kb + r : 0) * HEAD_DIM + col;
+            attn_copy16(dk + r * ATTN_KSTR + col, kh + off, ok);
+            attn_copy16(dv + r * ATTN_KSTR + col, vh + off, ok);
+        }
+        for (int c = tid; c < BN; c += ATTN_NT)
+            attn_copy_pos(sPos + slot * BN + c, ph + (kb + c < s1 ? kb + c : 0), kb + c < s1);
+    };
+
+    AttnAcc acc;
+    attn_acc_init(acc);
+
+#if STAGES > 1
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; s++) {
+        if (s < ntiles)
+            load_tile(s, s);
+        attn_commit();
+    }
+    for (int i = 0; i < ntiles; i++) {
+        attn_wait<STAGES - 2>();
+        __syncthreads();
+        if (i + STAGES - 1 < ntiles)
+            load_tile(i + STAGES - 1, (i + STAGES - 1) % STAGES);
+        attn_commit();
+        const int slot = i % STAGES, kb = s0 + i * BN;
+#else
+    for (int i = 0; i < ntiles; i++) {
+        __syncthreads();
+        load_tile(i, 0);
+        attn_commit();
+        attn_wait<0>();
+        __syncthreads();
+        const int slot = 0, kb = s0 + i * BN;
+#endif
+        const int *pos = sPos + slot * BN;
+        auto visible = [&](int row, int col) {
+            (void)row;
+            const int p = pos[col];
+            return kb + col < s1 && p >= 0 && p <= t && (window <= 0 || p > t - window);
+        };
+        attn_tile(acc, qf, sQ, sK + slot * BN * ATTN_KSTR, sV + slot * BN * ATTN_KSTR, sP, sMax,
+                  wm, wn, lane, visible);
+    }
+    attn_wait<0>();
+    attn_finish_sums(acc, sMax, wm, wn, lane);
+
+    const int g = lane >> 2, tq = lane & 3;
+    T *ob = out + ((size_t)b * heads + (size_t)kvh * GROUP) * HEAD_DIM;
+    if (nsplit == 1) { // nothing to merge
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+            const int r = wm * 16 + g + 8 * i;
+            if (r >= GROUP)
+                continue;
+            const float inv = acc.l[i] > 0.f ? 1.f / acc.l[i] : 0.f;
+            T *orow = ob + (size_t)r * HEAD_DIM + wn * ATTN_DS + 2 * tq;
+#pragma unroll
+            for (int n = 0; n < ATTN_DS / 8; n++)
+                *reinterpret_cast<T2 *>(orow + n * 8) =
+                    from_f32x2(make_float2(acc.o[n][2 * i] * inv, acc.o[n][2 * i + 1] * inv));
+        }
+        return;
+    }
+
+    // Partial (unnormalised output, running max, row sum) of this split.
+    float *wso = ws + (size_t)pair * nsplit * GROUP * HEAD_DIM;
+    float *wsml = ws + (size_t)npairs * nsplit * GROUP * HEAD_DIM + (size_t)pair * nsplit * GROUP * 2;
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        const int r = wm * 16 + g + 8 * i;
+        if (r >= GROUP)
+            continue;
+        float *orow = wso + ((size_t)split * GROUP + r) * HEAD_DIM + wn * ATTN_DS + 2 * tq;
+#pragma unroll
+        for (int n = 0; n < ATTN_DS / 8; n++)
+            *reinterpret_cast<float2 *>(orow + n * 8) = make_float2(acc.o[n][2 * i], acc.o[n][2 * i + 1]);
+        if (wn == 0 && tq == 0) {
+            wsml[((size_t)split * GROUP + r) * 2] = acc.m[i];
+            wsml[((size_t)split * GROUP + r) * 2 + 1] = acc.l[i];
+        }
+    }
+
+    // The last block to arrive merges; it also puts the counter back to zero for the next launch.
+    int *sFlag = reinterpret_cast<int *>(sP);
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) {
+        const unsigned ticket = atomicAdd(cnt + pair, 1u);
+        const int last = ticket == (unsigned)nsplit - 1u;
+        if (last)
+            cnt[pair] = 0u;
+        *sFlag = last;
+    }
+    __syncthreads();
+    if (!*sFlag)
+        return;
+    __threadfence();
+    attn_merge(ob, wso, wsml, reinterpret_cast<float *>(sK), nsplit);
+}

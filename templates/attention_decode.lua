@@ -1,0 +1,133 @@
+-- attention_decode.lua — search space of templates/attention_decode.cu (op "attention_decode";
+-- shape keys kv_len, head_dim, heads, kv_heads, window, batch). A block serves all GROUP query
+-- heads of one KV head (the 16-row mma tile) over a chunk of cache slots; SPLITS is the target
+-- number of chunks per (sequence, KV head); the last block to finish merges the partials.
+
+-- Cache slots: a sliding layer's ring holds `window` slots, a full layer's cache kv_len.
+local function slots(shape) return shape.window > 0 and shape.window or shape.kv_len end
+local function group(shape) return shape.heads // shape.kv_heads end
+local function small_bn(device) return device.smem_optin >= 100000 and 32 or 16 end
+local function wm(shape) return (group(shape) + 15) // 16 end
+
+-- Slots per block (a multiple of BN) and the resulting block count for a target of `target`.
+local function chunk_of(target, bn, shape)
+  local per = (slots(shape) + target - 1) // target
+  return ((per + bn - 1) // bn) * bn
+end
+local function nsplit_of(target, bn, shape)
+  local c = chunk_of(target, bn, shape)
+  return (slots(shape) + c - 1) // c
+end
+
+-- Candidate targets: one block per pair, a few fixed counts, and about 1/2, 1 and 2 waves.
+local function split_targets(shape, device)
+  local pairs = shape.batch * shape.kv_heads
+  local cap = math.max(1, math.min(256, (slots(shape) + 15) // 16))
+  local seen, list = {}, {}
+  local sm = math.max(device.sm_count, 1)
+  for _, t in ipairs({ 1, 8, (sm + 2 * pairs - 1) // (2 * pairs), (sm + pairs - 1) // pairs,
+                       (2 * sm + pairs - 1) // pairs }) do
+    t = math.max(1, math.min(cap, t))
+    if not seen[t] then seen[t] = true; list[#list + 1] = t end
+  end
+  table.sort(list)
+  return list
+end
+
+local function smem_bytes(p, shape)
+  local bm, kstr, pstr = 16 * wm(shape), shape.head_dim + 8, p.BN + 8
+  return 4 * p.WN * bm + 4 * p.STAGES * p.BN
+         + 2 * (bm * kstr + 2 * p.STAGES * p.BN * kstr + bm * pstr)
+end
+
+return {
+  op = "attention_decode",
+  source = "attention_decode.cu",
+  dtypes = { "fp16", "bf16" },
+
+  params = {
+    -- Cards with room (>= 100 KB per block) get the larger tiles; small ones (T4) the small.
+    BN = function(shape, dtype, device)
+      return { small_bn(device), 2 * small_bn(device) }
+    end,
+    WN = { 2, 4 },
+    STAGES = function(shape, dtype, device) return device.sm >= 80 and { 2, 3 } or { 1 } end,
+    SPLITS = function(shape, dtype, device) return split_targets(shape, device) end,
+    MMA_K = function(shape, dtype, device) return { device.sm >= 80 and 16 or 8 } end,
+    ASYNC = function(shape, dtype, device) return { device.sm >= 80 and 1 or 0 } end,
+  },
+
+  defines = function(p, shape, dtype, device)
+    return { HEAD_DIM = shape.head_dim, GROUP = group(shape), WM = wm(shape), Q_REGS = 0 }
+  end,
+
+  valid = function(p, shape, dtype, device)
+    local d = shape.head_dim
+    if d ~= 256 and d ~= 512 then
+      return false, string.format("head_dim=%d is not 256 or 512", d)
+    end
+    if shape.kv_heads < 1 or shape.heads % shape.kv_heads ~= 0 then
+      return false, string.format("heads=%d is not a multiple of kv_heads=%d", shape.heads,
+                                  shape.kv_heads)
+    end
+    if shape.batch < 1 or shape.kv_len < 1 then
+      return false, "batch and kv_len must be positive"
+    end
+    if wm(shape) * p.WN > 8 then
+      return false, string.format("%d warps: more than 8", wm(shape) * p.WN)
+    end
+    local ns = p.BN // p.WN
+    if ns ~= 8 and ns % 16 ~= 0 then
+      return false, string.format("BN/WN=%d keys per warp is neither 8 nor a multiple of 16", ns)
+    end
+    if d // (2 * p.WN) > 128 then
+      return false, string.format("WN=%d leaves %d output registers per thread", p.WN,
+                                  d // (2 * p.WN))
+    end
+    if p.BN > small_bn(device) and p.BN > slots(shape) then
+      return false, string.format("BN=%d exceeds the %d cache slots", p.BN, slots(shape))
+    end
+    -- Two targets rounding to the same block count would be the same launch twice.
+    local n = nsplit_of(p.SPLITS, p.BN, shape)
+    for _, t in ipairs(split_targets(shape, device)) do
+      if t < p.SPLITS and nsplit_of(t, p.BN, shape) == n then
+        return false, string.format("SPLITS=%d gives the same %d blocks as SPLITS=%d", p.SPLITS,
+                                    n, t)
+      end
+    end
+    -- The merge keeps GROUP * (nsplit + 1) weights in the K/V tile area.
+    local merge = 4 * group(shape) * (n + 1)
+    local area = 2 * 2 * p.STAGES * p.BN * (d + 8)
+    if merge > area then
+      return false, string.format("merge weights %d B exceed the K/V tile area %d B", merge, area)
+    end
+    return true
+  end,
+
+  requires = function(p, shape, dtype, device)
+    local r = { "ldmatrix", p.MMA_K == 16 and "mma.m16n8k16" or "mma.m16n8k8" }
+    if p.ASYNC == 1 then r[#r + 1] = "cp.async" end
+    if dtype == "bf16" then r[#r + 1] = "bf16" end
+    return r
+  end,
+
+  threads = function(p, shape, dtype, device) return 32 * wm(shape) * p.WN end,
+  smem_static = function(p, shape, dtype, device) return 0 end,
+  smem_dynamic = function(p, shape, dtype, device) return smem_bytes(p, shape) end,
+  grid = function(p, shape, dtype, device)
+    return { nsplit_of(p.SPLITS, p.BN, shape), shape.kv_heads, shape.batch }
+  end,
+
+  -- ws: partial outputs then (max, sum) per split; cnt: one arrival counter per (sequence, KV head).
+  workspace = function(p, shape, dtype, device)
+    local pairs = shape.batch * shape.kv_heads
+    local n = nsplit_of(p.SPLITS, p.BN, shape)
+    return { ws = 4 * pairs * n * group(shape) * (shape.head_dim + 2), cnt = 4 * pairs }
+  end,
+
+  args = function(p, shape, dtype, device)
+    return { "out", "q", "k_cache", "v_cache", "positions", "qpos", "ws", "cnt",
+             { i32 = "heads" }, { i32 = "kv_heads" }, { i32 = slots(shape) }, { i32 = "window" },
+             { i32 = chunk_of(p.SPLITS, p.BN, shape) } }
+  end,
+}

@@ -1,0 +1,329 @@
+// attn_mma.cuh — the tensor-core flash-attention step shared by attention_prefill.cu and
+// attention_decode.cu: ldmatrix, mma.sync (m16n8k16; two m16n8k8 on sm_75), cp.async, and one
+// key tile of a warp's work (scores, mask, online softmax in fp32, P rounded to the dtype, P·V).
+//
+// Defines the host passes (see the .lua spaces): HEAD_DIM (256|512), BN (keys per tile), WM (warps
+// along rows; 16 rows each), WN (warps sharing a row group), STAGES, Q_REGS (1: Q fragments live in
+// registers, 0: in shared memory), MMA_K (16: m16n8k16, sm_80+; 8: m16n8k8 pairs, sm_75 fp16),
+// ASYNC (1: cp.async loads, sm_80+).
+//
+// Work split inside a block: warp (wm, wn) owns rows [16 wm, 16 wm + 16). In the score phase it
+// computes S for keys [wn NS, wn NS + NS) of the tile over the whole head dim; the WN warps of a
+// row group agree on the row maxima through shared memory, write their part of P (rounded to the
+// dtype, exactly what HF's eager path feeds to P·V), and in the P·V phase warp wn accumulates
+// output columns [wn DS, wn DS + DS) over all BN keys.
+#pragma once
+
+#include "tailor_common.cuh"
+
+#define ATTN_INF __int_as_float(0x7f800000) // NVRTC has no <math.h> INFINITY
+
+#define ATTN_BM (16 * WM)          // rows per block
+#define ATTN_NT (32 * WM * WN)     // threads per block
+#define ATTN_NS (BN / WN)          // keys per warp in the score phase
+#define ATTN_DS (HEAD_DIM / WN)    // output columns per warp in the P·V phase
+#define ATTN_KSTR (HEAD_DIM + 8)   // smem row stride of Q/K/V tiles (elements): +16 B per row
+                                   // spreads ldmatrix rows over all 32 banks
+#define ATTN_PSTR (BN + 8)         // smem row stride of the P tile
+
+#if ATTN_NS != 8 && ATTN_NS % 16 != 0
+#error "attn_mma.cuh: BN / WN must be 8 or a multiple of 16"
+#endif
+#if ATTN_DS % 16 != 0 || BN % 16 != 0
+#error "attn_mma.cuh: HEAD_DIM / WN and BN must be multiples of 16"
+#endif
+#if MMA_K == 8 && !defined(TAILOR_DTYPE_FP16)
+#error "attn_mma.cuh: m16n8k8 is used for fp16 only"
+#endif
+
+__device__ __forceinline__ unsigned attn_smem_addr(const void *p)
+{
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+
+__device__ __forceinline__ void attn_ldsm_x4(unsigned r[4], const T *p)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(attn_smem_addr(p)));
+}
+
+__device__ __forceinline__ void attn_ldsm_x2(unsigned r[2], const T *p)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
+                 : "=r"(r[0]), "=r"(r[1])
+                 : "r"(attn_smem_addr(p)));
+}
+
+__device__ __forceinline__ void attn_ldsm_x4_trans(unsigned r[4], const T *p)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(attn_smem_addr(p)));
+}
+
+// c[16x8, fp32] += a[16x16] * b[16x8]; fragments in the m16n8k16 layout.
+__device__ __forceinline__ void attn_mma(float c[4], const unsigned a[4], const unsigned b[2])
+{
+#if MMA_K == 16
+#if defined(TAILOR_DTYPE_BF16)
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+#elif MMA_K == 8
+    // The k16 fragment is two k8 fragments: {a0, a1} x b0 covers k 0-7, {a2, a3} x b1 k 8-15.
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(b[0]));
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[2]), "r"(a[3]), "r"(b[1]));
+#else
+#error "attn_mma.cuh: MMA_K must be 16 or 8"
+#endif
+}
+
+// 16 bytes global -> shared; ok == false writes zeros (tile rows past the end must be finite:
+// a masked key still multiplies its V row by P = 0).
+__device__ __forceinline__ void attn_copy16(T *dst, const T *src, bool ok)
+{
+#if ASYNC
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(attn_smem_addr(dst)),
+                 "l"(src), "r"(ok ? 16 : 0));
+#else
+    *reinterpret_cast<uint4 *>(dst) =
+        ok ? __ldg(reinterpret_cast<const uint4 *>(src)) : make_uint4(0u, 0u, 0u, 0u);
+#endif
+}
+
+__device__ __forceinline__ void attn_commit(void)
+{
+#if ASYNC
+    asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+
+// Waits until at most N committed groups are still in flight.
+template <int N>
+__device__ __forceinline__ void attn_wait(void)
+{
+#if ASYNC
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+#endif
+}
+
+// Barrier among the WN warps of row group wm (named barrier 1 + wm; 0 is __syncthreads).
+__device__ __forceinline__ void attn_group_sync(int wm)
+{
+#if WN > 1
+    asm volatile("bar.sync %0, %1;\n" ::"r"(1 + wm), "r"(WN * 32) : "memory");
+#else
+    (void)wm;
+    __syncwarp();
+#endif
+}
+
+// Running state of one warp: its output columns for rows g and g + 8 of its 16, the running
+// maximum (the same in all WN warps of the group) and its partial row sum (summed at the end).
+struct AttnAcc {
+    float o[ATTN_DS / 8][4];
+    float m[2];
+    float l[2];
+};
+
+__device__ __forceinline__ void attn_acc_init(AttnAcc &acc)
+{
+#pragma unroll
+    for (int n = 0; n < ATTN_DS / 8; n++)
+        acc.o[n][0] = acc.o[n][1] = acc.o[n][2] = acc.o[n][3] = 0.f;
+    acc.m[0] = acc.m[1] = -ATTN_INF;
+    acc.l[0] = acc.l[1] = 0.f;
+}
+
+// Q fragments of this warp's 16 rows straight from global memory (rows >= nrows are zero).
+// q points at row 0 of the block, rows are `stride` elements apart.
+__device__ __forceinline__ void attn_load_q_regs(unsigned qf[HEAD_DIM / 16][4], const T *q,
+                                                 size_t stride, int row0, int nrows, int lane)
+{
+    const int g = lane >> 2, t = lane & 3;
+    const int r0 = row0 + g, r1 = row0 + g + 8;
+#pragma unroll
+    for (int kk = 0; kk < HEAD_DIM / 16; kk++) {
+        const int c = kk * 16 + 2 * t;
+        qf[kk][0] = r0 < nrows ? *reinterpret_cast<const unsigned *>(q + r0 * stride + c) : 0u;
+        qf[kk][1] = r1 < nrows ? *reinterpret_cast<const unsigned *>(q + r1 * stride + c) : 0u;
+        qf[kk][2] = r0 < nrows ? *reinterpret_cast<const unsigned *>(q + r0 * stride + c + 8) : 0u;
+        qf[kk][3] = r1 < nrows ? *reinterpret_cast<const unsigned *>(q + r1 * stride + c + 8) : 0u;
+    }
+}
+
+// One key tile for warp (wm, wn). sQ: the block's Q tile (ATTN_BM x KSTR; unused with Q_REGS),
+// sK/sV: this tile's BN x KSTR keys and values, sP: ATTN_BM x PSTR, sMax: WN x ATTN_BM floats.
+// visible(row, col) says whether block row `row` sees tile key `col`. The caller puts a
+// __syncthreads() between two calls (sP and sMax are reused).
+template <class Visible>
+__device__ __forceinline__ void attn_tile(AttnAcc &acc, const unsigned (*qf)[4], const T *sQ,
+                                          const T *sK, const T *sV, T *sP, float *sMax, int wm,
+                                          int wn, int lane, Visible visible)
+{
+    const int g = lane >> 2, t = lane & 3;
+    float s[ATTN_NS / 8][4];
+#pragma unroll
+    for (int j = 0; j < ATTN_NS / 8; j++)
+        s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+
+    // S = Q K^T for this warp's 16 rows and NS keys.
+    const T *kw = sK + (wn * ATTN_NS) * ATTN_KSTR;
+#if Q_REGS
+#pragma unroll // qf must be indexed by constants to stay in registers
+#else
+#pragma unroll 4
+#endif
+    for (int kk = 0; kk < HEAD_DIM / 16; kk++) {
+        unsigned a[4];
+#if Q_REGS
+        a[0] = qf[kk][0];
+        a[1] = qf[kk][1];
+        a[2] = qf[kk][2];
+        a[3] = qf[kk][3];
+#else
+        (void)qf;
+        attn_ldsm_x4(a, sQ + (wm * 16 + (lane & 15)) * ATTN_KSTR + kk * 16 + (lane >> 4) * 8);
+#endif
+#if ATTN_NS == 8
+        unsigned b[2];
+        attn_ldsm_x2(b, kw + (lane & 7) * ATTN_KSTR + kk * 16 + ((lane >> 3) & 1) * 8);
+        attn_mma(s[0], a, b);
+#else
+#pragma unroll
+        for (int j = 0; j < ATTN_NS / 8; j += 2) {
+            unsigned b[4];
+            attn_ldsm_x4(b, kw + (j * 8 + ((lane >> 4) << 3) + (lane & 7)) * ATTN_KSTR + kk * 16 +
+                                ((lane >> 3) & 1) * 8);
+            attn_mma(s[j], a, b);
+            attn_mma(s[j + 1], a, b + 2);
+        }
+#endif
+    }
+
+    // Mask, then this warp's row maxima (rows g and g + 8), reduced over the quad.
+    float mx[2] = {-ATTN_INF, -ATTN_INF};
+#pragma unroll
+    for (int j = 0; j < ATTN_NS / 8; j++) {
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int row = wm * 16 + g + (e >> 1) * 8;
+            const int col = wn * ATTN_NS + j * 8 + 2 * t + (e & 1);
+            if (!visible(row, col))
+                s[j][e] = -ATTN_INF;
+            mx[e >> 1] = fmaxf(mx[e >> 1], s[j][e]);
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
+        mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
+    }
+#if WN > 1
+    if (t == 0) {
+        sMax[wn * ATTN_BM + wm * 16 + g] = mx[0];
+        sMax[wn * ATTN_BM + wm * 16 + g + 8] = mx[1];
+    }
+    attn_group_sync(wm);
+#pragma unroll
+    for (int w = 0; w < WN; w++) {
+        mx[0] = fmaxf(mx[0], sMax[w * ATTN_BM + wm * 16 + g]);
+        mx[1] = fmaxf(mx[1], sMax[w * ATTN_BM + wm * 16 + g + 8]);
+    }
+#else
+    (void)sMax;
+#endif
+
+    // Online softmax: new maximum, rescale what was accumulated.
+    float mu[2];
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        const float mnew = fmaxf(acc.m[i], mx[i]);
+        mu[i] = mnew == -ATTN_INF ? 0.f : mnew; // no key seen yet: avoid -inf - -inf
+        const float alpha = __expf(acc.m[i] - mu[i]);
+        acc.m[i] = mnew;
+        acc.l[i] *= alpha;
+#pragma unroll
+        for (int n = 0; n < ATTN_DS / 8; n++) {
+            acc.o[n][2 * i] *= alpha;
+            acc.o[n][2 * i + 1] *= alpha;
+        }
+    }
+
+    // P = exp(S - m): summed unrounded (fp32), stored rounded to the dtype for P·V.
+    T *prow0 = sP + (wm * 16 + g) * ATTN_PSTR + wn * ATTN_NS + 2 * t;
+    T *prow1 = prow0 + 8 * ATTN_PSTR;
+#pragma unroll
+    for (int j = 0; j < ATTN_NS / 8; j++) {
+        const float e0 = __expf(s[j][0] - mu[0]), e1 = __expf(s[j][1] - mu[0]);
+        const float e2 = __expf(s[j][2] - mu[1]), e3 = __expf(s[j][3] - mu[1]);
+        acc.l[0] += e0 + e1;
+        acc.l[1] += e2 + e3;
+        *reinterpret_cast<T2 *>(prow0 + j * 8) = from_f32x2(make_float2(e0, e1));
+        *reinterpret_cast<T2 *>(prow1 + j * 8) = from_f32x2(make_float2(e2, e3));
+    }
+    attn_group_sync(wm);
+
+    // O[:, wn DS .. +DS) += P V.
+    const T *vw = sV + wn * ATTN_DS;
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; kk++) {
+        unsigned a[4];
+        attn_ldsm_x4(a, sP + (wm * 16 + (lane & 15)) * ATTN_PSTR + kk * 16 + (lane >> 4) * 8);
+#pragma unroll
+        for (int n = 0; n < ATTN_DS / 8; n += 2) {
+            unsigned b[4];
+            attn_ldsm_x4_trans(b, vw + (kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * ATTN_KSTR +
+                                      n * 8 + (lane >> 4) * 8);
+            attn_mma(acc.o[n], a, b);
+            attn_mma(acc.o[n + 1], a, b + 2);
+        }
+    }
+}
+
+// After the last tile: full row sums (quad, then across the WN warps through sMax). Every thread
+// of the block must call it (it holds two __syncthreads()).
+__device__ __forceinline__ void attn_finish_sums(AttnAcc &acc, float *sMax, int wm, int wn,
+                                                 int lane)
+{
+    const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        acc.l[i] += __shfl_xor_sync(0xffffffffu, acc.l[i], 1);
+        acc.l[i] += __shfl_xor_sync(0xffffffffu, acc.l[i], 2);
+    }
+#if WN > 1
+    __syncthreads();
+    if (t == 0) {
+        sMax[wn * ATTN_BM + wm * 16 + g] = acc.l[0];
+        sMax[wn * ATTN_BM + wm * 16 + g + 8] = acc.l[1];
+    }
+    __syncthreads();
+    acc.l[0] = acc.l[1] = 0.f;
+#pragma unroll
+    for (int w = 0; w < WN; w++) {
+        acc.l[0] += sMax[w * ATTN_BM + wm * 16 + g];
+        acc.l[1] += sMax[w * ATTN_BM + wm * 16 + g + 8];
+    }
+#else
+    (void)sMax;
+    (void)wm;
+    (void)wn;
+    (void)g;
+    (void)t;
+#endif
+}
