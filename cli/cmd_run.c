@@ -1,12 +1,308 @@
-/* cmd_run.c — `tailor run` (placeholder until its module lands). */
+/* cmd_run.c — `tailor run`: generate with a Gemma 4 checkpoint (CPU reference forward for now). */
+#include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #include "cli.h"
+#include "gemma4.h"
+#include "sampler.h"
+#include "tokenizer.h"
+
+static const int32_t stop_ids[] = {1, 106, 50}; /* <eos>, <turn|>, <|tool_response> */
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: tailor run --model DIR [--device cpu|gpu] (--ids 2,17,... | --prompt TEXT "
+            "[--chat])\n"
+            "                  [--max-tokens N] [--greedy | --temperature T --top-p P --top-k K "
+            "--seed S]\n"
+            "                  [--print-ids] [--dump-logits FILE]\n\n"
+            "  --device cpu      the plain-C fp32 reference forward (default until the GPU path "
+            "lands)\n"
+            "  --ids LIST        prompt token ids, comma-separated (no BOS added)\n"
+            "  --prompt TEXT     prompt text, tokenized with DIR/tokenizer.json, <bos> prepended\n"
+            "  --chat            wrap --prompt in the Gemma 4 chat turn format\n"
+            "  --max-tokens N    tokens to generate (default 32); stops early on ids 1, 106, 50\n"
+            "  --greedy          argmax decoding (the default)\n"
+            "  --temperature T, --top-p P, --top-k K, --seed S   sampling (top-k 0 = all)\n"
+            "  --print-ids       print the generated ids instead of text\n"
+            "  --dump-logits F   write the logits of every prompt position to F: raw "
+            "little-endian\n"
+            "                    float32, one row of vocab values per position\n");
+}
+
+typedef struct run_args {
+    const char *model, *device, *ids, *prompt, *dump;
+    int chat, max_tokens, print_ids, sampling;
+    tailor_sampler_params sp;
+} run_args;
+
+static int parse_ids(const char *s, int32_t **out, size_t *n)
+{
+    size_t cap = 16, k = 0;
+    int32_t *v = malloc(cap * sizeof *v);
+    const char *p = s;
+    while (v && *p) {
+        char *end = NULL;
+        errno = 0;
+        long x = strtol(p, &end, 10);
+        if (end == p || errno || x < 0 || x > 0x7fffffff || (*end && *end != ',')) {
+            free(v);
+            return -1;
+        }
+        if (k == cap) {
+            int32_t *nv = realloc(v, (cap *= 2) * sizeof *v);
+            if (!nv) {
+                free(v);
+                return -1;
+            }
+            v = nv;
+        }
+        v[k++] = (int32_t)x;
+        p = *end ? end + 1 : end;
+    }
+    if (!v || k == 0) {
+        free(v);
+        return -1;
+    }
+    *out = v;
+    *n = k;
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, run_args *a)
+{
+    enum { O_MODEL = 1, O_DEVICE, O_IDS, O_PROMPT, O_CHAT, O_MAX, O_GREEDY, O_TEMP, O_TOPP,
+           O_TOPK, O_SEED, O_PRINT, O_DUMP, O_HELP };
+    static const struct option opts[] = {
+        {"model", required_argument, 0, O_MODEL},     {"device", required_argument, 0, O_DEVICE},
+        {"ids", required_argument, 0, O_IDS},         {"prompt", required_argument, 0, O_PROMPT},
+        {"chat", no_argument, 0, O_CHAT},             {"max-tokens", required_argument, 0, O_MAX},
+        {"greedy", no_argument, 0, O_GREEDY},         {"temperature", required_argument, 0, O_TEMP},
+        {"top-p", required_argument, 0, O_TOPP},      {"top-k", required_argument, 0, O_TOPK},
+        {"seed", required_argument, 0, O_SEED},       {"print-ids", no_argument, 0, O_PRINT},
+        {"dump-logits", required_argument, 0, O_DUMP}, {"help", no_argument, 0, O_HELP},
+        {0, 0, 0, 0}};
+    memset(a, 0, sizeof *a);
+    a->device = "cpu";
+    a->max_tokens = 32;
+    a->sp.greedy = 1;
+    a->sp.temperature = 1.0f;
+    a->sp.top_p = 1.0f;
+    int c, greedy_flag = 0;
+    char *end;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case O_MODEL: a->model = optarg; break;
+        case O_DEVICE: a->device = optarg; break;
+        case O_IDS: a->ids = optarg; break;
+        case O_PROMPT: a->prompt = optarg; break;
+        case O_CHAT: a->chat = 1; break;
+        case O_MAX:
+            a->max_tokens = (int)strtol(optarg, &end, 10);
+            if (*end || a->max_tokens < 0)
+                return cli_usage_error("run", "--max-tokens '%s' is not a count", optarg);
+            break;
+        case O_GREEDY: greedy_flag = 1; break;
+        case O_TEMP:
+            a->sp.temperature = strtof(optarg, &end);
+            a->sampling = 1;
+            if (*end)
+                return cli_usage_error("run", "--temperature '%s' is not a number", optarg);
+            break;
+        case O_TOPP:
+            a->sp.top_p = strtof(optarg, &end);
+            a->sampling = 1;
+            if (*end)
+                return cli_usage_error("run", "--top-p '%s' is not a number", optarg);
+            break;
+        case O_TOPK:
+            a->sp.top_k = (int)strtol(optarg, &end, 10);
+            a->sampling = 1;
+            if (*end)
+                return cli_usage_error("run", "--top-k '%s' is not a number", optarg);
+            break;
+        case O_SEED:
+            a->sp.seed = strtoull(optarg, &end, 10);
+            if (*end)
+                return cli_usage_error("run", "--seed '%s' is not a number", optarg);
+            break;
+        case O_PRINT: a->print_ids = 1; break;
+        case O_DUMP: a->dump = optarg; break;
+        case O_HELP: usage(stdout); return -1;
+        default: return cli_bad_flag("run", argc, argv);
+        }
+    }
+    if (optind < argc)
+        return cli_usage_error("run", "unexpected argument '%s'", argv[optind]);
+    if (greedy_flag && a->sampling)
+        return cli_usage_error("run", "--greedy cannot be combined with --temperature, --top-p "
+                                      "or --top-k");
+    a->sp.greedy = !a->sampling;
+    if (!a->model)
+        return cli_usage_error("run", "--model DIR is required");
+    if (!a->ids == !a->prompt)
+        return cli_usage_error("run", "give exactly one of --ids and --prompt");
+    if (a->chat && !a->prompt)
+        return cli_usage_error("run", "--chat needs --prompt");
+    if (strcmp(a->device, "cpu") != 0 && strcmp(a->device, "gpu") != 0)
+        return cli_usage_error("run", "--device '%s' is neither cpu nor gpu", a->device);
+    return 0;
+}
+
+static int is_stop(int32_t id)
+{
+    for (size_t i = 0; i < sizeof stop_ids / sizeof stop_ids[0]; i++)
+        if (id == stop_ids[i])
+            return 1;
+    return 0;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+typedef struct run_io {
+    tailor_tokenizer *tok;
+    tailor_detok_stream stream;
+    int print_ids;
+    int first;
+} run_io;
+
+static void emit(tailor_ctx *ctx, run_io *io, int32_t id)
+{
+    if (io->print_ids || !io->tok) {
+        printf("%s%d", io->first ? "" : ",", (int)id);
+        io->first = 0;
+    } else {
+        char buf[256];
+        size_t n = 0;
+        if (tailor_tokenizer_decode_step(ctx, io->tok, &io->stream, id, buf, sizeof buf, &n) ==
+            TAILOR_OK)
+            fwrite(buf, 1, n, stdout);
+    }
+    fflush(stdout);
+}
+
+static tailor_status prompt_ids(tailor_ctx *ctx, const run_args *a, tailor_tokenizer **tok,
+                                int32_t **ids, size_t *n)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tokenizer.json", a->model);
+    struct stat sb;
+    int have_tok = stat(path, &sb) == 0;
+    if (have_tok) {
+        tailor_status s = tailor_tokenizer_open(ctx, path, tok);
+        if (s != TAILOR_OK && a->prompt)
+            return s;
+        if (s != TAILOR_OK)
+            *tok = NULL; /* --ids works without one: print ids */
+    }
+    if (a->ids) {
+        if (parse_ids(a->ids, ids, n) != 0)
+            return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                                    "--ids '%s' is not a comma-separated list of token ids",
+                                    a->ids);
+        return TAILOR_OK;
+    }
+    if (!*tok)
+        return tailor_set_error(ctx, TAILOR_ERR_NOT_FOUND,
+                                "%s: no tokenizer.json, which --prompt needs (use --ids)",
+                                a->model);
+    if (a->chat)
+        return tailor_tokenizer_chat_prompt(ctx, *tok, a->prompt, ids, n);
+    return tailor_tokenizer_encode(ctx, *tok, a->prompt, strlen(a->prompt), 1, ids, n);
+}
+
+static tailor_status generate(tailor_ctx *ctx, const run_args *a, tailor_gemma4 *m,
+                              const int32_t *ids, size_t n, run_io *io)
+{
+    const tailor_gemma4_config *cfg = tailor_gemma4_get_config(m);
+    tailor_gemma4_cpu *st = NULL;
+    tailor_sampler *smp = NULL;
+    FILE *dump = NULL;
+    tailor_gemma4_cpu_opts o = {(int)n + a->max_tokens, 0};
+    tailor_status s = tailor_gemma4_cpu_create(ctx, m, &o, &st);
+    if (s == TAILOR_OK)
+        s = tailor_sampler_create(ctx, &a->sp, cfg->vocab, &smp);
+    if (s == TAILOR_OK && a->dump) {
+        dump = fopen(a->dump, "wb");
+        if (!dump)
+            s = tailor_set_error(ctx, TAILOR_ERR_IO, "%s: cannot write: %s", a->dump,
+                                 strerror(errno));
+    }
+    const float *logits = NULL;
+    double t0 = now_s();
+    for (size_t i = 0; i < n && s == TAILOR_OK; i++) {
+        s = tailor_gemma4_cpu_step(ctx, st, ids[i], &logits);
+        if (s == TAILOR_OK && dump &&
+            fwrite(logits, sizeof(float), (size_t)cfg->vocab, dump) != (size_t)cfg->vocab)
+            s = tailor_set_error(ctx, TAILOR_ERR_IO, "%s: write failed", a->dump);
+    }
+    if (dump && fclose(dump) != 0 && s == TAILOR_OK)
+        s = tailor_set_error(ctx, TAILOR_ERR_IO, "%s: write failed", a->dump);
+    double t1 = now_s();
+    int generated = 0;
+    for (int g = 0; g < a->max_tokens && s == TAILOR_OK; g++) {
+        int32_t next = tailor_sampler_next(smp, logits);
+        generated++;
+        if (is_stop(next)) {
+            if (io->print_ids || !io->tok)
+                emit(ctx, io, next);
+            break;
+        }
+        emit(ctx, io, next);
+        if (g + 1 < a->max_tokens)
+            s = tailor_gemma4_cpu_step(ctx, st, next, &logits);
+    }
+    double t2 = now_s();
+    if (s == TAILOR_OK) {
+        printf("\n");
+        tailor_log(ctx, TAILOR_LOG_INFO,
+                   "cpu reference: %zu prompt tokens in %.2f s, %d generated in %.2f s "
+                   "(%.2f tok/s)", n, t1 - t0, generated, t2 - t1,
+                   generated > 0 && t2 > t1 ? generated / (t2 - t1) : 0.0);
+    }
+    tailor_sampler_destroy(smp);
+    tailor_gemma4_cpu_destroy(st);
+    return s;
+}
 
 int cmd_run(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "tailor run: not built yet\n");
-    return 1;
+    run_args a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc != 0)
+        return rc < 0 ? 0 : rc;
+    if (strcmp(a.device, "gpu") == 0) {
+        fprintf(stderr, "tailor run: --device gpu is not available yet (the GPU forward is issue "
+                        "7); use --device cpu\n");
+        return 1;
+    }
+    tailor_ctx *ctx = cli_ctx();
+    tailor_gemma4 *m = NULL;
+    tailor_tokenizer *tok = NULL;
+    int32_t *ids = NULL;
+    size_t n = 0;
+    tailor_status s = tailor_gemma4_open(ctx, a.model, &m);
+    if (s == TAILOR_OK)
+        s = prompt_ids(ctx, &a, &tok, &ids, &n);
+    if (s == TAILOR_OK) {
+        run_io io = {tok, {{0}, 0}, a.print_ids, 1};
+        s = generate(ctx, &a, m, ids, n, &io);
+    }
+    rc = s == TAILOR_OK ? 0 : cli_fail(ctx, s);
+    free(ids);
+    tailor_tokenizer_close(tok);
+    tailor_gemma4_close(m);
+    tailor_ctx_destroy(ctx);
+    return rc;
 }

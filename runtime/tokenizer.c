@@ -354,31 +354,98 @@ static void merge_insert(tailor_tokenizer *tok, int32_t a, int32_t b, uint32_t r
 {
     uint64_t key = (uint64_t)(uint32_t)a << 32 | (uint32_t)b;
     size_t j = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 20) & tok->merge_mask;
-    while (tok->merge_key[j] != UINT64_MAX && tok->merge_key[j] != key)
+    while (tok->merges[j].key != UINT64_MAX && tok->merges[j].key != key)
         j = (j + 1) & tok->merge_mask;
     /* A pair listed twice keeps its last rank, as Hugging Face's map does. */
-    tok->merge_key[j] = key;
-    tok->merge_rank[j] = rank;
-    tok->merge_new[j] = id;
+    tok->merges[j] = (tok_merge){key, rank, id};
 }
 
-/* Marks the ASCII bytes of a merge result that stop being safe chunk boundaries. */
-static void note_merge_result(unsigned char *cls, const char *a, size_t alen, const char *b,
-                              size_t blen)
+/* The code point of the UTF-8 character at s (tok_utf8_len bytes; a lone byte stands for itself). */
+static uint32_t decode_cp(const unsigned char *s, size_t n)
 {
-    unsigned char first = (unsigned char)a[0];
-    int same = 1;
-    for (size_t i = 0; i < alen + blen; i++)
-        if ((unsigned char)(i < alen ? a[i] : b[i - alen]) != first)
-            same = 0;
-    for (size_t i = 0; i < alen + blen; i++) {
-        unsigned char c = (unsigned char)(i < alen ? a[i] : b[i - alen]);
-        if (c < 128) {
-            cls[c] &= (unsigned char)~TOK_BYTE_SOLO;
-            if (!same)
-                cls[c] = 0;
-        }
+    switch (n) {
+    case 2: return (uint32_t)(s[0] & 0x1F) << 6 | (s[1] & 0x3F);
+    case 3: return (uint32_t)(s[0] & 0x0F) << 12 | (uint32_t)(s[1] & 0x3F) << 6 | (s[2] & 0x3F);
+    case 4:
+        return (uint32_t)(s[0] & 0x07) << 18 | (uint32_t)(s[1] & 0x3F) << 12 | (uint32_t)(s[2] & 0x3F) << 6 |
+               (s[3] & 0x3F);
+    default: return s[0];
     }
+}
+
+/* The code point of the last character of s[0..len), len > 0. */
+static uint32_t last_cp(const char *s, size_t len)
+{
+    size_t i = len - 1;
+    while (i > 0 && len - i < 4 && ((unsigned char)s[i] & 0xC0) == 0x80)
+        i--;
+    const unsigned char *u = (const unsigned char *)s + i;
+    size_t n = tok_utf8_len(u, len - i);
+    return n == len - i ? decode_cp(u, n) : (unsigned char)s[len - 1];
+}
+
+static uint64_t junction_hash_key(uint32_t x, uint32_t y) { return (uint64_t)x << 32 | y; }
+
+static size_t junction_slot(uint64_t key, size_t mask)
+{
+    return (size_t)((key * 0x9E3779B97F4A7C15ull) >> 24) & mask;
+}
+
+static void junction_add(tailor_tokenizer *tok, const char *a, size_t alen, const char *b, size_t blen)
+{
+    uint32_t x = last_cp(a, alen);
+    uint32_t y = decode_cp((const unsigned char *)b, tok_utf8_len((const unsigned char *)b, blen));
+    uint64_t key = junction_hash_key(x, y);
+    size_t j = junction_slot(key, tok->junction_mask);
+    while (tok->junction_key[j] != UINT64_MAX && tok->junction_key[j] != key)
+        j = (j + 1) & tok->junction_mask;
+    tok->junction_key[j] = key;
+    if (x < 65536)
+        tok->left_end[x >> 3] |= (uint8_t)(1u << (x & 7));
+    if (y < 65536)
+        tok->right_start[y >> 3] |= (uint8_t)(1u << (y & 7));
+}
+
+int tok_is_junction(const tailor_tokenizer *tok, uint32_t x, uint32_t y)
+{
+    if (x < 65536 && !(tok->left_end[x >> 3] & (1u << (x & 7))))
+        return 0;
+    if (y < 65536 && !(tok->right_start[y >> 3] & (1u << (y & 7))))
+        return 0;
+    uint64_t key = junction_hash_key(x, y);
+    for (size_t j = junction_slot(key, tok->junction_mask);; j = (j + 1) & tok->junction_mask) {
+        if (tok->junction_key[j] == key)
+            return 1;
+        if (tok->junction_key[j] == UINT64_MAX)
+            return 0;
+    }
+}
+
+/* Rehashes the junctions into a table sized for their count (small enough to stay in cache). */
+static tailor_status compact_junctions(loader *L)
+{
+    tailor_tokenizer *tok = L->tok;
+    size_t count = 0;
+    for (size_t j = 0; j <= tok->junction_mask; j++)
+        count += tok->junction_key[j] != UINT64_MAX;
+    size_t cap = pow2_at_least(count * 2 + 1);
+    uint64_t *keys = malloc(cap * sizeof *keys);
+    if (!keys)
+        return nomem(L);
+    memset(keys, 0xff, cap * sizeof *keys);
+    for (size_t j = 0; j <= tok->junction_mask; j++) {
+        uint64_t key = tok->junction_key[j];
+        if (key == UINT64_MAX)
+            continue;
+        size_t k = junction_slot(key, cap - 1);
+        while (keys[k] != UINT64_MAX)
+            k = (k + 1) & (cap - 1);
+        keys[k] = key;
+    }
+    free(tok->junction_key);
+    tok->junction_key = keys;
+    tok->junction_mask = cap - 1;
+    return TAILOR_OK;
 }
 
 static tailor_status load_merges(loader *L, const cJSON *model)
@@ -389,18 +456,20 @@ static tailor_status load_merges(loader *L, const cJSON *model)
         return fail(L, TAILOR_ERR_PARSE, "field 'model.merges' is missing or not an array");
     size_t n = (size_t)cJSON_GetArraySize(merges);
     size_t cap = pow2_at_least(n * 2 + 1);
-    tok->merge_key = malloc(cap * sizeof *tok->merge_key);
-    tok->merge_rank = malloc(cap * sizeof *tok->merge_rank);
-    tok->merge_new = malloc(cap * sizeof *tok->merge_new);
-    if (!tok->merge_key || !tok->merge_rank || !tok->merge_new)
+    tok->merges = malloc(cap * sizeof *tok->merges);
+    if (!tok->merges)
         return nomem(L);
-    memset(tok->merge_key, 0xff, cap * sizeof *tok->merge_key);
+    for (size_t j = 0; j < cap; j++)
+        tok->merges[j].key = UINT64_MAX;
     tok->merge_mask = cap - 1;
     tok->nmerges = n;
-    for (int c = 0; c < 128; c++) {
-        char s = (char)c;
-        tok->byte_class[c] = tok_vocab_lookup(tok, &s, 1) >= 0 ? TOK_BYTE_PURE | TOK_BYTE_SOLO : 0;
-    }
+    tok->junction_key = malloc(cap * sizeof *tok->junction_key);
+    tok->left_end = calloc(8192, 1);
+    tok->right_start = calloc(8192, 1);
+    if (!tok->junction_key || !tok->left_end || !tok->right_start)
+        return nomem(L);
+    memset(tok->junction_key, 0xff, cap * sizeof *tok->junction_key);
+    tok->junction_mask = cap - 1;
     char *joined = NULL;
     size_t jcap = 0;
     int i = 0;
@@ -434,14 +503,11 @@ static tailor_status load_merges(loader *L, const cJSON *model)
             break;
         }
         merge_insert(tok, ia, ib, (uint32_t)i, id);
-        if (alen > 0)
-            note_merge_result(tok->byte_class, a, alen, b, blen);
+        if (alen > 0 && blen > 0)
+            junction_add(tok, a, alen, b, blen);
     }
     free(joined);
-    for (int c = 0; c < 128; c++)
-        if (tok->byte_class[c] & TOK_BYTE_SOLO)
-            tok->byte_class[c] = TOK_BYTE_SOLO;
-    return st;
+    return st == TAILOR_OK ? compact_junctions(L) : st;
 }
 
 static tailor_status load_model(loader *L, const cJSON *root)
@@ -821,9 +887,10 @@ void tailor_tokenizer_close(tailor_tokenizer *tok)
     free(tok->vocab_id);
     strmap_free(&tok->vocab_map);
     free(tok->bmp_id);
-    free(tok->merge_key);
-    free(tok->merge_rank);
-    free(tok->merge_new);
+    free(tok->merges);
+    free(tok->junction_key);
+    free(tok->left_end);
+    free(tok->right_start);
     free(tok->added);
     free(tok->added_content);
     strmap_free(&tok->added_map);

@@ -48,9 +48,9 @@ typedef struct tailor_detok_stream {
 /* Feeds one id; writes to `out` the text it completes (NUL-terminated when room allows) and its
  * length to *out_len. Byte-fallback pieces are held in `st` until they form a whole character; a
  * held run that can no longer become valid UTF-8 comes out as U+FFFD per byte. Special tokens
- * come out as their text (callers stop on them first). 32 bytes of `out` always suffice for one
- * id unless a single token is longer. Fails with TAILOR_ERR_MISUSE when out_size is too small
- * (nothing is consumed then). Ids outside the vocabulary produce no text. */
+ * come out as their text (callers stop on them first). An `out` of 16 bytes more than the longest
+ * token always suffices (128 bytes for Gemma). Fails with TAILOR_ERR_MISUSE when out_size is too
+ * small (nothing is consumed then). Ids outside the vocabulary produce no text. */
 tailor_status tailor_tokenizer_decode_step(tailor_ctx *ctx, const tailor_tokenizer *tok,
                                            tailor_detok_stream *st, int32_t id, char *out,
                                            size_t out_size, size_t *out_len);

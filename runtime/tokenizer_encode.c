@@ -12,6 +12,7 @@ typedef struct bpe_sym {
     int32_t id;
     int32_t prev, next; /* indices, -1 at the ends */
     uint32_t len;       /* bytes covered; 0 once merged into its left neighbour */
+    int32_t cp;         /* the code point of a one-character vocabulary symbol, else -1 */
 } bpe_sym;
 
 /* A candidate merge of the symbol at `pos` with its right neighbour. Ordered by key =
@@ -76,13 +77,13 @@ static int merge_find(const tailor_tokenizer *tok, int32_t a, int32_t b, uint32_
     uint64_t key = (uint64_t)(uint32_t)a << 32 | (uint32_t)b;
     size_t j = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 20) & tok->merge_mask;
     for (;; j = (j + 1) & tok->merge_mask) {
-        uint64_t k = tok->merge_key[j];
-        if (k == key) {
-            *rank = tok->merge_rank[j];
-            *id = tok->merge_new[j];
+        const tok_merge *m = &tok->merges[j];
+        if (m->key == key) {
+            *rank = m->rank;
+            *id = m->merged;
             return 1;
         }
-        if (k == UINT64_MAX)
+        if (m->key == UINT64_MAX)
             return 0;
     }
 }
@@ -146,10 +147,22 @@ static int32_t char_id(const tailor_tokenizer *tok, const unsigned char *s, size
     }
 }
 
-static void add_sym(encode_ws *ws, size_t *ns, int32_t id, size_t len)
+static void add_sym(encode_ws *ws, size_t *ns, int32_t id, size_t len, int32_t cp)
 {
-    ws->syms[*ns] = (bpe_sym){id, (int32_t)*ns - 1, (int32_t)*ns + 1, (uint32_t)len};
+    ws->syms[*ns] = (bpe_sym){id, (int32_t)*ns - 1, (int32_t)*ns + 1, (uint32_t)len, cp};
     (*ns)++;
+}
+
+static int32_t utf8_cp(const unsigned char *s, size_t n)
+{
+    switch (n) {
+    case 1: return s[0];
+    case 2: return (int32_t)((uint32_t)(s[0] & 0x1F) << 6 | (s[1] & 0x3F));
+    case 3: return (int32_t)((uint32_t)(s[0] & 0x0F) << 12 | (uint32_t)(s[1] & 0x3F) << 6 | (s[2] & 0x3F));
+    default:
+        return (int32_t)((uint32_t)(s[0] & 0x07) << 18 | (uint32_t)(s[1] & 0x3F) << 12 |
+                         (uint32_t)(s[2] & 0x3F) << 6 | (s[3] & 0x3F));
+    }
 }
 
 /* Splits s into initial symbols as Hugging Face's BPE::merge_word does: one per character in
@@ -164,9 +177,9 @@ static size_t initial_symbols(const tailor_tokenizer *tok, encode_ws *ws, const 
         int32_t id = char_id(tok, s + i, clen);
         if (id >= 0) {
             if (unk_len)
-                add_sym(ws, &ns, tok->unk_id, unk_len);
+                add_sym(ws, &ns, tok->unk_id, unk_len, -1);
             unk_len = 0;
-            add_sym(ws, &ns, id, clen);
+            add_sym(ws, &ns, id, clen, utf8_cp(s + i, clen));
         } else {
             int bytes_ok = tok->byte_fallback;
             for (size_t k = 0; k < clen && bytes_ok; k++)
@@ -174,10 +187,10 @@ static size_t initial_symbols(const tailor_tokenizer *tok, encode_ws *ws, const 
             if (bytes_ok) {
                 /* As in Hugging Face, a pending <unk> is not flushed before byte pieces. */
                 for (size_t k = 0; k < clen; k++)
-                    add_sym(ws, &ns, tok->byte_id[s[i + k]], 1);
+                    add_sym(ws, &ns, tok->byte_id[s[i + k]], 1, -1);
             } else if (tok->unk_id >= 0) {
                 if (unk_len && !tok->fuse_unk) {
-                    add_sym(ws, &ns, tok->unk_id, unk_len);
+                    add_sym(ws, &ns, tok->unk_id, unk_len, -1);
                     unk_len = 0;
                 }
                 unk_len += clen;
@@ -186,27 +199,24 @@ static size_t initial_symbols(const tailor_tokenizer *tok, encode_ws *ws, const 
         i += clen;
     }
     if (unk_len)
-        add_sym(ws, &ns, tok->unk_id, unk_len);
+        add_sym(ws, &ns, tok->unk_id, unk_len, -1);
     return ns;
 }
 
-/* BPE over one chunk: merges by (rank, position) through a binary heap, O(n log n). */
-static void bpe_chunk(const tailor_tokenizer *tok, encode_ws *ws, const char *s, size_t len)
+/* BPE over the symbols [first, first + count): merges by (rank, position) through a binary
+ * heap, O(n log n); pushes the resulting ids. */
+static void merge_run(const tailor_tokenizer *tok, encode_ws *ws, int32_t first, int32_t count)
 {
-    if (len == 1 && (unsigned char)s[0] < 0x80 && tok->bmp_id[(unsigned char)s[0]] >= 0) {
-        push_id(ws, tok->bmp_id[(unsigned char)s[0]]);
+    int32_t last = first + count - 1;
+    if (count == 1) {
+        push_id(ws, ws->syms[first].id);
         return;
     }
-    if (grow(ws, (void **)&ws->syms, &ws->syms_cap, len + 1, sizeof *ws->syms) ||
-        grow(ws, (void **)&ws->heap, &ws->heap_cap, 3 * len + 1, sizeof *ws->heap))
-        return;
-    size_t ns = initial_symbols(tok, ws, (const unsigned char *)s, len);
-    if (ns == 0)
-        return;
-    ws->syms[ns - 1].next = -1;
+    ws->syms[first].prev = -1;
+    ws->syms[last].next = -1;
     size_t hn = 0;
-    for (size_t i = 0; i + 1 < ns; i++)
-        queue_pair(tok, ws, &hn, (int32_t)i);
+    for (int32_t i = first; i < last; i++)
+        queue_pair(tok, ws, &hn, i);
     while (hn > 0) {
         bpe_cand c = heap_pop(ws->heap, &hn);
         int32_t pos = (int32_t)(uint32_t)c.key;
@@ -227,13 +237,15 @@ static void bpe_chunk(const tailor_tokenizer *tok, encode_ws *ws, const char *s,
         if (l->next >= 0)
             queue_pair(tok, ws, &hn, pos);
     }
-    for (int32_t i = 0; i >= 0; i = ws->syms[i].next)
+    for (int32_t i = first; i >= 0; i = ws->syms[i].next)
         push_id(ws, ws->syms[i].id);
 }
 
-/* BPE over one pre-tokenized piece. Gemma's pieces are whole lines, so the piece is cut first
- * where no merge can cross (around ASCII bytes that merges never join to another character, such
- * as digits and control characters): merges never span such a cut, so the result is the same. */
+/* BPE over one pre-tokenized piece. Gemma's pieces are whole lines (its pre-tokenizer splits on
+ * " ", which the normalizer has already turned into "▁"), so the piece is cut into runs first:
+ * between two vocabulary characters x y that no merge joins (x never ends a merge's left part
+ * while y starts its right part), no symbol can ever span the cut, so BPE on each run gives the
+ * same ids as BPE on the whole piece. For Gemma this cuts before nearly every "▁word". */
 static void bpe_piece(const tailor_tokenizer *tok, encode_ws *ws, const char *s, size_t len)
 {
     if (len == 0)
@@ -245,24 +257,20 @@ static void bpe_piece(const tailor_tokenizer *tok, encode_ws *ws, const char *s,
             return;
         }
     }
-    if (!tok->chunking) {
-        bpe_chunk(tok, ws, s, len);
+    if (grow(ws, (void **)&ws->syms, &ws->syms_cap, len + 1, sizeof *ws->syms) ||
+        grow(ws, (void **)&ws->heap, &ws->heap_cap, 3 * len + 1, sizeof *ws->heap))
         return;
-    }
-    const unsigned char *u = (const unsigned char *)s;
-    size_t start = 0;
-    for (size_t i = 1; i < len; i++) {
-        unsigned a = u[i - 1], b = u[i];
-        if (a >= 0x80 && b >= 0x80)
-            continue; /* both bytes non-ASCII: never a cut */
-        unsigned ca = a < 0x80 ? tok->byte_class[a] : 0, cb = b < 0x80 ? tok->byte_class[b] : 0;
-        int cut = a == b ? (ca & TOK_BYTE_SOLO) : (ca | cb);
-        if (cut) {
-            bpe_chunk(tok, ws, s + start, i - start);
+    int32_t ns = (int32_t)initial_symbols(tok, ws, (const unsigned char *)s, len);
+    int32_t start = 0;
+    for (int32_t i = 1; i < ns && tok->chunking; i++) {
+        int32_t x = ws->syms[i - 1].cp, y = ws->syms[i].cp;
+        if (x >= 0 && y >= 0 && !tok_is_junction(tok, (uint32_t)x, (uint32_t)y)) {
+            merge_run(tok, ws, start, i - start);
             start = i;
         }
     }
-    bpe_chunk(tok, ws, s + start, len - start);
+    if (ns > start)
+        merge_run(tok, ws, start, ns - start);
 }
 
 /* ---------------------------------------------------------------- pre-tokenizer */

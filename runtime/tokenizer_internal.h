@@ -22,6 +22,13 @@ typedef struct tok_strmap {
     size_t mask;
 } tok_strmap;
 
+/* A merge-table slot: one cache line holds four, so a lookup costs one miss. */
+typedef struct tok_merge {
+    uint64_t key;        /* left << 32 | right, UINT64_MAX = empty */
+    uint32_t rank;       /* index in model.merges */
+    int32_t merged;      /* id of the merged token */
+} tok_merge;
+
 /* An added token (tokenizer.json "added_tokens"). */
 typedef struct tok_added {
     tok_str content;     /* as written in the file */
@@ -67,11 +74,6 @@ typedef struct tok_step {
     tok_split_behavior behavior; /* Split */
 } tok_step;
 
-/* Boundary classes of ASCII bytes (see bpe_encode_piece): no merge result joins such a byte to a
- * different character (PURE), or to anything at all (SOLO). */
-#define TOK_BYTE_PURE 1
-#define TOK_BYTE_SOLO 2
-
 struct tailor_tokenizer {
     char *pool;                 /* every string, back to back */
     size_t pool_len, pool_cap;
@@ -88,16 +90,20 @@ struct tailor_tokenizer {
     int32_t *bmp_id;            /* [65536] id of the one-codepoint token, -1 if none */
     int32_t byte_id[256];       /* id of <0xNN>, -1 if absent */
 
-    uint64_t *merge_key;        /* [merge_mask + 1] (left << 32 | right), UINT64_MAX = empty */
-    uint32_t *merge_rank;       /* [merge_mask + 1] index in model.merges */
-    int32_t *merge_new;         /* [merge_mask + 1] id of the merged token */
+    tok_merge *merges;          /* [merge_mask + 1] open addressing on (left, right) */
     size_t merge_mask;
     size_t nmerges;
 
     int32_t unk_id;             /* -1 when the model has no unk_token */
     int fuse_unk, byte_fallback, ignore_merges;
-    unsigned char byte_class[128]; /* TOK_BYTE_* per ASCII byte, 0 = not a safe boundary */
-    int chunking;               /* 1 when byte_class may split pieces */
+    /* Junctions: (last code point of a, first code point of b) over all merges (a, b). BPE can
+     * only join two neighbouring characters x y when (x, y) is a junction, so a piece is cut
+     * wherever it is not (see bpe_piece). */
+    uint64_t *junction_key;     /* [junction_mask + 1] x << 32 | y, UINT64_MAX = empty */
+    size_t junction_mask;
+    uint8_t *left_end;          /* [8192] bitmap over BMP code points: last of some merge's a */
+    uint8_t *right_start;       /* [8192] bitmap over BMP code points: first of some merge's b */
+    int chunking;               /* 1 when pieces may be cut at non-junctions */
 
     tok_added *added;
     size_t nadded;
@@ -122,6 +128,10 @@ int32_t tok_strmap_get(const tok_strmap *map, const tok_str *keys, const char *p
 
 /* The id of the model-vocabulary token spelled by s[0..len), -1 if absent. */
 int32_t tok_vocab_lookup(const tailor_tokenizer *tok, const char *s, size_t len);
+
+/* 1 when the code points x y can be joined by some merge (x ends its left part, y starts the
+ * right one). */
+int tok_is_junction(const tailor_tokenizer *tok, uint32_t x, uint32_t y);
 
 /* Length of the UTF-8 character at s (1..4), 1 for a byte that does not start a valid one. */
 size_t tok_utf8_len(const unsigned char *s, size_t avail);

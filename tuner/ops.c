@@ -10,6 +10,9 @@ extern const tailor_op tailor_op_attention_prefill;
 extern const tailor_op tailor_op_attention_decode;
 extern const tailor_op tailor_op_residual_norm;
 extern const tailor_op tailor_op_qk_norm_rope;
+extern const tailor_op tailor_op_gelu_gate;
+extern const tailor_op tailor_op_embed;
+extern const tailor_op tailor_op_softcap_argmax;
 /* Add one extern line and one table entry per op. */
 
 static const tailor_op *const all_ops[] = {
@@ -20,6 +23,9 @@ static const tailor_op *const all_ops[] = {
     &tailor_op_attention_decode,
     &tailor_op_residual_norm,
     &tailor_op_qk_norm_rope,
+    &tailor_op_gelu_gate,
+    &tailor_op_embed,
+    &tailor_op_softcap_argmax,
     NULL,
 };
 

@@ -1,0 +1,160 @@
+/* gemma4.h — Gemma 4 text models: config and layer plan, presets and their kernel shapes,
+ * checkpoint binding (bf16/fp16/fp32 or compressed-tensors W4A16), and the plain-C fp32
+ * reference forward with its KV cache. Numerics follow ../shared/GEMMA4.md §2. */
+#ifndef TAILOR_GEMMA4_H
+#define TAILOR_GEMMA4_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tailor.h"
+
+#define TAILOR_GEMMA4_MAX_LAYERS 256
+
+/* The plan of one decoder layer (GEMMA4.md §1.1 "derived per-layer values"). */
+typedef struct tailor_gemma4_layer {
+    int full;        /* 1: full attention (proportional RoPE, causal); 0: sliding window */
+    int head_dim;    /* 256 sliding / 512 full on released models */
+    int n_kv_heads;  /* KV heads of this layer (of its source when KV-shared) */
+    int has_v_proj;  /* 0 on K=V full layers (31B, 26B): V is the raw K projection */
+    int kv_shared;   /* 1: computes only q and reads the cache of kv_source */
+    int kv_source;   /* layer whose cache it reads (itself when not shared) */
+    int inter;       /* MLP width (double on shared layers with use_double_wide_mlp) */
+} tailor_gemma4_layer;
+
+/* Text-model configuration, after parsing and derivation. */
+typedef struct tailor_gemma4_config {
+    int vocab;             /* vocab_size (262144 released) */
+    int hidden;            /* H */
+    int n_layers;          /* L */
+    int n_heads;           /* query heads, all layers */
+    int n_kv_heads;        /* num_key_value_heads (sliding layers) */
+    int n_global_kv_heads; /* num_global_key_value_heads, 0 when absent */
+    int head_dim;          /* sliding layers */
+    int global_head_dim;   /* full layers */
+    int intermediate;      /* intermediate_size before doubling */
+    int sliding_window;    /* W: a query sees itself and the W-1 previous positions */
+    int ple_dim;           /* hidden_size_per_layer_input P, 0 = no PLE (-1 after parsing a
+                              config that does not say: tailor_gemma4_open takes it from the
+                              tensors) */
+    int ple_vocab;         /* vocab_size_per_layer_input */
+    int n_kv_shared;       /* num_kv_shared_layers */
+    int double_wide_mlp;   /* use_double_wide_mlp */
+    int k_eq_v;            /* attention_k_eq_v */
+    int moe;               /* enable_moe_block (26B-A4B): recognised, the forward refuses it */
+    int n_experts, top_k_experts, moe_inter; /* MoE only */
+    int bos_id;            /* 2 */
+    float rms_eps;         /* 1e-6 */
+    float softcap;         /* final_logit_softcapping, 0 = none */
+    float rope_theta_sliding;   /* 10000 */
+    float rope_theta_full;      /* 1e6 */
+    float partial_rotary_full;  /* 0.25: fraction of the full head_dim that rotates */
+    float rope_factor_full;     /* 1.0 */
+    tailor_gemma4_layer layer[TAILOR_GEMMA4_MAX_LAYERS];
+} tailor_gemma4_config;
+
+/* Parses a config.json text (flat Gemma4ForCausalLM / gemma4_text, or nested
+ * Gemma4ForConditionalGeneration with text_config; global_head_dim or per_layer_config) and
+ * derives the layer plan from the config alone. `file` names the source in messages. Fails
+ * with TAILOR_ERR_PARSE (malformed, a field missing or wrong), TAILOR_ERR_UNSUPPORTED (unknown
+ * model_type, another activation, bidirectional attention), one sentence naming file and field.
+ * A MoE config parses (cfg->moe = 1); tailor_gemma4_open refuses it. */
+tailor_status tailor_gemma4_config_parse(tailor_ctx *ctx, const char *json, const char *file,
+                                         tailor_gemma4_config *cfg);
+
+/* Fills cfg with a released model's shapes: "gemma-4-e2b", "gemma-4-e4b", "gemma-4-31b",
+ * "gemma-4-26b-a4b" (the "-it" names are accepted too). TAILOR_ERR_NOT_FOUND names the known
+ * presets otherwise. */
+tailor_status tailor_gemma4_preset(tailor_ctx *ctx, const char *name, tailor_gemma4_config *cfg);
+
+/* Names of the presets, NULL-terminated. */
+const char *const *tailor_gemma4_preset_names(void);
+
+/* One kernel shape a model needs. Linear: y[n] = W[n, k] x[k] (per token). Attention: one
+ * layer's attention geometry. Identical shapes are merged and counted. */
+typedef enum tailor_gemma4_shape_kind {
+    TAILOR_GEMMA4_SHAPE_LINEAR = 0,
+    TAILOR_GEMMA4_SHAPE_ATTENTION
+} tailor_gemma4_shape_kind;
+
+typedef struct tailor_gemma4_shape {
+    tailor_gemma4_shape_kind kind;
+    const char *what;  /* static: "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj",
+                          "up_proj", "down_proj", "ple_gate", "ple_proj", "ple_model_proj",
+                          "lm_head", "router", "expert_gate_up", "expert_down", "attention" */
+    int n, k;          /* linear */
+    int head_dim, n_heads, n_kv_heads, window; /* attention; window 0 = full causal */
+    int count;         /* layers (or uses per token) with this shape */
+} tailor_gemma4_shape;
+
+/* Lists the distinct linear and attention shapes of cfg into out[0..cap), sets *n_out to how
+ * many there are (may exceed cap: call with cap 0 to size). Never fails for a parsed config. */
+tailor_status tailor_gemma4_shapes(tailor_ctx *ctx, const tailor_gemma4_config *cfg,
+                                   tailor_gemma4_shape *out, int cap, int *n_out);
+
+/* ---- a loaded checkpoint ----------------------------------------------------------------- */
+
+typedef struct tailor_gemma4 tailor_gemma4;
+
+/* Opens DIR/config.json and the safetensors in DIR (index or single file, memory-mapped),
+ * binds every text tensor under model. or model.language_model., takes per-layer geometry from
+ * tensor shapes (q_norm length -> head dim, k_proj rows -> KV heads, v_proj presence) and
+ * cross-checks the config; W4A16 compressed-tensors weights are recognised per tensor; vision,
+ * audio and the K/V of KV-shared layers are ignored. Refuses the 26B MoE, unknown model types
+ * and any disagreement with one sentence naming the file and the tensor or field. On success
+ * *out owns the mapping (tailor_gemma4_close); on failure *out is NULL and nothing is kept.
+ * Memory: the mapping plus a few small per-layer vectors (norms, scalars) in fp32. */
+tailor_status tailor_gemma4_open(tailor_ctx *ctx, const char *dir, tailor_gemma4 **out);
+
+/* Frees everything; NULL is fine. */
+void tailor_gemma4_close(tailor_gemma4 *m);
+
+/* The model's configuration with the plan as bound from the tensors. Owned by m. */
+const tailor_gemma4_config *tailor_gemma4_get_config(const tailor_gemma4 *m);
+
+/* 1 when at least one linear is W4A16 (compressed-tensors pack-quantized). */
+int tailor_gemma4_is_w4a16(const tailor_gemma4 *m);
+
+/* ---- the fp32 reference forward ------------------------------------------------------------ */
+
+/* Run state: activations and KV cache, allocated once; the per-token path allocates nothing. */
+typedef struct tailor_gemma4_cpu tailor_gemma4_cpu;
+
+/* Options of a run state. */
+typedef struct tailor_gemma4_cpu_opts {
+    int max_tokens;   /* positions the state can hold (prompt + generation) */
+    int linear_cache; /* 0 (default): sliding layers keep a ring of W slots; 1: every layer
+                         keeps all max_tokens positions (for tests: must give the same logits) */
+} tailor_gemma4_cpu_opts;
+
+/* Creates a run state for m (m must outlive it). TAILOR_ERR_UNSUPPORTED for a MoE model,
+ * TAILOR_ERR_MISUSE for max_tokens < 1, TAILOR_ERR_NOMEM. Free with tailor_gemma4_cpu_destroy. */
+tailor_status tailor_gemma4_cpu_create(tailor_ctx *ctx, const tailor_gemma4 *m,
+                                       const tailor_gemma4_cpu_opts *opts,
+                                       tailor_gemma4_cpu **out);
+
+/* Frees the state; NULL is fine. */
+void tailor_gemma4_cpu_destroy(tailor_gemma4_cpu *st);
+
+/* Forgets every cached position (the next step is position 0). */
+void tailor_gemma4_cpu_reset(tailor_gemma4_cpu *st);
+
+/* Number of positions processed since the last reset. */
+int tailor_gemma4_cpu_pos(const tailor_gemma4_cpu *st);
+
+/* Runs one token at the next position and points *logits at the vocab soft-capped logits
+ * (owned by st, valid until the next step). TAILOR_ERR_MISUSE for a token outside the
+ * vocabulary or when max_tokens positions are used up. */
+tailor_status tailor_gemma4_cpu_step(tailor_ctx *ctx, tailor_gemma4_cpu *st, int32_t token,
+                                     const float **logits);
+
+/* ---- pieces exposed for tests -------------------------------------------------------------- */
+
+/* RoPE inverse frequencies of layer `layer` into inv_freq[head_dim/2] (zeros for the pairs
+ * proportional RoPE leaves unrotated). */
+void tailor_gemma4_rope_freqs(const tailor_gemma4_config *cfg, int layer, float *inv_freq);
+
+/* Rotates one head vector x[d] in place at position pos (NeoX pairing j <-> j + d/2). */
+void tailor_gemma4_rope_apply(const float *inv_freq, int d, int pos, float *x);
+
+#endif

@@ -1,0 +1,43 @@
+-- embed.lua — search space of templates/embed.cu (op "embed"; shape keys tokens, cols, vocab,
+-- scale_dim, out_f32). A gather: the space is the block size and the vector width.
+return {
+  op = "embed",
+  source = "embed.cu",
+  dtypes = { "fp16", "bf16" },
+
+  params = {
+    THREADS = { 64, 128, 256, 512 },
+    VEC = { 2, 4, 8 },
+  },
+
+  defines = function(p, shape, dtype, device)
+    return { COLS = shape.cols, OUT_F32 = shape.out_f32,
+             SCALE_DIM = shape.scale_dim > 0 and shape.scale_dim or shape.cols }
+  end,
+
+  valid = function(p, shape, dtype, device)
+    if shape.cols % p.VEC ~= 0 then
+      return false, string.format("cols=%d is not a multiple of VEC=%d", shape.cols, p.VEC)
+    end
+    if p.THREADS * p.VEC > 2 * shape.cols and p.THREADS > 64 then
+      return false, string.format("THREADS*VEC=%d leaves most threads idle for cols=%d",
+                                  p.THREADS * p.VEC, shape.cols)
+    end
+    return true
+  end,
+
+  requires = function(p, shape, dtype, device)
+    if dtype == "bf16" then return { "bf16" } end
+    return {}
+  end,
+
+  threads = function(p, shape, dtype, device) return p.THREADS end,
+  smem_static = function(p, shape, dtype, device) return 0 end,
+  smem_dynamic = function(p, shape, dtype, device) return 0 end,
+  grid = function(p, shape, dtype, device)
+    local nvec = shape.cols // p.VEC
+    return { (nvec + p.THREADS - 1) // p.THREADS, shape.tokens, 1 }
+  end,
+
+  args = { "out", "table", "ids", { i32 = "vocab" } },
+}

@@ -1,0 +1,53 @@
+-- residual_norm.lua — search space of templates/residual_norm.cu (op "residual_norm"; shape keys
+-- rows, cols, mode). One block per row holding the row in registers; the space is the block size
+-- and the vector width.
+return {
+  op = "residual_norm",
+  source = "residual_norm.cu",
+  dtypes = { "fp16", "bf16" },
+
+  params = {
+    THREADS = { 32, 64, 128, 256, 512, 1024 },
+    VEC = { 2, 4, 8 },
+  },
+
+  -- the width and the variant are fixed for a model; compiling them in unrolls the row
+  defines = function(p, shape, dtype, device)
+    return { COLS = shape.cols, MODE = shape.mode }
+  end,
+
+  valid = function(p, shape, dtype, device)
+    if shape.cols % p.VEC ~= 0 then
+      return false, string.format("cols=%d is not a multiple of VEC=%d", shape.cols, p.VEC)
+    end
+    local nvec = shape.cols // p.VEC
+    local nit = (nvec + p.THREADS - 1) // p.THREADS
+    if nit * p.VEC > 32 then
+      return false, string.format("THREADS=%d VEC=%d holds %d values of a %d-wide row per thread "
+                                  .. "(more than 32 registers each for a and x)",
+                                  p.THREADS, p.VEC, nit * p.VEC, shape.cols)
+    end
+    if p.THREADS * p.VEC > 2 * shape.cols and p.THREADS > 32 then
+      return false, string.format("THREADS*VEC=%d leaves most threads idle for cols=%d",
+                                  p.THREADS * p.VEC, shape.cols)
+    end
+    return true
+  end,
+
+  requires = function(p, shape, dtype, device)
+    if dtype == "bf16" then return { "bf16" } end
+    return {}
+  end,
+
+  threads = function(p, shape, dtype, device) return p.THREADS end,
+  -- block_sum's scratch (one float per warp); a single warp reduces with shuffles alone, and
+  -- the compiler then drops the array.
+  smem_static = function(p, shape, dtype, device)
+    if p.THREADS <= 32 then return 0 end
+    return 4 * (p.THREADS // 32)
+  end,
+  smem_dynamic = function(p, shape, dtype, device) return 0 end,
+  grid = function(p, shape, dtype, device) return { shape.rows, 1, 1 } end,
+
+  args = { "y", "x", "a", "w_post", "w_next", "scalar", { f32 = 1e-6 } },
+}

@@ -1,0 +1,133 @@
+// w4a16_gemv.cu — W4A16 matmul for decode (m up to ~8): out[m, n] = a[m, k] · W[n, k]^T with
+// CUDA cores. Each warp owns ROWS weight rows and a share of k: every lane reads one 32-column
+// chunk of each row with a 16-byte load per iteration (a warp reads 512 contiguous bytes of a
+// row), turns the nibbles into floats with no conversion instruction (w4_float), and
+// accumulates per chunk sum(a * (128 + u)) and sum(a) so that the scale and zero point are
+// applied once per chunk: s * (sum(a * (128 + u)) - (128 + z) * sum(a)) = s * sum(a * (q - zp)).
+// fp32 throughout; one rounding to the dtype at the end.
+// Defines: THREADS (block size), KWARPS (warps splitting k for the same rows), ROWS (rows per
+// warp), MT (activation rows per block), GROUP (columns per scale), HAS_ZP.
+#include "w4a16_common.cuh"
+
+#define W4_WARPS (THREADS / 32)
+#define W4_RGROUPS (W4_WARPS / KWARPS) // row groups per block
+
+extern "C" __global__ void __launch_bounds__(THREADS)
+TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restrict__ qweight,
+              const T *__restrict__ scales,
+#if HAS_ZP
+              const u8 *__restrict__ zeros,
+#endif
+              int M, int N, int K, int n_pad)
+{
+#if KWARPS > 1
+    __shared__ float red[W4_WARPS * MT * ROWS];
+#endif
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int kw = warp % KWARPS, rg = warp / KWARPS;
+    const int n0 = (blockIdx.x * W4_RGROUPS + rg) * ROWS;
+    const int m0 = blockIdx.y * MT;
+    const int chunks = K / 32;
+    const size_t row_words = (size_t)(K / 8);
+
+    float acc[MT][ROWS];
+#pragma unroll
+    for (int mi = 0; mi < MT; mi++)
+#pragma unroll
+        for (int r = 0; r < ROWS; r++)
+            acc[mi][r] = 0.f;
+
+    for (int c = kw * 32 + lane; c < chunks; c += 32 * KWARPS) {
+        uint4 w[ROWS];
+        float s[ROWS], zb[ROWS];
+        const int g = (c * 32) / GROUP;
+#pragma unroll
+        for (int r = 0; r < ROWS; r++) {
+            const int n = n0 + r;
+            w[r] = make_uint4(0, 0, 0, 0);
+            s[r] = 0.f;
+            zb[r] = 136.f; // 128 + z with z = 8: symmetric
+            if (n < N) {
+                w[r] = w4_load_stream(reinterpret_cast<const uint4 *>(qweight + n * row_words) + c);
+                s[r] = to_f32(scales[(size_t)g * n_pad + n]);
+#if HAS_ZP
+                zb[r] = 128.f + (float)zeros[(size_t)g * n_pad + n];
+#endif
+            }
+        }
+        // The activations of this chunk, as 4 x 8 values per row of a.
+        TVec<8> x[MT][4];
+        float xs[MT], p[MT][ROWS];
+#pragma unroll
+        for (int mi = 0; mi < MT; mi++) {
+            xs[mi] = 0.f;
+#pragma unroll
+            for (int r = 0; r < ROWS; r++)
+                p[mi][r] = 0.f;
+            const int m = m0 + mi < M ? m0 + mi : M - 1; // rows past M compute garbage, unstored
+            const TVec<8> *ar = reinterpret_cast<const TVec<8> *>(a + (size_t)m * K) + 4 * c;
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                x[mi][j] = ar[j];
+        }
+#pragma unroll
+        for (int t = 0; t < 4; t++) {
+#pragma unroll
+            for (int nib = 0; nib < 8; nib++) {
+                // nibble nib of word t: pair nib % 4, half nib / 4 -> column 8 (nib%4) + 2t + nib/4
+                float wf[ROWS];
+#pragma unroll
+                for (int r = 0; r < ROWS; r++) {
+                    const u32 word = t == 0 ? w[r].x : t == 1 ? w[r].y : t == 2 ? w[r].z : w[r].w;
+                    wf[r] = w4_float(word, nib);
+                }
+#pragma unroll
+                for (int mi = 0; mi < MT; mi++) {
+                    const float xf = to_f32(x[mi][nib % 4].v[2 * t + nib / 4]);
+                    xs[mi] += xf;
+#pragma unroll
+                    for (int r = 0; r < ROWS; r++)
+                        p[mi][r] = fmaf(xf, wf[r], p[mi][r]);
+                }
+            }
+        }
+#pragma unroll
+        for (int mi = 0; mi < MT; mi++)
+#pragma unroll
+            for (int r = 0; r < ROWS; r++)
+                acc[mi][r] = fmaf(s[r], p[mi][r] - zb[r] * xs[mi], acc[mi][r]);
+    }
+
+#pragma unroll
+    for (int mi = 0; mi < MT; mi++)
+#pragma unroll
+        for (int r = 0; r < ROWS; r++)
+            acc[mi][r] = warp_sum(acc[mi][r]);
+
+#if KWARPS > 1
+    if (lane == 0)
+#pragma unroll
+        for (int mi = 0; mi < MT; mi++)
+#pragma unroll
+            for (int r = 0; r < ROWS; r++)
+                red[(warp * MT + mi) * ROWS + r] = acc[mi][r];
+    __syncthreads();
+    if (kw == 0 && lane < MT * ROWS) {
+        float v = 0.f;
+#pragma unroll
+        for (int q = 0; q < KWARPS; q++)
+            v += red[(rg * KWARPS + q) * MT * ROWS + lane];
+        const int mi = lane / ROWS, r = lane % ROWS;
+        if (m0 + mi < M && n0 + r < N)
+            out[(size_t)(m0 + mi) * N + n0 + r] = from_f32(v);
+    }
+#else
+    if (lane == 0)
+#pragma unroll
+        for (int mi = 0; mi < MT; mi++)
+#pragma unroll
+            for (int r = 0; r < ROWS; r++)
+                if (m0 + mi < M && n0 + r < N)
+                    out[(size_t)(m0 + mi) * N + n0 + r] = from_f32(acc[mi][r]);
+#endif
+}

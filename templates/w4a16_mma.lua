@@ -1,0 +1,161 @@
+-- w4a16_mma.lua — search space of templates/w4a16_mma.cu (op "w4a16_matmul"; shape keys m, n,
+-- k, group, zp). Tensor-core GEMM: BM x BN block tiles of WM x WN warps, BK columns per stage,
+-- a STAGES-deep ring in dynamic shared memory, and SPLITK blocks sharing k when the tiles alone
+-- cannot fill the card (decode, small n).
+local function pow2_at_least(x)
+  local p = 1
+  while p < x do p = p * 2 end
+  return p
+end
+
+local function ceil_div(a, b) return (a + b - 1) // b end
+
+-- Bytes of one pipeline stage: a tile (BK + 8 per row), weight words (BK/8 per row, padded to
+-- 4 mod 8 words), scales (one row per group in the stage), zero points (one byte each).
+local function stage_bytes(p, shape)
+  local b_ld = p.BK // 8
+  if b_ld % 8 ~= 4 then b_ld = b_ld + 4 end
+  local srows = 1
+  if p.BK >= shape.group then srows = p.BK // shape.group end
+  local z = 0
+  if shape.zp ~= 0 then z = srows * p.BN end
+  return p.BM * (p.BK + 8) * 2 + p.BN * b_ld * 4 + srows * p.BN * 2 + z
+end
+
+local function tiles(p, shape) return ceil_div(shape.m, p.BM) * ceil_div(shape.n, p.BN) end
+
+local function sms(device)
+  if device.sm_count and device.sm_count > 0 then return device.sm_count end
+  return 80
+end
+
+return {
+  op = "w4a16_matmul",
+  source = "w4a16_mma.cu",
+  dtypes = { "fp16", "bf16" },
+
+  params = {
+    BM = { 16, 32, 64, 128 },
+    BN = { 64, 128, 256 },
+    BK = { 32, 64, 128 },
+    WM = { 1, 2, 4 },
+    WN = { 1, 2, 4 },
+    STAGES = { 2, 3, 4 },
+    SPLITK = { 1, 2, 4, 8, 16 },
+  },
+
+  defines = function(p, shape, dtype, device)
+    return { GROUP = shape.group, HAS_ZP = shape.zp }
+  end,
+
+  valid = function(p, shape, dtype, device)
+    if shape.k % 32 ~= 0 or shape.group % 32 ~= 0 or shape.k % shape.group ~= 0 then
+      return false, string.format("k=%d, group=%d: the layout needs 32 | group | k",
+                                  shape.k, shape.group)
+    end
+    if p.BK % shape.group ~= 0 and shape.group % p.BK ~= 0 then
+      return false, string.format("BK=%d and group=%d do not nest", p.BK, shape.group)
+    end
+    -- warps and their tiles: 2..8 warps, each 16..64 rows by 32..64 columns
+    local warps, wtm, wtn = p.WM * p.WN, p.BM // p.WM, p.BN // p.WN
+    if warps < 2 or warps > 8 then
+      return false, string.format("WM*WN=%d warps (2..8 allowed)", warps)
+    end
+    if p.BM % p.WM ~= 0 or wtm < 16 or wtm > 64 or p.BN % p.WN ~= 0 or wtn < 32 or wtn > 64 then
+      return false, string.format("warp tile %dx%d outside 16..64 x 32..64", wtm, wtn)
+    end
+    -- block rows follow m: one 16-row tile for decode, 64+ for prefill
+    local mp = math.max(16, pow2_at_least(shape.m))
+    if p.BM > mp then
+      return false, string.format("BM=%d > m=%d rounded up (%d)", p.BM, shape.m, mp)
+    end
+    if shape.m >= 128 and p.BM < 64 then
+      return false, string.format("BM=%d < 64 for m=%d", p.BM, shape.m)
+    end
+    if p.BN > math.max(64, pow2_at_least(shape.n)) then
+      return false, string.format("BN=%d > n=%d rounded up", p.BN, shape.n)
+    end
+    -- fat tiles amortise each dequantized weight over many rows: at least 32x64 per warp
+    if p.BM >= 64 and (wtm * wtn < 2048 or warps < 4) then
+      return false, string.format("BM=%d wants 4+ warps of 32x64+ (have %d of %dx%d)", p.BM,
+                                  warps, wtm, wtn)
+    end
+    -- deep k for thin tiles (decode streams weights), shallow k for fat ones
+    if p.BM >= 64 and p.BK > 64 then
+      return false, string.format("BK=%d > 64 with BM=%d", p.BK, p.BM)
+    end
+    if p.BM <= 32 and p.BK < 64 then
+      return false, string.format("BK=%d < 64 with BM=%d", p.BK, p.BM)
+    end
+    if p.BM <= 32 and p.BK == 64 and p.STAGES == 3 and device.sm >= 80 then
+      return false, "BK=64 with BM<=32 keeps 4 stages in flight (3 stages: use BK=128)"
+    end
+    local ktiles = ceil_div(shape.k, p.BK) // p.SPLITK
+    -- split-k only where the tiles alone leave SMs idle, and not past twice the SM count
+    if p.SPLITK > 1 then
+      local t, n_sm = tiles(p, shape), sms(device)
+      if t * p.SPLITK > 2 * n_sm or 2 * t * p.SPLITK <= n_sm then
+        return false, string.format("SPLITK=%d x %d tiles is outside (%d, %d] for %d SMs",
+                                    p.SPLITK, t, n_sm // 2, 2 * n_sm, n_sm)
+      end
+      if ktiles < 2 then
+        return false, string.format("SPLITK=%d leaves %d k tiles per block", p.SPLITK, ktiles)
+      end
+    end
+    -- stages: copies are synchronous below sm_80, so 2; from sm_80 3 or 4, or 2 where k is short
+    if device.sm < 80 then
+      if p.STAGES ~= 2 then
+        return false, string.format("STAGES=%d: sm_%d has no cp.async", p.STAGES, device.sm)
+      end
+    elseif p.STAGES == 2 and ktiles > 2 then
+      return false, string.format("STAGES=2 with %d k tiles per block (3 or 4 pipeline better)",
+                                  ktiles)
+    elseif p.STAGES > 2 and ktiles < p.STAGES then
+      return false, string.format("STAGES=%d > %d k tiles per block", p.STAGES, ktiles)
+    end
+    return true
+  end,
+
+  requires = function(p, shape, dtype, device)
+    local r
+    if device.sm >= 80 then
+      r = { "ldmatrix", "mma.m16n8k16", "cp.async" }
+    else
+      r = { "ldmatrix", "mma.m16n8k8" }
+    end
+    if dtype == "bf16" then r[#r + 1] = "bf16" end
+    return r
+  end,
+
+  threads = function(p, shape, dtype, device) return p.WM * p.WN * 32 end,
+  -- __shared__ int last_block[4] in the split-k epilogue
+  smem_static = function(p, shape, dtype, device)
+    if p.SPLITK > 1 then return 16 end
+    return 0
+  end,
+  smem_dynamic = function(p, shape, dtype, device) return p.STAGES * stage_bytes(p, shape) end,
+  grid = function(p, shape, dtype, device)
+    return { ceil_div(shape.n, p.BN), ceil_div(shape.m, p.BM), p.SPLITK }
+  end,
+
+  -- fp32 partials [SPLITK, m, n] and one counter per tile; the kernel leaves both reusable
+  -- (partials are overwritten before they are read, counters are reset by the last block).
+  workspace = function(p, shape, dtype, device)
+    if p.SPLITK == 1 then return {} end
+    return { partial = 4 * p.SPLITK * shape.m * shape.n, counters = 4 * tiles(p, shape) }
+  end,
+
+  args = function(p, shape, dtype, device)
+    local a = { "out", "a", "qweight", "scales" }
+    if shape.zp ~= 0 then a[#a + 1] = "zeros" end
+    if p.SPLITK > 1 then
+      a[#a + 1] = "partial"
+      a[#a + 1] = "counters"
+    end
+    a[#a + 1] = { i32 = "m" }
+    a[#a + 1] = { i32 = "n" }
+    a[#a + 1] = { i32 = "k" }
+    a[#a + 1] = { i32 = (shape.n + 15) // 16 * 16 }
+    return a
+  end,
+}

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# cli_gpu_w4a16.sh — every survivor of the w4a16_matmul spaces checked on a live GPU
+# (--verify-all fails on any wrong survivor): every linear shape of Gemma 4 E2B, E4B and 31B
+# (GEMMA4.md §3) at m=1, some at m=16 and 2048, odd shapes that are no multiple of a tile,
+# groups 32/64/128, both dtypes, zero points, and the T4 rehearsal (compute_75 PTX, fp16).
+# W4A16_QUICK=1 keeps one shape per group of the list (a smoke run).
+set -u
+T=${TAILOR_BIN:?}
+if ! "$T" devices --json 2>/dev/null | python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["devices"] else 1)'; then
+  echo "skipped: no live GPU"; exit 77
+fi
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail=0
+runs=0
+tune() { # tune SHAPE DTYPE [extra flags...]
+  local shape=$1 dtype=$2; shift 2
+  runs=$((runs + 1))
+  if ! "$T" tune --op w4a16_matmul --shape "$shape" --dtype "$dtype" --verify-all \
+       --cache "$tmp/c.sqlite" --seed 4 "$@"; then
+    echo "FAILED: w4a16_matmul $shape $dtype $*"; fail=1
+  fi
+}
+quick=${W4A16_QUICK:-0}
+
+# n,k of every quantizable linear (out, in): q (sliding, full), k/v (sliding, full), o, MLP,
+# per-layer gate/projection and the PLE model projection.
+E2B="2048,1536 4096,1536 256,1536 512,1536 1536,2048 1536,4096 6144,1536 12288,1536 1536,6144 1536,12288 256,1536 1536,256 8960,1536"
+E4B="2048,2560 4096,2560 512,2560 1024,2560 2560,2048 2560,4096 10240,2560 2560,10240 256,2560 2560,256 10752,2560"
+G31B="8192,5376 16384,5376 4096,5376 2048,5376 5376,8192 5376,16384 21504,5376 5376,21504"
+
+for model in "$E2B" "$E4B" "$G31B"; do
+  for nk in $model; do
+    n=${nk%,*}; k=${nk#*,}
+    tune "m=1,n=$n,k=$k,group=128" bf16
+    [ "$quick" = 1 ] && break
+  done
+done
+
+# decode batches and prefill
+for nk in 6144,1536 1536,6144 12288,1536 1536,12288 2560,10240 5376,21504; do
+  n=${nk%,*}; k=${nk#*,}
+  tune "m=16,n=$n,k=$k,group=128" bf16
+  [ "$quick" = 1 ] && break
+done
+tune "m=2048,n=6144,k=1536,group=128" bf16
+[ "$quick" = 1 ] || tune "m=2048,n=1536,k=6144,group=128" bf16
+
+# groups, zero points, fp16, odd shapes (m, n and k no multiple of any tile; k a multiple of 32)
+for g in 32 64 128; do
+  for zp in 0 1; do
+    tune "m=1,n=1536,k=6144,group=$g,zp=$zp" bf16
+    tune "m=3,n=200,k=$((g * 11)),group=$g,zp=$zp" fp16
+    tune "m=70,n=33,k=$((g * 7)),group=$g,zp=$zp" bf16
+    [ "$quick" = 1 ] && break 2
+  done
+done
+tune "m=5,n=1000,k=352,group=32,zp=1" bf16
+tune "m=129,n=264,k=2112,group=64,zp=1" fp16
+tune "m=16,n=6144,k=1536,group=64,zp=1" fp16
+
+# what a T4 would receive: compute_75 PTX under the T4's budget, fp16, run here
+for s in "m=1,n=6144,k=1536,group=128" "m=16,n=1536,k=6144,group=128" \
+         "m=2048,n=6144,k=1536,group=128" "m=3,n=200,k=352,group=32,zp=1" \
+         "m=1,n=1536,k=12288,group=64,zp=1"; do
+  tune "$s" fp16 --rehearse t4
+  [ "$quick" = 1 ] && break
+done
+# bf16 has no place on a T4: refused, with a sentence naming bf16
+if "$T" tune --op w4a16_matmul --shape m=1,n=256,k=1536,group=128 --dtype bf16 --rehearse t4 \
+     --cache "$tmp/c.sqlite" 2>"$tmp/err"; then
+  echo "FAILED: bf16 tuned under the T4's budget"; fail=1
+fi
+grep -q "bf16" "$tmp/err" || { echo "FAILED: the T4 bf16 refusal does not say bf16"; fail=1; }
+
+echo "$runs tune runs, fail=$fail"
+exit $fail

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# cli_run.sh — `tailor run --device cpu`: flags, errors, logits dump, determinism, and (when the
+# transformers fixtures are committed) greedy ids identical to transformers'.
+set -u
+BIN=${TAILOR_BIN:?TAILOR_BIN not set}
+SRC=${TAILOR_SOURCE_DIR:?TAILOR_SOURCE_DIR not set}
+command -v python3 >/dev/null || { echo "skipped: python3 is needed to write the tiny model"; exit 77; }
+TMP=$(mktemp -d /tmp/tailor_cli_run.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+fail=0
+check() { # check DESCRIPTION CONDITION...
+    local what=$1; shift
+    if "$@"; then echo "ok: $what"; else echo "FAIL: $what"; fail=1; fi
+}
+
+# A tiny random Gemma 4 checkpoint (bf16, seeded): 2 layers (sliding, full), PLE, window 3.
+python3 - "$TMP/m" <<'EOF'
+import json, os, random, struct, sys
+d = sys.argv[1]; os.makedirs(d)
+random.seed(7)
+H, L, V, NQ, NKV, HD, GHD, I, P = 16, 2, 32, 2, 1, 8, 16, 16, 4
+types = ["sliding_attention", "full_attention"]
+cfg = {"architectures": ["Gemma4ForCausalLM"], "model_type": "gemma4_text", "vocab_size": V,
+       "hidden_size": H, "intermediate_size": I, "num_hidden_layers": L,
+       "num_attention_heads": NQ, "num_key_value_heads": NKV, "head_dim": HD,
+       "global_head_dim": GHD, "layer_types": types, "sliding_window": 3,
+       "final_logit_softcapping": 30.0, "hidden_size_per_layer_input": P,
+       "vocab_size_per_layer_input": V, "num_kv_shared_layers": 0}
+json.dump(cfg, open(os.path.join(d, "config.json"), "w"))
+def bf16(x):
+    b = struct.pack("<f", x); return b[2:4]
+T = {}
+def add(name, shape, mean=0.0, sd=0.3):
+    n = 1
+    for s in shape: n *= s
+    T[name] = (shape, b"".join(bf16(random.gauss(mean, sd)) for _ in range(n)))
+add("model.embed_tokens.weight", [V, H], sd=0.5); add("model.norm.weight", [H], 1, 0.2)
+add("model.embed_tokens_per_layer.weight", [V, L * P]); add("model.per_layer_model_projection.weight", [L * P, H])
+add("model.per_layer_projection_norm.weight", [P], 1, 0.2)
+for i, t in enumerate(types):
+    hd = GHD if t == "full_attention" else HD
+    p = f"model.layers.{i}."
+    for nm in ["input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+               "post_feedforward_layernorm", "post_per_layer_input_norm"]:
+        add(p + nm + ".weight", [H], 1, 0.2)
+    add(p + "layer_scalar", [1], 1, 0.2)
+    add(p + "self_attn.q_proj.weight", [NQ * hd, H]); add(p + "self_attn.k_proj.weight", [NKV * hd, H])
+    add(p + "self_attn.v_proj.weight", [NKV * hd, H]); add(p + "self_attn.o_proj.weight", [H, NQ * hd])
+    add(p + "self_attn.q_norm.weight", [hd], 1, 0.2); add(p + "self_attn.k_norm.weight", [hd], 1, 0.2)
+    add(p + "mlp.gate_proj.weight", [I, H]); add(p + "mlp.up_proj.weight", [I, H]); add(p + "mlp.down_proj.weight", [H, I])
+    add(p + "per_layer_input_gate.weight", [P, H]); add(p + "per_layer_projection.weight", [H, P])
+hdr, off, blob = {}, 0, b""
+for k, (shape, data) in T.items():
+    hdr[k] = {"dtype": "BF16", "shape": shape, "data_offsets": [off, off + len(data)]}
+    off += len(data); blob += data
+h = json.dumps(hdr).encode(); h += b" " * (-len(h) % 8)
+open(os.path.join(d, "model.safetensors"), "wb").write(struct.pack("<Q", len(h)) + h + blob)
+EOF
+M=$TMP/m
+
+out=$("$BIN" run --device gpu --model "$M" --ids 2,3 2>&1); rc=$?
+check "--device gpu says it is not available yet" test $rc -eq 1
+check "--device gpu message" grep -q "not available yet" <<<"$out"
+
+"$BIN" run --ids 2,3 >/dev/null 2>&1; rc=$?
+check "missing --model is a usage error (exit 2)" test $rc -eq 2
+"$BIN" run --model "$M" --ids 2,3 --prompt hi >/dev/null 2>&1; rc=$?
+check "--ids with --prompt is a usage error" test $rc -eq 2
+"$BIN" run --model "$M" --ids 2,x >/dev/null 2>&1; rc=$?
+check "a malformed --ids list fails" test $rc -ne 0
+"$BIN" run --model "$M" --ids 2,99 >/dev/null 2>&1; rc=$?
+check "an id outside the vocabulary fails" test $rc -eq 1
+
+ids=$("$BIN" run --device cpu --model "$M" --ids 2,5,7,9,11,13 --max-tokens 8 --print-ids \
+      --dump-logits "$TMP/l.bin" 2>"$TMP/err"); rc=$?
+check "greedy run succeeds" test $rc -eq 0
+n=$(tr ',' '\n' <<<"$ids" | grep -c '[0-9]')
+check "1..8 ids printed ($ids)" test "$n" -ge 1 -a "$n" -le 8
+check "dump holds 6 rows of 32 float32" test "$(stat -c %s "$TMP/l.bin")" -eq $((6 * 32 * 4))
+ids2=$("$BIN" run --model "$M" --ids 2,5,7,9,11,13 --max-tokens 8 --print-ids 2>/dev/null)
+check "greedy is deterministic" test "$ids" = "$ids2"
+s1=$("$BIN" run --model "$M" --ids 2,5 --max-tokens 8 --print-ids --temperature 1.5 --top-k 10 \
+     --top-p 0.9 --seed 42 2>/dev/null)
+s2=$("$BIN" run --model "$M" --ids 2,5 --max-tokens 8 --print-ids --temperature 1.5 --top-k 10 \
+     --top-p 0.9 --seed 42 2>/dev/null)
+check "sampling with a seed is reproducible ($s1)" test -n "$s1" -a "$s1" = "$s2"
+"$BIN" run --model "$M" --ids 2 --greedy --temperature 0.5 >/dev/null 2>&1; rc=$?
+check "--greedy with --temperature is a usage error" test $rc -eq 2
+
+# a truncated checkpoint: one sentence naming the file, exit 1
+mkdir "$TMP/bad" && cp "$M/config.json" "$TMP/bad/"
+head -c 5000 "$M/model.safetensors" >"$TMP/bad/model.safetensors"
+out=$("$BIN" run --model "$TMP/bad" --ids 2 2>&1); rc=$?
+check "truncated checkpoint fails with exit 1" test $rc -eq 1
+check "the message names the file ($out)" grep -q "model.safetensors" <<<"$out"
+
+# transformers fixtures, when committed: greedy ids identical to generate(do_sample=False)
+for fx in "$SRC"/tests/fixtures/*/; do
+    [ -f "$fx/expected.json" ] || continue
+    read -r prompt want <<<"$(python3 -c "import json,sys; e=json.load(open(sys.argv[1])); \
+print(','.join(map(str,e['prompt_ids'])), ','.join(map(str,e['greedy_ids'])))" "$fx/expected.json")"
+    nt=$(tr ',' '\n' <<<"$want" | grep -c '[0-9]')
+    got=$("$BIN" run --model "$fx" --ids "$prompt" --max-tokens "$nt" --print-ids 2>/dev/null)
+    check "$(basename "$fx"): greedy ids match transformers ($got vs $want)" test "$got" = "$want"
+done
+exit $fail

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# cli_tokenize.sh — `tailor tokenize`: ids out, flags, and one-sentence failures on bad input.
+set -u
+BIN=${TAILOR_BIN:-tailor}
+SRC=${TAILOR_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+SHARED=${TAILOR_SHARED_DIR:-$SRC/../shared}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fails=0 checks=0
+
+check() { # check NAME CONDITION-STATUS
+    checks=$((checks + 1))
+    if [ "$2" -ne 0 ]; then
+        fails=$((fails + 1))
+        echo "FAIL: $1" >&2
+    fi
+}
+
+# expect_fail NAME CODE NEEDLE CMD...: exits CODE, prints one line on stderr containing NEEDLE
+expect_fail() {
+    local name=$1 code=$2 needle=$3
+    shift 3
+    "$@" >"$TMP/out" 2>"$TMP/err"
+    local rc=$?
+    check "$name: exit $rc, want $code" $([ $rc -eq "$code" ]; echo $?)
+    check "$name: stderr lacks '$needle': $(cat "$TMP/err")" $(grep -qF -- "$needle" "$TMP/err"; echo $?)
+    check "$name: stderr is not one line" $([ "$(wc -l <"$TMP/err")" -eq 1 ]; echo $?)
+    check "$name: stdout is not empty" $([ ! -s "$TMP/out" ]; echo $?)
+}
+
+# ---- usage errors and bad files (no ../shared needed)
+expect_fail "unknown flag" 2 "--frobnicate" "$BIN" tokenize --frobnicate
+expect_fail "no tokenizer" 2 "--tokenizer" "$BIN" tokenize --text hi
+expect_fail "both sources" 2 "--text" "$BIN" tokenize --tokenizer x.json --text hi --file y
+expect_fail "missing value" 2 "tokenize" "$BIN" tokenize --tokenizer
+expect_fail "missing tokenizer" 1 "$TMP/none.json" "$BIN" tokenize --tokenizer "$TMP/none.json" --text hi
+mkdir -p "$TMP/model"
+expect_fail "model dir without tokenizer.json" 1 "$TMP/model/tokenizer.json" "$BIN" tokenize --model "$TMP/model" --text hi
+printf '{"model": {"type": "BPE", "vocab": {"a": 0}, ' >"$TMP/truncated.json"
+expect_fail "truncated tokenizer.json" 1 "malformed JSON" "$BIN" tokenize --tokenizer "$TMP/truncated.json" --text hi
+printf '{"model": {"type": "BPE", "merges": []}}' >"$TMP/novocab.json"
+expect_fail "tokenizer.json without vocab" 1 "model.vocab" "$BIN" tokenize --tokenizer "$TMP/novocab.json" --text hi
+printf '{"model": {"type": "BPE", "vocab": {"a": 0, "b": 1}, "merges": [["a", "b"]]}}' >"$TMP/badmerge.json"
+expect_fail "merge result not in vocab" 1 "model.merges[0]" "$BIN" tokenize --tokenizer "$TMP/badmerge.json" --text hi
+
+# ---- a tiny valid tokenizer: works without ../shared
+printf '{"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": [["a", "b"]]}}' >"$TMP/tiny.json"
+out=$("$BIN" tokenize --tokenizer "$TMP/tiny.json" --text abba)
+check "tiny tokenizer: '$out'" $([ "$out" = "2 1 0" ]; echo $?)
+expect_fail "missing text file" 1 "$TMP/none.txt" "$BIN" tokenize --tokenizer "$TMP/tiny.json" --file "$TMP/none.txt"
+expect_fail "add-bos without <bos>" 1 "<bos>" "$BIN" tokenize --tokenizer "$TMP/tiny.json" --text ab --add-bos
+
+TOK=$SHARED/data/gemma3-tokenizer/tokenizer.json
+if [ ! -f "$TOK" ]; then
+    echo "$checks checks, $fails failed; the real-tokenizer checks were skipped: ../shared is absent"
+    [ $fails -eq 0 ] || exit 1
+    exit 77
+fi
+
+# ---- the real Gemma tokenizer
+out=$("$BIN" tokenize --tokenizer "$TOK" --text "Hello world")
+check "plain ids: '$out'" $([ "$out" = "9259 1902" ]; echo $?)
+out=$("$BIN" tokenize --tokenizer "$TOK" --text "Hello world" --json --add-bos)
+check "json + bos: '$out'" $([ "$out" = "[2,9259,1902]" ]; echo $?)
+ln -s "$TOK" "$TMP/model/tokenizer.json"
+out=$("$BIN" tokenize --model "$TMP/model" --text "<start_of_turn>user")
+check "--model DIR: '$out'" $([ "$out" = "105 2364" ]; echo $?)
+out=$("$BIN" tokenize --model "$TMP/model" --text "")
+check "empty text: '$out'" $([ "$out" = "" ]; echo $?)
+if command -v python3 >/dev/null && [ -f "$SRC/tests/tokenizer/expected.json" ]; then
+    want=$(python3 -c 'import json,sys; print(" ".join(map(str, json.load(open(sys.argv[1]))["whole"]["ids"])))' \
+        "$SRC/tests/tokenizer/expected.json")
+    got=$("$BIN" tokenize --tokenizer "$TOK" --file "$SRC/tests/tokenizer/corpus.txt")
+    check "--file corpus.txt matches expected.json" $([ "$got" = "$want" ]; echo $?)
+    got=$("$BIN" tokenize --tokenizer "$TOK" --file - <"$SRC/tests/tokenizer/corpus.txt")
+    check "--file - (stdin) matches expected.json" $([ "$got" = "$want" ]; echo $?)
+fi
+
+echo "$checks passed, $fails failed" | sed "s/^$checks passed/$((checks - fails)) passed/"
+[ $fails -eq 0 ]

@@ -1,0 +1,235 @@
+/* test_gemma4_config.c — config.json parsing (flat, nested, per_layer_config), refusals (unknown
+ * model_type, MoE, other quantization), config-vs-tensor disagreements, presets and their shapes. */
+#include <string.h>
+
+#include "gemma4.h"
+#include "test_gemma4_writer.h"
+#include "testlib.h"
+
+#define LT5 "\"sliding_attention\",\"sliding_attention\",\"full_attention\",\"sliding_attention\",\"full_attention\""
+
+static void expect_msg(tailor_ctx *ctx, tailor_status got, tailor_status want, const char *what,
+                       const char *n1, const char *n2)
+{
+    const char *msg = tailor_ctx_message(ctx);
+    CHECKF(got == want, "%s: status %s, want %s (%s)", what, tailor_status_name(got),
+           tailor_status_name(want), msg);
+    CHECKF(!n1 || strstr(msg, n1), "%s: message lacks '%s': %s", what, n1, msg);
+    CHECKF(!n2 || strstr(msg, n2), "%s: message lacks '%s': %s", what, n2, msg);
+    printf("  %-28s -> %s\n", what, msg);
+}
+
+static void test_parse(tailor_ctx *ctx)
+{
+    tailor_gemma4_config c;
+    /* flat, as transformers 5.17 saves it: per_layer_config, no global_head_dim */
+    const char *flat =
+        "{\"architectures\":[\"Gemma4ForCausalLM\"],\"model_type\":\"gemma4_text\","
+        "\"vocab_size\":512,\"hidden_size\":64,\"intermediate_size\":128,\"num_hidden_layers\":6,"
+        "\"num_attention_heads\":2,\"num_key_value_heads\":1,\"head_dim\":256,"
+        "\"layer_types\":[\"sliding_attention\",\"sliding_attention\",\"full_attention\","
+        "\"sliding_attention\",\"sliding_attention\",\"full_attention\"],\"sliding_window\":8,"
+        "\"per_layer_config\":{\"2\":{\"head_dim\":512},\"5\":{\"head_dim\":512}},"
+        "\"hidden_size_per_layer_input\":32,\"num_kv_shared_layers\":2,"
+        "\"use_double_wide_mlp\":true,\"final_logit_softcapping\":30.0}";
+    CHECK_OK(ctx, tailor_gemma4_config_parse(ctx, flat, "flat.json", &c));
+    CHECK(c.n_layers == 6 && c.layer[2].full && c.layer[2].head_dim == 512);
+    CHECK(c.layer[0].head_dim == 256 && !c.layer[0].full);
+    CHECKF(c.layer[4].kv_shared && c.layer[4].kv_source == 3, "layer 4 reads %d",
+           c.layer[4].kv_source);
+    CHECKF(c.layer[5].kv_shared && c.layer[5].kv_source == 2, "layer 5 reads %d (by type: 2)",
+           c.layer[5].kv_source);
+    CHECK(c.layer[3].inter == 128 && c.layer[4].inter == 256 && c.layer[5].inter == 256);
+    CHECK(c.softcap == 30.0f && c.ple_dim == 32 && c.sliding_window == 8);
+    CHECK(c.rope_theta_full == 1000000.0f && c.partial_rotary_full == 0.25f);
+
+    /* nested, released style: text_config + global_head_dim + K=V with global KV heads */
+    const char *nested =
+        "{\"architectures\":[\"Gemma4ForConditionalGeneration\"],\"model_type\":\"gemma4\","
+        "\"text_config\":{\"model_type\":\"gemma4_text\",\"vocab_size\":512,\"hidden_size\":64,"
+        "\"intermediate_size\":128,\"num_hidden_layers\":5,\"num_attention_heads\":4,"
+        "\"num_key_value_heads\":2,\"num_global_key_value_heads\":1,\"head_dim\":256,"
+        "\"global_head_dim\":512,\"attention_k_eq_v\":true,\"layer_types\":[" LT5 "],"
+        "\"sliding_window\":12,\"hidden_size_per_layer_input\":0},\"vision_config\":{}}";
+    CHECK_OK(ctx, tailor_gemma4_config_parse(ctx, nested, "nested.json", &c));
+    CHECK(c.layer[2].full && c.layer[2].n_kv_heads == 1 && !c.layer[2].has_v_proj &&
+          c.layer[2].head_dim == 512);
+    CHECK(c.layer[1].n_kv_heads == 2 && c.layer[1].has_v_proj && c.layer[1].head_dim == 256);
+    CHECK(c.ple_dim == 0 && c.k_eq_v == 1);
+
+    /* refusals */
+    tailor_status s = tailor_gemma4_config_parse(
+        ctx, "{\"model_type\":\"llama\",\"hidden_size\":8}", "llama.json", &c);
+    expect_msg(ctx, s, TAILOR_ERR_UNSUPPORTED, "unknown model_type", "llama.json", "'llama'");
+    s = tailor_gemma4_config_parse(ctx, "{\"model_type\":\"gemma4\"}", "notext.json", &c);
+    expect_msg(ctx, s, TAILOR_ERR_PARSE, "nested without text_config", "notext.json",
+               "text_config");
+    s = tailor_gemma4_config_parse(ctx, "{\"model_type\": \"gemma4_text\", ", "broken.json", &c);
+    expect_msg(ctx, s, TAILOR_ERR_PARSE, "malformed JSON", "broken.json", "JSON");
+    s = tailor_gemma4_config_parse(ctx, "{\"model_type\":\"gemma4_text\",\"vocab_size\":8}",
+                                   "short.json", &c);
+    expect_msg(ctx, s, TAILOR_ERR_PARSE, "missing field", "short.json", "hidden_size");
+    s = tailor_gemma4_config_parse(ctx,
+                                   "{\"model_type\":\"gemma4_text\",\"vocab_size\":8,"
+                                   "\"hidden_size\":8,\"intermediate_size\":8,"
+                                   "\"num_hidden_layers\":2,\"num_attention_heads\":2,"
+                                   "\"num_key_value_heads\":1,\"head_dim\":4,"
+                                   "\"sliding_window\":4,\"layer_types\":[\"sliding_attention\","
+                                   "\"chunked_attention\"]}", "types.json", &c);
+    expect_msg(ctx, s, TAILOR_ERR_PARSE, "bad layer type", "types.json", "layer_types[1]");
+}
+
+static void write_cfg_of(const tw_spec *s, const char *dir)
+{
+    char cfg[16384], p[400];
+    tw_config_json(s, cfg, sizeof cfg);
+    snprintf(p, sizeof p, "%s/config.json", dir);
+    tw_write_text(p, cfg);
+}
+
+static tailor_status open_dir(tailor_ctx *ctx, const char *dir)
+{
+    tailor_gemma4 *m = (tailor_gemma4 *)0x1;
+    tailor_status s = tailor_gemma4_open(ctx, dir, &m);
+    CHECKF(s == TAILOR_OK || m == NULL, "%s: *out not cleared on failure", dir);
+    tailor_gemma4_close(s == TAILOR_OK ? m : NULL);
+    return s;
+}
+
+static void test_disagreements(tailor_ctx *ctx)
+{
+    tw_spec base = {.H = 16, .L = 5, .nq = 2, .nkv = 1, .hd = 8, .ghd = 16, .inter = 24, .W = 3,
+                    .P = 4, .shared = 2, .double_wide = 1, .vocab = 32, .types = "ssfsf",
+                    .dtype = "BF16", .seed = 99};
+    char dir[256];
+    tw_tmpdir(dir, sizeof dir, "cfg");
+    CHECK(tw_write_model(&base, dir) == 0);
+    CHECK_OK(ctx, open_dir(ctx, dir));
+
+    tw_spec t = base;
+    t.nkv = 2; /* config says 2 KV heads, k_proj rows say 1 */
+    write_cfg_of(&t, dir);
+    expect_msg(ctx, open_dir(ctx, dir), TAILOR_ERR_PARSE, "KV heads disagree", "KV heads",
+               "config.json");
+    t = base;
+    t.ghd = 32; /* config says full head_dim 32, q_norm has 16 */
+    write_cfg_of(&t, dir);
+    expect_msg(ctx, open_dir(ctx, dir), TAILOR_ERR_PARSE, "head_dim disagrees", "q_norm",
+               "layer 2");
+    t = base;
+    t.k_eq_v = 1; /* config says K=V, but the full layer has a v_proj */
+    write_cfg_of(&t, dir);
+    expect_msg(ctx, open_dir(ctx, dir), TAILOR_ERR_PARSE, "k_eq_v vs v_proj", "v_proj",
+               "attention_k_eq_v");
+    t = base;
+    t.double_wide = 0; /* MLP width of shared layers */
+    write_cfg_of(&t, dir);
+    expect_msg(ctx, open_dir(ctx, dir), TAILOR_ERR_PARSE, "MLP width disagrees", "gate_proj",
+               "layer 3");
+    t = base;
+    t.P = 8; /* PLE width */
+    write_cfg_of(&t, dir);
+    expect_msg(ctx, open_dir(ctx, dir), TAILOR_ERR_PARSE, "PLE width disagrees",
+               "embed_tokens_per_layer", "hidden_size_per_layer_input");
+
+    /* a missing tensor */
+    write_cfg_of(&base, dir);
+    tw *w = calloc(1, sizeof *w);
+    tw_model_tensors(&base, w);
+    for (int i = 0; i < w->n; i++)
+        if (strcmp(w->t[i].name, "model.layers.1.mlp.down_proj.weight") == 0) {
+            free(w->t[i].data);
+            w->t[i] = w->t[--w->n];
+            break;
+        }
+    char p[400];
+    snprintf(p, sizeof p, "%s/model.safetensors", dir);
+    tw_write(w, p);
+    tw_free(w);
+    free(w);
+    expect_msg(ctx, open_dir(ctx, dir), TAILOR_ERR_NOT_FOUND, "missing tensor",
+               "model.layers.1.mlp.down_proj.weight", "model.safetensors");
+
+    /* MoE: recognised and refused */
+    snprintf(p, sizeof p, "%s/config.json", dir);
+    tw_write_text(p, "{\"architectures\":[\"Gemma4ForConditionalGeneration\"],\"model_type\":"
+                     "\"gemma4\",\"text_config\":{\"vocab_size\":32,\"hidden_size\":16,"
+                     "\"intermediate_size\":24,\"num_hidden_layers\":2,\"num_attention_heads\":2,"
+                     "\"num_key_value_heads\":1,\"head_dim\":8,\"sliding_window\":3,"
+                     "\"enable_moe_block\":true,\"num_experts\":4,\"top_k_experts\":2,"
+                     "\"moe_intermediate_size\":8}}");
+    expect_msg(ctx, open_dir(ctx, dir), TAILOR_ERR_UNSUPPORTED, "MoE refused",
+               "mixture-of-experts", "config.json");
+    /* another quantization method */
+    char cfg[16384];
+    tw_config_json(&base, cfg, sizeof cfg);
+    size_t n = strlen(cfg);
+    snprintf(cfg + n - 1, sizeof cfg - n + 1, ",\"quantization_config\":{\"quant_method\":\"gptq\"}}");
+    tw_write_text(p, cfg);
+    expect_msg(ctx, open_dir(ctx, dir), TAILOR_ERR_UNSUPPORTED, "gptq refused", "gptq",
+               "quant_method");
+    tw_rmdir(dir);
+}
+
+static const tailor_gemma4_shape *find_shape(const tailor_gemma4_shape *s, int n, const char *what,
+                                             int rows, int k)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(s[i].what, what) == 0 && s[i].n == rows && s[i].k == k)
+            return &s[i];
+    return NULL;
+}
+
+static void test_presets(tailor_ctx *ctx)
+{
+    tailor_gemma4_config c;
+    tailor_gemma4_shape sh[64];
+    int n = 0;
+    CHECK_OK(ctx, tailor_gemma4_preset(ctx, "gemma-4-e2b", &c));
+    for (int i = 0; i < 35; i++)
+        CHECKF(c.layer[i].full == (i % 5 == 4), "E2B layer %d type", i);
+    CHECK(c.layer[15].kv_shared && c.layer[15].kv_source == 13);
+    CHECK(c.layer[19].kv_shared && c.layer[19].kv_source == 14);
+    CHECK(!c.layer[14].kv_shared && c.layer[14].inter == 6144 && c.layer[15].inter == 12288);
+    CHECK_OK(ctx, tailor_gemma4_shapes(ctx, &c, sh, 64, &n));
+    CHECK(find_shape(sh, n, "q_proj", 2048, 1536) && find_shape(sh, n, "q_proj", 4096, 1536));
+    CHECK(find_shape(sh, n, "k_proj", 256, 1536) && find_shape(sh, n, "k_proj", 512, 1536));
+    const tailor_gemma4_shape *g = find_shape(sh, n, "gate_proj", 12288, 1536);
+    CHECKF(g && g->count == 20, "E2B double-wide gate count %d", g ? g->count : -1);
+    CHECK(find_shape(sh, n, "ple_model_proj", 8960, 1536) && find_shape(sh, n, "lm_head", 262144, 1536));
+    int attn = 0;
+    for (int i = 0; i < n; i++)
+        if (sh[i].kind == TAILOR_GEMMA4_SHAPE_ATTENTION)
+            attn += sh[i].count;
+    CHECKF(attn == 35, "attention shapes cover %d layers", attn);
+
+    CHECK_OK(ctx, tailor_gemma4_preset(ctx, "gemma-4-E4B-it", &c));
+    CHECK(c.layer[24].kv_source == 22 && c.layer[29].kv_source == 23 && c.layer[5].n_kv_heads == 2);
+
+    CHECK_OK(ctx, tailor_gemma4_preset(ctx, "gemma-4-31b", &c));
+    CHECK(c.layer[5].full && c.layer[5].n_kv_heads == 4 && !c.layer[5].has_v_proj);
+    CHECK(c.layer[0].n_kv_heads == 16 && c.layer[0].has_v_proj && !c.layer[59].kv_shared);
+    CHECK_OK(ctx, tailor_gemma4_shapes(ctx, &c, sh, 64, &n));
+    CHECK(find_shape(sh, n, "k_proj", 4096, 5376) && find_shape(sh, n, "k_proj", 2048, 5376));
+    const tailor_gemma4_shape *v = find_shape(sh, n, "v_proj", 4096, 5376);
+    CHECKF(v && v->count == 50 && !find_shape(sh, n, "v_proj", 2048, 5376), "31B v_proj only on "
+           "the 50 sliding layers");
+    CHECK(find_shape(sh, n, "o_proj", 5376, 16384) && !find_shape(sh, n, "ple_gate", 256, 5376));
+
+    CHECK_OK(ctx, tailor_gemma4_preset(ctx, "gemma-4-26b-a4b", &c));
+    CHECK(c.moe && c.n_experts == 128);
+    CHECK_OK(ctx, tailor_gemma4_shapes(ctx, &c, sh, 64, &n));
+    CHECK(find_shape(sh, n, "expert_gate_up", 1408, 2816) && find_shape(sh, n, "router", 128, 2816));
+    expect_msg(ctx, tailor_gemma4_preset(ctx, "gemma-5", &c), TAILOR_ERR_NOT_FOUND,
+               "unknown preset", "gemma-5", "gemma-4-e2b");
+}
+
+int main(void)
+{
+    tailor_ctx *ctx = test_ctx();
+    test_parse(ctx);
+    test_disagreements(ctx);
+    test_presets(ctx);
+    tailor_ctx_destroy(ctx);
+    return test_finish("test_gemma4_config");
+}

@@ -1,0 +1,314 @@
+/* test_gemma4_writer.h — test-only helpers: write safetensors files and tiny random Gemma 4
+ * checkpoints (config.json + model.safetensors) into a temporary folder. Header-only (static). */
+#ifndef TAILOR_TEST_GEMMA4_WRITER_H
+#define TAILOR_TEST_GEMMA4_WRITER_H
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "half.h"
+#include "testlib.h"
+
+typedef struct tw_tensor {
+    char name[260];
+    char dtype[8];
+    int ndim;
+    int64_t shape[4];
+    uint8_t *data;
+    size_t nbytes;
+} tw_tensor;
+
+typedef struct tw {
+    tw_tensor t[512];
+    int n;
+} tw;
+
+static inline void tw_free(tw *w)
+{
+    for (int i = 0; i < w->n; i++)
+        free(w->t[i].data);
+    w->n = 0;
+}
+
+/* Adds a tensor with raw bytes (copied). */
+static tw_tensor *tw_add_raw(tw *w, const char *name, const char *dtype, int ndim,
+                             const int64_t *shape, const void *data, size_t nbytes)
+{
+    if (w->n >= 512) {
+        fprintf(stderr, "tw: too many tensors\n");
+        exit(1);
+    }
+    tw_tensor *t = &w->t[w->n++];
+    memset(t, 0, sizeof *t);
+    snprintf(t->name, sizeof t->name, "%s", name);
+    snprintf(t->dtype, sizeof t->dtype, "%s", dtype);
+    t->ndim = ndim;
+    for (int i = 0; i < ndim; i++)
+        t->shape[i] = shape[i];
+    t->data = malloc(nbytes ? nbytes : 1);
+    if (data)
+        memcpy(t->data, data, nbytes);
+    t->nbytes = nbytes;
+    return t;
+}
+
+/* Adds a float tensor stored as BF16 or F32 (values rounded for BF16). */
+static inline void tw_add_f(tw *w, const char *name, const char *dtype, const float *v, int ndim,
+                     const int64_t *shape)
+{
+    size_t n = 1;
+    for (int i = 0; i < ndim; i++)
+        n *= (size_t)shape[i];
+    int bf = strcmp(dtype, "BF16") == 0;
+    size_t nb = n * (bf ? 2 : 4);
+    tw_tensor *t = tw_add_raw(w, name, dtype, ndim, shape, NULL, nb);
+    for (size_t i = 0; i < n; i++) {
+        if (bf) {
+            uint16_t h = tailor_f32_to_bf16(v[i]);
+            memcpy(t->data + 2 * i, &h, 2);
+        } else {
+            memcpy(t->data + 4 * i, &v[i], 4);
+        }
+    }
+}
+
+/* Writes the tensors as one safetensors file. extra_header: appended raw inside the JSON object
+ * (NULL for none). Returns 0 on success. */
+static inline int tw_write(const tw *w, const char *path)
+{
+    size_t cap = 4096 + (size_t)w->n * 420;
+    char *h = malloc(cap);
+    size_t o = 0;
+    uint64_t off = 0;
+    o += (size_t)snprintf(h + o, cap - o, "{\"__metadata__\":{\"format\":\"pt\"}");
+    for (int i = 0; i < w->n; i++) {
+        const tw_tensor *t = &w->t[i];
+        o += (size_t)snprintf(h + o, cap - o, ",\"%s\":{\"dtype\":\"%s\",\"shape\":[", t->name,
+                              t->dtype);
+        for (int d = 0; d < t->ndim; d++)
+            o += (size_t)snprintf(h + o, cap - o, "%s%lld", d ? "," : "", (long long)t->shape[d]);
+        o += (size_t)snprintf(h + o, cap - o, "],\"data_offsets\":[%llu,%llu]}",
+                              (unsigned long long)off, (unsigned long long)(off + t->nbytes));
+        off += t->nbytes;
+    }
+    o += (size_t)snprintf(h + o, cap - o, "}");
+    while (o % 8)
+        h[o++] = ' ';
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        free(h);
+        return -1;
+    }
+    uint64_t hl = o;
+    fwrite(&hl, 8, 1, f);
+    fwrite(h, 1, o, f);
+    for (int i = 0; i < w->n; i++)
+        fwrite(w->t[i].data, 1, w->t[i].nbytes, f);
+    fclose(f);
+    free(h);
+    return 0;
+}
+
+static inline int tw_write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return -1;
+    fputs(text, f);
+    fclose(f);
+    return 0;
+}
+
+/* A fresh folder under the build directory's tmp (or /tmp); caller keeps the buffer. */
+static inline void tw_tmpdir(char *buf, size_t n, const char *tag)
+{
+    snprintf(buf, n, "/tmp/tailor_%s_XXXXXX", tag);
+    if (!mkdtemp(buf)) {
+        fprintf(stderr, "mkdtemp failed\n");
+        exit(1);
+    }
+}
+
+/* ---- tiny random Gemma 4 checkpoints --------------------------------------------------------- */
+
+typedef struct tw_spec {
+    int H, L, nq, nkv, ngkv, hd, ghd, inter, W, P, shared, double_wide, k_eq_v, vocab;
+    int nested;          /* 1: Gemma4ForConditionalGeneration config + model.language_model. */
+    int per_layer_config; /* 1: full-layer widths as per_layer_config (no global_head_dim) */
+    const char *types;   /* one char per layer: 's' sliding, 'f' full */
+    const char *dtype;   /* "BF16" or "F32" */
+    uint64_t seed;
+} tw_spec;
+
+static inline int tw_full(const tw_spec *s, int i) { return s->types[i] == 'f'; }
+
+static inline int tw_first_shared(const tw_spec *s) { return s->L - s->shared; }
+
+static inline void tw_rand(test_rng *r, float *v, size_t n, float mean, float sd)
+{
+    for (size_t i = 0; i < n; i++)
+        v[i] = mean + sd * test_rng_normal(r);
+}
+
+static inline void tw_add_rand(tw *w, test_rng *r, const tw_spec *s, const char *name, int64_t rows,
+                        int64_t cols, float mean, float sd)
+{
+    size_t n = (size_t)rows * (size_t)(cols ? cols : 1);
+    float *v = malloc(n * sizeof *v);
+    tw_rand(r, v, n, mean, sd);
+    int64_t shape[2] = {rows, cols};
+    tw_add_f(w, name, s->dtype, v, cols ? 2 : 1, shape);
+    free(v);
+}
+
+/* config.json text for spec s (written into buf). */
+static inline void tw_config_json(const tw_spec *s, char *buf, size_t n)
+{
+    char types[4096] = "", plc[4096] = "";
+    size_t o = 0, p = 0;
+    for (int i = 0; i < s->L; i++) {
+        o += (size_t)snprintf(types + o, sizeof types - o, "%s\"%s\"", i ? "," : "",
+                              tw_full(s, i) ? "full_attention" : "sliding_attention");
+        if (tw_full(s, i))
+            p += (size_t)snprintf(plc + p, sizeof plc - p, "%s\"%d\":{\"head_dim\":%d}",
+                                  p ? "," : "", i, s->ghd);
+    }
+    char text[8192];
+    snprintf(text, sizeof text,
+             "\"model_type\":\"gemma4_text\",\"vocab_size\":%d,\"hidden_size\":%d,"
+             "\"intermediate_size\":%d,\"num_hidden_layers\":%d,\"num_attention_heads\":%d,"
+             "\"num_key_value_heads\":%d,\"head_dim\":%d,%s\"layer_types\":[%s],"
+             "\"sliding_window\":%d,\"final_logit_softcapping\":30.0,\"rms_norm_eps\":1e-06,"
+             "\"hidden_activation\":\"gelu_pytorch_tanh\",\"hidden_size_per_layer_input\":%d,"
+             "\"vocab_size_per_layer_input\":%d,\"num_kv_shared_layers\":%d,"
+             "\"use_double_wide_mlp\":%s,\"attention_k_eq_v\":%s,%s"
+             "\"rope_parameters\":{\"sliding_attention\":{\"rope_type\":\"default\","
+             "\"rope_theta\":10000.0},\"full_attention\":{\"rope_type\":\"proportional\","
+             "\"partial_rotary_factor\":0.25,\"rope_theta\":1000000.0}},"
+             "\"tie_word_embeddings\":true,\"bos_token_id\":2,\"eos_token_id\":1",
+             s->vocab, s->H, s->inter, s->L, s->nq, s->nkv, s->hd, "", types, s->W, s->P,
+             s->vocab, s->shared, s->double_wide ? "true" : "false", s->k_eq_v ? "true" : "false",
+             "");
+    char geo[256];
+    if (s->per_layer_config)
+        snprintf(geo, sizeof geo, "\"per_layer_config\":{%s}", plc);
+    else if (s->ngkv)
+        snprintf(geo, sizeof geo, "\"global_head_dim\":%d,\"num_global_key_value_heads\":%d",
+                 s->ghd, s->ngkv);
+    else
+        snprintf(geo, sizeof geo, "\"global_head_dim\":%d", s->ghd);
+    if (s->per_layer_config && s->ngkv) {
+        /* per_layer_config carries the full layers' KV heads too */
+        p = 0;
+        for (int i = 0; i < s->L; i++)
+            if (tw_full(s, i))
+                p += (size_t)snprintf(plc + p, sizeof plc - p,
+                                      "%s\"%d\":{\"head_dim\":%d,\"num_key_value_heads\":%d}",
+                                      p ? "," : "", i, s->ghd, s->ngkv);
+        snprintf(geo, sizeof geo, "\"per_layer_config\":{%s}", plc);
+    }
+    if (s->nested)
+        snprintf(buf, n,
+                 "{\"architectures\":[\"Gemma4ForConditionalGeneration\"],\"model_type\":"
+                 "\"gemma4\",\"text_config\":{%s,%s},\"vision_config\":null,"
+                 "\"eos_token_id\":[1,106]}", text, geo);
+    else
+        snprintf(buf, n, "{\"architectures\":[\"Gemma4ForCausalLM\"],%s,%s}", text, geo);
+}
+
+/* Adds every tensor of spec s with random values (norms ~ N(1, 0.2), layer_scalar U(0.5, 1.5)). */
+static inline void tw_model_tensors(const tw_spec *s, tw *w)
+{
+    test_rng r;
+    test_rng_seed(&r, s->seed);
+    const char *pre = s->nested ? "model.language_model." : "model.";
+    char nm[256];
+    int H = s->H;
+#define NAME(...) (snprintf(nm, sizeof nm, __VA_ARGS__), nm)
+    tw_add_rand(w, &r, s, NAME("%sembed_tokens.weight", pre), s->vocab, H, 0, 0.5f);
+    tw_add_rand(w, &r, s, NAME("%snorm.weight", pre), H, 0, 1, 0.2f);
+    if (s->P) {
+        tw_add_rand(w, &r, s, NAME("%sembed_tokens_per_layer.weight", pre), s->vocab, s->L * s->P,
+                    0, 0.5f);
+        tw_add_rand(w, &r, s, NAME("%sper_layer_model_projection.weight", pre), s->L * s->P, H, 0,
+                    1.0f / sqrtf((float)H));
+        tw_add_rand(w, &r, s, NAME("%sper_layer_projection_norm.weight", pre), s->P, 0, 1, 0.2f);
+    }
+    for (int i = 0; i < s->L; i++) {
+        int full = tw_full(s, i), hd = full ? s->ghd : s->hd;
+        int nkv = full && s->k_eq_v && s->ngkv ? s->ngkv : s->nkv;
+        int shared = i >= tw_first_shared(s) && s->shared;
+        int inter = s->inter * (s->double_wide && shared ? 2 : 1);
+        float sdH = 1.0f / sqrtf((float)H);
+        tw_add_rand(w, &r, s, NAME("%slayers.%d.input_layernorm.weight", pre, i), H, 0, 1, 0.2f);
+        tw_add_rand(w, &r, s, NAME("%slayers.%d.post_attention_layernorm.weight", pre, i), H, 0, 1,
+                    0.2f);
+        tw_add_rand(w, &r, s, NAME("%slayers.%d.pre_feedforward_layernorm.weight", pre, i), H, 0,
+                    1, 0.2f);
+        tw_add_rand(w, &r, s, NAME("%slayers.%d.post_feedforward_layernorm.weight", pre, i), H, 0,
+                    1, 0.2f);
+        float ls = test_rng_uniform(&r, 0.5f, 1.5f);
+        int64_t one = 1;
+        tw_add_f(w, NAME("%slayers.%d.layer_scalar", pre, i), s->dtype, &ls, 1, &one);
+        tw_add_rand(w, &r, s, NAME("%slayers.%d.self_attn.q_proj.weight", pre, i), s->nq * hd, H,
+                    0, sdH);
+        tw_add_rand(w, &r, s, NAME("%slayers.%d.self_attn.q_norm.weight", pre, i), hd, 0, 1, 0.2f);
+        tw_add_rand(w, &r, s, NAME("%slayers.%d.self_attn.o_proj.weight", pre, i), H, s->nq * hd,
+                    0, 1.0f / sqrtf((float)(s->nq * hd)));
+        if (!shared) {
+            tw_add_rand(w, &r, s, NAME("%slayers.%d.self_attn.k_proj.weight", pre, i), nkv * hd, H,
+                        0, sdH);
+            if (!(full && s->k_eq_v))
+                tw_add_rand(w, &r, s, NAME("%slayers.%d.self_attn.v_proj.weight", pre, i),
+                            nkv * hd, H, 0, sdH);
+            tw_add_rand(w, &r, s, NAME("%slayers.%d.self_attn.k_norm.weight", pre, i), hd, 0, 1,
+                        0.2f);
+        }
+        tw_add_rand(w, &r, s, NAME("%slayers.%d.mlp.gate_proj.weight", pre, i), inter, H, 0, sdH);
+        tw_add_rand(w, &r, s, NAME("%slayers.%d.mlp.up_proj.weight", pre, i), inter, H, 0, sdH);
+        tw_add_rand(w, &r, s, NAME("%slayers.%d.mlp.down_proj.weight", pre, i), H, inter, 0,
+                    1.0f / sqrtf((float)inter));
+        if (s->P) {
+            tw_add_rand(w, &r, s, NAME("%slayers.%d.per_layer_input_gate.weight", pre, i), s->P, H,
+                        0, sdH);
+            tw_add_rand(w, &r, s, NAME("%slayers.%d.per_layer_projection.weight", pre, i), H, s->P,
+                        0, 1.0f / sqrtf((float)s->P));
+            tw_add_rand(w, &r, s, NAME("%slayers.%d.post_per_layer_input_norm.weight", pre, i), H,
+                        0, 1, 0.2f);
+        }
+    }
+#undef NAME
+}
+
+/* Writes config.json and model.safetensors of spec s into dir. Returns 0 on success. */
+static inline int tw_write_model(const tw_spec *s, const char *dir)
+{
+    char path[600], cfg[16384];
+    tw_config_json(s, cfg, sizeof cfg);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    if (tw_write_text(path, cfg))
+        return -1;
+    tw *w = calloc(1, sizeof *w);
+    tw_model_tensors(s, w);
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    int rc = tw_write(w, path);
+    tw_free(w);
+    free(w);
+    return rc;
+}
+
+/* Removes a folder made by tw_tmpdir and the files in it (one level). */
+static inline void tw_rmdir(const char *dir)
+{
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+}
+
+#endif
