@@ -19,6 +19,7 @@
 
 #include "half.h"
 #include "op.h"
+#include "parallel.h"
 
 /* ---- shared pieces ---- */
 
@@ -202,49 +203,80 @@ static void prefill_fill(const tailor_shape *shape, tailor_dtype dtype,
     attn_fill_v(dtype, host[2], bufs->b[2].count, &s);
 }
 
+/* The prefill reference in pieces of (head, block of query rows), one per parallel task. */
+typedef struct prefill_job {
+    tailor_dtype dtype;
+    long long ql, kl, hd, heads, kvh, window;
+    const float *q, *k, *v;
+    float *out;
+    int row_blocks;
+    int failed; /* a task could not get its scratch memory */
+} prefill_job;
+
+enum { PREFILL_ROWS_PER_TASK = 128 };
+
+static void prefill_task(void *user, int task)
+{
+    prefill_job *j = user;
+    long long h = task / j->row_blocks;
+    long long i0 = (long long)(task % j->row_blocks) * PREFILL_ROWS_PER_TASK;
+    long long i1 = i0 + PREFILL_ROWS_PER_TASK < j->ql ? i0 + PREFILL_ROWS_PER_TASK : j->ql;
+    const float **kr = malloc((size_t)j->kl * sizeof *kr);
+    const float **vr = malloc((size_t)j->kl * sizeof *vr);
+    float *scores = malloc((size_t)j->kl * sizeof *scores);
+    if (!kr || !vr || !scores) {
+        j->failed = 1;
+        goto done;
+    }
+    long long g = h / (j->heads / j->kvh), past = j->kl - j->ql;
+    for (long long i = i0; i < i1; i++) {
+        long long t = past + i, n = 0;
+        long long lo = j->window > 0 && t - j->window + 1 > 0 ? t - j->window + 1 : 0;
+        for (long long u = lo; u <= t; u++) {
+            kr[n] = j->k + (u * j->kvh + g) * j->hd;
+            vr[n] = j->v + (u * j->kvh + g) * j->hd;
+            n++;
+        }
+        attn_row(j->dtype, j->q + (i * j->heads + h) * j->hd, kr, vr, n, j->hd, scores,
+                 j->out + (i * j->heads + h) * j->hd);
+    }
+done:
+    free(kr);
+    free(vr);
+    free(scores);
+}
+
 static tailor_status prefill_reference(tailor_ctx *ctx, const tailor_shape *shape,
                                        tailor_dtype dtype, const tailor_op_buffers *bufs,
                                        void *const *host, float *const *ref)
 {
-    long long ql = tailor_shape_get(shape, "q_len", 0), kl = tailor_shape_get(shape, "kv_len", 0);
-    long long hd = tailor_shape_get(shape, "head_dim", 0);
-    long long heads = tailor_shape_get(shape, "heads", 0);
-    long long kvh = tailor_shape_get(shape, "kv_heads", 1);
-    long long window = tailor_shape_get(shape, "window", 0);
+    prefill_job j = {
+        .dtype = dtype,
+        .ql = tailor_shape_get(shape, "q_len", 0),
+        .kl = tailor_shape_get(shape, "kv_len", 0),
+        .hd = tailor_shape_get(shape, "head_dim", 0),
+        .heads = tailor_shape_get(shape, "heads", 0),
+        .kvh = tailor_shape_get(shape, "kv_heads", 1),
+        .window = tailor_shape_get(shape, "window", 0),
+        .out = ref[3],
+    };
     float *q = attn_to_f32(dtype, host[0], bufs->b[0].count);
     float *k = attn_to_f32(dtype, host[1], bufs->b[1].count);
     float *v = attn_to_f32(dtype, host[2], bufs->b[2].count);
-    const float **kr = malloc((size_t)kl * sizeof *kr);
-    const float **vr = malloc((size_t)kl * sizeof *vr);
-    float *scores = malloc((size_t)kl * sizeof *scores);
     tailor_status st = TAILOR_OK;
-    if (!q || !k || !v || !kr || !vr || !scores) {
+    if (q && k && v) {
+        j.q = q;
+        j.k = k;
+        j.v = v;
+        j.row_blocks = (int)((j.ql + PREFILL_ROWS_PER_TASK - 1) / PREFILL_ROWS_PER_TASK);
+        tailor_parallel_for((int)j.heads * j.row_blocks, prefill_task, &j);
+    }
+    if (!q || !k || !v || j.failed)
         st = tailor_set_error(ctx, TAILOR_ERR_NOMEM,
-                              "attention_prefill: no memory for the reference (kv_len=%lld)", kl);
-        goto done;
-    }
-    long long group = heads / kvh, past = kl - ql;
-    for (long long h = 0; h < heads; h++) {
-        long long g = h / group;
-        for (long long i = 0; i < ql; i++) {
-            long long t = past + i, n = 0;
-            long long lo = window > 0 && t - window + 1 > 0 ? t - window + 1 : 0;
-            for (long long u = lo; u <= t; u++) {
-                kr[n] = k + (u * kvh + g) * hd;
-                vr[n] = v + (u * kvh + g) * hd;
-                n++;
-            }
-            attn_row(dtype, q + (i * heads + h) * hd, kr, vr, n, hd, scores,
-                     ref[3] + (i * heads + h) * hd);
-        }
-    }
-done:
+                              "attention_prefill: no memory for the reference (kv_len=%lld)", j.kl);
     free(q);
     free(k);
     free(v);
-    free(kr);
-    free(vr);
-    free(scores);
     return st;
 }
 
