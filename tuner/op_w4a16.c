@@ -7,6 +7,7 @@
 
 #include "half.h"
 #include "op.h"
+#include "parallel.h"
 #include "w4a16.h"
 
 static const tailor_shape_key w4a16_keys[] = {
@@ -182,6 +183,40 @@ static float dot_f32(const float *x, const float *y, int k)
  * are ever held (the largest Gemma 4 weight would be 352 MB as floats). */
 enum { REF_TILE = 64 };
 
+/* The reference in column tiles of REF_TILE weight rows, one per parallel task: each task
+ * dequantizes its rows once and dots them with every activation row. */
+typedef struct w4a16_ref_job {
+    const tailor_w4a16_layout *lay;
+    w4a16_dims d;
+    tailor_dtype dtype;
+    const uint32_t *qw;
+    const void *scales;
+    const uint8_t *zeros;
+    const float *a;    /* [m, k] activations as floats */
+    float *out;        /* [m, n] */
+    int failed;        /* a task ran out of memory or could not dequantize */
+} w4a16_ref_job;
+
+static void w4a16_ref_task(void *user, int task)
+{
+    w4a16_ref_job *j = user;
+    int n0 = task * REF_TILE;
+    int nt = j->d.n - n0 < REF_TILE ? j->d.n - n0 : REF_TILE;
+    size_t k = (size_t)j->d.k;
+    float *wt = malloc((size_t)nt * k * sizeof *wt);
+    if (!wt || tailor_w4a16_dequantize(NULL, j->lay, n0, nt, j->qw, j->scales, j->dtype, j->zeros,
+                                       wt) != TAILOR_OK) {
+        j->failed = 1;
+        free(wt);
+        return;
+    }
+    for (int i = 0; i < j->d.m; i++)
+        for (int c = 0; c < nt; c++)
+            j->out[(size_t)i * (size_t)j->d.n + (size_t)(n0 + c)] =
+                dot_f32(j->a + (size_t)i * k, wt + (size_t)c * k, j->d.k);
+    free(wt);
+}
+
 static tailor_status w4a16_reference(tailor_ctx *ctx, const tailor_shape *shape,
                                      tailor_dtype dtype, const tailor_op_buffers *bufs,
                                      void *const *host, float *const *ref)
@@ -192,34 +227,27 @@ static tailor_status w4a16_reference(tailor_ctx *ctx, const tailor_shape *shape,
     if (st != TAILOR_OK)
         return st;
     int ia = find_buffer(bufs, "a"), iz = find_buffer(bufs, "zeros"), io = find_buffer(bufs, "out");
-    const uint32_t *qw = host[find_buffer(bufs, "qweight")];
-    const void *scales = host[find_buffer(bufs, "scales")];
-    const uint8_t *zeros = iz >= 0 ? host[iz] : NULL;
-    size_t k = (size_t)d.k;
-    float *at = malloc(REF_TILE * k * sizeof *at), *wt = malloc(REF_TILE * k * sizeof *wt);
-    if (!at || !wt) {
-        free(at);
-        free(wt);
+    size_t mk = (size_t)d.m * (size_t)d.k;
+    float *a = malloc(mk * sizeof *a);
+    if (!a)
         return tailor_set_error(ctx, TAILOR_ERR_NOMEM,
-                                "w4a16_matmul reference: no memory for two %d x %d tiles",
+                                "w4a16_matmul reference: no memory for the %d x %d activations",
+                                d.m, d.k);
+    for (size_t i = 0; i < mk; i++)
+        a[i] = tailor_dtype_load(dtype, host[ia], i);
+    w4a16_ref_job j = {
+        .lay = &lay, .d = d, .dtype = dtype,
+        .qw = host[find_buffer(bufs, "qweight")], .scales = host[find_buffer(bufs, "scales")],
+        .zeros = iz >= 0 ? host[iz] : NULL, .a = a, .out = ref[io],
+    };
+    tailor_parallel_for((d.n + REF_TILE - 1) / REF_TILE, w4a16_ref_task, &j);
+    free(a);
+    if (j.failed)
+        return tailor_set_error(ctx, TAILOR_ERR_NOMEM,
+                                "w4a16_matmul reference: a tile of %d x %d could not be "
+                                "dequantized (out of memory)",
                                 REF_TILE, d.k);
-    }
-    for (int m0 = 0; m0 < d.m && st == TAILOR_OK; m0 += REF_TILE) {
-        int mt = d.m - m0 < REF_TILE ? d.m - m0 : REF_TILE;
-        for (size_t i = 0; i < (size_t)mt * k; i++)
-            at[i] = tailor_dtype_load(dtype, host[ia], (size_t)m0 * k + i);
-        for (int n0 = 0; n0 < d.n && st == TAILOR_OK; n0 += REF_TILE) {
-            int nt = d.n - n0 < REF_TILE ? d.n - n0 : REF_TILE;
-            st = tailor_w4a16_dequantize(ctx, &lay, n0, nt, qw, scales, dtype, zeros, wt);
-            for (int i = 0; i < mt && st == TAILOR_OK; i++)
-                for (int j = 0; j < nt; j++)
-                    ref[io][(size_t)(m0 + i) * (size_t)d.n + (size_t)(n0 + j)] =
-                        dot_f32(at + (size_t)i * k, wt + (size_t)j * k, d.k);
-        }
-    }
-    free(at);
-    free(wt);
-    return st;
+    return TAILOR_OK;
 }
 
 static double w4a16_bytes(const tailor_shape *shape, tailor_dtype dtype)
