@@ -8,11 +8,16 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 model=$root/tests/fixtures/e2b_flat
 
 echo "== tailor devices"
-"$tailor" devices | head -20
+"$tailor" devices | sed -n 1,20p
 echo
-echo "== tailor plan --device t4 --op rmsnorm --shape rows=16,cols=2560 --quiet"
-"$tailor" plan --device t4 --op rmsnorm --shape rows=16,cols=2560 --quiet
-echo
+for plan in "w4a16_matmul m=1,n=6144,k=1536,group=128" \
+            "attention_prefill q_len=2048,kv_len=2048,head_dim=512,heads=8,kv_heads=1,window=0"; do
+  set -- $plan
+  echo "== tailor plan --device t4 --op $1 --shape $2   (first lines)"
+  "$tailor" plan --device t4 --op "$1" --shape "$2" | grep -v '^$' | sed -n 1,4p
+  "$tailor" plan --device t4 --op "$1" --shape "$2" | grep -m 2 'refused-smem' || true
+  echo
+done
 device=cpu
 if "$tailor" devices --json 2>/dev/null | grep -q '"devices":[[:space:]]*\[[[:space:]]*{'; then
   device=gpu

@@ -88,10 +88,11 @@ tailor_verdict tailor_budget_check(const tailor_device_info *dev, const char *op
     if (smem > dev->smem_per_block_optin) {
         const char *unit = dev->kind == TAILOR_DEVICE_TPU ? "VMEM per core"
                                                           : "shared memory per block";
-        snprintf(reason, size, "%s: needs %s B %s; %s allows %s B (%.1fx over)", what,
+        double over = (double)smem / (double)dev->smem_per_block_optin;
+        snprintf(reason, size, "%s: needs %s B %s; %s allows %s B (%.*fx over)", what,
                  tailor_fmt_int(a, sizeof a, smem), unit, where,
-                 tailor_fmt_int(b, sizeof b, dev->smem_per_block_optin),
-                 (double)smem / (double)dev->smem_per_block_optin);
+                 tailor_fmt_int(b, sizeof b, dev->smem_per_block_optin), over < 1.095 ? 2 : 1,
+                 over);
         return TAILOR_REFUSED_SMEM;
     }
     reason[0] = '\0';
