@@ -20,6 +20,9 @@ int bench_tokenizer(int argc, char **argv);
 /* `tailor bench tokenizer ...` (cli/bench_tokenizer.c); argv[0] is "tokenizer". */
 int bench_tokenizer(int argc, char **argv);
 
+/* `tailor bench model ...` (cli/bench_model.c); argv[0] is "model". */
+int bench_model(int argc, char **argv);
+
 /* A context that logs INFO and above to stderr ("tailor: ..."); TAILOR_LOG=debug lowers it. */
 tailor_ctx *cli_ctx(void);
 

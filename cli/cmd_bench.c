@@ -307,6 +307,8 @@ int cmd_bench(int argc, char **argv)
         return argc < 2 ? 2 : 0;
     }
     const char *sub = argv[1];
+    if (strcmp(sub, "model") == 0)
+        return bench_model(argc - 1, argv + 1);
     if (strcmp(sub, "copy") == 0)
         return bench_copy(argc - 1, argv + 1);
     if (strcmp(sub, "kernel") == 0)

@@ -1,4 +1,5 @@
-/* cmd_run.c — `tailor run`: generate with a Gemma 4 checkpoint (CPU reference forward for now). */
+/* cmd_run.c — `tailor run`: generate with a Gemma 4 checkpoint, on the GPU with tuned kernels
+ * (the default when a GPU is present) or with the CPU reference forward. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -7,8 +8,12 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "cache.h"
 #include "cli.h"
+#include "cuda.h"
 #include "gemma4.h"
+#include "kernels.h"
+#include "op.h"
 #include "sampler.h"
 #include "tokenizer.h"
 
@@ -21,9 +26,16 @@ static void usage(FILE *out)
             "[--chat])\n"
             "                  [--max-tokens N] [--greedy | --temperature T --top-p P --top-k K "
             "--seed S]\n"
-            "                  [--print-ids] [--dump-logits FILE]\n\n"
-            "  --device cpu      the plain-C fp32 reference forward (default until the GPU path "
-            "lands)\n"
+            "                  [--print-ids] [--dump-logits FILE] [--dtype fp16|bf16]\n"
+            "                  [--quantize w4a16] [--rehearse PROFILE] [--cache FILE]\n\n"
+            "  --device gpu|cpu  tuned kernels on GPU 0 (the default when there is one) or the "
+            "plain-C\n"
+            "                    fp32 reference forward\n"
+            "  --dtype D         GPU compute dtype (default: fp16 below sm_80, else bf16)\n"
+            "  --quantize w4a16  quantize a 16-bit checkpoint's linears to int4 on load (group "
+            "128)\n"
+            "  --rehearse P      use the kernels chosen under profile P's budget (e.g. t4)\n"
+            "  --cache FILE      the kernel cache (default: the user's cache)\n"
             "  --ids LIST        prompt token ids, comma-separated (no BOS added)\n"
             "  --prompt TEXT     prompt text, tokenized with DIR/tokenizer.json, <bos> prepended\n"
             "  --chat            wrap --prompt in the Gemma 4 chat turn format\n"
@@ -37,7 +49,7 @@ static void usage(FILE *out)
 }
 
 typedef struct run_args {
-    const char *model, *device, *ids, *prompt, *dump;
+    const char *model, *device, *ids, *prompt, *dump, *dtype, *quantize, *rehearse, *cache;
     int chat, max_tokens, print_ids, sampling;
     tailor_sampler_params sp;
 } run_args;
@@ -78,7 +90,7 @@ static int parse_ids(const char *s, int32_t **out, size_t *n)
 static int parse_args(int argc, char **argv, run_args *a)
 {
     enum { O_MODEL = 1, O_DEVICE, O_IDS, O_PROMPT, O_CHAT, O_MAX, O_GREEDY, O_TEMP, O_TOPP,
-           O_TOPK, O_SEED, O_PRINT, O_DUMP, O_HELP };
+           O_TOPK, O_SEED, O_PRINT, O_DUMP, O_HELP, O_DTYPE, O_QUANT, O_REHEARSE, O_CACHE };
     static const struct option opts[] = {
         {"model", required_argument, 0, O_MODEL},     {"device", required_argument, 0, O_DEVICE},
         {"ids", required_argument, 0, O_IDS},         {"prompt", required_argument, 0, O_PROMPT},
@@ -87,9 +99,11 @@ static int parse_args(int argc, char **argv, run_args *a)
         {"top-p", required_argument, 0, O_TOPP},      {"top-k", required_argument, 0, O_TOPK},
         {"seed", required_argument, 0, O_SEED},       {"print-ids", no_argument, 0, O_PRINT},
         {"dump-logits", required_argument, 0, O_DUMP}, {"help", no_argument, 0, O_HELP},
+        {"dtype", required_argument, 0, O_DTYPE},     {"quantize", required_argument, 0, O_QUANT},
+        {"rehearse", required_argument, 0, O_REHEARSE}, {"cache", required_argument, 0, O_CACHE},
         {0, 0, 0, 0}};
     memset(a, 0, sizeof *a);
-    a->device = "cpu";
+    a->device = NULL;
     a->max_tokens = 32;
     a->sp.greedy = 1;
     a->sp.temperature = 1.0f;
@@ -134,6 +148,10 @@ static int parse_args(int argc, char **argv, run_args *a)
             break;
         case O_PRINT: a->print_ids = 1; break;
         case O_DUMP: a->dump = optarg; break;
+        case O_DTYPE: a->dtype = optarg; break;
+        case O_QUANT: a->quantize = optarg; break;
+        case O_REHEARSE: a->rehearse = optarg; break;
+        case O_CACHE: a->cache = optarg; break;
         case O_HELP: usage(stdout); return -1;
         default: return cli_bad_flag("run", argc, argv);
         }
@@ -150,6 +168,16 @@ static int parse_args(int argc, char **argv, run_args *a)
         return cli_usage_error("run", "give exactly one of --ids and --prompt");
     if (a->chat && !a->prompt)
         return cli_usage_error("run", "--chat needs --prompt");
+    if (a->quantize && strcmp(a->quantize, "w4a16") != 0)
+        return cli_usage_error("run", "--quantize '%s': only w4a16 is known", a->quantize);
+    if (a->dtype && strcmp(a->dtype, "fp16") != 0 && strcmp(a->dtype, "bf16") != 0)
+        return cli_usage_error("run", "--dtype '%s' is neither fp16 nor bf16", a->dtype);
+    if (a->rehearse && !tailor_device_profile_find(a->rehearse))
+        return cli_usage_error("run", "--rehearse '%s' is not a known profile", a->rehearse);
+    if (!a->device) {
+        int n = 0;
+        a->device = tailor_cuda_device_count(NULL, &n) == TAILOR_OK && n > 0 ? "gpu" : "cpu";
+    }
     if (strcmp(a->device, "cpu") != 0 && strcmp(a->device, "gpu") != 0)
         return cli_usage_error("run", "--device '%s' is neither cpu nor gpu", a->device);
     return 0;
@@ -276,17 +304,106 @@ static tailor_status generate(tailor_ctx *ctx, const run_args *a, tailor_gemma4 
     return s;
 }
 
+/* Streams one token; returns 1 when it is a stop token (printed only as an id). */
+static int emit_or_stop(tailor_ctx *ctx, run_io *io, int32_t id)
+{
+    if (is_stop(id)) {
+        if (io->print_ids || !io->tok)
+            emit(ctx, io, id);
+        return 1;
+    }
+    emit(ctx, io, id);
+    return 0;
+}
+
+static tailor_status generate_gpu(tailor_ctx *ctx, const run_args *a, tailor_gemma4 *m,
+                                  const int32_t *ids, size_t n, run_io *io)
+{
+    const tailor_gemma4_config *cfg = tailor_gemma4_get_config(m);
+    size_t V = (size_t)cfg->vocab;
+    tailor_gpu *gpu = NULL;
+    tailor_cache *cache = NULL;
+    tailor_kernels *ks = NULL;
+    tailor_gemma4_gpu *g = NULL;
+    tailor_sampler *smp = NULL;
+    float *logits = NULL;
+    char path[1024];
+    const tailor_device_info *reh = a->rehearse ? tailor_device_profile_find(a->rehearse) : NULL;
+    tailor_status s = tailor_gpu_open(ctx, 0, &gpu);
+    if (s != TAILOR_OK) /* cli_run.sh greps "not available yet" */
+        s = tailor_wrap_error(ctx, "--device gpu is not available yet on this machine");
+    if (s == TAILOR_OK && !a->cache)
+        s = tailor_cache_default_path(ctx, path, sizeof path);
+    if (s == TAILOR_OK)
+        s = tailor_cache_open(ctx, a->cache ? a->cache : path, &cache);
+    if (s == TAILOR_OK)
+        s = tailor_kernels_create(ctx, gpu, cache, reh, 1, &ks);
+    tailor_gemma4_gpu_opts o = {(int)n + a->max_tokens + 1, -1, a->quantize != NULL,
+                                a->dump != NULL, 0, 0};
+    if (a->dtype)
+        o.dtype = strcmp(a->dtype, "fp16") == 0 ? TAILOR_DTYPE_F16 : TAILOR_DTYPE_BF16;
+    else if (reh)
+        o.dtype = reh->cc_major >= 8 ? TAILOR_DTYPE_BF16 : TAILOR_DTYPE_F16;
+    if (s == TAILOR_OK)
+        s = tailor_gemma4_gpu_create(ctx, m, gpu, ks, &o, &g);
+    if (s == TAILOR_OK)
+        s = tailor_sampler_create(ctx, &a->sp, cfg->vocab, &smp);
+    if (s == TAILOR_OK) {
+        logits = malloc((a->dump ? n : 1) * V * sizeof *logits);
+        if (!logits)
+            s = tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory for the logits");
+    }
+    const char *dbg = getenv("TAILOR_DEBUG_LAYERS");
+    if (s == TAILOR_OK && dbg && strcmp(dbg, "1") == 0) {
+        int bad = -1;
+        s = tailor_gemma4_gpu_debug_layers(ctx, g, ids[0], 0.05 * 30 + 0.02, &bad);
+    }
+    int32_t next = -1;
+    double t0 = now_s();
+    if (s == TAILOR_OK)
+        s = tailor_gemma4_gpu_prefill(ctx, g, ids, (int)n, logits, &next);
+    if (s == TAILOR_OK && a->dump) {
+        FILE *f = fopen(a->dump, "wb");
+        if (!f || fwrite(logits, sizeof(float), n * V, f) != n * V)
+            s = tailor_set_error(ctx, TAILOR_ERR_IO, "%s: cannot write: %s", a->dump,
+                                 strerror(errno));
+        if (f && fclose(f) != 0 && s == TAILOR_OK)
+            s = tailor_set_error(ctx, TAILOR_ERR_IO, "%s: write failed", a->dump);
+    }
+    const float *last = logits + (a->dump ? (n - 1) * V : 0);
+    double t1 = now_s();
+    int generated = 0;
+    for (int i = 0; i < a->max_tokens && s == TAILOR_OK; i++) {
+        int32_t id = a->sp.greedy ? next : tailor_sampler_next(smp, last);
+        generated++;
+        if (emit_or_stop(ctx, io, id) || i + 1 == a->max_tokens)
+            break;
+        s = tailor_gemma4_gpu_step(ctx, g, id, a->sp.greedy ? NULL : logits, &next);
+        last = logits;
+    }
+    double t2 = now_s();
+    if (s == TAILOR_OK) {
+        printf("\n");
+        tailor_log(ctx, TAILOR_LOG_INFO,
+                   "gpu: %zu prompt tokens in %.3f s (%.0f tok/s), %d generated in %.3f s "
+                   "(%.1f tok/s)", n, t1 - t0, t1 > t0 ? (double)n / (t1 - t0) : 0.0, generated,
+                   t2 - t1, generated > 1 && t2 > t1 ? (generated - 1) / (t2 - t1) : 0.0);
+    }
+    free(logits);
+    tailor_sampler_destroy(smp);
+    tailor_gemma4_gpu_destroy(g);
+    tailor_kernels_destroy(ks);
+    tailor_cache_close(cache);
+    tailor_gpu_close(gpu);
+    return s;
+}
+
 int cmd_run(int argc, char **argv)
 {
     run_args a;
     int rc = parse_args(argc, argv, &a);
     if (rc != 0)
         return rc < 0 ? 0 : rc;
-    if (strcmp(a.device, "gpu") == 0) {
-        fprintf(stderr, "tailor run: --device gpu is not available yet (the GPU forward is issue "
-                        "7); use --device cpu\n");
-        return 1;
-    }
     tailor_ctx *ctx = cli_ctx();
     tailor_gemma4 *m = NULL;
     tailor_tokenizer *tok = NULL;
@@ -297,7 +414,8 @@ int cmd_run(int argc, char **argv)
         s = prompt_ids(ctx, &a, &tok, &ids, &n);
     if (s == TAILOR_OK) {
         run_io io = {tok, {{0}, 0}, a.print_ids, 1};
-        s = generate(ctx, &a, m, ids, n, &io);
+        s = strcmp(a.device, "gpu") == 0 ? generate_gpu(ctx, &a, m, ids, n, &io)
+                                         : generate(ctx, &a, m, ids, n, &io);
     }
     rc = s == TAILOR_OK ? 0 : cli_fail(ctx, s);
     free(ids);

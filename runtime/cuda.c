@@ -50,6 +50,14 @@ typedef struct cuda_api {
     __typeof__(cuEventSynchronize) *event_synchronize;
     __typeof__(cuEventElapsedTime) *event_elapsed_time;
     __typeof__(cuEventDestroy) *event_destroy;
+    __typeof__(cuMemAllocHost) *mem_alloc_host;
+    __typeof__(cuMemFreeHost) *mem_free_host;
+    __typeof__(cuStreamBeginCapture) *stream_begin_capture;
+    __typeof__(cuStreamEndCapture) *stream_end_capture;
+    __typeof__(cuGraphInstantiateWithFlags) *graph_instantiate;
+    __typeof__(cuGraphLaunch) *graph_launch;
+    __typeof__(cuGraphExecDestroy) *graph_exec_destroy;
+    __typeof__(cuGraphDestroy) *graph_destroy;
 } cuda_api;
 
 static cuda_api api;
@@ -101,6 +109,14 @@ static const cuda_symbol cuda_symbols[] = {
     {SLOT(event_synchronize), "cuEventSynchronize", NULL},
     {SLOT(event_elapsed_time), "cuEventElapsedTime_v2", "cuEventElapsedTime"},
     {SLOT(event_destroy), "cuEventDestroy_v2", NULL},
+    {SLOT(mem_alloc_host), "cuMemAllocHost_v2", NULL},
+    {SLOT(mem_free_host), "cuMemFreeHost", NULL},
+    {SLOT(stream_begin_capture), "cuStreamBeginCapture_v2", NULL},
+    {SLOT(stream_end_capture), "cuStreamEndCapture", NULL},
+    {SLOT(graph_instantiate), "cuGraphInstantiateWithFlags", NULL},
+    {SLOT(graph_launch), "cuGraphLaunch", NULL},
+    {SLOT(graph_exec_destroy), "cuGraphExecDestroy", NULL},
+    {SLOT(graph_destroy), "cuGraphDestroy", NULL},
 };
 
 #undef SLOT
@@ -822,4 +838,111 @@ tailor_status tailor_gpu_copy_bandwidth(tailor_ctx *ctx, tailor_gpu *gpu, double
                                 "measuring copy bandwidth: the events measured %.6f ms", median_ms);
     *bytes_per_s = 2.0 * (double)bytes / (median_ms * 1e-3);
     return TAILOR_OK;
+}
+
+/* ---- pinned host memory, asynchronous copies, CUDA graphs (added for the Gemma 4 runtime) -- */
+
+tailor_status tailor_gpu_host_alloc(tailor_ctx *ctx, tailor_gpu *gpu, size_t bytes, void **out)
+{
+    *out = NULL;
+    tailor_status st = gpu_enter(ctx, gpu, "allocating pinned host memory");
+    if (st != TAILOR_OK)
+        return st;
+    if (bytes == 0)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                                "allocating pinned host memory: the size is 0 bytes");
+    char what[96];
+    snprintf(what, sizeof what, "cuMemAllocHost of %zu bytes", bytes);
+    st = tailor_cuda_check(ctx, api.mem_alloc_host(out, bytes), what);
+    if (st != TAILOR_OK)
+        *out = NULL;
+    return st;
+}
+
+void tailor_gpu_host_free(tailor_gpu *gpu, void *p)
+{
+    if (!gpu || !p)
+        return;
+    if (gpu_make_current(gpu) == CUDA_SUCCESS)
+        api.mem_free_host(p);
+}
+
+tailor_status tailor_gpu_upload_async(tailor_ctx *ctx, tailor_gpu *gpu, CUdeviceptr dst,
+                                      const void *src, size_t bytes)
+{
+    tailor_status st = gpu_enter(ctx, gpu, "uploading to the GPU");
+    if (st != TAILOR_OK || bytes == 0)
+        return st;
+    return tailor_cuda_check(ctx, api.memcpy_htod_async(dst, src, bytes, gpu->stream),
+                             "cuMemcpyHtoDAsync");
+}
+
+tailor_status tailor_gpu_download_async(tailor_ctx *ctx, tailor_gpu *gpu, void *dst,
+                                        CUdeviceptr src, size_t bytes)
+{
+    tailor_status st = gpu_enter(ctx, gpu, "downloading from the GPU");
+    if (st != TAILOR_OK || bytes == 0)
+        return st;
+    return tailor_cuda_check(ctx, api.memcpy_dtoh_async(dst, src, bytes, gpu->stream),
+                             "cuMemcpyDtoHAsync");
+}
+
+tailor_status tailor_gpu_capture_begin(tailor_ctx *ctx, tailor_gpu *gpu)
+{
+    tailor_status st = gpu_enter(ctx, gpu, "starting a stream capture");
+    if (st != TAILOR_OK)
+        return st;
+    return tailor_cuda_check(ctx,
+                             api.stream_begin_capture(gpu->stream,
+                                                      CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+                             "cuStreamBeginCapture");
+}
+
+tailor_status tailor_gpu_capture_end(tailor_ctx *ctx, tailor_gpu *gpu, int keep,
+                                     tailor_gpu_graph *out)
+{
+    memset(out, 0, sizeof *out);
+    tailor_status st = gpu_enter(ctx, gpu, "ending a stream capture");
+    if (st != TAILOR_OK)
+        return st;
+    CUgraph g = NULL;
+    st = tailor_cuda_check(ctx, api.stream_end_capture(gpu->stream, &g), "cuStreamEndCapture");
+    if (st != TAILOR_OK || !keep) {
+        if (g)
+            api.graph_destroy(g);
+        return st;
+    }
+    CUgraphExec e = NULL;
+    st = tailor_cuda_check(ctx, api.graph_instantiate(&e, g, 0), "cuGraphInstantiateWithFlags");
+    if (st != TAILOR_OK) {
+        api.graph_destroy(g);
+        return st;
+    }
+    out->graph = g;
+    out->exec = e;
+    return TAILOR_OK;
+}
+
+tailor_status tailor_gpu_graph_launch(tailor_ctx *ctx, tailor_gpu *gpu, const tailor_gpu_graph *g)
+{
+    tailor_status st = gpu_enter(ctx, gpu, "launching a CUDA graph");
+    if (st != TAILOR_OK)
+        return st;
+    if (!g || !g->exec)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                                "launching a CUDA graph: it was not instantiated");
+    return tailor_cuda_check(ctx, api.graph_launch(g->exec, gpu->stream), "cuGraphLaunch");
+}
+
+void tailor_gpu_graph_destroy(tailor_gpu *gpu, tailor_gpu_graph *g)
+{
+    if (!gpu || !g)
+        return;
+    if (gpu_make_current(gpu) == CUDA_SUCCESS) {
+        if (g->exec)
+            api.graph_exec_destroy(g->exec);
+        if (g->graph)
+            api.graph_destroy(g->graph);
+    }
+    memset(g, 0, sizeof *g);
 }

@@ -141,4 +141,43 @@ void tailor_gpu_timer_destroy(tailor_gpu *gpu, tailor_gpu_timer *t);
  * median of 20 copies timed with events. */
 tailor_status tailor_gpu_copy_bandwidth(tailor_ctx *ctx, tailor_gpu *gpu, double *bytes_per_s);
 
+/* ---- pinned host memory, asynchronous copies and CUDA graphs --------------------------- */
+
+/* Allocates `bytes` of page-locked host memory (cuMemAllocHost) into *out; free with
+ * tailor_gpu_host_free. */
+tailor_status tailor_gpu_host_alloc(tailor_ctx *ctx, tailor_gpu *gpu, size_t bytes, void **out);
+
+/* Frees memory from tailor_gpu_host_alloc; NULL is fine. */
+void tailor_gpu_host_free(tailor_gpu *gpu, void *p);
+
+/* Queues a host -> device copy on the stream and returns at once; src must stay unchanged until
+ * the stream reaches the copy (pinned memory makes it truly asynchronous). */
+tailor_status tailor_gpu_upload_async(tailor_ctx *ctx, tailor_gpu *gpu, CUdeviceptr dst,
+                                      const void *src, size_t bytes);
+
+/* Queues a device -> host copy on the stream and returns at once (dst valid after a sync). */
+tailor_status tailor_gpu_download_async(tailor_ctx *ctx, tailor_gpu *gpu, void *dst,
+                                        CUdeviceptr src, size_t bytes);
+
+/* An instantiated CUDA graph (captured from the gpu's stream). */
+typedef struct tailor_gpu_graph {
+    CUgraph graph;
+    CUgraphExec exec;
+} tailor_gpu_graph;
+
+/* Starts capturing the gpu's stream (thread-local mode): the work queued until
+ * tailor_gpu_capture_end is recorded, not run. Nothing may synchronize the stream meanwhile. */
+tailor_status tailor_gpu_capture_begin(tailor_ctx *ctx, tailor_gpu *gpu);
+
+/* Ends the capture. keep = 1: instantiates the graph into *out (destroy with
+ * tailor_gpu_graph_destroy); keep = 0: discards it (the way out of a failed capture). */
+tailor_status tailor_gpu_capture_end(tailor_ctx *ctx, tailor_gpu *gpu, int keep,
+                                     tailor_gpu_graph *out);
+
+/* Launches an instantiated graph on the gpu's stream. */
+tailor_status tailor_gpu_graph_launch(tailor_ctx *ctx, tailor_gpu *gpu, const tailor_gpu_graph *g);
+
+/* Destroys the graph and clears *g; a zeroed graph is fine. */
+void tailor_gpu_graph_destroy(tailor_gpu *gpu, tailor_gpu_graph *g);
+
 #endif

@@ -1,7 +1,8 @@
 // gelu_gate.cu — Gemma 4's MLP gating (GEMMA4.md §2.6): h = gelu_tanh(g) * u, elementwise, with
 // transformers' roundings: gelu_tanh(z) = 0.5 z (1 + tanh(sqrt(2/pi) (z + 0.044715 z^3))) in
 // fp32 rounded to T, then the product in fp32 rounded to T. Grid: x over chunks of a row,
-// y over rows; u may have a row stride (the PLE slice of [tokens, layers*256]).
+// y over rows; g and u may have row strides (one [rows, 2*inter] gate|up matmul output, or
+// the PLE slice of [tokens, layers*256]).
 // Defines: THREADS, VEC (elements per load), ITEMS (vectors per thread).
 #include "tailor_common.cuh"
 
@@ -13,11 +14,11 @@ __device__ __forceinline__ float gelu_tanh(float z)
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 TAILOR_KERNEL(T *__restrict__ h, const T *__restrict__ g, const T *__restrict__ u, int inter,
-              int u_ld)
+              int g_ld, int u_ld)
 {
     const size_t row = blockIdx.y;
     const int nvec = inter / VEC;
-    const TVec<VEC> *gr = reinterpret_cast<const TVec<VEC> *>(g + row * inter);
+    const TVec<VEC> *gr = reinterpret_cast<const TVec<VEC> *>(g + row * g_ld);
     const TVec<VEC> *ur = reinterpret_cast<const TVec<VEC> *>(u + row * u_ld);
     TVec<VEC> *hr = reinterpret_cast<TVec<VEC> *>(h + row * inter);
     const int base = blockIdx.x * (THREADS * ITEMS) + threadIdx.x;

@@ -1,6 +1,6 @@
 -- gelu_gate.lua — search space of templates/gelu_gate.cu (op "gelu_gate"; shape keys rows,
--- inter, u_ld). Elementwise: the space is the block size, the vector width and the vectors per
--- thread.
+-- inter, g_ld, u_ld). Elementwise: the space is the block size, the vector width and the
+-- vectors per thread.
 return {
   op = "gelu_gate",
   source = "gelu_gate.cu",
@@ -13,10 +13,11 @@ return {
   },
 
   valid = function(p, shape, dtype, device)
-    local ld = shape.u_ld > 0 and shape.u_ld or shape.inter
-    if shape.inter % p.VEC ~= 0 or ld % p.VEC ~= 0 then
-      return false, string.format("inter=%d or u_ld=%d is not a multiple of VEC=%d", shape.inter,
-                                  ld, p.VEC)
+    local gld = shape.g_ld > 0 and shape.g_ld or shape.inter
+    local uld = shape.u_ld > 0 and shape.u_ld or shape.inter
+    if shape.inter % p.VEC ~= 0 or gld % p.VEC ~= 0 or uld % p.VEC ~= 0 then
+      return false, string.format("inter=%d, g_ld=%d or u_ld=%d is not a multiple of VEC=%d",
+                                  shape.inter, gld, uld, p.VEC)
     end
     local per_block = p.THREADS * p.VEC * p.ITEMS
     if per_block > 2 * shape.inter and per_block > 256 then
@@ -41,6 +42,7 @@ return {
 
   args = function(p, shape, dtype, device)
     return { "h", "g", "u", { i32 = "inter" },
+             { i32 = shape.g_ld > 0 and shape.g_ld or shape.inter },
              { i32 = shape.u_ld > 0 and shape.u_ld or shape.inter } }
   end,
 }

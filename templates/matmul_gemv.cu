@@ -4,7 +4,8 @@
 // before any math, so a warp reads 512 contiguous bytes of a row per load instruction. MT
 // activation rows share each weight load (they come from L1/L2, 16 bytes per row and piece).
 // fp32 products and sums; a warp reduction, then (KWARPS > 1) a shared-memory one; one rounding.
-// Rows of w past N and rows of a past M are clamped to the last one: computed, never stored.
+// Rows of w past N read row N - 1 again and rows of a past M read as zeros: computed, never
+// stored. Addresses are a base pointer plus row offsets (arrays of row pointers make ptxas spill).
 // Defines: THREADS (block size), KWARPS (warps splitting k for the same rows), ROWS (rows per
 // warp), MT (activation rows per block), UNROLL (16-byte pieces per row in flight per lane).
 #include "dense_common.cuh"
@@ -16,10 +17,11 @@ static_assert(DN_WARPS % KWARPS == 0, "KWARPS must divide the warps of a block")
 static_assert(MT * ROWS <= 32, "one lane stores each output of a warp");
 
 namespace dn {
-// acc[mi][r] += a piece (8 values of each activation row) . the same 8 columns of each w row.
+// acc[mi][r] += a piece (8 values of each activation row) . the same 8 columns of each w row;
+// activation rows start at abase, K apart; rows past mlast are zeros.
 template <int NMT, int NROWS>
 __device__ __forceinline__ void dot_piece(float (&acc)[NMT][NROWS], const uint4 (&wv)[NROWS],
-                                          const T *const *arow, int piece)
+                                          const T *abase, int mlast, int K, int piece)
 {
     float wf[NROWS][8];
 #pragma unroll
@@ -28,7 +30,10 @@ __device__ __forceinline__ void dot_piece(float (&acc)[NMT][NROWS], const uint4 
 #pragma unroll
     for (int mi = 0; mi < NMT; mi++) {
         float xf[8];
-        dn_unpack8(dn_load_shared_by_block(arow[mi] + (size_t)piece * 8), xf);
+        uint4 xv = make_uint4(0, 0, 0, 0); // rows past M: zeros, never stored
+        if (mi <= mlast)
+            xv = dn_load_shared_by_block(abase + (size_t)mi * K + (size_t)piece * 8);
+        dn_unpack8(xv, xf);
 #pragma unroll
         for (int r = 0; r < NROWS; r++)
 #pragma unroll
@@ -38,7 +43,7 @@ __device__ __forceinline__ void dot_piece(float (&acc)[NMT][NROWS], const uint4 
 }
 } // namespace dn
 
-extern "C" __global__ void __launch_bounds__(THREADS)
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
 TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const T *__restrict__ w, int M, int N,
               int K)
 {
@@ -52,14 +57,11 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const T *__restrict_
     const int pieces = K / 8;
     constexpr int STRIDE = 32 * KWARPS; // pieces between one lane's consecutive pieces
 
-    const T *wrow[ROWS];
-#pragma unroll
-    for (int r = 0; r < ROWS; r++)
-        wrow[r] = w + (size_t)(n0 + r < N ? n0 + r : N - 1) * K;
-    const T *arow[MT];
-#pragma unroll
-    for (int mi = 0; mi < MT; mi++)
-        arow[mi] = a + (size_t)(m0 + mi < M ? m0 + mi : M - 1) * K;
+    // rows past N read row N - 1 again (computed, never stored)
+    const T *wbase = w + (size_t)n0 * K;
+    const int nlast = N - 1 - n0;
+    const T *abase = a + (size_t)m0 * K;
+    const int mlast = M - 1 - m0;
 
     float acc[MT][ROWS];
 #pragma unroll
@@ -76,10 +78,11 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const T *__restrict_
         for (int u = 0; u < UNROLL; u++)
 #pragma unroll
             for (int r = 0; r < ROWS; r++)
-                wv[u][r] = dn_load_stream(wrow[r] + (size_t)(c + u * STRIDE) * 8);
+                wv[u][r] = dn_load_stream(wbase + (size_t)(r < nlast ? r : nlast) * K +
+                                          (size_t)(c + u * STRIDE) * 8);
 #pragma unroll
         for (int u = 0; u < UNROLL; u++)
-            dn::dot_piece<MT, ROWS>(acc, wv[u], arow, c + u * STRIDE);
+            dn::dot_piece<MT, ROWS>(acc, wv[u], abase, mlast, K, c + u * STRIDE);
     }
     // what is left: fewer than UNROLL pieces per lane
 #if UNROLL > 1
@@ -87,8 +90,8 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const T *__restrict_
         uint4 wv[ROWS];
 #pragma unroll
         for (int r = 0; r < ROWS; r++)
-            wv[r] = dn_load_stream(wrow[r] + (size_t)c * 8);
-        dn::dot_piece<MT, ROWS>(acc, wv, arow, c);
+            wv[r] = dn_load_stream(wbase + (size_t)(r < nlast ? r : nlast) * K + (size_t)c * 8);
+        dn::dot_piece<MT, ROWS>(acc, wv, abase, mlast, K, c);
     }
 #endif
 
@@ -116,15 +119,13 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const T *__restrict_
             out[(size_t)(m0 + mi) * N + n0 + r] = from_f32(v);
     }
 #else
-    // every lane holds every sum: lane i stores output i
-    float v = 0.f;
+    // (a lane-indexed store instead makes ptxas spill on some configurations)
+    if (lane == 0)
 #pragma unroll
-    for (int mi = 0; mi < MT; mi++)
+        for (int mi = 0; mi < MT; mi++)
 #pragma unroll
-        for (int r = 0; r < ROWS; r++)
-            v = lane == mi * ROWS + r ? acc[mi][r] : v;
-    const int mi = lane / ROWS, r = lane % ROWS;
-    if (lane < MT * ROWS && m0 + mi < M && n0 + r < N)
-        out[(size_t)(m0 + mi) * N + n0 + r] = from_f32(v);
+            for (int r = 0; r < ROWS; r++)
+                if (m0 + mi < M && n0 + r < N)
+                    out[(size_t)(m0 + mi) * N + n0 + r] = from_f32(acc[mi][r]);
 #endif
 }

@@ -69,9 +69,10 @@ return {
       if p.BK > 64 then
         return false, string.format("BK=%d > 64 with BM=%d", p.BK, p.BM)
       end
-      -- about 16 KiB of k per row in flight: BK=32 with 4 stages, BK=64 with 3
-      if device.sm >= 80 and p.STAGES > 2 and p.BK * p.STAGES ~= 128 and p.BK * p.STAGES ~= 192 then
-        return false, string.format("BK=%d with STAGES=%d (BM>=64 pairs BK=32 with 4, BK=64 with 3)",
+      -- 128 to 192 columns of k in flight: BK=32 with 4 stages, BK=64 with 3
+      local depth = p.BK * p.STAGES
+      if device.sm >= 80 and p.STAGES > 2 and depth ~= 128 and depth ~= 192 then
+        return false, string.format("BK=%d with STAGES=%d (BM>=64: BK=32 with 4, BK=64 with 3)",
                                     p.BK, p.STAGES)
       end
     else
@@ -83,7 +84,7 @@ return {
         return false, string.format("BN=%d < 64 with BM=%d", p.BN, p.BM)
       end
       if p.WM > 1 or p.WN ~= 4 then
-        return false, string.format("WM=%d WN=%d with BM=%d (thin tiles: 4 warps side by side in n)",
+        return false, string.format("WM=%d WN=%d with BM=%d (thin tiles: 4 warps side by side)",
                                     p.WM, p.WN, p.BM)
       end
     end
@@ -92,8 +93,8 @@ return {
     if p.SPLITK > 1 then
       local t, n_sm = tiles(p, shape), sms(device)
       if t >= n_sm or t * p.SPLITK > 2 * n_sm or 2 * t * p.SPLITK <= n_sm then
-        return false, string.format("SPLITK=%d x %d tiles: split only below %d tiles, into (%d, %d]",
-                                    p.SPLITK, t, n_sm, n_sm // 2, 2 * n_sm)
+        return false, string.format("SPLITK=%d x %d tiles: split only below %d tiles, into "
+                                    .. "(%d, %d] blocks", p.SPLITK, t, n_sm, n_sm // 2, 2 * n_sm)
       end
       if ktiles < 2 then
         return false, string.format("SPLITK=%d leaves %d k tiles per block", p.SPLITK, ktiles)

@@ -45,6 +45,7 @@ struct tailor_kernels {
     int allow_tune;
     int from_cache, tuned;
     tailor_op_kernel *list;
+    int strategy, trials; /* on-demand tuning (tailor_kernels_set_strategy) */
 };
 
 tailor_status tailor_kernels_create(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
@@ -80,6 +81,12 @@ void tailor_kernels_destroy(tailor_kernels *set)
         op_kernel_free(set->gpu, k);
     }
     free(set);
+}
+
+void tailor_kernels_set_strategy(tailor_kernels *set, int strategy, int trials)
+{
+    set->strategy = strategy;
+    set->trials = trials;
 }
 
 void tailor_kernels_stats(const tailor_kernels *set, int *from_cache, int *tuned)
@@ -180,6 +187,8 @@ tailor_status tailor_kernels_get(tailor_ctx *ctx, tailor_kernels *set, const cha
         tailor_tune_options o;
         memset(&o, 0, sizeof o);
         o.rehearse = set->rehearse;
+        o.strategy = (tailor_strategy)set->strategy;
+        o.trials = set->trials;
         o.seed = (uint64_t)time(NULL);
         tailor_tune_result r;
         if ((st = tailor_tune(ctx, set->gpu, set->cache, op, &completed, dtype, &o, &r)))

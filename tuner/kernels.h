@@ -28,6 +28,11 @@ tailor_status tailor_kernels_get(tailor_ctx *ctx, tailor_kernels *set, const cha
                                  const tailor_shape *shape, tailor_dtype dtype,
                                  tailor_op_kernel **out);
 
+/* On-demand tuning from now on uses `strategy` (a tailor_strategy value from tuner.h:
+ * 0 exhaustive, the default; 1 random) with at most `trials` candidates (0: no cap). Tests use
+ * random with a few trials so that many tiny shapes tune fast. */
+void tailor_kernels_set_strategy(tailor_kernels *set, int strategy, int trials);
+
 /* How many winners came from the cache and how many were tuned by this set. */
 void tailor_kernels_stats(const tailor_kernels *set, int *from_cache, int *tuned);
 

@@ -2,10 +2,12 @@
  * (GEMMA4.md §2.6, §2.4), and its C reference.
  *
  * Buffers (T = fp16 or bf16):
- *   g [rows, inter] T  IN   gate projection output
+ *   g [rows, g_ld]  T  IN   gate projection output (g_ld = inter)
  *   u [rows, u_ld]  T  IN   up projection output (u_ld = inter), or a strided slice such as the
  *                           PLE input of one layer in [tokens, layers*256] (u_ld = layers*256,
  *                           the pointer offset to the layer's columns by the caller)
+ *   One [rows, 2*inter] output of a fused gate|up matmul: g = its start, u = start + inter,
+ *   g_ld = u_ld = 2*inter (read-only aliasing is fine).
  *   h [rows, inter] T  OUT  the down projection's input
  * Numerics as transformers: gelu_tanh(z) = 0.5 z (1 + tanh(sqrt(2/pi) (z + 0.044715 z^3))) in
  * fp32, rounded to T; times u in fp32, rounded to T. */
@@ -18,6 +20,7 @@ enum { GG_G = 0, GG_U, GG_H };
 static const tailor_shape_key gelu_gate_keys[] = {
     {"rows", -1, "rows (tokens)"},
     {"inter", -1, "width of the gate and of the output (intermediate size, or 256 for PLE)"},
+    {"g_ld", 0, "row stride of g in elements (0: inter)"},
     {"u_ld", 0, "row stride of u in elements (0: inter)"},
     {NULL, 0, NULL},
 };
@@ -27,15 +30,18 @@ static tailor_status gelu_gate_describe(tailor_ctx *ctx, const tailor_shape *sha
 {
     long long rows = tailor_shape_get(shape, "rows", 0);
     long long inter = tailor_shape_get(shape, "inter", 0);
-    long long ld = tailor_shape_get(shape, "u_ld", 0);
-    if (ld == 0)
-        ld = inter;
+    long long gld = tailor_shape_get(shape, "g_ld", 0), uld = tailor_shape_get(shape, "u_ld", 0);
+    if (gld == 0)
+        gld = inter;
+    if (uld == 0)
+        uld = inter;
     if (rows <= 0 || inter <= 0)
         return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
                                 "gelu_gate: rows and inter must be positive");
-    if (ld < inter)
+    if (gld < inter || uld < inter)
         return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
-                                "gelu_gate: u_ld=%lld is smaller than inter=%lld", ld, inter);
+                                "gelu_gate: g_ld=%lld and u_ld=%lld must be at least inter=%lld",
+                                gld, uld, inter);
     if (rows > 65535)
         return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
                                 "gelu_gate: rows=%lld exceeds the grid's 65535 rows", rows);
@@ -46,8 +52,8 @@ static tailor_status gelu_gate_describe(tailor_ctx *ctx, const tailor_shape *sha
     *out = (tailor_op_buffers){
         .count = 3,
         .b = {
-            [GG_G] = {"g", dtype, (size_t)(rows * inter), TAILOR_BUF_IN, 0, 0},
-            [GG_U] = {"u", dtype, (size_t)((rows - 1) * ld + inter), TAILOR_BUF_IN, 0, 0},
+            [GG_G] = {"g", dtype, (size_t)((rows - 1) * gld + inter), TAILOR_BUF_IN, 0, 0},
+            [GG_U] = {"u", dtype, (size_t)((rows - 1) * uld + inter), TAILOR_BUF_IN, 0, 0},
             [GG_H] = {"h", dtype, (size_t)(rows * inter), TAILOR_BUF_OUT, 1e-6, rtol},
         },
     };
@@ -87,16 +93,17 @@ static tailor_status gelu_gate_reference(tailor_ctx *ctx, const tailor_shape *sh
     (void)bufs;
     size_t rows = (size_t)tailor_shape_get(shape, "rows", 0);
     size_t inter = (size_t)tailor_shape_get(shape, "inter", 0);
-    size_t ld = (size_t)tailor_shape_get(shape, "u_ld", 0);
-    if (ld == 0)
-        ld = inter;
+    size_t gld = (size_t)tailor_shape_get(shape, "g_ld", 0);
+    size_t uld = (size_t)tailor_shape_get(shape, "u_ld", 0);
+    gld = gld ? gld : inter;
+    uld = uld ? uld : inter;
     uint16_t tmp;
     for (size_t r = 0; r < rows; r++) {
         for (size_t c = 0; c < inter; c++) {
             tailor_dtype_store(dtype, &tmp, 0,
-                               gelu_tanh_f32(tailor_dtype_load(dtype, host[GG_G], r * inter + c)));
+                               gelu_tanh_f32(tailor_dtype_load(dtype, host[GG_G], r * gld + c)));
             ref[GG_H][r * inter + c] =
-                tailor_dtype_load(dtype, &tmp, 0) * tailor_dtype_load(dtype, host[GG_U], r * ld + c);
+                tailor_dtype_load(dtype, &tmp, 0) * tailor_dtype_load(dtype, host[GG_U], r * uld + c);
         }
     }
     return TAILOR_OK;

@@ -1,6 +1,6 @@
-/* op_matmul.c — the op "matmul": out[m, n] = a[m, k] · w[n, k]^T (PyTorch Linear layout), a and w
- * both in the dtype (fp16 or bf16), fp32 accumulation, one rounding to the dtype; and its C
- * reference (an fp32 matmul of the dtype values). */
+/* op_matmul.c — the op "matmul": out[m, n] = a[m, k] · w[n, k]^T (PyTorch Linear layout), a
+ * and w both in the dtype (fp16 or bf16), fp32 accumulation, one rounding to the dtype; and its
+ * C reference (an fp32 matmul of the dtype values). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,7 +108,7 @@ static float dot_f32(const float *x, const float *y, size_t k)
     float acc[8] = {0};
     size_t i = 0;
     for (; i + 8 <= k; i += 8)
-        for (int j = 0; j < 8; j++)
+        for (size_t j = 0; j < 8; j++)
             acc[j] += x[i + j] * y[i + j];
     for (; i < k; i++)
         acc[0] += x[i] * y[i];

@@ -13,6 +13,10 @@ extern const tailor_op tailor_op_qk_norm_rope;
 extern const tailor_op tailor_op_gelu_gate;
 extern const tailor_op tailor_op_embed;
 extern const tailor_op tailor_op_softcap_argmax;
+extern const tailor_op tailor_op_gemma4_kv_store;
+extern const tailor_op tailor_op_gemma4_kv_gather;
+extern const tailor_op tailor_op_gemma4_ple;
+extern const tailor_op tailor_op_gemma4_fill;
 /* Add one extern line and one table entry per op. */
 
 static const tailor_op *const all_ops[] = {
@@ -26,6 +30,10 @@ static const tailor_op *const all_ops[] = {
     &tailor_op_gelu_gate,
     &tailor_op_embed,
     &tailor_op_softcap_argmax,
+    &tailor_op_gemma4_kv_store,
+    &tailor_op_gemma4_kv_gather,
+    &tailor_op_gemma4_ple,
+    &tailor_op_gemma4_fill,
     NULL,
 };
 

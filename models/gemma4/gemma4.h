@@ -157,4 +157,90 @@ void tailor_gemma4_rope_freqs(const tailor_gemma4_config *cfg, int layer, float 
 /* Rotates one head vector x[d] in place at position pos (NeoX pairing j <-> j + d/2). */
 void tailor_gemma4_rope_apply(const float *inv_freq, int d, int pos, float *x);
 
+/* ---- the GPU forward (models/gemma4/gpu.c) ------------------------------------------------- */
+
+struct tailor_gpu;
+struct tailor_kernels;
+
+/* A model resident on one GPU with its KV cache, activations and decode graph. */
+typedef struct tailor_gemma4_gpu tailor_gemma4_gpu;
+
+typedef struct tailor_gemma4_gpu_opts {
+    int max_tokens;   /* positions the KV cache holds (prompt + generation), >= 1 */
+    int dtype;        /* compute dtype: TAILOR_DTYPE_F16 or TAILOR_DTYPE_BF16 (op.h); -1 (or 0):
+                         follow the device (fp16 below sm_80, else bf16) */
+    int quantize;     /* 1: dense q/k/v/o/gate/up/down become W4A16 on load (group 128,
+                         symmetric round-to-nearest); embeddings, LM head and PLE stay 16-bit */
+    int all_logits;   /* 1: prefill returns the logits of every prompt position (--dump-logits,
+                         tests); 0: only the last one's */
+    int chunk;        /* prefill rows per chunk (0: min(sliding window, 512); never above W) */
+    int no_graph;     /* 1: decode steps launch kernel by kernel (debugging) */
+} tailor_gemma4_gpu_opts;
+
+/* What a created model holds (for logs and benchmarks). */
+typedef struct tailor_gemma4_gpu_info {
+    int dtype;                 /* tailor_dtype of the compute */
+    int w4a16;                 /* linears are int4 (checkpoint or --quantize) */
+    size_t weight_bytes;       /* device bytes of weights */
+    size_t weight_bytes_token; /* bytes a decode step reads (weights less the unread embedding
+                                  rows: the embedding is read whole as the LM head) */
+    size_t kv_bytes;           /* KV cache and positions */
+    size_t act_bytes;          /* activations and scratch */
+    int kernels_cached, kernels_tuned; /* after the warm-up */
+    int graph;                 /* 1: the decode step runs as a CUDA graph */
+    int chunk;
+} tailor_gemma4_gpu_info;
+
+/* Uploads checkpoint m (it must outlive the result: the PLE table stays in its mapping and rows
+ * are gathered per token on the host) to gpu, using tuned kernels from `ks` (tuned on demand if
+ * the set allows), allocates the KV cache and activations, runs one warm-up decode step and
+ * captures the decode step as a CUDA graph. Logs the device, capability, compute dtype and how
+ * many kernels came from the cache. TAILOR_ERR_UNSUPPORTED for a MoE model or a W4A16 layout the
+ * kernels cannot read (g_idx activation order); TAILOR_ERR_CUDA when memory runs out. Free with
+ * tailor_gemma4_gpu_destroy. */
+tailor_status tailor_gemma4_gpu_create(tailor_ctx *ctx, const tailor_gemma4 *m,
+                                       struct tailor_gpu *gpu, struct tailor_kernels *ks,
+                                       const tailor_gemma4_gpu_opts *opts,
+                                       tailor_gemma4_gpu **out);
+
+/* The same with pseudo-random weights of cfg's shapes generated on the GPU (benchmarks: no host
+ * copy of the weights; the PLE rows are synthesised per token on the host). */
+tailor_status tailor_gemma4_gpu_create_random(tailor_ctx *ctx, const tailor_gemma4_config *cfg,
+                                              struct tailor_gpu *gpu, struct tailor_kernels *ks,
+                                              const tailor_gemma4_gpu_opts *opts, uint64_t seed,
+                                              tailor_gemma4_gpu **out);
+
+/* Frees device memory, graph and host buffers; NULL is fine. */
+void tailor_gemma4_gpu_destroy(tailor_gemma4_gpu *g);
+
+/* Fills *info. */
+void tailor_gemma4_gpu_get_info(const tailor_gemma4_gpu *g, tailor_gemma4_gpu_info *info);
+
+/* Forgets every cached position (the next token is position 0). */
+void tailor_gemma4_gpu_reset(tailor_gemma4_gpu *g);
+
+/* Positions processed since the last reset. */
+int tailor_gemma4_gpu_pos(const tailor_gemma4_gpu *g);
+
+/* Runs n prompt tokens (in chunks) at the next positions. logits (may be NULL) receives the
+ * soft-capped fp32 logits: [n, vocab] with all_logits, else [vocab] of the last position.
+ * *next (may be NULL) receives the greedy next token. TAILOR_ERR_VERIFY when the activations
+ * hold inf or NaN (the logits are then all NaN); TAILOR_ERR_MISUSE for a token outside the
+ * vocabulary or more positions than max_tokens. */
+tailor_status tailor_gemma4_gpu_prefill(tailor_ctx *ctx, tailor_gemma4_gpu *g, const int32_t *ids,
+                                        int n, float *logits, int32_t *next);
+
+/* One decode step for `token` at the next position (the captured graph). logits (may be NULL:
+ * then only the argmax is read back) receives [vocab] soft-capped fp32 logits; *next the greedy
+ * token. Errors as prefill. */
+tailor_status tailor_gemma4_gpu_step(tailor_ctx *ctx, tailor_gemma4_gpu *g, int32_t token,
+                                     float *logits, int32_t *next);
+
+/* Debugging aid (TAILOR_DEBUG_LAYERS=1 in `tailor run` and the GPU test): for every l, runs
+ * `token` at position 0 through layers 0..l on the GPU and through the CPU reference truncated
+ * the same way, and logs the largest logit difference per depth; *first_bad gets the first depth
+ * whose difference exceeds tol (-1 if none). Resets g. Needs the checkpoint (not random). */
+tailor_status tailor_gemma4_gpu_debug_layers(tailor_ctx *ctx, tailor_gemma4_gpu *g, int32_t token,
+                                             double tol, int *first_bad);
+
 #endif

@@ -1,0 +1,144 @@
+/* bench_model.c — `tailor bench model`: end-to-end Gemma 4 on the GPU (prefill and decode speed,
+ * time to first token, memory, decode as a fraction of the bandwidth bound), with a checkpoint
+ * or with random weights of a preset's shapes made on the GPU. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cache.h"
+#include "cli.h"
+#include "cuda.h"
+#include "gemma4.h"
+#include "kernels.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Peak resident set (VmHWM) in bytes, 0 when unknown. */
+static double vm_hwm(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    double kb = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "VmHWM:", 6) == 0)
+            kb = atof(line + 6);
+    if (f)
+        fclose(f);
+    return kb * 1024;
+}
+
+int bench_model(int argc, char **argv)
+{
+    static const struct option opts[] = {{"model", required_argument, 0, 'm'},
+                                         {"preset", required_argument, 0, 'p'},
+                                         {"quantize", required_argument, 0, 'q'},
+                                         {"prompt-len", required_argument, 0, 'l'},
+                                         {"decode", required_argument, 0, 'd'},
+                                         {"json", no_argument, 0, 'j'},
+                                         {0, 0, 0, 0}};
+    const char *model = NULL, *preset = NULL, *quant = NULL;
+    int plen = 512, ndec = 128, json = 0, c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case 'm': model = optarg; break;
+        case 'p': preset = optarg; break;
+        case 'q': quant = optarg; break;
+        case 'l': plen = atoi(optarg); break;
+        case 'd': ndec = atoi(optarg); break;
+        case 'j': json = 1; break;
+        default: return cli_bad_flag("bench model", argc, argv);
+        }
+    }
+    if (!model == !preset || plen < 1 || ndec < 1 || (quant && strcmp(quant, "w4a16") != 0))
+        return cli_usage_error("bench model", "give --model DIR or --preset NAME, a positive "
+                               "--prompt-len and --decode, and --quantize w4a16 or nothing");
+    tailor_ctx *ctx = cli_ctx();
+    double base_rss = vm_hwm();
+    tailor_gemma4 *m = NULL;
+    tailor_gemma4_config cfg;
+    tailor_gpu *gpu = NULL;
+    tailor_cache *cache = NULL;
+    tailor_kernels *ks = NULL;
+    tailor_gemma4_gpu *g = NULL;
+    char path[1024];
+    double bw = 0;
+    size_t free0 = 0, free1 = 0, total = 0;
+    tailor_status s = model ? tailor_gemma4_open(ctx, model, &m) : tailor_gemma4_preset(ctx, preset, &cfg);
+    if (s == TAILOR_OK && m)
+        cfg = *tailor_gemma4_get_config(m);
+    if (s == TAILOR_OK)
+        s = tailor_gpu_open(ctx, 0, &gpu);
+    if (s == TAILOR_OK)
+        s = tailor_gpu_copy_bandwidth(ctx, gpu, &bw);
+    if (s == TAILOR_OK)
+        s = tailor_gpu_mem_info(ctx, gpu, &free0, &total);
+    if (s == TAILOR_OK)
+        s = tailor_cache_default_path(ctx, path, sizeof path);
+    if (s == TAILOR_OK)
+        s = tailor_cache_open(ctx, path, &cache);
+    if (s == TAILOR_OK)
+        s = tailor_kernels_create(ctx, gpu, cache, NULL, 1, &ks);
+    tailor_gemma4_gpu_opts o = {plen + ndec + 1, -1, quant != NULL, 0, 0, 0};
+    double tl0 = now_s();
+    if (s == TAILOR_OK)
+        s = m ? tailor_gemma4_gpu_create(ctx, m, gpu, ks, &o, &g)
+              : tailor_gemma4_gpu_create_random(ctx, &cfg, gpu, ks, &o, 1234, &g);
+    double load_s = now_s() - tl0, rss = vm_hwm();
+    if (s == TAILOR_OK)
+        s = tailor_gpu_mem_info(ctx, gpu, &free1, &total);
+    int32_t *ids = malloc((size_t)plen * sizeof *ids);
+    int32_t next = 0;
+    double pre_s = 0, dec_s = 0;
+    for (int i = 0; ids && i < plen; i++)
+        ids[i] = 2 + (int32_t)((i * 7919) % (cfg.vocab - 2));
+    for (int rep = 0; rep < 2 && s == TAILOR_OK && ids; rep++) { /* the first run warms up */
+        tailor_gemma4_gpu_reset(g);
+        double t0 = now_s();
+        s = tailor_gemma4_gpu_prefill(ctx, g, ids, plen, NULL, &next);
+        double t1 = now_s();
+        for (int i = 0; i < ndec && s == TAILOR_OK; i++)
+            s = tailor_gemma4_gpu_step(ctx, g, next, NULL, &next);
+        pre_s = t1 - t0;
+        dec_s = now_s() - t1;
+    }
+    if (s == TAILOR_OK) {
+        tailor_gemma4_gpu_info info;
+        tailor_gemma4_gpu_get_info(g, &info);
+        double dec = ndec / dec_s, bound = bw / (double)info.weight_bytes_token;
+        if (json)
+            printf("{\"prefill_tok_s\":%.1f,\"decode_tok_s\":%.1f,\"ttft_ms\":%.2f,"
+                   "\"peak_host_bytes\":%.0f,\"host_above_baseline_bytes\":%.0f,"
+                   "\"gpu_bytes\":%zu,\"weight_bytes_token\":%zu,\"copy_bw\":%.4g,"
+                   "\"bound_tok_s\":%.1f,\"fraction_of_bound\":%.3f,\"load_s\":%.2f,"
+                   "\"graph\":%d,\"w4a16\":%d}\n",
+                   plen / pre_s, dec, pre_s * 1e3, rss, rss - base_rss, free0 - free1,
+                   info.weight_bytes_token, bw, bound, dec / bound, load_s, info.graph, info.w4a16);
+        else
+            printf("prefill %d tokens: %.0f tok/s (time to first token %.1f ms)\n"
+                   "decode %d tokens: %.1f tok/s; bound %.0f tok/s (%.2f GB per token at %.0f "
+                   "GB/s copy): %.0f%%\n"
+                   "memory: peak host %.2f GB (%.2f GB above baseline), GPU %.2f GB; load "
+                   "%.1f s; graph %s; %s\n",
+                   plen, plen / pre_s, pre_s * 1e3, ndec, dec, bound,
+                   (double)info.weight_bytes_token / 1e9, bw / 1e9, 100 * dec / bound, rss / 1e9,
+                   (rss - base_rss) / 1e9, (double)(free0 - free1) / 1e9, load_s,
+                   info.graph ? "yes" : "no", info.w4a16 ? "W4A16" : "16-bit");
+    }
+    int rc = s == TAILOR_OK ? 0 : cli_fail(ctx, s);
+    free(ids);
+    tailor_gemma4_gpu_destroy(g);
+    tailor_kernels_destroy(ks);
+    tailor_cache_close(cache);
+    tailor_gpu_close(gpu);
+    tailor_gemma4_close(m);
+    tailor_ctx_destroy(ctx);
+    return rc;
+}

@@ -1,0 +1,82 @@
+/* gemma4_gpu.h — private to models/gemma4: the GPU run state shared by gpu.c (the passes) and
+ * gpu_weights.c (creation, weights, buffers). */
+#ifndef TAILOR_GEMMA4_GPU_H
+#define TAILOR_GEMMA4_GPU_H
+
+#include "cuda.h"
+#include "gemma4.h"
+#include "gemma4_internal.h"
+#include "kernels.h"
+#include "op.h"
+
+/* A [n, k] weight on the device: dense (w) or W4A16 in the kernel layout (qw, sc, zs). */
+typedef struct g4g_mat {
+    int n, k;
+    int int4, group, zp;
+    CUdeviceptr w, qw, sc, zs;
+} g4g_mat;
+
+typedef struct g4g_layer {
+    CUdeviceptr input_ln, post_attn_ln, pre_ff_ln, post_ff_ln, post_ple_ln; /* [H] dtype */
+    CUdeviceptr q_norm, k_norm; /* [head_dim] dtype (k_norm 0 on KV-shared layers) */
+    CUdeviceptr scalar;         /* [1] fp32 layer_scalar */
+    CUdeviceptr inv_freq;       /* [head_dim / 2] fp32 */
+    g4g_mat q, k, v, o, gate, up, down, ple_gate, ple_proj;
+    /* KV cache, owning layers only: [kv_heads, slots, head_dim] dtype, positions [slots] i32 */
+    CUdeviceptr kc, vc, positions;
+    int slots;
+    /* prefill: history + chunk rows [rows, kv_heads, head_dim] (own, or a shared scratch) */
+    CUdeviceptr klin, vlin;
+} g4g_layer;
+
+#define G4G_MAX_ALLOCS 4096
+
+struct tailor_gemma4_gpu {
+    tailor_gpu *gpu;
+    tailor_kernels *ks;
+    const tailor_gemma4 *model; /* NULL: random weights */
+    tailor_gemma4_config cfg;
+    tailor_dtype dt;
+    size_t es;                  /* bytes per dtype element */
+    int max_tokens, chunk, all_logits, logit_rows, quantize, w4a16;
+    int pos;                    /* positions processed */
+    uint32_t seed;              /* random weights: next fill stream */
+    g4g_layer *layers;
+    CUdeviceptr embed;          /* [vocab, H] dtype, also the LM head */
+    CUdeviceptr final_norm, ple_norm;
+    g4g_mat ple_model_proj;     /* [L*P, H] */
+    /* activations, chunk rows each */
+    CUdeviceptr x;              /* [C, H] fp32 residual stream */
+    CUdeviceptr y, h0, tb;      /* [C, H] dtype: normed input, scaled embedding, sublayer output */
+    CUdeviceptr qb, att;        /* [C, heads * max head_dim] */
+    CUdeviceptr kb, vb;         /* [C, max kv_heads * head_dim] raw K, V */
+    CUdeviceptr gb, ub, hb;     /* [C, max inter] */
+    CUdeviceptr pg, ph;         /* [C, P] PLE gate, gated */
+    CUdeviceptr pc, pe, pli;    /* [C, L*P] context projection, table rows, per-layer inputs */
+    CUdeviceptr logits;         /* [logit_rows, vocab] dtype */
+    CUdeviceptr capped;         /* [logit_rows, vocab] fp32 */
+    CUdeviceptr ids, tok, posb; /* [C] int32 */
+    /* pinned host inputs and outputs */
+    int32_t *h_tok, *h_pos, *h_ids;
+    unsigned char *h_pe;        /* [C, L*P] dtype */
+    tailor_gpu_graph graph;
+    CUdeviceptr allocs[G4G_MAX_ALLOCS];
+    int nallocs;
+    size_t weight_bytes, kv_bytes, act_bytes;
+    int kernels_cached, kernels_tuned;
+};
+
+/* gpu.c */
+void g4g_put(tailor_shape *s, const char *key, long long v);
+long long g4g_bucket(long long v);
+tailor_status g4g_run(tailor_ctx *ctx, tailor_gemma4_gpu *g, const char *op,
+                      const tailor_shape *tuned, const tailor_shape *actual,
+                      const tailor_binding *b, int nb);
+tailor_status g4g_pass(tailor_ctx *ctx, tailor_gemma4_gpu *g, int T, int p0, int decode,
+                       int n_layers, int all_rows);
+tailor_status g4g_warm_up(tailor_ctx *ctx, tailor_gemma4_gpu *g, int no_graph);
+
+/* gpu_weights.c: the PLE table row of `id` in the compute dtype into dst [L*P] */
+void g4g_ple_row(const tailor_gemma4_gpu *g, int32_t id, unsigned char *dst);
+
+#endif

@@ -1,0 +1,501 @@
+/* gpu.c — the Gemma 4 forward on the GPU from tuned kernels (GEMMA4.md §2): run state, KV cache,
+ * prefill in chunks and the decode step captured as a CUDA graph. Weights are bound in
+ * gpu_weights.c. Every kernel is a cached winner launched through tuner/kernels.h. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gemma4_gpu.h"
+#include "half.h"
+
+/* ---- launching ops ------------------------------------------------------------------------------- */
+
+void g4g_put(tailor_shape *s, const char *key, long long v) { (void)tailor_shape_set(s, key, v); }
+
+long long g4g_bucket(long long v)
+{
+    long long b = 1;
+    while (b < v)
+        b <<= 1;
+    return b;
+}
+
+tailor_status g4g_run(tailor_ctx *ctx, tailor_gemma4_gpu *g, const char *op,
+                      const tailor_shape *tuned, const tailor_shape *actual,
+                      const tailor_binding *b, int nb)
+{
+    tailor_op_kernel *k = NULL;
+    tailor_status st = tailor_kernels_get(ctx, g->ks, op, tuned, g->dt, &k);
+    if (st == TAILOR_OK)
+        st = tailor_op_kernel_launch(ctx, g->ks, k, actual, b, nb);
+    if (st == TAILOR_ERR_MISUSE && tuned != actual) {
+        /* the winner of the bucket cannot run this exact shape: use the shape's own winner */
+        tailor_ctx_clear(ctx);
+        st = tailor_kernels_get(ctx, g->ks, op, actual, g->dt, &k);
+        if (st == TAILOR_OK)
+            st = tailor_op_kernel_launch(ctx, g->ks, k, actual, b, nb);
+    }
+    if (st)
+        return tailor_wrap_error(ctx, "gemma4 gpu: %s", op);
+    return TAILOR_OK;
+}
+
+/* The same shape with `key` rounded up to a power of two (at most cap) as the tuned shape. */
+static tailor_status run_bucketed(tailor_ctx *ctx, tailor_gemma4_gpu *g, const char *op,
+                                  const tailor_shape *actual, const char *key, long long cap,
+                                  const tailor_binding *b, int nb)
+{
+    tailor_shape tuned = *actual;
+    long long v = g4g_bucket(tailor_shape_get(actual, key, 1));
+    g4g_put(&tuned, key, v > cap ? cap : v);
+    return g4g_run(ctx, g, op, &tuned, actual, b, nb);
+}
+
+static CUdeviceptr off(CUdeviceptr p, size_t elems, size_t esize) { return p + elems * esize; }
+
+/* out[m, n] = a[m, k] W^T. */
+static tailor_status linear(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4g_mat *w, CUdeviceptr a,
+                            CUdeviceptr out, int m)
+{
+    tailor_shape s = {0};
+    g4g_put(&s, "m", m);
+    g4g_put(&s, "n", w->n);
+    g4g_put(&s, "k", w->k);
+    if (w->int4) {
+        g4g_put(&s, "group", w->group);
+        g4g_put(&s, "zp", w->zp);
+        tailor_binding b[] = {{"a", a}, {"qweight", w->qw}, {"scales", w->sc},
+                              {"zeros", w->zp ? w->zs : w->sc}, {"out", out}};
+        return run_bucketed(ctx, g, "w4a16_matmul", &s, "m", 1 << 20, b, 5);
+    }
+    tailor_binding b[] = {{"a", a}, {"w", w->w}, {"out", out}};
+    return run_bucketed(ctx, g, "matmul", &s, "m", 1 << 20, b, 3);
+}
+
+/* Residual seam (op residual_norm): mode 0 x += n_post(a), y = n_next(x); 1 with the layer
+ * scalar; 2 y = T(x); 3 y = n_next(x) only. */
+static tailor_status seam(tailor_ctx *ctx, tailor_gemma4_gpu *g, int mode, int rows, CUdeviceptr a,
+                          CUdeviceptr w_post, CUdeviceptr w_next, CUdeviceptr scalar)
+{
+    tailor_shape s = {0};
+    g4g_put(&s, "rows", rows);
+    g4g_put(&s, "cols", g->cfg.hidden);
+    g4g_put(&s, "mode", mode);
+    tailor_binding b[] = {{"a", a},           {"x", g->x},           {"w_post", w_post},
+                          {"w_next", w_next}, {"scalar", scalar},    {"y", g->y}};
+    return run_bucketed(ctx, g, "residual_norm", &s, "rows", g->chunk, b, 6);
+}
+
+static tailor_status gelu(tailor_ctx *ctx, tailor_gemma4_gpu *g, int rows, int inter,
+                          CUdeviceptr gate, CUdeviceptr up, int u_ld, CUdeviceptr h)
+{
+    tailor_shape s = {0};
+    g4g_put(&s, "rows", rows);
+    g4g_put(&s, "inter", inter);
+    g4g_put(&s, "u_ld", u_ld == inter ? 0 : u_ld);
+    tailor_binding b[] = {{"g", gate}, {"u", up}, {"h", h}};
+    return run_bucketed(ctx, g, "gelu_gate", &s, "rows", g->chunk, b, 3);
+}
+
+/* ---- the pieces of one pass ------------------------------------------------------------------- */
+
+/* Scaled embedding into x (fp32) and, with PLE, into h0 (dtype), then the per-layer inputs. */
+static tailor_status embed_rows(tailor_ctx *ctx, tailor_gemma4_gpu *g, int T)
+{
+    const tailor_gemma4_config *c = &g->cfg;
+    for (int f32 = 1; f32 >= (c->ple_dim > 0 ? 0 : 1); f32--) {
+        tailor_shape s = {0};
+        g4g_put(&s, "tokens", T);
+        g4g_put(&s, "cols", c->hidden);
+        g4g_put(&s, "vocab", c->vocab);
+        g4g_put(&s, "scale_dim", c->hidden);
+        g4g_put(&s, "out_f32", f32);
+        tailor_binding b[] = {{"table", g->embed}, {"ids", g->tok}, {"out", f32 ? g->x : g->h0}};
+        tailor_status st = run_bucketed(ctx, g, "embed", &s, "tokens", g->chunk, b, 3);
+        if (st)
+            return st;
+    }
+    if (c->ple_dim <= 0)
+        return TAILOR_OK;
+    tailor_status st = linear(ctx, g, &g->ple_model_proj, g->h0, g->pc, T);
+    if (st)
+        return st;
+    tailor_shape s = {0};
+    g4g_put(&s, "tokens", T);
+    g4g_put(&s, "layers", c->n_layers);
+    g4g_put(&s, "dim", c->ple_dim);
+    g4g_put(&s, "hidden", c->hidden);
+    tailor_binding b[] = {{"c", g->pc}, {"e", g->pe}, {"w", g->ple_norm}, {"out", g->pli}};
+    return run_bucketed(ctx, g, "gemma4_ple", &s, "tokens", g->chunk, b, 4);
+}
+
+/* History rows a prefill chunk at p0 attends to on layer i's cache. */
+static int hist_rows(const tailor_gemma4_gpu *g, int i, int p0)
+{
+    const tailor_gemma4_layer *ly = &g->cfg.layer[i];
+    if (ly->full)
+        return p0;
+    int w = g->cfg.sliding_window - 1;
+    return p0 < w ? p0 : w;
+}
+
+/* K and V of the T new rows into layer i's cache; in prefill also the linear history + rows. */
+static tailor_status kv_update(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int T, int p0,
+                               int decode)
+{
+    const tailor_gemma4_layer *ly = &g->cfg.layer[i];
+    g4g_layer *L = &g->layers[i];
+    size_t es = g->es, hd = (size_t)ly->head_dim, nkv = (size_t)ly->n_kv_heads;
+    tailor_status st = linear(ctx, g, &L->k, g->y, g->kb, T);
+    if (st == TAILOR_OK && ly->has_v_proj)
+        st = linear(ctx, g, &L->v, g->y, g->vb, T);
+    if (st)
+        return st;
+    int nh = decode ? 0 : hist_rows(g, i, p0);
+    if (nh > 0) {
+        tailor_shape s = {0}, t = {0};
+        g4g_put(&s, "rows", nh);
+        g4g_put(&s, "kv_heads", (long long)nkv);
+        g4g_put(&s, "head_dim", (long long)hd);
+        g4g_put(&s, "slots", L->slots);
+        g4g_put(&s, "first", p0 - nh);
+        t = s;
+        long long rb = g4g_bucket(nh);
+        g4g_put(&t, "rows", rb > L->slots ? L->slots : rb);
+        g4g_put(&t, "first", 0);
+        tailor_binding b[] = {{"k_cache", L->kc}, {"v_cache", L->vc}, {"k_lin", L->klin},
+                              {"v_lin", L->vlin}};
+        if ((st = g4g_run(ctx, g, "gemma4_kv_gather", &t, &s, b, 4)))
+            return st;
+    }
+    tailor_shape s = {0};
+    g4g_put(&s, "tokens", T);
+    g4g_put(&s, "kv_heads", (long long)nkv);
+    g4g_put(&s, "head_dim", (long long)hd);
+    g4g_put(&s, "slots", L->slots);
+    g4g_put(&s, "lin", decode ? 0 : 1);
+    CUdeviceptr kl = decode ? L->kc : off(L->klin, (size_t)nh * nkv * hd, es);
+    CUdeviceptr vl = decode ? L->vc : off(L->vlin, (size_t)nh * nkv * hd, es);
+    tailor_binding b[] = {{"k", g->kb},
+                          {"v", ly->has_v_proj ? g->vb : g->kb},
+                          {"w", L->k_norm},
+                          {"inv_freq", L->inv_freq},
+                          {"pos", g->posb},
+                          {"k_cache", L->kc},
+                          {"v_cache", L->vc},
+                          {"positions", L->positions},
+                          {"k_lin", kl},
+                          {"v_lin", vl}};
+    return run_bucketed(ctx, g, "gemma4_kv_store", &s, "tokens", L->slots < g->chunk ? L->slots : g->chunk,
+                        b, 10);
+}
+
+/* Attention of layer i: q (normed, rotated) against its source's cache into g->att. */
+static tailor_status attend(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int T, int p0, int decode)
+{
+    const tailor_gemma4_config *c = &g->cfg;
+    const tailor_gemma4_layer *ly = &c->layer[i];
+    const g4g_layer *S = &g->layers[ly->kv_source];
+    tailor_shape s = {0};
+    g4g_put(&s, "head_dim", ly->head_dim);
+    g4g_put(&s, "heads", c->n_heads);
+    g4g_put(&s, "kv_heads", ly->n_kv_heads);
+    g4g_put(&s, "window", ly->full ? 0 : c->sliding_window);
+    if (decode) {
+        g4g_put(&s, "kv_len", S->slots);
+        g4g_put(&s, "batch", 1);
+        tailor_binding b[] = {{"q", g->qb},           {"k_cache", S->kc}, {"v_cache", S->vc},
+                              {"positions", S->positions}, {"qpos", g->posb}, {"out", g->att}};
+        return g4g_run(ctx, g, "attention_decode", &s, &s, b, 6);
+    }
+    int nh = hist_rows(g, ly->kv_source, p0);
+    tailor_shape t = s;
+    g4g_put(&s, "q_len", T);
+    g4g_put(&s, "kv_len", nh + T);
+    long long qb = g4g_bucket(T), kb = g4g_bucket(nh + T);
+    g4g_put(&t, "q_len", qb);
+    g4g_put(&t, "kv_len", kb < qb ? qb : kb);
+    tailor_binding b[] = {{"q", g->qb}, {"k", S->klin}, {"v", S->vlin}, {"out", g->att}};
+    return g4g_run(ctx, g, "attention_prefill", &t, &s, b, 4);
+}
+
+/* One decoder layer on T rows (input g->y = its normed input, residual g->x). */
+static tailor_status layer(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int T, int p0, int decode,
+                           int n_layers)
+{
+    const tailor_gemma4_config *c = &g->cfg;
+    const tailor_gemma4_layer *ly = &c->layer[i];
+    g4g_layer *L = &g->layers[i];
+    tailor_status st = linear(ctx, g, &L->q, g->y, g->qb, T);
+    if (st)
+        return st;
+    tailor_shape s = {0};
+    g4g_put(&s, "tokens", T);
+    g4g_put(&s, "heads", c->n_heads);
+    g4g_put(&s, "head_dim", ly->head_dim);
+    g4g_put(&s, "weight", 1);
+    g4g_put(&s, "rope", ly->full ? 2 : 1);
+    g4g_put(&s, "inplace", 1);
+    tailor_binding qb[] = {{"x", g->qb}, {"w", L->q_norm}, {"pos", g->posb},
+                           {"inv_freq", L->inv_freq}, {"out", g->qb}};
+    if ((st = run_bucketed(ctx, g, "qk_norm_rope", &s, "tokens", g->chunk, qb, 5)))
+        return st;
+    if (!ly->kv_shared && (st = kv_update(ctx, g, i, T, p0, decode)))
+        return st;
+    if ((st = attend(ctx, g, i, T, p0, decode)))
+        return st;
+    if ((st = linear(ctx, g, &L->o, g->att, g->tb, T)))
+        return st;
+    if ((st = seam(ctx, g, 0, T, g->tb, L->post_attn_ln, L->pre_ff_ln, L->scalar)))
+        return st;
+    if ((st = linear(ctx, g, &L->gate, g->y, g->gb, T)) || (st = linear(ctx, g, &L->up, g->y, g->ub, T)) ||
+        (st = gelu(ctx, g, T, ly->inter, g->gb, g->ub, ly->inter, g->hb)) ||
+        (st = linear(ctx, g, &L->down, g->hb, g->tb, T)))
+        return st;
+    CUdeviceptr next = i + 1 < n_layers ? g->layers[i + 1].input_ln : g->final_norm;
+    if (c->ple_dim <= 0)
+        return seam(ctx, g, 1, T, g->tb, L->post_ff_ln, next, L->scalar);
+    int P = c->ple_dim, LP = c->n_layers * P;
+    if ((st = seam(ctx, g, 2, T, g->tb, L->post_ff_ln, L->post_ff_ln, L->scalar)) ||
+        (st = linear(ctx, g, &L->ple_gate, g->y, g->pg, T)) ||
+        (st = gelu(ctx, g, T, P, g->pg, off(g->pli, (size_t)i * (size_t)P, g->es), LP, g->ph)) ||
+        (st = linear(ctx, g, &L->ple_proj, g->ph, g->tb, T)))
+        return st;
+    return seam(ctx, g, 1, T, g->tb, L->post_ple_ln, next, L->scalar);
+}
+
+/* LM head on `rows` rows of g->y starting at row r0, then softcap and argmax. */
+static tailor_status head(tailor_ctx *ctx, tailor_gemma4_gpu *g, int r0, int rows)
+{
+    const tailor_gemma4_config *c = &g->cfg;
+    g4g_mat lm = {.n = c->vocab, .k = c->hidden, .w = g->embed};
+    tailor_status st = linear(ctx, g, &lm, off(g->y, (size_t)r0 * (size_t)c->hidden, g->es),
+                              g->logits, rows);
+    if (st)
+        return st;
+    tailor_shape s = {0};
+    g4g_put(&s, "rows", rows);
+    g4g_put(&s, "vocab", c->vocab);
+    g4g_put(&s, "in_f32", 0);
+    g4g_put(&s, "write", 1);
+    tailor_binding b[] = {{"logits", g->logits}, {"capped", g->capped}, {"ids", g->ids}};
+    return run_bucketed(ctx, g, "softcap_argmax", &s, "rows", g->logit_rows, b, 3);
+}
+
+/* The kernels of one pass over T rows at positions p0.. (tok, pos, pe already on the device):
+ * through layers [0, n_layers), the final norm and the LM head of the last row (all rows when
+ * all_rows). Queues work only: no host synchronisation (the decode graph captures it). */
+tailor_status g4g_pass(tailor_ctx *ctx, tailor_gemma4_gpu *g, int T, int p0, int decode,
+                       int n_layers, int all_rows)
+{
+    tailor_status st = embed_rows(ctx, g, T);
+    if (st == TAILOR_OK)
+        st = seam(ctx, g, 3, T, g->tb, g->layers[0].input_ln, g->layers[0].input_ln,
+                  g->layers[0].scalar);
+    for (int i = 0; i < n_layers && st == TAILOR_OK; i++)
+        st = layer(ctx, g, i, T, p0, decode, n_layers);
+    if (st == TAILOR_OK)
+        st = all_rows ? head(ctx, g, 0, T) : head(ctx, g, T - 1, 1);
+    return st;
+}
+
+/* ---- host side of a pass ---------------------------------------------------------------------- */
+
+/* Fills the pinned inputs of T tokens at p0 and queues their upload. */
+static tailor_status stage_inputs(tailor_ctx *ctx, tailor_gemma4_gpu *g, const int32_t *ids, int T,
+                                  int p0)
+{
+    const tailor_gemma4_config *c = &g->cfg;
+    for (int t = 0; t < T; t++) {
+        if (ids[t] < 0 || ids[t] >= c->vocab)
+            return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                                    "gemma4 gpu: token id %d is outside the vocabulary (0..%d)",
+                                    (int)ids[t], c->vocab - 1);
+        g->h_tok[t] = ids[t];
+        g->h_pos[t] = p0 + t;
+    }
+    tailor_status st = tailor_gpu_upload_async(ctx, g->gpu, g->tok, g->h_tok, (size_t)T * 4);
+    if (st == TAILOR_OK)
+        st = tailor_gpu_upload_async(ctx, g->gpu, g->posb, g->h_pos, (size_t)T * 4);
+    if (st == TAILOR_OK && c->ple_dim > 0) {
+        size_t row = (size_t)c->n_layers * (size_t)c->ple_dim;
+        for (int t = 0; t < T; t++)
+            g4g_ple_row(g, ids[t], g->h_pe + (size_t)t * row * g->es);
+        st = tailor_gpu_upload_async(ctx, g->gpu, g->pe, g->h_pe, (size_t)T * row * g->es);
+    }
+    return st;
+}
+
+/* Reads back the argmax of `rows` rows (and their logits when wanted), after the stream is done.
+ * An argmax of -1 means a row of NaN: inf or NaN somewhere upstream. */
+static tailor_status read_out(tailor_ctx *ctx, tailor_gemma4_gpu *g, int rows, float *logits,
+                              int32_t *next, int p_last)
+{
+    const tailor_gemma4_config *c = &g->cfg;
+    tailor_status st = tailor_gpu_download_async(ctx, g->gpu, g->h_ids, g->ids, (size_t)rows * 4);
+    if (st == TAILOR_OK && logits)
+        st = tailor_gpu_download_async(ctx, g->gpu, logits, g->capped,
+                                       (size_t)rows * (size_t)c->vocab * 4);
+    if (st == TAILOR_OK)
+        st = tailor_gpu_sync(ctx, g->gpu);
+    if (st)
+        return st;
+    for (int r = 0; r < rows; r++)
+        if (g->h_ids[r] < 0)
+            return tailor_set_error(ctx, TAILOR_ERR_VERIFY,
+                                    "gemma4 gpu: inf or NaN in the activations (the logits of "
+                                    "position %d are not finite; compute dtype %s)",
+                                    p_last - rows + 1 + r, tailor_dtype_name(g->dt));
+    if (next)
+        *next = g->h_ids[rows - 1];
+    return TAILOR_OK;
+}
+
+tailor_status tailor_gemma4_gpu_prefill(tailor_ctx *ctx, tailor_gemma4_gpu *g, const int32_t *ids,
+                                        int n, float *logits, int32_t *next)
+{
+    if (n < 1 || g->pos + n > g->max_tokens)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                                "gemma4 gpu: %d prompt tokens at position %d exceed the %d "
+                                "positions of the KV cache", n, g->pos, g->max_tokens);
+    tailor_status st = TAILOR_OK;
+    for (int done = 0; done < n && st == TAILOR_OK;) {
+        int T = n - done < g->chunk ? n - done : g->chunk;
+        int last = done + T == n;
+        st = stage_inputs(ctx, g, ids + done, T, g->pos);
+        if (st == TAILOR_OK)
+            st = g4g_pass(ctx, g, T, g->pos, 0, g->cfg.n_layers, g->all_logits);
+        if (st == TAILOR_OK && (g->all_logits || last)) {
+            int rows = g->all_logits ? T : 1;
+            float *dst = !logits ? NULL
+                         : g->all_logits ? logits + (size_t)done * (size_t)g->cfg.vocab
+                                         : logits;
+            st = read_out(ctx, g, rows, dst, next, g->pos + T - 1);
+        } else if (st == TAILOR_OK) {
+            st = tailor_gpu_sync(ctx, g->gpu); /* the pinned inputs are reused next chunk */
+        }
+        if (st == TAILOR_OK)
+            g->pos += T;
+        done += T;
+    }
+    return st;
+}
+
+tailor_status tailor_gemma4_gpu_step(tailor_ctx *ctx, tailor_gemma4_gpu *g, int32_t token,
+                                     float *logits, int32_t *next)
+{
+    if (g->pos >= g->max_tokens)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                                "gemma4 gpu: all %d positions of the KV cache are used",
+                                g->max_tokens);
+    tailor_status st = stage_inputs(ctx, g, &token, 1, g->pos);
+    if (st == TAILOR_OK)
+        st = g->graph.exec ? tailor_gpu_graph_launch(ctx, g->gpu, &g->graph)
+                           : g4g_pass(ctx, g, 1, g->pos, 1, g->cfg.n_layers, 0);
+    if (st == TAILOR_OK)
+        st = read_out(ctx, g, 1, logits, next, g->pos);
+    if (st == TAILOR_OK)
+        g->pos++;
+    return st;
+}
+
+void tailor_gemma4_gpu_reset(tailor_gemma4_gpu *g)
+{
+    g->pos = 0;
+    for (int i = 0; i < g->cfg.n_layers; i++)
+        if (g->layers[i].positions)
+            tailor_gpu_memset8(NULL, g->gpu, g->layers[i].positions, 0xff,
+                               (size_t)g->layers[i].slots * 4);
+    tailor_gpu_sync(NULL, g->gpu);
+}
+
+int tailor_gemma4_gpu_pos(const tailor_gemma4_gpu *g) { return g ? g->pos : 0; }
+
+/* ---- warm-up and the decode graph ------------------------------------------------------------- */
+
+/* One eager decode step at position 0 (loads or tunes every decode kernel and allocates their
+ * workspaces), then the same step captured as a graph. Resets the cache afterwards. */
+tailor_status g4g_warm_up(tailor_ctx *ctx, tailor_gemma4_gpu *g, int no_graph)
+{
+    int32_t tok = g->cfg.bos_id > 0 && g->cfg.bos_id < g->cfg.vocab ? g->cfg.bos_id : 0;
+    tailor_status st = stage_inputs(ctx, g, &tok, 1, 0);
+    if (st == TAILOR_OK)
+        st = g4g_pass(ctx, g, 1, 0, 1, g->cfg.n_layers, 0);
+    if (st == TAILOR_OK)
+        st = tailor_gpu_sync(ctx, g->gpu);
+    if (st == TAILOR_OK && !no_graph) {
+        tailor_status cs = tailor_gpu_capture_begin(ctx, g->gpu);
+        if (cs == TAILOR_OK) {
+            cs = g4g_pass(ctx, g, 1, 0, 1, g->cfg.n_layers, 0);
+            tailor_status es = tailor_gpu_capture_end(ctx, g->gpu, cs == TAILOR_OK, &g->graph);
+            if (cs == TAILOR_OK)
+                cs = es;
+        }
+        if (cs != TAILOR_OK) {
+            tailor_log(ctx, TAILOR_LOG_WARN,
+                       "gemma4 gpu: the decode step could not be captured as a CUDA graph (%s); "
+                       "decoding kernel by kernel", tailor_ctx_message(ctx));
+            tailor_ctx_clear(ctx);
+            tailor_gpu_graph_destroy(g->gpu, &g->graph);
+        }
+    }
+    tailor_gemma4_gpu_reset(g);
+    return st;
+}
+
+/* ---- debugging: layer by layer against the CPU reference --------------------------------------- */
+
+tailor_status tailor_gemma4_gpu_debug_layers(tailor_ctx *ctx, tailor_gemma4_gpu *g, int32_t token,
+                                             double tol, int *first_bad)
+{
+    *first_bad = -1;
+    if (!g->model)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                                "gemma4 gpu: layer debugging needs a checkpoint, not random weights");
+    const tailor_gemma4_config *c = &g->cfg;
+    size_t V = (size_t)c->vocab;
+    float *gl = malloc(V * sizeof *gl);
+    if (!gl)
+        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "gemma4 gpu: out of memory");
+    tailor_status st = TAILOR_OK;
+    for (int l = 0; l < c->n_layers && st == TAILOR_OK; l++) {
+        tailor_gemma4_gpu_reset(g);
+        st = stage_inputs(ctx, g, &token, 1, 0);
+        if (st == TAILOR_OK)
+            st = g4g_pass(ctx, g, 1, 0, 1, l + 1, 0);
+        int32_t id = 0;
+        if (st == TAILOR_OK)
+            st = read_out(ctx, g, 1, gl, &id, 0);
+        if (st)
+            break;
+        /* the CPU reference with the same depth: a copy of the model with fewer layers */
+        tailor_gemma4 mc = *g->model;
+        mc.cfg.n_layers = l + 1;
+        tailor_gemma4_cpu *cpu = NULL;
+        tailor_gemma4_cpu_opts o = {1, 0};
+        const float *cl = NULL;
+        st = tailor_gemma4_cpu_create(ctx, &mc, &o, &cpu);
+        if (st == TAILOR_OK)
+            st = tailor_gemma4_cpu_step(ctx, cpu, token, &cl);
+        if (st == TAILOR_OK) {
+            double md = 0, mr = 0;
+            for (size_t v = 0; v < V; v++) {
+                double d = fabs((double)gl[v] - cl[v]);
+                md = d > md ? d : md;
+                mr = fabs(cl[v]) > mr ? fabs(cl[v]) : mr;
+            }
+            int bad = md > tol;
+            if (bad && *first_bad < 0)
+                *first_bad = l;
+            tailor_log(ctx, bad ? TAILOR_LOG_WARN : TAILOR_LOG_INFO,
+                       "debug layers: through layer %d (%s, head_dim %d%s): max |gpu - cpu| logit "
+                       "= %.4g (max |cpu| %.3g)%s", l, c->layer[l].full ? "full" : "sliding",
+                       c->layer[l].head_dim, c->layer[l].kv_shared ? ", kv-shared" : "", md, mr,
+                       bad ? "  <-- over tolerance" : "");
+        }
+        tailor_gemma4_cpu_destroy(cpu);
+    }
+    free(gl);
+    tailor_gemma4_gpu_reset(g);
+    return st;
+}

@@ -1,0 +1,549 @@
+/* gpu_weights.c — creating a GPU Gemma 4: weights streamed from the mapped checkpoint (or made on
+ * the GPU for benchmarks), the KV cache, activations and pinned buffers, then the warm-up. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gemma4_gpu.h"
+#include "half.h"
+#include "upload.h"
+#include "w4a16.h"
+
+#define STAGING_BYTES (8u << 20)
+
+static tailor_status dalloc(tailor_ctx *ctx, tailor_gemma4_gpu *g, size_t bytes, size_t *acct,
+                            CUdeviceptr *out)
+{
+    *out = 0;
+    if (g->nallocs == G4G_MAX_ALLOCS)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "gemma4 gpu: too many device buffers");
+    bytes = (bytes + 255) & ~(size_t)255;
+    tailor_status st = tailor_gpu_alloc(ctx, g->gpu, bytes, out);
+    if (st)
+        return tailor_wrap_error(ctx, "gemma4 gpu: device memory");
+    g->allocs[g->nallocs++] = *out;
+    *acct += bytes;
+    return tailor_gpu_memset8(ctx, g->gpu, *out, 0, bytes);
+}
+
+static int st_to_dtype(tailor_st_dtype d, tailor_dtype *out)
+{
+    switch (d) {
+    case TAILOR_ST_F32: *out = TAILOR_DTYPE_F32; return 1;
+    case TAILOR_ST_F16: *out = TAILOR_DTYPE_F16; return 1;
+    case TAILOR_ST_BF16: *out = TAILOR_DTYPE_BF16; return 1;
+    default: return 0;
+    }
+}
+
+/* ---- from a checkpoint ------------------------------------------------------------------------ */
+
+static tailor_status up_vec(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_upload *u,
+                            const float *v, int n, CUdeviceptr *out)
+{
+    if (!v)
+        return TAILOR_OK;
+    tailor_status st = dalloc(ctx, g, (size_t)n * g->es, &g->weight_bytes, out);
+    return st ? st : tailor_upload_convert(ctx, u, *out, v, TAILOR_DTYPE_F32, g->dt, (size_t)n);
+}
+
+static tailor_status up_f32(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_upload *u,
+                            const float *v, int n, CUdeviceptr *out)
+{
+    tailor_status st = dalloc(ctx, g, (size_t)n * 4, &g->weight_bytes, out);
+    return st ? st : tailor_upload_convert(ctx, u, *out, v, TAILOR_DTYPE_F32, TAILOR_DTYPE_F32,
+                                           (size_t)n);
+}
+
+static tailor_status alloc_w4(tailor_ctx *ctx, tailor_gemma4_gpu *g, const tailor_w4a16_layout *lay,
+                              g4g_mat *out, tailor_upload_w4a16_dst *dst)
+{
+    tailor_status st = dalloc(ctx, g, lay->qweight_words * 4, &g->weight_bytes, &out->qw);
+    if (st == TAILOR_OK)
+        st = dalloc(ctx, g, lay->scale_count * g->es, &g->weight_bytes, &out->sc);
+    if (st == TAILOR_OK && lay->has_zp)
+        st = dalloc(ctx, g, lay->zero_count, &g->weight_bytes, &out->zs);
+    dst->qweight = out->qw;
+    dst->scales = out->sc;
+    dst->zeros = out->zs;
+    out->int4 = 1;
+    out->group = lay->group;
+    out->zp = lay->has_zp;
+    g->w4a16 = 1;
+    return st;
+}
+
+/* One matrix. quantizable: --quantize applies (q/k/v/o/gate/up/down). */
+static tailor_status up_mat(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_upload *u,
+                            const g4_mat *m, int quantizable, const char *what, g4g_mat *out)
+{
+    memset(out, 0, sizeof *out);
+    out->n = m->n;
+    out->k = m->k;
+    tailor_w4a16_layout lay;
+    tailor_upload_w4a16_dst dst;
+    tailor_status st;
+    if (m->int4) {
+        tailor_dtype sd;
+        if (m->g_idx)
+            return tailor_set_error(ctx, TAILOR_ERR_UNSUPPORTED,
+                                    "gemma4 gpu: %s has weight_g_idx (activation order), which the "
+                                    "W4A16 kernels do not read", what);
+        if (!st_to_dtype(m->scale->dtype, &sd))
+            return tailor_set_error(ctx, TAILOR_ERR_UNSUPPORTED,
+                                    "gemma4 gpu: %s.weight_scale is %s, not a float type", what,
+                                    tailor_st_dtype_name(m->scale->dtype));
+        if ((st = tailor_w4a16_layout_init(ctx, m->n, m->k, m->group, m->zp != NULL, &lay)))
+            return tailor_wrap_error(ctx, "gemma4 gpu: %s", what);
+        if ((st = alloc_w4(ctx, g, &lay, out, &dst)))
+            return st;
+        return tailor_upload_w4a16(ctx, u, &lay, m->packed->data, m->scale->data, sd,
+                                   m->zp ? m->zp->data : NULL, g->dt, &dst);
+    }
+    tailor_dtype wd;
+    if (!st_to_dtype(m->w->dtype, &wd))
+        return tailor_set_error(ctx, TAILOR_ERR_UNSUPPORTED, "gemma4 gpu: %s is %s, not a float type",
+                                what, tailor_st_dtype_name(m->w->dtype));
+    if (g->quantize && quantizable &&
+        tailor_w4a16_layout_init(NULL, m->n, m->k, 128, 0, &lay) == TAILOR_OK) {
+        if ((st = alloc_w4(ctx, g, &lay, out, &dst)))
+            return st;
+        return tailor_upload_quantize(ctx, u, &lay, m->w->data, wd, g->dt, &dst);
+    }
+    if ((st = dalloc(ctx, g, (size_t)m->n * (size_t)m->k * g->es, &g->weight_bytes, &out->w)))
+        return st;
+    return tailor_upload_convert(ctx, u, out->w, m->w->data, wd, g->dt,
+                                 (size_t)m->n * (size_t)m->k);
+}
+
+static tailor_status up_layer(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_upload *u, int i)
+{
+    const tailor_gemma4_config *c = &g->cfg;
+    const tailor_gemma4_layer *ly = &c->layer[i];
+    const g4_layer_w *w = &g->model->layers[i];
+    g4g_layer *L = &g->layers[i];
+    int H = c->hidden, hd = ly->head_dim;
+    float inv_freq[1024];
+    tailor_gemma4_rope_freqs(c, i, inv_freq);
+    tailor_status st = TAILOR_OK;
+    const float *vecs[] = {w->input_ln, w->post_attn_ln, w->pre_ff_ln, w->post_ff_ln, w->post_ple_ln};
+    CUdeviceptr *dsts[] = {&L->input_ln, &L->post_attn_ln, &L->pre_ff_ln, &L->post_ff_ln,
+                           &L->post_ple_ln};
+    for (int v = 0; v < 5 && st == TAILOR_OK; v++)
+        st = up_vec(ctx, g, u, vecs[v], H, dsts[v]);
+    if (st == TAILOR_OK)
+        st = up_vec(ctx, g, u, w->q_norm, hd, &L->q_norm);
+    if (st == TAILOR_OK && !ly->kv_shared)
+        st = up_vec(ctx, g, u, w->k_norm, hd, &L->k_norm);
+    if (st == TAILOR_OK)
+        st = up_f32(ctx, g, u, &w->layer_scalar, 1, &L->scalar);
+    if (st == TAILOR_OK)
+        st = up_f32(ctx, g, u, inv_freq, hd / 2, &L->inv_freq);
+    char what[64];
+    struct { const g4_mat *m; g4g_mat *d; int q; const char *n; } mats[] = {
+        {&w->q, &L->q, 1, "q_proj"},       {&w->k, &L->k, 1, "k_proj"},
+        {&w->v, &L->v, 1, "v_proj"},       {&w->o, &L->o, 1, "o_proj"},
+        {&w->gate, &L->gate, 1, "gate_proj"}, {&w->up, &L->up, 1, "up_proj"},
+        {&w->down, &L->down, 1, "down_proj"}, {&w->ple_gate, &L->ple_gate, 0, "per_layer_input_gate"},
+        {&w->ple_proj, &L->ple_proj, 0, "per_layer_projection"}};
+    for (int k = 0; k < 9 && st == TAILOR_OK; k++) {
+        if ((k == 1 || k == 2) && ly->kv_shared)
+            continue;
+        if (k == 2 && !ly->has_v_proj)
+            continue;
+        if (k >= 7 && c->ple_dim <= 0)
+            continue;
+        snprintf(what, sizeof what, "layers.%d.%s", i, mats[k].n);
+        st = up_mat(ctx, g, u, mats[k].m, mats[k].q, what, mats[k].d);
+    }
+    return st;
+}
+
+static tailor_status up_model(tailor_ctx *ctx, tailor_gemma4_gpu *g)
+{
+    const tailor_gemma4 *m = g->model;
+    const tailor_gemma4_config *c = &g->cfg;
+    tailor_upload *u = NULL;
+    tailor_status st = tailor_upload_create(ctx, g->gpu, STAGING_BYTES, &u);
+    if (st)
+        return st;
+    tailor_dtype ed = TAILOR_DTYPE_BF16;
+    if (!st_to_dtype(m->embed->dtype, &ed))
+        st = tailor_set_error(ctx, TAILOR_ERR_UNSUPPORTED, "gemma4 gpu: embed_tokens is %s",
+                              tailor_st_dtype_name(m->embed->dtype));
+    size_t ne = (size_t)c->vocab * (size_t)c->hidden;
+    if (st == TAILOR_OK)
+        st = dalloc(ctx, g, ne * g->es, &g->weight_bytes, &g->embed);
+    if (st == TAILOR_OK)
+        st = tailor_upload_convert(ctx, u, g->embed, m->embed->data, ed, g->dt, ne);
+    if (st == TAILOR_OK)
+        st = up_vec(ctx, g, u, m->final_norm, c->hidden, &g->final_norm);
+    if (st == TAILOR_OK && c->ple_dim > 0) {
+        st = up_vec(ctx, g, u, m->ple_proj_norm, c->ple_dim, &g->ple_norm);
+        if (st == TAILOR_OK)
+            st = up_mat(ctx, g, u, &m->ple_model_proj, 0, "per_layer_model_projection",
+                        &g->ple_model_proj);
+    }
+    for (int i = 0; i < c->n_layers && st == TAILOR_OK; i++)
+        st = up_layer(ctx, g, u, i);
+    if (st == TAILOR_OK)
+        st = tailor_upload_finish(ctx, u);
+    tailor_upload_destroy(u);
+    return st;
+}
+
+/* ---- random weights made on the GPU ----------------------------------------------------------- */
+
+static tailor_status rnd_fill(tailor_ctx *ctx, tailor_gemma4_gpu *g, CUdeviceptr p, size_t bytes,
+                              int mode, long long amp_e6, long long off_e6)
+{
+    tailor_shape s = {0}, t = {0};
+    g4g_put(&s, "words", (long long)(bytes / 4));
+    g4g_put(&s, "mode", mode);
+    g4g_put(&s, "seed", (long long)(g->seed++ & 0x7fffffff));
+    g4g_put(&s, "amp_e6", amp_e6);
+    g4g_put(&s, "off_e6", off_e6);
+    g4g_put(&t, "words", 1 << 20);
+    g4g_put(&t, "mode", 1);
+    tailor_binding b[] = {{"out", p}};
+    return g4g_run(ctx, g, "gemma4_fill", &t, &s, b, 1);
+}
+
+static tailor_status rnd_vec(tailor_ctx *ctx, tailor_gemma4_gpu *g, int n, CUdeviceptr *out)
+{
+    size_t bytes = ((size_t)n * g->es + 3) & ~(size_t)3;
+    tailor_status st = dalloc(ctx, g, bytes, &g->weight_bytes, out);
+    return st ? st : rnd_fill(ctx, g, *out, bytes, 1, 100000, 1000000); /* 1 +- 0.1 */
+}
+
+static tailor_status rnd_mat(tailor_ctx *ctx, tailor_gemma4_gpu *g, int n, int k, int quantizable,
+                             g4g_mat *out)
+{
+    memset(out, 0, sizeof *out);
+    out->n = n;
+    out->k = k;
+    tailor_w4a16_layout lay;
+    tailor_upload_w4a16_dst dst;
+    tailor_status st;
+    if (g->quantize && quantizable && tailor_w4a16_layout_init(NULL, n, k, 128, 0, &lay) == TAILOR_OK) {
+        if ((st = alloc_w4(ctx, g, &lay, out, &dst)))
+            return st;
+        if ((st = rnd_fill(ctx, g, out->qw, lay.qweight_words * 4, 0, 0, 0)))
+            return st;
+        return rnd_fill(ctx, g, out->sc, (lay.scale_count * g->es + 3) & ~(size_t)3, 1, 1000, 4000);
+    }
+    size_t bytes = (size_t)n * (size_t)k * g->es;
+    if ((st = dalloc(ctx, g, bytes, &g->weight_bytes, &out->w)))
+        return st;
+    return rnd_fill(ctx, g, out->w, bytes & ~(size_t)3, 1, 30000, 0); /* +- 0.03 */
+}
+
+static tailor_status rnd_model(tailor_ctx *ctx, tailor_gemma4_gpu *g)
+{
+    const tailor_gemma4_config *c = &g->cfg;
+    int H = c->hidden, P = c->ple_dim, L = c->n_layers;
+    size_t ne = (size_t)c->vocab * (size_t)H * g->es;
+    tailor_status st = dalloc(ctx, g, ne, &g->weight_bytes, &g->embed);
+    if (st == TAILOR_OK)
+        st = rnd_fill(ctx, g, g->embed, ne, 1, 30000, 0);
+    if (st == TAILOR_OK)
+        st = rnd_vec(ctx, g, H, &g->final_norm);
+    if (st == TAILOR_OK && P > 0) {
+        st = rnd_vec(ctx, g, P, &g->ple_norm);
+        if (st == TAILOR_OK)
+            st = rnd_mat(ctx, g, L * P, H, 0, &g->ple_model_proj);
+    }
+    for (int i = 0; i < L && st == TAILOR_OK; i++) {
+        const tailor_gemma4_layer *ly = &c->layer[i];
+        g4g_layer *Ly = &g->layers[i];
+        int hd = ly->head_dim, kvd = ly->n_kv_heads * hd;
+        float one = 1.0f, inv_freq[1024];
+        tailor_gemma4_rope_freqs(c, i, inv_freq);
+        CUdeviceptr *vecs[] = {&Ly->input_ln, &Ly->post_attn_ln, &Ly->pre_ff_ln, &Ly->post_ff_ln};
+        for (int v = 0; v < 4 && st == TAILOR_OK; v++)
+            st = rnd_vec(ctx, g, H, vecs[v]);
+        if (st == TAILOR_OK && P > 0)
+            st = rnd_vec(ctx, g, H, &Ly->post_ple_ln);
+        if (st == TAILOR_OK)
+            st = rnd_vec(ctx, g, hd, &Ly->q_norm);
+        if (st == TAILOR_OK && !ly->kv_shared)
+            st = rnd_vec(ctx, g, hd, &Ly->k_norm);
+        if (st == TAILOR_OK)
+            st = dalloc(ctx, g, 4, &g->weight_bytes, &Ly->scalar);
+        if (st == TAILOR_OK)
+            st = tailor_gpu_upload(ctx, g->gpu, Ly->scalar, &one, 4);
+        if (st == TAILOR_OK)
+            st = dalloc(ctx, g, (size_t)hd * 2, &g->weight_bytes, &Ly->inv_freq);
+        if (st == TAILOR_OK)
+            st = tailor_gpu_upload(ctx, g->gpu, Ly->inv_freq, inv_freq, (size_t)hd * 2);
+        if (st == TAILOR_OK)
+            st = rnd_mat(ctx, g, c->n_heads * hd, H, 1, &Ly->q);
+        if (st == TAILOR_OK && !ly->kv_shared)
+            st = rnd_mat(ctx, g, kvd, H, 1, &Ly->k);
+        if (st == TAILOR_OK && !ly->kv_shared && ly->has_v_proj)
+            st = rnd_mat(ctx, g, kvd, H, 1, &Ly->v);
+        if (st == TAILOR_OK)
+            st = rnd_mat(ctx, g, H, c->n_heads * hd, 1, &Ly->o);
+        if (st == TAILOR_OK)
+            st = rnd_mat(ctx, g, ly->inter, H, 1, &Ly->gate);
+        if (st == TAILOR_OK)
+            st = rnd_mat(ctx, g, ly->inter, H, 1, &Ly->up);
+        if (st == TAILOR_OK)
+            st = rnd_mat(ctx, g, H, ly->inter, 1, &Ly->down);
+        if (st == TAILOR_OK && P > 0)
+            st = rnd_mat(ctx, g, P, H, 0, &Ly->ple_gate);
+        if (st == TAILOR_OK && P > 0)
+            st = rnd_mat(ctx, g, H, P, 0, &Ly->ple_proj);
+    }
+    return st;
+}
+
+/* ---- the PLE table, on the host ---------------------------------------------------------------- */
+
+static uint32_t ple_hash(uint32_t a, uint32_t b)
+{
+    uint32_t x = a * 0x9e3779b1u ^ (b + 0x7f4a7c15u) * 0x85ebca6bu;
+    x ^= x >> 15;
+    x *= 0x2c1b3c6du;
+    x ^= x >> 12;
+    return x;
+}
+
+void g4g_ple_row(const tailor_gemma4_gpu *g, int32_t id, unsigned char *dst)
+{
+    const tailor_gemma4_config *c = &g->cfg;
+    size_t n = (size_t)c->n_layers * (size_t)c->ple_dim;
+    uint16_t *out = (uint16_t *)(void *)dst;
+    if (!g->model) { /* random weights: a synthetic row */
+        for (size_t j = 0; j < n; j++) {
+            float v = ((float)(ple_hash((uint32_t)id, (uint32_t)j) % 2001u) - 1000.0f) * 3e-5f;
+            out[j] = g->dt == TAILOR_DTYPE_BF16 ? tailor_f32_to_bf16(v) : tailor_f32_to_f16(v);
+        }
+        return;
+    }
+    const tailor_st_tensor *t = g->model->ple_embed;
+    int32_t row = id < c->ple_vocab ? id : 0;
+    const unsigned char *src = (const unsigned char *)t->data +
+                               (size_t)row * n * tailor_st_dtype_size(t->dtype);
+    if ((t->dtype == TAILOR_ST_BF16 && g->dt == TAILOR_DTYPE_BF16) ||
+        (t->dtype == TAILOR_ST_F16 && g->dt == TAILOR_DTYPE_F16)) {
+        memcpy(out, src, n * 2);
+        return;
+    }
+    for (size_t j = 0; j < n; j++) {
+        float v = tailor_st_load_f32(t, (int64_t)((size_t)row * n + j));
+        out[j] = g->dt == TAILOR_DTYPE_BF16 ? tailor_f32_to_bf16(v) : tailor_f32_to_f16(v);
+    }
+}
+
+/* ---- KV cache, activations, host buffers ------------------------------------------------------- */
+
+static int is_kv_source_of_shared(const tailor_gemma4_config *c, int i)
+{
+    for (int j = 0; j < c->n_layers; j++)
+        if (c->layer[j].kv_shared && c->layer[j].kv_source == i)
+            return 1;
+    return 0;
+}
+
+static tailor_status alloc_kv(tailor_ctx *ctx, tailor_gemma4_gpu *g)
+{
+    const tailor_gemma4_config *c = &g->cfg;
+    int W = c->sliding_window;
+    size_t scratch[2] = {0, 0}; /* lin elements per type (0 sliding, 1 full) */
+    tailor_status st = TAILOR_OK;
+    for (int i = 0; i < c->n_layers && st == TAILOR_OK; i++) {
+        const tailor_gemma4_layer *ly = &c->layer[i];
+        g4g_layer *L = &g->layers[i];
+        if (ly->kv_shared)
+            continue;
+        L->slots = ly->full ? g->max_tokens : W;
+        size_t kvd = (size_t)ly->n_kv_heads * (size_t)ly->head_dim;
+        size_t cache = (size_t)L->slots * kvd * g->es;
+        st = dalloc(ctx, g, cache, &g->kv_bytes, &L->kc);
+        if (st == TAILOR_OK)
+            st = dalloc(ctx, g, cache, &g->kv_bytes, &L->vc);
+        if (st == TAILOR_OK)
+            st = dalloc(ctx, g, (size_t)L->slots * 4, &g->kv_bytes, &L->positions);
+        size_t rows = ly->full ? (size_t)g->max_tokens : (size_t)(W - 1 + g->chunk);
+        if (st == TAILOR_OK && is_kv_source_of_shared(c, i)) {
+            st = dalloc(ctx, g, rows * kvd * g->es, &g->act_bytes, &L->klin);
+            if (st == TAILOR_OK)
+                st = dalloc(ctx, g, rows * kvd * g->es, &g->act_bytes, &L->vlin);
+        } else if (rows * kvd > scratch[ly->full]) {
+            scratch[ly->full] = rows * kvd;
+        }
+    }
+    CUdeviceptr sk[2] = {0, 0}, sv[2] = {0, 0};
+    for (int t = 0; t < 2 && st == TAILOR_OK; t++) {
+        if (!scratch[t])
+            continue;
+        st = dalloc(ctx, g, scratch[t] * g->es, &g->act_bytes, &sk[t]);
+        if (st == TAILOR_OK)
+            st = dalloc(ctx, g, scratch[t] * g->es, &g->act_bytes, &sv[t]);
+    }
+    for (int i = 0; i < c->n_layers && st == TAILOR_OK; i++) {
+        g4g_layer *L = &g->layers[i];
+        if (!c->layer[i].kv_shared && !L->klin) {
+            L->klin = sk[c->layer[i].full];
+            L->vlin = sv[c->layer[i].full];
+        }
+    }
+    return st;
+}
+
+static tailor_status alloc_acts(tailor_ctx *ctx, tailor_gemma4_gpu *g)
+{
+    const tailor_gemma4_config *c = &g->cfg;
+    size_t C = (size_t)g->chunk, H = (size_t)c->hidden, es = g->es;
+    size_t maxhd = 0, maxkv = 0, maxi = 0, LP = (size_t)c->n_layers * (size_t)(c->ple_dim > 0 ? c->ple_dim : 1);
+    for (int i = 0; i < c->n_layers; i++) {
+        const tailor_gemma4_layer *ly = &c->layer[i];
+        maxhd = (size_t)ly->head_dim > maxhd ? (size_t)ly->head_dim : maxhd;
+        size_t kv = (size_t)ly->n_kv_heads * (size_t)ly->head_dim;
+        maxkv = kv > maxkv ? kv : maxkv;
+        maxi = (size_t)ly->inter > maxi ? (size_t)ly->inter : maxi;
+    }
+    size_t P = (size_t)(c->ple_dim > 0 ? c->ple_dim : 1), Q = (size_t)c->n_heads * maxhd;
+    size_t V = (size_t)c->vocab, LR = (size_t)g->logit_rows;
+    struct { CUdeviceptr *p; size_t bytes; } a[] = {
+        {&g->x, C * H * 4},   {&g->y, C * H * es},   {&g->h0, C * H * es},  {&g->tb, C * H * es},
+        {&g->qb, C * Q * es}, {&g->att, C * Q * es}, {&g->kb, C * maxkv * es},
+        {&g->vb, C * maxkv * es}, {&g->gb, C * maxi * es}, {&g->ub, C * maxi * es},
+        {&g->hb, C * maxi * es}, {&g->pg, C * P * es}, {&g->ph, C * P * es},
+        {&g->pc, C * LP * es}, {&g->pe, C * LP * es}, {&g->pli, C * LP * es},
+        {&g->logits, LR * V * es}, {&g->capped, LR * V * 4}, {&g->ids, C * 4},
+        {&g->tok, C * 4}, {&g->posb, C * 4}};
+    tailor_status st = TAILOR_OK;
+    for (size_t i = 0; i < sizeof a / sizeof a[0] && st == TAILOR_OK; i++)
+        st = dalloc(ctx, g, a[i].bytes, &g->act_bytes, a[i].p);
+    void *p = NULL;
+    size_t host = C * 12 + C * LP * es;
+    if (st == TAILOR_OK)
+        st = tailor_gpu_host_alloc(ctx, g->gpu, host, &p);
+    if (st == TAILOR_OK) {
+        g->h_tok = p;
+        g->h_pos = g->h_tok + C;
+        g->h_ids = g->h_pos + C;
+        g->h_pe = (unsigned char *)(g->h_ids + C);
+    }
+    return st;
+}
+
+/* ---- create / destroy ---------------------------------------------------------------------------- */
+
+static tailor_status create(tailor_ctx *ctx, const tailor_gemma4 *m, const tailor_gemma4_config *cfg,
+                            tailor_gpu *gpu, tailor_kernels *ks, const tailor_gemma4_gpu_opts *o,
+                            uint64_t seed, tailor_gemma4_gpu **out)
+{
+    *out = NULL;
+    if (cfg->moe)
+        return tailor_set_error(ctx, TAILOR_ERR_UNSUPPORTED,
+                                "gemma4 gpu: the mixture-of-experts model is not supported yet");
+    if (!o || o->max_tokens < 1)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "gemma4 gpu: max_tokens must be >= 1");
+    tailor_gemma4_gpu *g = calloc(1, sizeof *g);
+    if (!g)
+        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "gemma4 gpu: out of memory");
+    g->layers = calloc((size_t)cfg->n_layers, sizeof *g->layers);
+    if (!g->layers) {
+        free(g);
+        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "gemma4 gpu: out of memory");
+    }
+    const tailor_device_info *dev = tailor_gpu_info(gpu);
+    g->gpu = gpu;
+    g->ks = ks;
+    g->model = m;
+    g->cfg = *cfg;
+    g->seed = (uint32_t)seed;
+    g->dt = o->dtype == TAILOR_DTYPE_F16 || o->dtype == TAILOR_DTYPE_BF16
+                ? (tailor_dtype)o->dtype
+                : (dev->cc_major >= 8 ? TAILOR_DTYPE_BF16 : TAILOR_DTYPE_F16);
+    g->es = 2;
+    g->quantize = o->quantize;
+    g->all_logits = o->all_logits;
+    g->max_tokens = o->max_tokens;
+    int W = cfg->sliding_window > 0 ? cfg->sliding_window : 512;
+    int chunk = o->chunk > 0 ? o->chunk : 512;
+    if (chunk > W)
+        chunk = W;
+    if (g->all_logits && chunk > 64)
+        chunk = 64;
+    if (chunk > g->max_tokens)
+        chunk = g->max_tokens;
+    g->chunk = chunk;
+    g->logit_rows = g->all_logits ? chunk : 1;
+    tailor_log(ctx, TAILOR_LOG_INFO,
+               "gemma4 gpu: %s, sm_%d, compute %s (%s), weights %s%s; kernels from the cache, "
+               "tuned on demand when missing", dev->name, dev->cc_major * 10 + dev->cc_minor, tailor_dtype_name(g->dt),
+               o->dtype == TAILOR_DTYPE_F16 || o->dtype == TAILOR_DTYPE_BF16 ? "--dtype"
+                                                                             : "follows the device",
+               m ? (tailor_gemma4_is_w4a16(m) ? "W4A16 checkpoint" : "16-bit checkpoint")
+                 : "random (made on the GPU)",
+               o->quantize ? ", quantized to W4A16 on load" : "");
+    tailor_status st = m ? up_model(ctx, g) : rnd_model(ctx, g);
+    if (st == TAILOR_OK)
+        st = alloc_kv(ctx, g);
+    if (st == TAILOR_OK)
+        st = alloc_acts(ctx, g);
+    if (st == TAILOR_OK)
+        st = tailor_gpu_sync(ctx, gpu);
+    if (st == TAILOR_OK)
+        st = g4g_warm_up(ctx, g, o->no_graph);
+    if (st) {
+        tailor_gemma4_gpu_destroy(g);
+        return st;
+    }
+    tailor_kernels_stats(ks, &g->kernels_cached, &g->kernels_tuned);
+    tailor_log(ctx, TAILOR_LOG_INFO,
+               "gemma4 gpu: %d kernels from the cache, %d tuned on demand; weights %.2f GB, KV "
+               "cache %.1f MB for %d positions, decode step %s, prefill chunk %d",
+               g->kernels_cached, g->kernels_tuned, (double)g->weight_bytes / 1e9,
+               (double)g->kv_bytes / 1e6, g->max_tokens,
+               g->graph.exec ? "a CUDA graph" : "kernel by kernel", g->chunk);
+    *out = g;
+    return TAILOR_OK;
+}
+
+tailor_status tailor_gemma4_gpu_create(tailor_ctx *ctx, const tailor_gemma4 *m, tailor_gpu *gpu,
+                                       tailor_kernels *ks, const tailor_gemma4_gpu_opts *opts,
+                                       tailor_gemma4_gpu **out)
+{
+    return create(ctx, m, &m->cfg, gpu, ks, opts, 0, out);
+}
+
+tailor_status tailor_gemma4_gpu_create_random(tailor_ctx *ctx, const tailor_gemma4_config *cfg,
+                                              tailor_gpu *gpu, tailor_kernels *ks,
+                                              const tailor_gemma4_gpu_opts *opts, uint64_t seed,
+                                              tailor_gemma4_gpu **out)
+{
+    return create(ctx, NULL, cfg, gpu, ks, opts, seed, out);
+}
+
+void tailor_gemma4_gpu_destroy(tailor_gemma4_gpu *g)
+{
+    if (!g)
+        return;
+    tailor_gpu_sync(NULL, g->gpu);
+    tailor_gpu_graph_destroy(g->gpu, &g->graph);
+    for (int i = 0; i < g->nallocs; i++)
+        tailor_gpu_free(g->gpu, g->allocs[i]);
+    tailor_gpu_host_free(g->gpu, g->h_tok);
+    free(g->layers);
+    free(g);
+}
+
+void tailor_gemma4_gpu_get_info(const tailor_gemma4_gpu *g, tailor_gemma4_gpu_info *info)
+{
+    memset(info, 0, sizeof *info);
+    info->dtype = (int)g->dt;
+    info->w4a16 = g->w4a16;
+    info->weight_bytes = g->weight_bytes;
+    info->weight_bytes_token = g->weight_bytes;
+    info->kv_bytes = g->kv_bytes;
+    info->act_bytes = g->act_bytes;
+    info->kernels_cached = g->kernels_cached;
+    info->kernels_tuned = g->kernels_tuned;
+    info->graph = g->graph.exec != NULL;
+    info->chunk = g->chunk;
+}

@@ -1,0 +1,44 @@
+-- gemma4_kv_store.lua — search space of templates/gemma4_kv_store.cu (op "gemma4_kv_store";
+-- shape keys tokens, kv_heads, head_dim, slots, lin). One block per (token, KV head); the space
+-- is the block size.
+return {
+  op = "gemma4_kv_store",
+  source = "gemma4_kv_store.cu",
+  dtypes = { "fp16", "bf16" },
+
+  params = { THREADS = { 32, 64, 128, 256 } },
+
+  defines = function(p, shape, dtype, device)
+    return { HEAD_DIM = shape.head_dim, LIN = shape.lin }
+  end,
+
+  valid = function(p, shape, dtype, device)
+    if shape.head_dim % 2 ~= 0 then
+      return false, string.format("head_dim=%d is odd", shape.head_dim)
+    end
+    if p.THREADS > shape.head_dim // 2 and p.THREADS > 32 then
+      return false, string.format("THREADS=%d > %d rotation pairs", p.THREADS, shape.head_dim // 2)
+    end
+    return true
+  end,
+
+  requires = function(p, shape, dtype, device)
+    if dtype == "bf16" then return { "bf16" } end
+    return {}
+  end,
+
+  threads = function(p, shape, dtype, device) return p.THREADS end,
+  smem_static = function(p, shape, dtype, device)
+    if p.THREADS <= 32 then return 0 end
+    return 4 * (p.THREADS // 32)
+  end,
+  smem_dynamic = function(p, shape, dtype, device) return 0 end,
+  grid = function(p, shape, dtype, device) return { shape.tokens, shape.kv_heads, 1 } end,
+
+  args = function(p, shape, dtype, device)
+    local lin = shape.lin ~= 0
+    return { "k_cache", "v_cache", "positions", lin and "k_lin" or "k_cache",
+             lin and "v_lin" or "v_cache", "k", "v", "w", "inv_freq", "pos",
+             { i32 = "kv_heads" }, { i32 = "slots" } }
+  end,
+}

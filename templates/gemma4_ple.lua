@@ -1,0 +1,31 @@
+-- gemma4_ple.lua — search space of templates/gemma4_ple.cu (op "gemma4_ple"; shape keys tokens,
+-- layers, dim, hidden). One block per (token, layer); the space is the block size.
+return {
+  op = "gemma4_ple",
+  source = "gemma4_ple.cu",
+  dtypes = { "fp16", "bf16" },
+
+  params = { THREADS = { 32, 64, 128, 256 } },
+
+  valid = function(p, shape, dtype, device)
+    if p.THREADS > shape.dim and p.THREADS > 32 then
+      return false, string.format("THREADS=%d > dim=%d", p.THREADS, shape.dim)
+    end
+    return true
+  end,
+
+  requires = function(p, shape, dtype, device)
+    if dtype == "bf16" then return { "bf16" } end
+    return {}
+  end,
+
+  threads = function(p, shape, dtype, device) return p.THREADS end,
+  smem_static = function(p, shape, dtype, device)
+    if p.THREADS <= 32 then return 0 end
+    return 4 * (p.THREADS // 32)
+  end,
+  smem_dynamic = function(p, shape, dtype, device) return 0 end,
+  grid = function(p, shape, dtype, device) return { shape.tokens * shape.layers, 1, 1 } end,
+
+  args = { "out", "c", "e", "w", { i32 = "dim" }, { i32 = "hidden" } },
+}

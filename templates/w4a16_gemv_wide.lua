@@ -1,0 +1,172 @@
+-- w4a16_gemv_wide.lua — search space of templates/w4a16_gemv_wide.cu (op "w4a16_matmul"; shape
+-- keys m, n, k, group, zp). Tensor-core decode for m <= 16, weights streamed from global memory
+-- into registers (UNROLL quads x RT row tiles of 16-byte loads per lane, double-buffered), the
+-- block's slice of the activations staged once in shared memory, SPLITK blocks per column tile
+-- when the tiles alone cannot keep enough warps loading. m = 16 costs what m = 1 does.
+local function pow2_at_least(x)
+  local p = 1
+  while p < x do p = p * 2 end
+  return p
+end
+
+local function ceil_div(a, b) return (a + b - 1) // b end
+
+local function sms(device)
+  if device.sm_count and device.sm_count > 0 then return device.sm_count end
+  return 80
+end
+
+local SPLITS = { 1, 2, 3, 4, 6, 8, 12, 16, 24, 32 }
+
+-- Quads (128 columns) per row, per slice, and staged per slice (whole batches of UNROLL).
+local function quads(p, shape)
+  local qt = ceil_div(shape.k // 32, 4)
+  local qps = ceil_div(qt, p.SPLITK)
+  local qalloc = ceil_div(qps, p.UNROLL) * p.UNROLL
+  return qt, qps, qalloc
+end
+
+local function block_rows(p) return p.WARPS * p.RT * 8 end
+
+-- Shared memory: MP rows x qalloc quads x 256 bytes of staged activations, plus a 16-byte zero
+-- row for the ldmatrix lanes of rows >= MP (MP <= 8).
+local function smem_bytes(p, shape)
+  local _, _, qalloc = quads(p, shape)
+  local z = 0
+  if p.MP <= 8 then z = 16 end
+  return p.MP * qalloc * 256 + z
+end
+
+local function warps_total(p, shape, splitk)
+  return ceil_div(shape.n, block_rows(p)) * splitk * p.WARPS
+end
+
+-- Does SPLITK=s give a useful slice: no empty block, no more than 25 % of a slice's batches
+-- wasted, activations within 48 KiB?
+local function split_ok(p, shape, s)
+  local q = { SPLITK = s, UNROLL = p.UNROLL, MP = p.MP, WARPS = p.WARPS, RT = p.RT }
+  local qt, qps, qalloc = quads(q, shape)
+  if (s - 1) * qps >= qt then return false, "empty slices" end
+  if p.UNROLL > qps then return false, "UNROLL > quads per slice" end
+  if 4 * (qalloc - qps) > qalloc then return false, "more than 25% of a batch wasted" end
+  if smem_bytes(q, shape) + 16 > 48 * 1024 then return false, "shared memory > 48 KiB" end
+  return true
+end
+
+return {
+  op = "w4a16_matmul",
+  source = "w4a16_gemv_wide.cu",
+  dtypes = { "fp16", "bf16" },
+
+  params = {
+    WARPS = { 4, 8 },
+    RT = { 1, 2 },
+    UNROLL = { 1, 2, 4 },
+    SPLITK = SPLITS,
+    MP = { 1, 2, 4, 8, 16 },
+  },
+
+  defines = function(p, shape, dtype, device)
+    return { GROUP = shape.group, HAS_ZP = shape.zp }
+  end,
+
+  valid = function(p, shape, dtype, device)
+    if shape.m > 16 then
+      return false, string.format("m=%d > 16: decode template (one mma row tile)", shape.m)
+    end
+    if shape.k % 32 ~= 0 or shape.group % 32 ~= 0 or shape.k % shape.group ~= 0 then
+      return false, string.format("k=%d, group=%d: the layout needs 32 | group | k",
+                                  shape.k, shape.group)
+    end
+    if p.MP ~= pow2_at_least(shape.m) then
+      return false, string.format("MP=%d is not m=%d rounded up to a power of two", p.MP,
+                                  shape.m)
+    end
+    -- block shapes: 32 or 64 rows for m <= 8 (staging is cheap, blocks many); 64 or 128 for
+    -- m > 8 (the staged activations, 16 rows, are reused by more weight rows)
+    local bn = block_rows(p)
+    if p.MP <= 8 and bn > 64 then
+      return false, string.format("%d rows per block for m=%d (32 or 64)", bn, shape.m)
+    end
+    if p.MP > 8 and bn < 64 then
+      return false, string.format("%d rows per block for m=%d (64 or 128)", bn, shape.m)
+    end
+    if p.RT * p.WARPS * 8 > math.max(32, 2 * pow2_at_least(shape.n)) then
+      return false, string.format("%d rows per block for n=%d", block_rows(p), shape.n)
+    end
+    -- few loads per lane only where the slices are short
+    local ok, why = split_ok(p, shape, p.SPLITK)
+    if not ok then
+      return false, string.format("SPLITK=%d UNROLL=%d: %s", p.SPLITK, p.UNROLL, why)
+    end
+    if p.UNROLL == 1 then
+      local _, qps = quads(p, shape)
+      if qps > 2 then return false, string.format("UNROLL=1 with %d quads per slice", qps) end
+    end
+    -- SPLITK: the smallest usable split giving 8 warps per SM, the one before and the one
+    -- after; where none gets there, the two largest usable ones
+    local want, n_sm, first = 8 * sms(device), sms(device), nil
+    local usable = {}
+    for _, s in ipairs(SPLITS) do
+      if split_ok(p, shape, s) then usable[#usable + 1] = s end
+    end
+    for i, s in ipairs(usable) do
+      if warps_total(p, shape, s) >= want then first = i; break end
+    end
+    if not first then first = #usable end
+    local allowed = {}
+    for i = first - 1, first + 1 do
+      if usable[i] then allowed[usable[i]] = true end
+    end
+    if not allowed[p.SPLITK] then
+      return false, string.format("SPLITK=%d: %d warps for %d SMs (kept: the splits around "
+                                  .. "the smallest reaching %d warps)",
+                                  p.SPLITK, warps_total(p, shape, p.SPLITK), n_sm, want)
+    end
+    return true
+  end,
+
+  requires = function(p, shape, dtype, device)
+    local r
+    if device.sm >= 80 then
+      r = { "ldmatrix", "mma.m16n8k16" }
+    else
+      r = { "ldmatrix", "mma.m16n8k8" }
+    end
+    if dtype == "bf16" then r[#r + 1] = "bf16" end
+    return r
+  end,
+
+  threads = function(p, shape, dtype, device) return p.WARPS * 32 end,
+  -- __shared__ int last_block[4] in the split-k epilogue
+  smem_static = function(p, shape, dtype, device)
+    if p.SPLITK > 1 then return 16 end
+    return 0
+  end,
+  smem_dynamic = function(p, shape, dtype, device) return smem_bytes(p, shape) end,
+  grid = function(p, shape, dtype, device)
+    return { ceil_div(shape.n, block_rows(p)), p.SPLITK, 1 }
+  end,
+
+  -- fp32 partials [SPLITK, m, n] and one counter per column tile; the kernel leaves both
+  -- reusable (partials are overwritten before they are read, counters reset by the last block).
+  workspace = function(p, shape, dtype, device)
+    if p.SPLITK == 1 then return {} end
+    return { partial = 4 * p.SPLITK * shape.m * shape.n,
+             counters = 4 * ceil_div(shape.n, block_rows(p)) }
+  end,
+
+  args = function(p, shape, dtype, device)
+    local a = { "out", "a", "qweight", "scales" }
+    if shape.zp ~= 0 then a[#a + 1] = "zeros" end
+    if p.SPLITK > 1 then
+      a[#a + 1] = "partial"
+      a[#a + 1] = "counters"
+    end
+    a[#a + 1] = { i32 = "m" }
+    a[#a + 1] = { i32 = "n" }
+    a[#a + 1] = { i32 = "k" }
+    a[#a + 1] = { i32 = (shape.n + 15) // 16 * 16 }
+    return a
+  end,
+}

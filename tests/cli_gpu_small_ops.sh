@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# cli_gpu_small_ops.sh — Gemma 4's small ops on a live GPU: every survivor of residual_norm,
+# qk_norm_rope, gelu_gate, embed and softcap_argmax checked against its C reference over the
+# E2B/E4B/31B widths (hidden 1536/2560/5376, heads 8/32, head dims 256/512, vocab 262144), in
+# bf16 and fp16, and rehearsed for the T4 (fp16, compute_75 PTX, the T4's budget).
+set -u
+T=${TAILOR_BIN:?}
+if ! "$T" devices --json 2>/dev/null | python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["devices"] else 1)'; then
+  echo "skipped: no live GPU"; exit 77
+fi
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail=0
+tune() { # OP SHAPE DTYPE [extra flags]
+  local op=$1 shape=$2 dtype=$3; shift 3
+  if ! "$T" tune --op "$op" --shape "$shape" --dtype "$dtype" --verify-all --cache "$tmp/c.sqlite" \
+      --seed 5 "$@"; then
+    echo "FAILED: tune --op $op --shape $shape --dtype $dtype $*"; fail=1
+  fi
+}
+
+# residual_norm: every mode at decode and prefill-like row counts
+for cols in 1536 2560 5376; do
+  for mode in 0 1 2 3; do
+    for rows in 1 33; do tune residual_norm rows=$rows,cols=$cols,mode=$mode bf16; done
+  done
+  tune residual_norm rows=7,cols=$cols,mode=1 fp16
+done
+
+# qk_norm_rope: q (8 or 32 heads), k (1, 2, 4 or 16 heads), v (weightless, no RoPE); both RoPEs
+for tokens in 1 17; do
+  for heads in 1 8 32; do
+    tune qk_norm_rope tokens=$tokens,heads=$heads,head_dim=256,rope=1 bf16
+    tune qk_norm_rope tokens=$tokens,heads=$heads,head_dim=512,rope=2 bf16
+  done
+  tune qk_norm_rope tokens=$tokens,heads=1,head_dim=512,weight=0,rope=0 bf16
+  tune qk_norm_rope tokens=$tokens,heads=16,head_dim=256,weight=0,rope=0 bf16
+done
+tune qk_norm_rope tokens=9,heads=8,head_dim=256,rope=1,inplace=1 bf16
+tune qk_norm_rope tokens=9,heads=4,head_dim=512,rope=2,inplace=1 bf16
+tune qk_norm_rope tokens=5,heads=8,head_dim=256,rope=1 fp16
+tune qk_norm_rope tokens=5,heads=8,head_dim=512,rope=2 fp16
+
+# gelu_gate: the MLP widths (E2B 6144 and 12288, E4B 10240, 31B 21504) and the PLE gate
+for inter in 6144 10240 12288 21504; do
+  for rows in 1 9; do tune gelu_gate rows=$rows,inter=$inter bf16; done
+  tune gelu_gate rows=3,inter=$inter fp16
+done
+tune gelu_gate rows=5,inter=256,u_ld=8960 bf16
+tune gelu_gate rows=9,inter=6144,g_ld=12288,u_ld=12288 bf16
+
+# embed: into the dtype and into the fp32 residual stream; PLE rows (35 layers x 256, scale 16)
+tune embed tokens=3,cols=1536,vocab=262144,out_f32=1 bf16
+for cols in 1536 2560 5376; do
+  tune embed tokens=1,cols=$cols,vocab=4096 bf16
+  tune embed tokens=9,cols=$cols,vocab=4096,out_f32=1 bf16
+  tune embed tokens=9,cols=$cols,vocab=4096,out_f32=1 fp16
+done
+tune embed tokens=9,cols=8960,vocab=4096,scale_dim=256 bf16
+
+# softcap_argmax: the full vocabulary, with and without the capped logits, 16-bit and fp32 input
+for rows in 1 3; do
+  tune softcap_argmax rows=$rows,vocab=262144 bf16
+  tune softcap_argmax rows=$rows,vocab=262144,write=0 bf16
+done
+tune softcap_argmax rows=2,vocab=262144,in_f32=1 bf16
+tune softcap_argmax rows=2,vocab=262144 fp16
+
+# the T4 rehearsed: fp16, its budget, compute_75 PTX run here
+tune residual_norm rows=7,cols=1536,mode=1 fp16 --rehearse t4
+tune qk_norm_rope tokens=7,heads=8,head_dim=512,rope=2 fp16 --rehearse t4
+tune gelu_gate rows=7,inter=6144 fp16 --rehearse t4
+tune embed tokens=7,cols=1536,vocab=4096,out_f32=1 fp16 --rehearse t4
+tune softcap_argmax rows=1,vocab=262144 fp16 --rehearse t4
+
+# a second run of a cached shape compiles nothing
+out=$(TAILOR_NO_COMPILE=1 "$T" tune --op softcap_argmax --shape rows=1,vocab=262144 --dtype bf16 \
+      --cache "$tmp/c.sqlite" 2>&1)
+echo "$out"
+grep -q "cached:" <<<"$out" || { echo "FAILED: softcap_argmax was not cached"; fail=1; }
+"$T" cache ls --cache "$tmp/c.sqlite" | head -20
+exit $fail

@@ -1,0 +1,242 @@
+/* test_gpu_gemma4.c — the GPU forward (models/gemma4/gpu.c) against transformers' float32
+ * logits and greedy continuations for every committed fixture, in bf16, in fp16 (the T4 path)
+ * and with kernels chosen under the T4 profile (--rehearse t4, fp16). W4A16 fixtures compare
+ * with their dequantized reference. Kernels are tuned on demand into a temporary cache (random
+ * strategy, few trials). Output: one line per (fixture, mode), and per failing position the
+ * largest difference and whether the argmax agrees. TAILOR_DEBUG_LAYERS=1 also compares every
+ * depth against the CPU reference on the first token. Skips (77) without a GPU. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cache.h"
+#include "cuda.h"
+#include "gemma4.h"
+#include "kernels.h"
+#include "sampler.h"
+#include "testlib.h"
+
+/* Tolerance. The reference is fp32 throughout; the GPU rounds every activation that leaves a
+ * kernel to the compute dtype (bf16: relative 2^-9 per rounding; fp16: 2^-12) while the residual
+ * stream, norm statistics and softmax stay fp32. Over 5-6 layers of norm -> matmul -> norm the
+ * relative errors add roughly in quadrature to a few 2^-9 for bf16, so a logit moves by at most
+ * about 1-3 % of the logit scale. We allow |gpu - ref| <= 0.05 * max|ref| + 0.02 per position
+ * (0.05 of the largest logit: ~10x the expected bf16 noise; a wrong mask, RoPE pair, norm,
+ * KV source or PLE term moves logits by 20-100 % of their scale). Top-1 must agree wherever
+ * transformers' top-2 gap exceeds twice that tolerance (below it a correct bf16 run may flip). */
+#define REL_TOL 0.05
+#define ABS_TOL 0.02
+
+static const char *const fixtures[] = {"e2b_flat", "keqv_flat", "e4b_nested", "e2b_w4a16",
+                                       "e2b_w4a16_asym"};
+
+typedef struct mode {
+    const char *name;
+    tailor_dtype dtype;
+    const char *rehearse; /* profile or NULL */
+} mode;
+
+static const mode modes[] = {{"bf16", TAILOR_DTYPE_BF16, NULL},
+                             {"fp16", TAILOR_DTYPE_F16, NULL},
+                             {"rehearse-t4", TAILOR_DTYPE_F16, "t4"}};
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
+        free(b);
+        b = NULL;
+    }
+    if (b)
+        b[n] = 0;
+    fclose(f);
+    if (len)
+        *len = (size_t)n;
+    return b;
+}
+
+static int json_ids(const cJSON *arr, int32_t *out, int cap)
+{
+    int n = 0;
+    for (const cJSON *e = arr ? arr->child : NULL; e && n < cap; e = e->next)
+        out[n++] = (int32_t)e->valuedouble;
+    return n;
+}
+
+/* Compares prompt logits row by row; prints the failing positions. */
+static void check_logits(const char *tag, const float *got, const float *ref, int T, int V)
+{
+    double worst = 0;
+    int bad_rows = 0;
+    for (int t = 0; t < T; t++) {
+        const float *g = got + (size_t)t * V, *r = ref + (size_t)t * V;
+        double mr = 0, md = 0;
+        int nan = 0;
+        for (int v = 0; v < V; v++) {
+            mr = fabs(r[v]) > mr ? fabs(r[v]) : mr;
+            if (!isfinite(g[v]))
+                nan = 1;
+            double d = fabs((double)g[v] - r[v]);
+            md = d > md ? d : md;
+        }
+        double tol = REL_TOL * mr + ABS_TOL;
+        int32_t ga = tailor_argmax(g, V), ra = tailor_argmax(r, V);
+        float top = r[ra], second = -INFINITY;
+        for (int v = 0; v < V; v++)
+            if (v != ra && r[v] > second)
+                second = r[v];
+        int must_agree = (double)(top - second) > 2 * tol;
+        int ok = !nan && md <= tol && (ga == ra || !must_agree);
+        if (!ok) {
+            bad_rows++;
+            printf("  %s position %d: max |gpu - ref| = %.4g (tol %.4g), argmax gpu %d ref %d "
+                   "(ref top-2 gap %.3g)%s\n", tag, t, md, tol, (int)ga, (int)ra,
+                   (double)(top - second), nan ? ", NOT FINITE" : "");
+        }
+        worst = md / tol > worst ? md / tol : worst;
+    }
+    CHECKF(bad_rows == 0, "%s: %d of %d prompt positions out of tolerance", tag, bad_rows, T);
+    printf("  %s: %d positions, worst |diff| / tol = %.3f\n", tag, T, worst);
+}
+
+static void run_mode(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, const char *name,
+                     const mode *md, tailor_gemma4 *m, const int32_t *prompt, int T,
+                     const int32_t *greedy, int G, const cJSON *gaps, const float *ref)
+{
+    char tag[128];
+    snprintf(tag, sizeof tag, "%s/%s", name, md->name);
+    const tailor_device_info *reh = md->rehearse ? tailor_device_profile_find(md->rehearse) : NULL;
+    const tailor_device_info *live = tailor_gpu_info(gpu);
+    if (md->dtype == TAILOR_DTYPE_BF16 && live->cc_major < 8) {
+        printf("  %s: skipped (bf16 needs sm_80)\n", tag);
+        return;
+    }
+    tailor_kernels *ks = NULL;
+    CHECK_OK(ctx, tailor_kernels_create(ctx, gpu, cache, reh, 1, &ks));
+    if (!ks)
+        return;
+    tailor_kernels_set_strategy(ks, 1, 6); /* random, 6 trials: tiny shapes tune fast */
+    tailor_gemma4_gpu_opts o = {T + G + 1, (int)md->dtype, 0, 1, 0, 0};
+    tailor_gemma4_gpu *g = NULL;
+    tailor_status st = tailor_gemma4_gpu_create(ctx, m, gpu, ks, &o, &g);
+    CHECKF(st == TAILOR_OK, "%s: create failed: %s", tag, tailor_ctx_message(ctx));
+    if (g && getenv("TAILOR_DEBUG_LAYERS") && atoi(getenv("TAILOR_DEBUG_LAYERS")) == 1) {
+        int first_bad = -1;
+        CHECK_OK(ctx, tailor_gemma4_gpu_debug_layers(ctx, g, prompt[0], 0.05 * 30 + 0.02,
+                                                     &first_bad));
+        CHECKF(first_bad < 0, "%s: debug layers: first depth over tolerance is layer %d", tag,
+               first_bad);
+    }
+    int V = g ? tailor_gemma4_get_config(m)->vocab : 0;
+    float *logits = g ? malloc((size_t)T * (size_t)V * sizeof *logits) : NULL;
+    int32_t next = -1;
+    if (g && logits) {
+        st = tailor_gemma4_gpu_prefill(ctx, g, prompt, T, logits, &next);
+        CHECKF(st == TAILOR_OK, "%s: prefill failed: %s", tag, tailor_ctx_message(ctx));
+        if (st == TAILOR_OK)
+            check_logits(tag, logits, ref, T, V);
+        int same = 1, made = 0;
+        for (int i = 0; st == TAILOR_OK && i < G; i++) {
+            made++;
+            if (next != greedy[i]) {
+                double gap = gaps && cJSON_GetArrayItem(gaps, i) ? cJSON_GetArrayItem(gaps, i)->valuedouble : -1;
+                CHECKF(0, "%s: greedy token %d is %d, transformers chose %d (its top-2 gap %.3g)",
+                       tag, i, (int)next, (int)greedy[i], gap);
+                same = 0;
+                break;
+            }
+            if (next == 1 || next == 106 || next == 50 || i + 1 == G)
+                break;
+            st = tailor_gemma4_gpu_step(ctx, g, next, NULL, &next);
+            CHECKF(st == TAILOR_OK, "%s: decode step %d failed: %s", tag, i, tailor_ctx_message(ctx));
+        }
+        tailor_gemma4_gpu_info info;
+        tailor_gemma4_gpu_get_info(g, &info);
+        printf("  %s: greedy %d of %d ids %s; graph %s, chunk %d, %d kernels cached, %d tuned\n",
+               tag, made, G, same ? "identical" : "DIFFER", info.graph ? "yes" : "no", info.chunk,
+               info.kernels_cached, info.kernels_tuned);
+    }
+    free(logits);
+    tailor_gemma4_gpu_destroy(g);
+    tailor_kernels_destroy(ks);
+}
+
+static void run_fixture(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, const char *name)
+{
+    char dir[1024], p[1200];
+    snprintf(dir, sizeof dir, "%s/tests/fixtures/%s", test_source_dir(), name);
+    struct stat sb;
+    if (stat(dir, &sb) != 0) {
+        printf("%s: folder absent, not checked\n", name);
+        return;
+    }
+    snprintf(p, sizeof p, "%s/expected.json", dir);
+    char *ej = slurp(p, NULL);
+    cJSON *e = ej ? cJSON_ParseWithOpts(ej, NULL, 0) : NULL;
+    CHECKF(e != NULL, "%s: expected.json does not parse", name);
+    size_t lbytes = 0;
+    snprintf(p, sizeof p, "%s/logits.bin", dir);
+    float *ref = (float *)slurp(p, &lbytes);
+    tailor_gemma4 *m = NULL;
+    CHECK_OK(ctx, tailor_gemma4_open(ctx, dir, &m));
+    if (e && ref && m) {
+        int32_t prompt[4096], greedy[256];
+        int T = json_ids(cJSON_GetObjectItemCaseSensitive(e, "prompt_ids"), prompt, 4096);
+        int G = json_ids(cJSON_GetObjectItemCaseSensitive(e, "greedy_ids"), greedy, 256);
+        const cJSON *gaps = cJSON_GetObjectItemCaseSensitive(e, "greedy_top2_gaps");
+        int V = tailor_gemma4_get_config(m)->vocab;
+        CHECKF(lbytes == (size_t)T * (size_t)V * 4, "%s: logits.bin size %zu != %d x %d x 4", name,
+               lbytes, T, V);
+        printf("%s: %d prompt tokens, %d greedy ids, vocab %d%s\n", name, T, G, V,
+               tailor_gemma4_is_w4a16(m) ? ", W4A16 (reference: dequantized weights)" : "");
+        for (size_t i = 0; i < sizeof modes / sizeof modes[0] && lbytes == (size_t)T * V * 4; i++)
+            run_mode(ctx, gpu, cache, name, &modes[i], m, prompt, T, greedy, G, gaps, ref);
+    }
+    tailor_gemma4_close(m);
+    free(ref);
+    cJSON_Delete(e);
+    free(ej);
+}
+
+int main(void)
+{
+    tailor_ctx *ctx = test_ctx();
+    tailor_gpu *gpu = NULL;
+    if (tailor_gpu_open(ctx, 0, &gpu) != TAILOR_OK) {
+        char why[600];
+        snprintf(why, sizeof why, "no GPU: %s", tailor_ctx_message(ctx));
+        tailor_ctx_destroy(ctx);
+        test_skip(why);
+    }
+    char cache_path[256];
+    snprintf(cache_path, sizeof cache_path, "/tmp/tailor_test_gpu_gemma4_%d.db", (int)getpid());
+    if (getenv("TAILOR_TEST_CACHE")) /* reuse a cache between runs: warm starts */
+        snprintf(cache_path, sizeof cache_path, "%s", getenv("TAILOR_TEST_CACHE"));
+    printf("cache %s\n", cache_path);
+    tailor_cache *cache = NULL;
+    CHECK_OK(ctx, tailor_cache_open(ctx, cache_path, &cache));
+    for (size_t i = 0; cache && i < sizeof fixtures / sizeof fixtures[0]; i++)
+        run_fixture(ctx, gpu, cache, fixtures[i]);
+    tailor_cache_close(cache);
+    if (!getenv("TAILOR_TEST_CACHE")) {
+        unlink(cache_path);
+        char side[300];
+        snprintf(side, sizeof side, "%s-wal", cache_path);
+        unlink(side);
+        snprintf(side, sizeof side, "%s-shm", cache_path);
+        unlink(side);
+    }
+    tailor_gpu_close(gpu);
+    tailor_ctx_destroy(ctx);
+    return test_finish("test_gpu_gemma4");
+}

@@ -1,0 +1,225 @@
+/* test_matmul.c — the dense "matmul" op: describe's refusals, fill's distributions and the
+ * reference against a naive double-precision loop, the tolerance's reach (it must reject a
+ * sigma/64 error and accept the dtype's own rounding), bytes and flops. CPU only. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "half.h"
+#include "op.h"
+#include "testlib.h"
+
+static const uint64_t SEED = 0x5eedd00du;
+
+/* Buffers of one op instance, allocated from its description. */
+typedef struct instance {
+    tailor_shape shape;
+    tailor_op_buffers bufs;
+    void *host[TAILOR_OP_MAX_BUFFERS];
+    float *ref[TAILOR_OP_MAX_BUFFERS];
+} instance;
+
+static void instance_free(instance *in)
+{
+    for (int i = 0; i < TAILOR_OP_MAX_BUFFERS; i++) {
+        free(in->host[i]);
+        free(in->ref[i]);
+    }
+}
+
+static int buf_index(const instance *in, const char *name)
+{
+    for (int i = 0; i < in->bufs.count; i++)
+        if (strcmp(in->bufs.b[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+/* Parses, completes and describes "m=..,n=..,k=.." and allocates its buffers; 0 on failure. */
+static int instance_make(tailor_ctx *ctx, const tailor_op *op, const char *text, tailor_dtype dt,
+                         instance *in)
+{
+    memset(in, 0, sizeof *in);
+    if (tailor_shape_parse(ctx, text, &in->shape) != TAILOR_OK ||
+        tailor_op_complete_shape(ctx, op, &in->shape) != TAILOR_OK ||
+        op->describe(ctx, &in->shape, dt, &in->bufs) != TAILOR_OK)
+        return 0;
+    for (int i = 0; i < in->bufs.count; i++) {
+        const tailor_buffer_spec *b = &in->bufs.b[i];
+        in->host[i] = calloc(b->count ? b->count : 1, tailor_dtype_size(b->dtype));
+        if (b->role != TAILOR_BUF_IN)
+            in->ref[i] = calloc(b->count ? b->count : 1, sizeof(float));
+        if (!in->host[i] || (b->role != TAILOR_BUF_IN && !in->ref[i]))
+            return 0;
+    }
+    return 1;
+}
+
+/* The three buffers, their roles, dtypes and sizes. */
+static void check_describe(tailor_ctx *ctx, const tailor_op *op)
+{
+    instance in;
+    CHECKF(instance_make(ctx, op, "m=3,n=200,k=328", TAILOR_DTYPE_BF16, &in), "%s",
+           tailor_ctx_message(ctx));
+    int ia = buf_index(&in, "a"), iw = buf_index(&in, "w"), io = buf_index(&in, "out");
+    CHECK(in.bufs.count == 3 && ia >= 0 && iw >= 0 && io >= 0);
+    if (ia >= 0 && iw >= 0 && io >= 0) {
+        CHECK(in.bufs.b[ia].count == 3u * 328u && in.bufs.b[ia].role == TAILOR_BUF_IN);
+        CHECK(in.bufs.b[iw].count == 200u * 328u && in.bufs.b[iw].role == TAILOR_BUF_IN);
+        CHECK(in.bufs.b[io].count == 3u * 200u && in.bufs.b[io].role == TAILOR_BUF_OUT);
+        CHECK(in.bufs.b[ia].dtype == TAILOR_DTYPE_BF16 && in.bufs.b[io].dtype == TAILOR_DTYPE_BF16);
+        CHECK(in.bufs.b[io].rtol == 1.0 / 128 && in.bufs.b[io].atol > 0);
+    }
+    instance_free(&in);
+    CHECK(instance_make(ctx, op, "m=16,n=8,k=64", TAILOR_DTYPE_F16, &in));
+    io = buf_index(&in, "out");
+    CHECK(io >= 0 && in.bufs.b[io].rtol == 1.0 / 1024 && in.bufs.b[io].dtype == TAILOR_DTYPE_F16);
+    instance_free(&in);
+}
+
+/* Bad shapes and dtypes are refused with a sentence naming the field. */
+static void check_refusals(tailor_ctx *ctx, const tailor_op *op)
+{
+    static const struct {
+        const char *shape;
+        tailor_dtype dt;
+        const char *needle;
+    } cases[] = {
+        {"m=1,n=64,k=100", TAILOR_DTYPE_BF16, "k=100"},
+        {"m=0,n=64,k=64", TAILOR_DTYPE_BF16, "m=0"},
+        {"m=1,n=0,k=64", TAILOR_DTYPE_F16, "n=0"},
+        {"m=1,n=64,k=64", TAILOR_DTYPE_F32, "dtype"},
+        {"m=1,n=64,k=64", TAILOR_DTYPE_I32, "dtype"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tailor_shape sh;
+        tailor_op_buffers bufs;
+        CHECK_OK(ctx, tailor_shape_parse(ctx, cases[i].shape, &sh));
+        tailor_status st = op->describe(ctx, &sh, cases[i].dt, &bufs);
+        CHECKF(st == TAILOR_ERR_MISUSE, "%s accepted", cases[i].shape);
+        CHECKF(strstr(tailor_ctx_message(ctx), cases[i].needle) != NULL, "%s: '%s' lacks '%s'",
+               cases[i].shape, tailor_ctx_message(ctx), cases[i].needle);
+        CHECKF(strstr(tailor_ctx_message(ctx), "matmul") != NULL, "'%s' does not name the op",
+               tailor_ctx_message(ctx));
+    }
+    /* a missing key is refused by the shape completion, naming it */
+    tailor_shape sh;
+    CHECK_OK(ctx, tailor_shape_parse(ctx, "m=1,n=64", &sh));
+    CHECK(tailor_op_complete_shape(ctx, op, &sh) != TAILOR_OK);
+    CHECK(strstr(tailor_ctx_message(ctx), "k") != NULL);
+}
+
+/* fill: inputs are never zero overall, have the documented spread, and depend on the seed. */
+static void check_fill(tailor_ctx *ctx, const tailor_op *op, uint64_t seed)
+{
+    instance in, in2;
+    int ok = instance_make(ctx, op, "m=8,n=300,k=512", TAILOR_DTYPE_BF16, &in);
+    int ok2 = instance_make(ctx, op, "m=8,n=300,k=512", TAILOR_DTYPE_BF16, &in2);
+    CHECK(ok && ok2);
+    if (ok && ok2) {
+        int ia = buf_index(&in, "a"), iw = buf_index(&in, "w");
+        op->fill(&in.shape, TAILOR_DTYPE_BF16, &in.bufs, in.host, seed);
+        op->fill(&in2.shape, TAILOR_DTYPE_BF16, &in2.bufs, in2.host, seed + 1);
+        double sa = 0, sw = 0;
+        size_t na = in.bufs.b[ia].count, nw = in.bufs.b[iw].count, zeros = 0;
+        for (size_t i = 0; i < na; i++) {
+            double v = tailor_dtype_load(TAILOR_DTYPE_BF16, in.host[ia], i);
+            sa += v * v;
+            zeros += v == 0;
+        }
+        for (size_t i = 0; i < nw; i++) {
+            double v = tailor_dtype_load(TAILOR_DTYPE_BF16, in.host[iw], i);
+            sw += v * v;
+            zeros += v == 0;
+        }
+        double rms_w = sqrt(sw / (double)nw), rms_a = sqrt(sa / (double)na);
+        CHECKF(rms_w > 0.018 && rms_w < 0.022, "weight rms %g, want about 0.02", rms_w);
+        CHECKF(rms_a > 1.3 && rms_a < 1.6, "activation rms %g, want about 1.43 (1 in 61 is x8)",
+               rms_a);
+        CHECKF(zeros < (na + nw) / 1000, "%zu zeros among %zu inputs", zeros, na + nw);
+        CHECK(memcmp(in.host[iw], in2.host[iw], nw * 2) != 0);
+    }
+    instance_free(&in);
+    instance_free(&in2);
+}
+
+/* The reference against a naive double loop over the dtype values; then the tolerance: the
+ * dtype's rounding of the exact result passes, an error of sigma/64 on one element fails. */
+static void check_reference(tailor_ctx *ctx, const tailor_op *op, int m, int n, int k,
+                            tailor_dtype dt, uint64_t seed)
+{
+    char text[96];
+    snprintf(text, sizeof text, "m=%d,n=%d,k=%d", m, n, k);
+    instance in;
+    int ok = instance_make(ctx, op, text, dt, &in);
+    CHECKF(ok, "%s: %s", text, tailor_ctx_message(ctx));
+    if (!ok) {
+        instance_free(&in);
+        return;
+    }
+    int ia = buf_index(&in, "a"), iw = buf_index(&in, "w"), io = buf_index(&in, "out");
+    op->fill(&in.shape, dt, &in.bufs, in.host, seed);
+    CHECK_OK(ctx, op->reference(ctx, &in.shape, dt, &in.bufs, in.host, in.ref));
+    const double sigma = 0.02 * sqrt((double)k);
+    double worst = 0;
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            double want = 0;
+            for (int c = 0; c < k; c++) {
+                size_t ai = (size_t)i * (size_t)k + (size_t)c;
+                size_t wi = (size_t)j * (size_t)k + (size_t)c;
+                want += (double)tailor_dtype_load(dt, in.host[ia], ai) *
+                        (double)tailor_dtype_load(dt, in.host[iw], wi);
+            }
+            double err = fabs(in.ref[io][(size_t)i * (size_t)n + (size_t)j] - want) / sigma;
+            worst = err > worst ? err : worst;
+        }
+    CHECKF(worst < 1e-5, "%s %s: reference differs from the naive loop by %g sigma", text,
+           tailor_dtype_name(dt), worst);
+
+    /* what a correct kernel writes: the reference rounded once to the dtype */
+    const tailor_buffer_spec *spec = &in.bufs.b[io];
+    size_t count = spec->count;
+    uint16_t *got = malloc(count * sizeof *got);
+    CHECK(got != NULL);
+    if (got) {
+        for (size_t i = 0; i < count; i++)
+            tailor_dtype_store(dt, got, i, in.ref[io][i]);
+        CHECK_OK(ctx, tailor_op_compare(ctx, spec, got, in.ref[io]));
+        size_t bad = 0; /* the output nearest zero: the tolerance is tightest there */
+        for (size_t i = 1; i < count; i++)
+            if (fabsf(in.ref[io][i]) < fabsf(in.ref[io][bad]))
+                bad = i;
+        tailor_dtype_store(dt, got, bad, in.ref[io][bad] + (float)(sigma / 64));
+        CHECKF(tailor_op_compare(ctx, spec, got, in.ref[io]) == TAILOR_ERR_VERIFY,
+               "%s %s: an error of sigma/64 passed", text, tailor_dtype_name(dt));
+        tailor_dtype_store(dt, got, bad, NAN);
+        CHECK(tailor_op_compare(ctx, spec, got, in.ref[io]) == TAILOR_ERR_VERIFY);
+        free(got);
+    }
+    CHECK(op->bytes(&in.shape, dt) == 2.0 * ((double)m * k + (double)n * k + (double)m * n));
+    CHECK(op->flops(&in.shape, dt) == 2.0 * m * n * k);
+    instance_free(&in);
+}
+
+int main(void)
+{
+    tailor_ctx *ctx = test_ctx();
+    uint64_t seed = SEED;
+    printf("test_matmul: seed 0x%llx\n", (unsigned long long)seed);
+    const tailor_op *op = tailor_op_find("matmul");
+    CHECK(op != NULL);
+    if (op) {
+        check_describe(ctx, op);
+        check_refusals(ctx, op);
+        check_fill(ctx, op, seed++);
+        check_reference(ctx, op, 3, 200, 328, TAILOR_DTYPE_BF16, seed++);
+        check_reference(ctx, op, 3, 200, 328, TAILOR_DTYPE_F16, seed++);
+        check_reference(ctx, op, 1, 67, 256, TAILOR_DTYPE_F16, seed++);
+        check_reference(ctx, op, 70, 33, 8, TAILOR_DTYPE_BF16, seed++);
+        check_reference(ctx, op, 65, 130, 1544, TAILOR_DTYPE_BF16, seed++);
+        check_reference(ctx, op, 2, 17, 4096, TAILOR_DTYPE_F16, seed++);
+    }
+    tailor_ctx_destroy(ctx);
+    return test_finish("test_matmul");
+}

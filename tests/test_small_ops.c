@@ -1,0 +1,436 @@
+/* test_small_ops.c — the C references of Gemma 4's small ops (residual_norm, qk_norm_rope,
+ * gelu_gate, embed, softcap_argmax) against hand-computed values and naive recomputations, and
+ * their describe() refusals. CPU only. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "half.h"
+#include "op.h"
+#include "testlib.h"
+
+#define SEED 20240611ull
+
+/* One op instance on the host: buffers as described, filled by the op (or by the test). */
+typedef struct host_inst {
+    const tailor_op *op;
+    tailor_shape shape;
+    tailor_dtype dtype;
+    tailor_op_buffers bufs;
+    void *host[TAILOR_OP_MAX_BUFFERS];
+    float *ref[TAILOR_OP_MAX_BUFFERS];
+} host_inst;
+
+static int inst_make(tailor_ctx *ctx, host_inst *h, const char *op, const char *shape,
+                     tailor_dtype dtype)
+{
+    memset(h, 0, sizeof *h);
+    h->op = tailor_op_find(op);
+    h->dtype = dtype;
+    CHECKF(h->op != NULL, "op %s is registered", op);
+    if (!h->op)
+        return -1;
+    if (tailor_shape_parse(ctx, shape, &h->shape) || tailor_op_complete_shape(ctx, h->op, &h->shape) ||
+        h->op->describe(ctx, &h->shape, dtype, &h->bufs)) {
+        CHECKF(0, "%s %s: %s", op, shape, tailor_ctx_message(ctx));
+        return -1;
+    }
+    for (int i = 0; i < h->bufs.count; i++) {
+        size_t n = h->bufs.b[i].count ? h->bufs.b[i].count : 1;
+        h->host[i] = calloc(n, tailor_dtype_size(h->bufs.b[i].dtype));
+        h->ref[i] = calloc(n, sizeof(float));
+    }
+    h->op->fill(&h->shape, dtype, &h->bufs, h->host, SEED);
+    return 0;
+}
+
+static int inst_buf(const host_inst *h, const char *name)
+{
+    for (int i = 0; i < h->bufs.count; i++)
+        if (strcmp(h->bufs.b[i].name, name) == 0)
+            return i;
+    CHECKF(0, "op %s has a buffer %s", h->op->name, name);
+    return 0;
+}
+
+static float in_at(const host_inst *h, const char *name, size_t i)
+{
+    int b = inst_buf(h, name);
+    return tailor_dtype_load(h->bufs.b[b].dtype, h->host[b], i);
+}
+
+static void set_at(host_inst *h, const char *name, size_t i, float v)
+{
+    int b = inst_buf(h, name);
+    tailor_dtype_store(h->bufs.b[b].dtype, h->host[b], i, v);
+}
+
+static float *ref_of(host_inst *h, const char *name) { return h->ref[inst_buf(h, name)]; }
+
+static int inst_reference(tailor_ctx *ctx, host_inst *h)
+{
+    tailor_status st = h->op->reference(ctx, &h->shape, h->dtype, &h->bufs, h->host, h->ref);
+    CHECK_OK(ctx, st);
+    return st == TAILOR_OK ? 0 : -1;
+}
+
+static void inst_free(host_inst *h)
+{
+    for (int i = 0; i < h->bufs.count; i++) {
+        free(h->host[i]);
+        free(h->ref[i]);
+    }
+}
+
+static float round_to(tailor_dtype dt, float v)
+{
+    uint16_t s;
+    tailor_dtype_store(dt, &s, 0, v);
+    return tailor_dtype_load(dt, &s, 0);
+}
+
+static int close_to(double got, double want, double tol) { return fabs(got - want) <= tol; }
+
+/* Expects describe() to refuse the shape with a sentence naming the op. */
+static void check_refused(tailor_ctx *ctx, const char *op_name, const char *shape_text,
+                          tailor_dtype dtype)
+{
+    const tailor_op *op = tailor_op_find(op_name);
+    tailor_shape shape;
+    tailor_op_buffers b;
+    CHECK(op != NULL);
+    if (!op || tailor_shape_parse(ctx, shape_text, &shape) ||
+        tailor_op_complete_shape(ctx, op, &shape)) {
+        CHECKF(0, "%s: shape %s parses", op_name, shape_text);
+        return;
+    }
+    tailor_status st = op->describe(ctx, &shape, dtype, &b);
+    CHECKF(st == TAILOR_ERR_MISUSE, "%s %s %s refused", op_name, shape_text, tailor_dtype_name(dtype));
+    CHECKF(strstr(tailor_ctx_message(ctx), op_name) != NULL, "message names the op: %s",
+           tailor_ctx_message(ctx));
+}
+
+/* ---- residual_norm ---- */
+
+static double naive_inv_rms(const double *v, size_t n)
+{
+    double ss = 0;
+    for (size_t i = 0; i < n; i++)
+        ss += v[i] * v[i];
+    return 1.0 / sqrt(ss / (double)n + 1e-6);
+}
+
+static void test_residual_norm_hand(tailor_ctx *ctx)
+{
+    /* a = [3, 4]: mean square 12.5; w_post = [1, 2]; x = [1, -1]; scalar 2; w_next = [1, 1] */
+    host_inst h;
+    if (inst_make(ctx, &h, "residual_norm", "rows=1,cols=2,mode=1", TAILOR_DTYPE_BF16))
+        return;
+    const float a[2] = {3, 4}, x[2] = {1, -1}, wp[2] = {1, 2};
+    for (size_t i = 0; i < 2; i++) {
+        set_at(&h, "a", i, a[i]);
+        set_at(&h, "x", i, x[i]);
+        set_at(&h, "w_post", i, wp[i]);
+        set_at(&h, "w_next", i, 1.0f);
+    }
+    set_at(&h, "scalar", 0, 2.0f);
+    if (inst_reference(ctx, &h) == 0) {
+        double r = 1.0 / sqrt(12.5 + 1e-6);
+        double x0 = 2 * (1 + 3 * r), x1 = 2 * (-1 + 8 * r); /* 3.69706, 2.52548 */
+        CHECKF(close_to(ref_of(&h, "x")[0], x0, 1e-5), "x0 %g vs %g", (double)ref_of(&h, "x")[0], x0);
+        CHECKF(close_to(ref_of(&h, "x")[1], x1, 1e-5), "x1 %g vs %g", (double)ref_of(&h, "x")[1], x1);
+        double ry = 1.0 / sqrt((x0 * x0 + x1 * x1) / 2 + 1e-6);
+        CHECK(close_to(ref_of(&h, "y")[0], x0 * ry, 1e-5));
+        CHECK(close_to(ref_of(&h, "y")[1], x1 * ry, 1e-5));
+    }
+    inst_free(&h);
+}
+
+static void test_residual_norm_modes(tailor_ctx *ctx)
+{
+    for (int mode = 0; mode <= 3; mode++) {
+        char shape[64];
+        snprintf(shape, sizeof shape, "rows=3,cols=40,mode=%d", mode);
+        host_inst h;
+        if (inst_make(ctx, &h, "residual_norm", shape, TAILOR_DTYPE_F16))
+            continue;
+        CHECK(h.bufs.b[inst_buf(&h, "x")].dtype == TAILOR_DTYPE_F32);
+        CHECK(h.bufs.b[inst_buf(&h, "x")].role == TAILOR_BUF_INOUT);
+        CHECK(h.bufs.b[inst_buf(&h, "y")].role == TAILOR_BUF_OUT);
+        CHECK(in_at(&h, "a", 0) != 0.0f && in_at(&h, "scalar", 0) != 0.0f);
+        if (inst_reference(ctx, &h)) {
+            inst_free(&h);
+            continue;
+        }
+        float s = in_at(&h, "scalar", 0);
+        double worst = 0;
+        for (size_t r = 0; r < 3; r++) {
+            double av[40], xv[40];
+            for (size_t c = 0; c < 40; c++) {
+                av[c] = in_at(&h, "a", r * 40 + c);
+                xv[c] = in_at(&h, "x", r * 40 + c);
+            }
+            if (mode != 3) {
+                double ia = naive_inv_rms(av, 40);
+                for (size_t c = 0; c < 40; c++) {
+                    xv[c] += av[c] * ia * in_at(&h, "w_post", c);
+                    if (mode == 1)
+                        xv[c] *= s;
+                }
+            }
+            double ix = naive_inv_rms(xv, 40);
+            for (size_t c = 0; c < 40; c++) {
+                double y = mode == 2 ? xv[c] : xv[c] * ix * in_at(&h, "w_next", c);
+                double ex = fabs(ref_of(&h, "x")[r * 40 + c] - xv[c]) / (1 + fabs(xv[c]));
+                double ey = fabs(ref_of(&h, "y")[r * 40 + c] - y) / (1 + fabs(y));
+                worst = fmax(worst, fmax(ex, ey));
+            }
+        }
+        CHECKF(worst < 1e-5, "mode %d: worst relative difference %g", mode, worst);
+        if (mode == 3) /* x untouched */
+            CHECK(ref_of(&h, "x")[5] == in_at(&h, "x", 5));
+        inst_free(&h);
+    }
+    check_refused(ctx, "residual_norm", "rows=0,cols=8", TAILOR_DTYPE_BF16);
+    check_refused(ctx, "residual_norm", "rows=1,cols=8,mode=4", TAILOR_DTYPE_BF16);
+    check_refused(ctx, "residual_norm", "rows=1,cols=8", TAILOR_DTYPE_F32);
+}
+
+/* ---- qk_norm_rope ---- */
+
+static void test_qk_norm_rope_hand(tailor_ctx *ctx)
+{
+    /* one head of 4, weightless, default RoPE at position 1: inv_freq = [1, 1e4^-0.5 = 0.01] */
+    host_inst h;
+    if (inst_make(ctx, &h, "qk_norm_rope", "tokens=2,heads=1,head_dim=4,weight=0,rope=1",
+                  TAILOR_DTYPE_BF16))
+        return;
+    int f = inst_buf(&h, "inv_freq");
+    const float *inv_freq = h.host[f];
+    CHECKF(inv_freq[0] == 1.0f && close_to(inv_freq[1], 0.01, 1e-8), "inv_freq %g %g",
+           (double)inv_freq[0], (double)inv_freq[1]);
+    int32_t *pos = h.host[inst_buf(&h, "pos")];
+    pos[0] = 1;
+    pos[1] = 0;
+    for (size_t t = 0; t < 2; t++)
+        for (size_t i = 0; i < 4; i++)
+            set_at(&h, "x", t * 4 + i, (float)(i + 1));
+    if (inst_reference(ctx, &h) == 0) {
+        const float *o = ref_of(&h, "out");
+        double n = 1.0 / sqrt(7.5 + 1e-6);
+        double a0 = 1 * n, b0 = 3 * n, a1 = 2 * n, b1 = 4 * n;
+        CHECK(close_to(o[0], a0 * cos(1.0) - b0 * sin(1.0), 1e-6));
+        CHECK(close_to(o[2], b0 * cos(1.0) + a0 * sin(1.0), 1e-6));
+        CHECK(close_to(o[1], a1 * cos(0.01) - b1 * sin(0.01), 1e-6));
+        CHECK(close_to(o[3], b1 * cos(0.01) + a1 * sin(0.01), 1e-6));
+        for (size_t i = 0; i < 4; i++) /* position 0: the norm alone */
+            CHECK(close_to(o[4 + i], (double)(i + 1) * n, 1e-6));
+    }
+    inst_free(&h);
+}
+
+static void test_qk_norm_rope_proportional(tailor_ctx *ctx)
+{
+    host_inst h;
+    if (inst_make(ctx, &h, "qk_norm_rope", "tokens=3,heads=2,head_dim=512,rope=2",
+                  TAILOR_DTYPE_BF16))
+        return;
+    const float *inv_freq = h.host[inst_buf(&h, "inv_freq")];
+    int nonzero = 0;
+    for (int j = 0; j < 256; j++)
+        nonzero += inv_freq[j] != 0.0f;
+    CHECKF(nonzero == 64 && inv_freq[63] != 0.0f, "proportional: %d rotating pairs", nonzero);
+    /* exponent over the full 512: f_1 = 1e6^(-2/512) */
+    CHECK(close_to(inv_freq[1], pow(1e6, -2.0 / 512), 1e-7));
+    if (inst_reference(ctx, &h) == 0) {
+        const int32_t *pos = h.host[inst_buf(&h, "pos")];
+        double worst = 0;
+        for (size_t r = 0; r < 6; r++) {
+            double v[512];
+            for (size_t c = 0; c < 512; c++)
+                v[c] = in_at(&h, "x", r * 512 + c);
+            double inv = naive_inv_rms(v, 512);
+            for (size_t c = 0; c < 512; c++)
+                v[c] *= inv * in_at(&h, "w", c);
+            for (size_t j = 0; j < 64; j++) {
+                double ang = (double)((float)pos[r / 2] * inv_freq[j]);
+                double a = v[j], b = v[j + 256];
+                v[j] = a * cos(ang) - b * sin(ang);
+                v[j + 256] = b * cos(ang) + a * sin(ang);
+            }
+            for (size_t c = 0; c < 512; c++)
+                worst = fmax(worst, fabs(ref_of(&h, "out")[r * 512 + c] - v[c]));
+            /* pairs 64..255 are untouched by the rotation */
+            CHECK(ref_of(&h, "out")[r * 512 + 100] == (float)v[100] ||
+                  close_to(ref_of(&h, "out")[r * 512 + 100], v[100], 1e-6));
+        }
+        CHECKF(worst < 1e-4, "proportional RoPE: worst difference %g", worst);
+    }
+    inst_free(&h);
+    /* in place: one INOUT buffer, no out */
+    if (inst_make(ctx, &h, "qk_norm_rope", "tokens=1,heads=8,head_dim=256,inplace=1",
+                  TAILOR_DTYPE_F16) == 0) {
+        CHECK(h.bufs.count == 4 && h.bufs.b[0].role == TAILOR_BUF_INOUT);
+        CHECK(inst_reference(ctx, &h) == 0 && isfinite(h.ref[0][7]) && h.ref[0][7] != 0.0f);
+        inst_free(&h);
+    }
+    check_refused(ctx, "qk_norm_rope", "tokens=1,heads=1,head_dim=7", TAILOR_DTYPE_BF16);
+    check_refused(ctx, "qk_norm_rope", "tokens=1,heads=1,head_dim=256,rope=3", TAILOR_DTYPE_BF16);
+    check_refused(ctx, "qk_norm_rope", "tokens=0,heads=1,head_dim=256", TAILOR_DTYPE_BF16);
+}
+
+/* ---- gelu_gate ---- */
+
+static void test_gelu_gate(tailor_ctx *ctx)
+{
+    host_inst h;
+    if (inst_make(ctx, &h, "gelu_gate", "rows=2,inter=4,u_ld=8", TAILOR_DTYPE_BF16))
+        return;
+    CHECK(h.bufs.b[inst_buf(&h, "u")].count == 12); /* (rows-1)*u_ld + inter */
+    const float g[4] = {1, 0, -3, 2};
+    for (size_t i = 0; i < 4; i++) {
+        set_at(&h, "g", i, g[i]);
+        set_at(&h, "u", i, 2.0f);
+        set_at(&h, "g", 4 + i, g[i]);
+        set_at(&h, "u", 8 + i, -1.0f); /* row 1 of u starts at u_ld */
+        set_at(&h, "u", 4 + i, 1000.0f); /* the gap between rows is never read */
+    }
+    if (inst_reference(ctx, &h) == 0) {
+        const float *o = ref_of(&h, "h");
+        /* gelu_tanh(1) = 0.841192 -> bf16 0.83984375; times 2 exactly */
+        CHECKF(o[0] == 1.6796875f, "gelu(1)*2 = %.8g", (double)o[0]);
+        CHECK(o[1] == 0.0f);
+        double gm3 = 0.5 * -3 * (1 + tanh(0.7978845608028654 * (-3 + 0.044715 * -27)));
+        CHECK(close_to(o[2], 2 * round_to(TAILOR_DTYPE_BF16, (float)gm3), 1e-7));
+        CHECK(o[4] == -0.83984375f);
+        CHECK(close_to(o[7], -round_to(TAILOR_DTYPE_BF16, (float)(0.5 * 2 * (1 + tanh(0.7978845608028654 * (2 + 0.044715 * 8))))), 1e-7));
+    }
+    inst_free(&h);
+    /* a fused gate|up output: g and u interleaved by rows of 2*inter */
+    if (inst_make(ctx, &h, "gelu_gate", "rows=3,inter=4,g_ld=8,u_ld=8", TAILOR_DTYPE_F16) == 0) {
+        CHECK(h.bufs.b[inst_buf(&h, "g")].count == 20);
+        set_at(&h, "g", 8 + 1, 1.0f);  /* row 1, column 1 */
+        set_at(&h, "u", 8 + 1, -4.0f);
+        if (inst_reference(ctx, &h) == 0) /* fp16(0.841192) = 0.84130859375 */
+            CHECKF(ref_of(&h, "h")[4 + 1] == -4 * 0.84130859375f, "got %.9g",
+                   (double)ref_of(&h, "h")[5]);
+        inst_free(&h);
+    }
+    check_refused(ctx, "gelu_gate", "rows=1,inter=8,u_ld=4", TAILOR_DTYPE_BF16);
+    check_refused(ctx, "gelu_gate", "rows=1,inter=8,g_ld=6", TAILOR_DTYPE_BF16);
+    check_refused(ctx, "gelu_gate", "rows=0,inter=8", TAILOR_DTYPE_F16);
+}
+
+/* ---- embed ---- */
+
+static void test_embed(tailor_ctx *ctx)
+{
+    static const struct {
+        const char *shape;
+        tailor_dtype dtype;
+        float scale;
+    } cases[] = {
+        {"tokens=5,cols=1536,vocab=50", TAILOR_DTYPE_BF16, 39.25f},    /* sqrt(1536) = 39.19 */
+        {"tokens=5,cols=1536,vocab=50", TAILOR_DTYPE_F16, 39.1875f},   /* in fp16 */
+        {"tokens=5,cols=2560,vocab=50,out_f32=1", TAILOR_DTYPE_BF16, 50.5f},
+        {"tokens=5,cols=5376,vocab=50", TAILOR_DTYPE_BF16, 73.5f},
+        {"tokens=5,cols=512,vocab=50,scale_dim=256", TAILOR_DTYPE_BF16, 16.0f}, /* PLE */
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        host_inst h;
+        if (inst_make(ctx, &h, "embed", cases[k].shape, cases[k].dtype))
+            continue;
+        size_t cols = (size_t)tailor_shape_get(&h.shape, "cols", 0);
+        const int32_t *ids = h.host[inst_buf(&h, "ids")];
+        CHECK(ids[1] == 49 && ids[2] == 57 && ids[3] == -5); /* last row, out of range */
+        if (inst_reference(ctx, &h) == 0) {
+            int bad = 0;
+            for (size_t t = 0; t < 5; t++) {
+                size_t id = ids[t] >= 0 && ids[t] < 50 ? (size_t)ids[t] : 0;
+                for (size_t c = 0; c < cols; c++) {
+                    float want = round_to(cases[k].dtype,
+                                          in_at(&h, "table", id * cols + c) * cases[k].scale);
+                    bad += ref_of(&h, "out")[t * cols + c] != want;
+                }
+            }
+            CHECKF(bad == 0, "embed %s: %d values differ from table * %g", cases[k].shape, bad,
+                   (double)cases[k].scale);
+        }
+        inst_free(&h);
+    }
+    check_refused(ctx, "embed", "tokens=0,cols=8", TAILOR_DTYPE_BF16);
+    check_refused(ctx, "embed", "tokens=1,cols=8,out_f32=2", TAILOR_DTYPE_BF16);
+}
+
+/* ---- softcap_argmax ---- */
+
+static void test_softcap_argmax(tailor_ctx *ctx)
+{
+    host_inst h;
+    if (inst_make(ctx, &h, "softcap_argmax", "rows=4,vocab=16,in_f32=1", TAILOR_DTYPE_BF16))
+        return;
+    for (size_t i = 0; i < 64; i++)
+        set_at(&h, "logits", i, -1.0f);
+    set_at(&h, "logits", 3, 30.0f); /* row 0: a single winner */
+    set_at(&h, "logits", 16 + 9, 5.0f); /* row 1: a tie, the lowest index wins */
+    set_at(&h, "logits", 16 + 4, 5.0f);
+    set_at(&h, "logits", 32 + 0, NAN); /* row 2: NaN never wins */
+    set_at(&h, "logits", 32 + 7, 2.0f);
+    for (size_t i = 48; i < 64; i++) /* row 3: nothing but NaN */
+        set_at(&h, "logits", i, NAN);
+    if (inst_reference(ctx, &h) == 0) {
+        const float *ids = ref_of(&h, "ids"), *cap = ref_of(&h, "capped");
+        CHECK(ids[0] == 3.0f);
+        CHECK(ids[1] == 4.0f);
+        CHECK(ids[2] == 7.0f);
+        CHECK(ids[3] == -1.0f);
+        CHECK(close_to(cap[3], 30 * tanh(1.0), 1e-5));
+        CHECK(close_to(cap[0], 30 * tanh(-1.0 / 30), 1e-6));
+    }
+    inst_free(&h);
+
+    /* the filled data: a naive argmax over the whole vocabulary, in a 16-bit type (ties) */
+    if (inst_make(ctx, &h, "softcap_argmax", "rows=2,vocab=262144,write=0", TAILOR_DTYPE_BF16) == 0) {
+        CHECK(h.bufs.b[inst_buf(&h, "capped")].role == TAILOR_BUF_IN);
+        if (inst_reference(ctx, &h) == 0) {
+            for (size_t r = 0; r < 2; r++) {
+                float best = -INFINITY;
+                size_t bi = 0, ties = 0;
+                for (size_t c = 0; c < 262144; c++) {
+                    float v = in_at(&h, "logits", r * 262144 + c);
+                    if (v > best) {
+                        best = v;
+                        bi = c;
+                        ties = 0;
+                    } else if (v == best) {
+                        ties++;
+                    }
+                }
+                CHECKF(ref_of(&h, "ids")[r] == (float)bi, "row %zu: %g vs %zu", r,
+                       (double)ref_of(&h, "ids")[r], bi);
+                if (r == 0)
+                    CHECKF(ties > 0, "row 0 of the fill has a tied maximum (%zu ties)", ties);
+                else
+                    CHECKF(best == 40.0f && ties == 0, "row 1 has one clear winner");
+            }
+        }
+        inst_free(&h);
+    }
+    check_refused(ctx, "softcap_argmax", "rows=0", TAILOR_DTYPE_BF16);
+    check_refused(ctx, "softcap_argmax", "rows=1,write=2", TAILOR_DTYPE_BF16);
+}
+
+int main(void)
+{
+    printf("seed %llu\n", (unsigned long long)SEED);
+    tailor_ctx *ctx = test_ctx();
+    test_residual_norm_hand(ctx);
+    test_residual_norm_modes(ctx);
+    test_qk_norm_rope_hand(ctx);
+    test_qk_norm_rope_proportional(ctx);
+    test_gelu_gate(ctx);
+    test_embed(ctx);
+    test_softcap_argmax(ctx);
+    tailor_ctx_destroy(ctx);
+    return test_finish("test_small_ops");
+}
