@@ -210,9 +210,14 @@ tailor_status tailor_kernels_get(tailor_ctx *ctx, tailor_kernels *set, const cha
 }
 
 static tailor_status launch_for(tailor_ctx *ctx, tailor_kernels *set, tailor_op_kernel *k,
-                                const tailor_shape *shape, const tailor_launch **out)
+                                const tailor_shape *actual, const tailor_launch **out)
 {
     char text[256];
+    tailor_shape completed = *actual; /* the op's defaults for keys the caller left out */
+    const tailor_shape *shape = &completed;
+    tailor_status st = tailor_op_complete_shape(ctx, k->opdef, &completed);
+    if (st)
+        return st;
     tailor_shape_format(shape, text, sizeof text);
     k->clock++;
     for (int i = 0; i < k->nmemo; i++) {
@@ -228,8 +233,7 @@ static tailor_status launch_for(tailor_ctx *ctx, tailor_kernels *set, tailor_op_
             slot = i;
     memo_entry *e = &k->memo[slot];
     const tailor_device_info *dev = set->rehearse ? set->rehearse : tailor_gpu_info(set->gpu);
-    tailor_status st = tailor_space_evaluate(ctx, k->space, &k->cfg, shape, k->dtype, dev,
-                                             &e->launch);
+    st = tailor_space_evaluate(ctx, k->space, &k->cfg, shape, k->dtype, dev, &e->launch);
     if (st)
         return st;
     if (!e->launch.valid)

@@ -73,6 +73,37 @@ static tailor_status alloc_w4(tailor_ctx *ctx, tailor_gemma4_gpu *g, const tailo
     return st;
 }
 
+/* An int4 matrix whose groups follow weight_g_idx (activation order), which the W4A16 kernels
+ * do not read: dequantized on the host a few rows at a time (what the reference computes) and
+ * run as a 16-bit matrix. Host memory stays bounded by the row block. */
+static tailor_status up_mat_dequantized(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_upload *u,
+                                        const g4_mat *m, const char *what, g4g_mat *out)
+{
+    enum { BLOCK_BYTES = 4 << 20 };
+    size_t k = (size_t)m->k;
+    int rows = (int)(BLOCK_BYTES / (k * sizeof(float)));
+    if (rows < 1)
+        rows = 1;
+    tailor_status st = dalloc(ctx, g, (size_t)m->n * k * g->es, &g->weight_bytes, &out->w);
+    if (st)
+        return st;
+    float *buf = malloc((size_t)rows * k * sizeof *buf);
+    if (!buf)
+        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "gemma4 gpu: %s: out of memory", what);
+    tailor_log(ctx, TAILOR_LOG_INFO,
+               "gemma4 gpu: %s has weight_g_idx (activation order): run as a dequantized 16-bit "
+               "matrix", what);
+    for (int r0 = 0; r0 < m->n && st == TAILOR_OK; r0 += rows) {
+        int nr = m->n - r0 < rows ? m->n - r0 : rows;
+        for (int r = 0; r < nr; r++)
+            g4_mat_row(m, r0 + r, buf + (size_t)r * k);
+        st = tailor_upload_convert(ctx, u, out->w + (CUdeviceptr)((size_t)r0 * k * g->es), buf,
+                                   TAILOR_DTYPE_F32, g->dt, (size_t)nr * k);
+    }
+    free(buf);
+    return st;
+}
+
 /* One matrix. quantizable: --quantize applies (q/k/v/o/gate/up/down). */
 static tailor_status up_mat(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_upload *u,
                             const g4_mat *m, int quantizable, const char *what, g4g_mat *out)
@@ -85,10 +116,8 @@ static tailor_status up_mat(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_upload
     tailor_status st;
     if (m->int4) {
         tailor_dtype sd;
-        if (m->g_idx)
-            return tailor_set_error(ctx, TAILOR_ERR_UNSUPPORTED,
-                                    "gemma4 gpu: %s has weight_g_idx (activation order), which the "
-                                    "W4A16 kernels do not read", what);
+        if (m->g_idx) /* activation order: the kernels read groups in column order */
+            return up_mat_dequantized(ctx, g, u, m, what, out);
         if (!st_to_dtype(m->scale->dtype, &sd))
             return tailor_set_error(ctx, TAILOR_ERR_UNSUPPORTED,
                                     "gemma4 gpu: %s.weight_scale is %s, not a float type", what,
