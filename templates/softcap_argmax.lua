@@ -8,7 +8,7 @@ return {
   dtypes = { "fp16", "bf16" },
 
   params = {
-    THREADS = { 256, 512, 1024 },
+    THREADS = { 64, 128, 256, 512, 1024 },
     VEC = { 4, 8 },
     SPLIT = { 1, 32, 64, 128, 256 },
   },
@@ -23,12 +23,17 @@ return {
     end
     local nvec = shape.vocab // p.VEC
     local per = (nvec + p.SPLIT - 1) // p.SPLIT
-    if per < p.THREADS then
+    if p.SPLIT > 1 and per < p.THREADS then
       return false, string.format("SPLIT=%d leaves %d vectors per block for %d threads", p.SPLIT,
                                   per, p.THREADS)
     end
-    if p.SPLIT == 1 and p.THREADS < 1024 then
+    -- one block per row: the largest block for a big vocabulary; for a small one (tiny
+    -- models), a block no wider than the row's vectors (64 threads always allowed)
+    if p.SPLIT == 1 and nvec >= 1024 and p.THREADS < 1024 then
       return false, "one block per row: only the largest block is worth trying"
+    end
+    if p.SPLIT == 1 and p.THREADS > 64 and p.THREADS > nvec then
+      return false, string.format("THREADS=%d is wider than the row's %d vectors", p.THREADS, nvec)
     end
     return true
   end,
