@@ -330,8 +330,8 @@ static tailor_status generate_gpu(tailor_ctx *ctx, const run_args *a, tailor_gem
     char path[1024];
     const tailor_device_info *reh = a->rehearse ? tailor_device_profile_find(a->rehearse) : NULL;
     tailor_status s = tailor_gpu_open(ctx, 0, &gpu);
-    if (s != TAILOR_OK) /* cli_run.sh greps "not available yet" */
-        s = tailor_wrap_error(ctx, "--device gpu is not available yet on this machine");
+    if (s != TAILOR_OK)
+        s = tailor_wrap_error(ctx, "--device gpu: no usable GPU on this machine");
     if (s == TAILOR_OK && !a->cache)
         s = tailor_cache_default_path(ctx, path, sizeof path);
     if (s == TAILOR_OK)
