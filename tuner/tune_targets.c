@@ -1,5 +1,6 @@
 /* tune_targets.c — the kernel shapes a Gemma 4 model needs, for `tailor tune --preset/--model`:
- * the norms, every linear (W4A16 at decode and prefill widths) and the attention geometries. */
+ * the norms, every linear (dense and W4A16, at decode and prefill widths) and the attention
+ * geometries. */
 #include "tune_targets.h"
 
 #include <stdarg.h>
@@ -107,8 +108,11 @@ tailor_status tailor_tune_targets(tailor_ctx *ctx, const char *preset, const cha
         for (int i = 0; i < n; i++) {
             const tailor_gemma4_shape *s = &shapes[i];
             if (s->kind == TAILOR_GEMMA4_SHAPE_LINEAR) {
+                /* 16-bit checkpoints run every linear as a dense matmul */
+                bad |= add(&l, "matmul", "m=%d,n=%d,k=%d", DECODE_M, s->n, s->k);
+                bad |= add(&l, "matmul", "m=%d,n=%d,k=%d", PREFILL_M, s->n, s->k);
                 if (strcmp(s->what, "lm_head") == 0 || strcmp(s->what, "ple_model_proj") == 0)
-                    continue; /* stay 16-bit (GEMMA4.md §6) */
+                    continue; /* stay 16-bit under W4A16 too (GEMMA4.md §6) */
                 if (s->k % W4A16_GROUP)
                     continue;
                 bad |= add(&l, "w4a16_matmul", "m=%d,n=%d,k=%d,group=%d", DECODE_M, s->n, s->k,

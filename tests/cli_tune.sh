@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# cli_tune.sh — `tailor tune` without a GPU: the shape lists of presets and checkpoints, and the
+# one-sentence errors (unknown preset, bad flags, no GPU).
+set -u
+T=${TAILOR_BIN:?}
+S=${TAILOR_SOURCE_DIR:?}
+fail=0
+check() { local what=$1; shift; if "$@"; then :; else echo "FAILED: $what"; fail=1; fi; }
+
+out=$("$T" tune --preset gemma-4-e2b --list 2>&1)
+check "e2b lists the double-wide MLP down_proj for W4A16" grep -q "^w4a16_matmul .*k=12288,m=1,n=1536" <<<"$out"
+check "e2b lists the dense LM head" grep -q "^matmul .*k=1536,m=1,n=262144" <<<"$out"
+check "e2b lists head_dim 512 decode attention (MQA)" grep -q "^attention_decode .*head_dim=512,heads=8,kv_heads=1" <<<"$out"
+check "e2b lists the sliding window of 512" grep -q "^attention_prefill .*head_dim=256.*window=512" <<<"$out"
+out=$("$T" tune --preset gemma-4-31b --list 2>&1)
+check "31b lists K=V full layers with 4 KV heads" grep -q "^attention_decode .*head_dim=512,heads=32,kv_heads=4" <<<"$out"
+out=$("$T" tune --model "$S/tests/fixtures/e2b_flat" --list 2>&1)
+check "a checkpoint's config gives its shapes" grep -q "^rmsnorm .*cols=64" <<<"$out"
+
+TMPDIR_ERR=$(mktemp); "$T" tune --preset gemma-9 --list 2>"$TMPDIR_ERR" >/dev/null; rc=$?
+check "an unknown preset fails" test $rc -ne 0
+check "an unknown preset is named" grep -q "gemma-9" "$TMPDIR_ERR"
+"$T" tune --op rmsnorm --shape rows=1,cols=64 --frobnicate 2>"$TMPDIR_ERR"; rc=$?
+check "a bad flag exits 2" test $rc -eq 2
+check "a bad flag is one line" test "$(wc -l <"$TMPDIR_ERR")" -eq 1
+"$T" tune --op rmsnorm 2>"$TMPDIR_ERR"; rc=$?
+check "--op without --shape exits 2" test $rc -eq 2
+if ! "$T" devices --json 2>/dev/null | grep -q '"devices":[[:space:]]*\[[[:space:]]*{'; then
+  "$T" tune --op rmsnorm --shape rows=1,cols=64 --cache "$TMPDIR_ERR.db" 2>"$TMPDIR_ERR"; rc=$?
+  check "tune without a GPU fails" test $rc -eq 1
+  check "tune without a GPU says why" grep -q "no CUDA driver\|no usable\|no CUDA" "$TMPDIR_ERR"
+fi
+rm -f "$TMPDIR_ERR" "$TMPDIR_ERR.db"
+[ $fail -eq 0 ] && echo "cli_tune: all checks passed"
+exit $fail
