@@ -114,25 +114,6 @@ static void put_winners(tailor_ctx *ctx, tailor_cache *c, const char *fp, int n,
     }
 }
 
-static char *read_all(const char *path, size_t *size)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    if (buf)
-        buf[n] = '\0';
-    *size = (size_t)n;
-    return buf;
-}
 
 static void write_all(const char *path, const char *data, size_t n)
 {
@@ -467,7 +448,7 @@ static void test_damaged_files(tailor_ctx *ctx)
     char file[512];
     path_in_tmp(file, sizeof file, "h200.tailor");
     size_t n = 0;
-    char *orig = read_all(file, &n);
+    char *orig = test_read_file(file, &n);
     CHECK(orig != NULL);
     if (!orig)
         return;
@@ -521,7 +502,7 @@ static void test_half_bad_import(tailor_ctx *ctx)
     char file[512];
     path_in_tmp(file, sizeof file, "h200.tailor");
     size_t n = 0;
-    char *orig = read_all(file, &n);
+    char *orig = test_read_file(file, &n);
     if (!orig) {
         CHECK(orig != NULL);
         return;

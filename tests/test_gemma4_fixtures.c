@@ -35,26 +35,6 @@ static int exists(const char *p)
     return stat(p, &sb) == 0;
 }
 
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    if (b)
-        b[n] = 0;
-    fclose(f);
-    if (len)
-        *len = (size_t)n;
-    return b;
-}
 
 static int json_ids(const cJSON *arr, int32_t *out, int cap)
 {
@@ -89,7 +69,7 @@ static int run_fixture(tailor_ctx *ctx, const char *name)
         return 1;
 
     snprintf(p, sizeof p, "%s/expected.json", dir);
-    char *ej = slurp(p, NULL);
+    char *ej = test_read_file(p, NULL);
     cJSON *e = ej ? cJSON_ParseWithOpts(ej, NULL, 0) : NULL;
     CHECKF(e != NULL, "%s: expected.json does not parse", name);
     if (!e) {
@@ -105,7 +85,7 @@ static int run_fixture(tailor_ctx *ctx, const char *name)
     CHECK_OK(ctx, tailor_gemma4_open(ctx, dir, &m));
     size_t lbytes = 0;
     snprintf(p, sizeof p, "%s/logits.bin", dir);
-    float *ref = (float *)slurp(p, &lbytes);
+    float *ref = (float *)test_read_file(p, &lbytes);
     if (m && ref) {
         int V = tailor_gemma4_get_config(m)->vocab;
         CHECKF(lbytes == (size_t)T * (size_t)V * 4, "%s: logits.bin holds %zu bytes, want %d x %d "

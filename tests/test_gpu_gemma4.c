@@ -44,26 +44,6 @@ static const mode modes[] = {{"bf16", TAILOR_DTYPE_BF16, NULL},
                              {"fp16", TAILOR_DTYPE_F16, NULL},
                              {"rehearse-t4", TAILOR_DTYPE_F16, "t4"}};
 
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    if (b)
-        b[n] = 0;
-    fclose(f);
-    if (len)
-        *len = (size_t)n;
-    return b;
-}
 
 static int json_ids(const cJSON *arr, int32_t *out, int cap)
 {
@@ -181,12 +161,12 @@ static void run_fixture(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, c
         return;
     }
     snprintf(p, sizeof p, "%s/expected.json", dir);
-    char *ej = slurp(p, NULL);
+    char *ej = test_read_file(p, NULL);
     cJSON *e = ej ? cJSON_ParseWithOpts(ej, NULL, 0) : NULL;
     CHECKF(e != NULL, "%s: expected.json does not parse", name);
     size_t lbytes = 0;
     snprintf(p, sizeof p, "%s/logits.bin", dir);
-    float *ref = (float *)slurp(p, &lbytes);
+    float *ref = (float *)test_read_file(p, &lbytes);
     tailor_gemma4 *m = NULL;
     CHECK_OK(ctx, tailor_gemma4_open(ctx, dir, &m));
     if (e && ref && m) {

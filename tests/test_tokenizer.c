@@ -14,25 +14,6 @@
 
 static char tmp_dir[256];
 
-static char *read_all(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    size_t got = buf ? fread(buf, 1, (size_t)n, f) : 0;
-    fclose(f);
-    if (!buf || got != (size_t)n) {
-        free(buf);
-        return NULL;
-    }
-    buf[n] = '\0';
-    *len = (size_t)n;
-    return buf;
-}
 
 static const char *write_tmp(const char *name, const char *content)
 {
@@ -434,7 +415,7 @@ static void test_gemma_expected(tailor_ctx *ctx, const tailor_tokenizer *tok, ch
     char path[1024];
     snprintf(path, sizeof path, "%s/tests/tokenizer/expected.json", test_source_dir());
     size_t jlen;
-    char *js = read_all(path, &jlen);
+    char *js = test_read_file(path, &jlen);
     if (!js) {
         fprintf(stderr, "note: %s is absent; the comparison with Hugging Face was not run\n", path);
         return;
@@ -593,7 +574,7 @@ static void test_gemma(tailor_ctx *ctx)
     char cpath[1024];
     snprintf(cpath, sizeof cpath, "%s/tests/tokenizer/corpus.txt", test_source_dir());
     size_t len = 0;
-    char *corpus = read_all(cpath, &len);
+    char *corpus = test_read_file(cpath, &len);
     CHECKF(corpus != NULL, "cannot read %s", cpath);
     test_gemma_ids(ctx, tok);
     if (corpus) {

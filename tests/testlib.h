@@ -66,6 +66,10 @@ uint64_t test_rng_next(test_rng *r);
 float test_rng_uniform(test_rng *r, float lo, float hi); /* in [lo, hi) */
 float test_rng_normal(test_rng *r);
 
+/* Reads a whole file into a malloc'd NUL-terminated buffer (caller frees); *len (may be NULL)
+ * receives its size. NULL when it cannot be read. */
+char *test_read_file(const char *path, size_t *len);
+
 /* Source dir (TAILOR_SOURCE_DIR), shared dir (TAILOR_SHARED_DIR) and tailor binary (TAILOR_BIN). */
 const char *test_source_dir(void);
 const char *test_shared_dir(void); /* NULL when absent */
