@@ -89,15 +89,17 @@ static void lock_globals(lua_State *L)
     lua_pop(L, 1);
 }
 
-/* Calls the function below nargs arguments on the stack with a traceback; one result. */
-static tailor_status space_pcall(tailor_ctx *ctx, tailor_space *s, int nargs, const char *what)
+/* Calls the function below nargs arguments on the stack with a traceback, leaving nresults
+ * results (nothing on failure). */
+static tailor_status space_pcall_n(tailor_ctx *ctx, tailor_space *s, int nargs, int nresults,
+                                   const char *what)
 {
     lua_State *L = s->L;
     int base = lua_gettop(L) - nargs;
     lua_pushcfunction(L, traceback);
     lua_insert(L, base);
     lua_sethook(L, instruction_hook, LUA_MASKCOUNT, SPACE_INSTRUCTION_LIMIT);
-    int r = lua_pcall(L, nargs, 1, base);
+    int r = lua_pcall(L, nargs, nresults, base);
     lua_sethook(L, NULL, 0, 0);
     lua_remove(L, base);
     if (r != LUA_OK) {
@@ -107,6 +109,12 @@ static tailor_status space_pcall(tailor_ctx *ctx, tailor_space *s, int nargs, co
         return TAILOR_ERR_LUA;
     }
     return TAILOR_OK;
+}
+
+/* The same with one result. */
+static tailor_status space_pcall(tailor_ctx *ctx, tailor_space *s, int nargs, const char *what)
+{
+    return space_pcall_n(ctx, s, nargs, 1, what);
 }
 
 /* ---- loading ------------------------------------------------------------------------------ */
@@ -544,20 +552,9 @@ static tailor_status read_valid(tailor_ctx *ctx, tailor_space *s, const call_arg
     push_shape(L, a->shape);
     lua_pushstring(L, tailor_dtype_name(a->dtype));
     push_device(L, a->dev);
-    /* two results: ok, reason */
-    int base = lua_gettop(L) - 4;
-    lua_pushcfunction(L, traceback);
-    lua_insert(L, base);
-    lua_sethook(L, instruction_hook, LUA_MASKCOUNT, SPACE_INSTRUCTION_LIMIT);
-    int r = lua_pcall(L, 4, 2, base);
-    lua_sethook(L, NULL, 0, 0);
-    lua_remove(L, base);
-    if (r != LUA_OK) {
-        tailor_set_error(ctx, TAILOR_ERR_LUA, "search space %s (%s), in 'valid': %s", s->name,
-                         s->origin, lua_tostring(L, -1));
-        lua_pop(L, 1);
-        return TAILOR_ERR_LUA;
-    }
+    tailor_status st = space_pcall_n(ctx, s, 4, 2, "in 'valid'"); /* ok, reason */
+    if (st)
+        return st;
     out->valid = lua_toboolean(L, -2);
     if (!out->valid)
         snprintf(out->invalid_reason, sizeof out->invalid_reason, "%s",
