@@ -63,7 +63,7 @@ static void print_result(const char *op, const char *shape, tailor_dtype dtype,
            r->verified, r->wrong, r->template_name, r->params, r->median_us, r->spread_us, gbs);
 }
 
-int cmd_tune(int argc, char **argv)
+static int tune_main(tailor_ctx *ctx, int argc, char **argv)
 {
     static const struct option opts[] = {
         {"op", required_argument, NULL, 'o'},       {"shape", required_argument, NULL, 's'},
@@ -83,7 +83,6 @@ int cmd_tune(int argc, char **argv)
     tailor_tune_options o;
     memset(&o, 0, sizeof o);
     o.seed = (uint64_t)time(NULL);
-    tailor_ctx *ctx = cli_ctx();
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         char *end = NULL;
         switch (c) {
@@ -143,8 +142,10 @@ int cmd_tune(int argc, char **argv)
         snprintf(targets[0].op, sizeof targets[0].op, "%s", op);
         st = tailor_shape_parse(ctx, shape_text, &targets[0].shape);
         ntargets = 1;
-        if (st)
+        if (st) {
+            free(targets);
             return cli_usage_error("tune", "%s", tailor_ctx_message(ctx));
+        }
     } else {
         st = tailor_tune_targets(ctx, preset, model, &targets, &ntargets);
         if (st)
@@ -157,7 +158,6 @@ int cmd_tune(int argc, char **argv)
             printf("%-18s %s\n", targets[i].op, shape);
         }
         free(targets);
-        tailor_ctx_destroy(ctx);
         return 0;
     }
     tailor_gpu *gpu = NULL;
@@ -208,6 +208,13 @@ int cmd_tune(int argc, char **argv)
     tailor_cache_close(cache);
     tailor_gpu_close(gpu);
     free(targets);
-    tailor_ctx_destroy(ctx);
     return failures ? 1 : 0;
+}
+
+int cmd_tune(int argc, char **argv)
+{
+    tailor_ctx *ctx = cli_ctx();
+    int rc = tune_main(ctx, argc, argv);
+    tailor_ctx_destroy(ctx);
+    return rc;
 }
