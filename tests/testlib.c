@@ -33,6 +33,7 @@ static void log_to_stderr(void *user, tailor_log_level level, const char *line)
 
 tailor_ctx *test_ctx(void)
 {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* lines survive a test killed by its timeout */
     tailor_ctx *ctx = tailor_ctx_create();
     if (!ctx) {
         fprintf(stderr, "out of memory\n");

@@ -236,6 +236,22 @@ tailor_status tailor_gemma4_gpu_prefill(tailor_ctx *ctx, tailor_gemma4_gpu *g, c
 tailor_status tailor_gemma4_gpu_step(tailor_ctx *ctx, tailor_gemma4_gpu *g, int32_t token,
                                      float *logits, int32_t *next);
 
+/* One kernel's share of a profiled decode step: op, the shape it ran, launches and total time. */
+typedef struct tailor_gemma4_gpu_prof {
+    char op[32];
+    char shape[160];
+    int calls;
+    double us;
+} tailor_gemma4_gpu_prof;
+
+/* Profiles one decode step for `token` at the next position, kernel by kernel (each launch
+ * bracketed by events and waited for, so the sum exceeds a graph step by the launch gaps):
+ * up to cap entries, one per (op, shape), in the order first launched; *n gets the count and
+ * *total_us the sum. The position is consumed as by tailor_gemma4_gpu_step. */
+tailor_status tailor_gemma4_gpu_profile_step(tailor_ctx *ctx, tailor_gemma4_gpu *g, int32_t token,
+                                             tailor_gemma4_gpu_prof *out, int cap, int *n,
+                                             double *total_us);
+
 /* Debugging aid (TAILOR_DEBUG_LAYERS=1 in `tailor run` and the GPU test): for every l, runs
  * `token` at position 0 through layers 0..l on the GPU and through the CPU reference truncated
  * the same way, and logs the largest logit difference per depth; *first_bad gets the first depth

@@ -64,6 +64,10 @@ struct tailor_gemma4_gpu {
     int nallocs;
     size_t weight_bytes, kv_bytes, act_bytes;
     int kernels_cached, kernels_tuned;
+    /* tailor_gemma4_gpu_profile_step: per-launch timing while prof is set */
+    tailor_gemma4_gpu_prof *prof;
+    int prof_cap, prof_n;
+    tailor_gpu_timer prof_timer;
 };
 
 /* gpu.c */

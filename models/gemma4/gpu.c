@@ -2,6 +2,7 @@
  * prefill in chunks and the decode step captured as a CUDA graph. Weights are bound in
  * gpu_weights.c. Every kernel is a cached winner launched through tuner/kernels.h. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +21,45 @@ long long g4g_bucket(long long v)
     return b;
 }
 
+/* Profiling: adds one timed launch of op on `actual` to g->prof. */
+static void prof_add(tailor_gemma4_gpu *g, const char *op, const tailor_shape *actual, double us)
+{
+    char shape[160];
+    tailor_shape_format(actual, shape, sizeof shape);
+    int i = 0;
+    while (i < g->prof_n && (strcmp(g->prof[i].op, op) != 0 || strcmp(g->prof[i].shape, shape) != 0))
+        i++;
+    if (i == g->prof_n) {
+        if (g->prof_n == g->prof_cap)
+            return;
+        tailor_gemma4_gpu_prof *e = &g->prof[g->prof_n++];
+        memset(e, 0, sizeof *e);
+        snprintf(e->op, sizeof e->op, "%s", op);
+        snprintf(e->shape, sizeof e->shape, "%s", shape);
+    }
+    g->prof[i].calls++;
+    g->prof[i].us += us;
+}
+
+static tailor_status launch(tailor_ctx *ctx, tailor_gemma4_gpu *g, const char *op,
+                            tailor_op_kernel *k, const tailor_shape *actual,
+                            const tailor_binding *b, int nb)
+{
+    if (!g->prof)
+        return tailor_op_kernel_launch(ctx, g->ks, k, actual, b, nb);
+    float ms = 0;
+    tailor_status st = tailor_gpu_timer_start(ctx, g->gpu, &g->prof_timer);
+    if (st == TAILOR_OK)
+        st = tailor_op_kernel_launch(ctx, g->ks, k, actual, b, nb);
+    if (st == TAILOR_OK)
+        st = tailor_gpu_timer_stop(ctx, g->gpu, &g->prof_timer);
+    if (st == TAILOR_OK)
+        st = tailor_gpu_timer_elapsed_ms(ctx, &g->prof_timer, &ms);
+    if (st == TAILOR_OK)
+        prof_add(g, op, actual, 1e3 * (double)ms);
+    return st;
+}
+
 tailor_status g4g_run(tailor_ctx *ctx, tailor_gemma4_gpu *g, const char *op,
                       const tailor_shape *tuned, const tailor_shape *actual,
                       const tailor_binding *b, int nb)
@@ -27,13 +67,13 @@ tailor_status g4g_run(tailor_ctx *ctx, tailor_gemma4_gpu *g, const char *op,
     tailor_op_kernel *k = NULL;
     tailor_status st = tailor_kernels_get(ctx, g->ks, op, tuned, g->dt, &k);
     if (st == TAILOR_OK)
-        st = tailor_op_kernel_launch(ctx, g->ks, k, actual, b, nb);
+        st = launch(ctx, g, op, k, actual, b, nb);
     if (st == TAILOR_ERR_MISUSE && tuned != actual) {
         /* the winner of the bucket cannot run this exact shape: use the shape's own winner */
         tailor_ctx_clear(ctx);
         st = tailor_kernels_get(ctx, g->ks, op, actual, g->dt, &k);
         if (st == TAILOR_OK)
-            st = tailor_op_kernel_launch(ctx, g->ks, k, actual, b, nb);
+            st = launch(ctx, g, op, k, actual, b, nb);
     }
     if (st)
         return tailor_wrap_error(ctx, "gemma4 gpu: %s", op);
@@ -396,6 +436,39 @@ tailor_status tailor_gemma4_gpu_step(tailor_ctx *ctx, tailor_gemma4_gpu *g, int3
         st = read_out(ctx, g, 1, logits, next, g->pos);
     if (st == TAILOR_OK)
         g->pos++;
+    return st;
+}
+
+tailor_status tailor_gemma4_gpu_profile_step(tailor_ctx *ctx, tailor_gemma4_gpu *g, int32_t token,
+                                             tailor_gemma4_gpu_prof *out, int cap, int *n,
+                                             double *total_us)
+{
+    *n = 0;
+    *total_us = 0;
+    if (g->pos >= g->max_tokens)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                                "gemma4 gpu: all %d positions of the KV cache are used",
+                                g->max_tokens);
+    tailor_status st = tailor_gpu_timer_create(ctx, g->gpu, &g->prof_timer);
+    if (st == TAILOR_OK)
+        st = stage_inputs(ctx, g, &token, 1, g->pos);
+    if (st == TAILOR_OK)
+        st = tailor_gpu_sync(ctx, g->gpu);
+    g->prof = out;
+    g->prof_cap = cap;
+    g->prof_n = 0;
+    if (st == TAILOR_OK)
+        st = g4g_pass(ctx, g, 1, g->pos, 1, g->cfg.n_layers, 0);
+    g->prof = NULL;
+    int32_t next;
+    if (st == TAILOR_OK)
+        st = read_out(ctx, g, 1, NULL, &next, g->pos);
+    if (st == TAILOR_OK)
+        g->pos++;
+    tailor_gpu_timer_destroy(g->gpu, &g->prof_timer);
+    *n = g->prof_n;
+    for (int i = 0; i < g->prof_n; i++)
+        *total_us += out[i].us;
     return st;
 }
 
