@@ -93,9 +93,10 @@ int bench_model(int argc, char **argv)
                                          {"json", no_argument, 0, 'j'},
                                          {"cache", required_argument, 0, 'c'},
                                          {"profile", no_argument, 0, 'P'},
+                                         {"no-pdl", no_argument, 0, 'N'},
                                          {0, 0, 0, 0}};
     const char *model = NULL, *preset = NULL, *quant = NULL, *cache_file = NULL;
-    int plen = 512, ndec = 128, json = 0, profile = 0, c;
+    int plen = 512, ndec = 128, json = 0, profile = 0, no_pdl = 0, c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
@@ -107,6 +108,7 @@ int bench_model(int argc, char **argv)
         case 'j': json = 1; break;
         case 'c': cache_file = optarg; break;
         case 'P': profile = 1; break;
+        case 'N': no_pdl = 1; break;
         default: return cli_bad_flag("bench model", argc, argv);
         }
     }
@@ -141,7 +143,8 @@ int bench_model(int argc, char **argv)
         s = tailor_cache_open(ctx, path, &cache);
     if (s == TAILOR_OK)
         s = tailor_kernels_create(ctx, gpu, cache, NULL, 1, &ks);
-    tailor_gemma4_gpu_opts o = {plen + ndec + 1, -1, quant != NULL, 0, 0, 0};
+    tailor_gemma4_gpu_opts o = {.max_tokens = plen + ndec + 1, .dtype = -1, .quantize = quant != NULL,
+                                .no_pdl = no_pdl};
     double tl0 = now_s();
     if (s == TAILOR_OK)
         s = create(ctx, m, &cfg, gpu, ks, &o, &g);

@@ -257,7 +257,7 @@ static tailor_status generate(tailor_ctx *ctx, const run_args *a, tailor_gemma4 
     tailor_gemma4_cpu *st = NULL;
     tailor_sampler *smp = NULL;
     FILE *dump = NULL;
-    tailor_gemma4_cpu_opts o = {(int)n + a->max_tokens, 0};
+    tailor_gemma4_cpu_opts o = {.max_tokens = (int)n + a->max_tokens};
     tailor_status s = tailor_gemma4_cpu_create(ctx, m, &o, &st);
     if (s == TAILOR_OK)
         s = tailor_sampler_create(ctx, &a->sp, cfg->vocab, &smp);
@@ -338,8 +338,8 @@ static tailor_status generate_gpu(tailor_ctx *ctx, const run_args *a, tailor_gem
         s = tailor_cache_open(ctx, a->cache ? a->cache : path, &cache);
     if (s == TAILOR_OK)
         s = tailor_kernels_create(ctx, gpu, cache, reh, 1, &ks);
-    tailor_gemma4_gpu_opts o = {(int)n + a->max_tokens + 1, -1, a->quantize != NULL,
-                                a->dump != NULL, 0, 0};
+    tailor_gemma4_gpu_opts o = {.max_tokens = (int)n + a->max_tokens + 1, .dtype = -1,
+                                .quantize = a->quantize != NULL, .all_logits = a->dump != NULL};
     if (a->dtype)
         o.dtype = strcmp(a->dtype, "fp16") == 0 ? TAILOR_DTYPE_F16 : TAILOR_DTYPE_BF16;
     else if (reh)

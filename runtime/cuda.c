@@ -44,6 +44,7 @@ typedef struct cuda_api {
     __typeof__(cuFuncGetAttribute) *func_get_attribute;
     __typeof__(cuFuncSetAttribute) *func_set_attribute;
     __typeof__(cuLaunchKernel) *launch_kernel;
+    __typeof__(cuLaunchKernelEx) *launch_kernel_ex; /* optional (CUDA 12 drivers) */
     __typeof__(cuOccupancyMaxActiveBlocksPerMultiprocessor) *occupancy_max_active_blocks;
     __typeof__(cuEventCreate) *event_create;
     __typeof__(cuEventRecord) *event_record;
@@ -68,55 +69,57 @@ typedef struct cuda_symbol {
     void **slot;
     const char *name;
     const char *fallback;
+    int optional; /* 1: a missing symbol leaves the slot NULL (the feature is off) */
 } cuda_symbol;
 
 #define SLOT(field) ((void **)(void *)&api.field)
 
 static const cuda_symbol cuda_symbols[] = {
-    {SLOT(init), "cuInit", NULL},
-    {SLOT(driver_get_version), "cuDriverGetVersion", NULL},
-    {SLOT(get_error_name), "cuGetErrorName", NULL},
-    {SLOT(get_error_string), "cuGetErrorString", NULL},
-    {SLOT(device_get_count), "cuDeviceGetCount", NULL},
-    {SLOT(device_get), "cuDeviceGet", NULL},
-    {SLOT(device_get_name), "cuDeviceGetName", NULL},
-    {SLOT(device_get_attribute), "cuDeviceGetAttribute", NULL},
-    {SLOT(device_total_mem), "cuDeviceTotalMem_v2", NULL},
-    {SLOT(device_get_uuid), "cuDeviceGetUuid_v2", "cuDeviceGetUuid"},
-    {SLOT(primary_ctx_retain), "cuDevicePrimaryCtxRetain", NULL},
-    {SLOT(primary_ctx_release), "cuDevicePrimaryCtxRelease_v2", NULL},
-    {SLOT(ctx_set_current), "cuCtxSetCurrent", NULL},
-    {SLOT(ctx_get_current), "cuCtxGetCurrent", NULL},
-    {SLOT(stream_create), "cuStreamCreate", NULL},
-    {SLOT(stream_destroy), "cuStreamDestroy_v2", NULL},
-    {SLOT(stream_synchronize), "cuStreamSynchronize", NULL},
-    {SLOT(mem_alloc), "cuMemAlloc_v2", NULL},
-    {SLOT(mem_free), "cuMemFree_v2", NULL},
-    {SLOT(mem_get_info), "cuMemGetInfo_v2", NULL},
-    {SLOT(memcpy_htod_async), "cuMemcpyHtoDAsync_v2", NULL},
-    {SLOT(memcpy_dtoh_async), "cuMemcpyDtoHAsync_v2", NULL},
-    {SLOT(memcpy_dtod_async), "cuMemcpyDtoDAsync_v2", NULL},
-    {SLOT(memset_d8_async), "cuMemsetD8Async", NULL},
-    {SLOT(module_load_data_ex), "cuModuleLoadDataEx", NULL},
-    {SLOT(module_unload), "cuModuleUnload", NULL},
-    {SLOT(module_get_function), "cuModuleGetFunction", NULL},
-    {SLOT(func_get_attribute), "cuFuncGetAttribute", NULL},
-    {SLOT(func_set_attribute), "cuFuncSetAttribute", NULL},
-    {SLOT(launch_kernel), "cuLaunchKernel", NULL},
-    {SLOT(occupancy_max_active_blocks), "cuOccupancyMaxActiveBlocksPerMultiprocessor", NULL},
-    {SLOT(event_create), "cuEventCreate", NULL},
-    {SLOT(event_record), "cuEventRecord", NULL},
-    {SLOT(event_synchronize), "cuEventSynchronize", NULL},
-    {SLOT(event_elapsed_time), "cuEventElapsedTime_v2", "cuEventElapsedTime"},
-    {SLOT(event_destroy), "cuEventDestroy_v2", NULL},
-    {SLOT(mem_alloc_host), "cuMemAllocHost_v2", NULL},
-    {SLOT(mem_free_host), "cuMemFreeHost", NULL},
-    {SLOT(stream_begin_capture), "cuStreamBeginCapture_v2", NULL},
-    {SLOT(stream_end_capture), "cuStreamEndCapture", NULL},
-    {SLOT(graph_instantiate), "cuGraphInstantiateWithFlags", NULL},
-    {SLOT(graph_launch), "cuGraphLaunch", NULL},
-    {SLOT(graph_exec_destroy), "cuGraphExecDestroy", NULL},
-    {SLOT(graph_destroy), "cuGraphDestroy", NULL},
+    {SLOT(init), "cuInit", NULL, 0},
+    {SLOT(driver_get_version), "cuDriverGetVersion", NULL, 0},
+    {SLOT(get_error_name), "cuGetErrorName", NULL, 0},
+    {SLOT(get_error_string), "cuGetErrorString", NULL, 0},
+    {SLOT(device_get_count), "cuDeviceGetCount", NULL, 0},
+    {SLOT(device_get), "cuDeviceGet", NULL, 0},
+    {SLOT(device_get_name), "cuDeviceGetName", NULL, 0},
+    {SLOT(device_get_attribute), "cuDeviceGetAttribute", NULL, 0},
+    {SLOT(device_total_mem), "cuDeviceTotalMem_v2", NULL, 0},
+    {SLOT(device_get_uuid), "cuDeviceGetUuid_v2", "cuDeviceGetUuid", 0},
+    {SLOT(primary_ctx_retain), "cuDevicePrimaryCtxRetain", NULL, 0},
+    {SLOT(primary_ctx_release), "cuDevicePrimaryCtxRelease_v2", NULL, 0},
+    {SLOT(ctx_set_current), "cuCtxSetCurrent", NULL, 0},
+    {SLOT(ctx_get_current), "cuCtxGetCurrent", NULL, 0},
+    {SLOT(stream_create), "cuStreamCreate", NULL, 0},
+    {SLOT(stream_destroy), "cuStreamDestroy_v2", NULL, 0},
+    {SLOT(stream_synchronize), "cuStreamSynchronize", NULL, 0},
+    {SLOT(mem_alloc), "cuMemAlloc_v2", NULL, 0},
+    {SLOT(mem_free), "cuMemFree_v2", NULL, 0},
+    {SLOT(mem_get_info), "cuMemGetInfo_v2", NULL, 0},
+    {SLOT(memcpy_htod_async), "cuMemcpyHtoDAsync_v2", NULL, 0},
+    {SLOT(memcpy_dtoh_async), "cuMemcpyDtoHAsync_v2", NULL, 0},
+    {SLOT(memcpy_dtod_async), "cuMemcpyDtoDAsync_v2", NULL, 0},
+    {SLOT(memset_d8_async), "cuMemsetD8Async", NULL, 0},
+    {SLOT(module_load_data_ex), "cuModuleLoadDataEx", NULL, 0},
+    {SLOT(module_unload), "cuModuleUnload", NULL, 0},
+    {SLOT(module_get_function), "cuModuleGetFunction", NULL, 0},
+    {SLOT(func_get_attribute), "cuFuncGetAttribute", NULL, 0},
+    {SLOT(func_set_attribute), "cuFuncSetAttribute", NULL, 0},
+    {SLOT(launch_kernel), "cuLaunchKernel", NULL, 0},
+    {SLOT(launch_kernel_ex), "cuLaunchKernelEx", NULL, 1},
+    {SLOT(occupancy_max_active_blocks), "cuOccupancyMaxActiveBlocksPerMultiprocessor", NULL, 0},
+    {SLOT(event_create), "cuEventCreate", NULL, 0},
+    {SLOT(event_record), "cuEventRecord", NULL, 0},
+    {SLOT(event_synchronize), "cuEventSynchronize", NULL, 0},
+    {SLOT(event_elapsed_time), "cuEventElapsedTime_v2", "cuEventElapsedTime", 0},
+    {SLOT(event_destroy), "cuEventDestroy_v2", NULL, 0},
+    {SLOT(mem_alloc_host), "cuMemAllocHost_v2", NULL, 0},
+    {SLOT(mem_free_host), "cuMemFreeHost", NULL, 0},
+    {SLOT(stream_begin_capture), "cuStreamBeginCapture_v2", NULL, 0},
+    {SLOT(stream_end_capture), "cuStreamEndCapture", NULL, 0},
+    {SLOT(graph_instantiate), "cuGraphInstantiateWithFlags", NULL, 0},
+    {SLOT(graph_launch), "cuGraphLaunch", NULL, 0},
+    {SLOT(graph_exec_destroy), "cuGraphExecDestroy", NULL, 0},
+    {SLOT(graph_destroy), "cuGraphDestroy", NULL, 0},
 };
 
 #undef SLOT
@@ -153,7 +156,7 @@ static int cuda_resolve_symbols(void *lib)
         *s->slot = dlsym(lib, s->name);
         if (!*s->slot && s->fallback)
             *s->slot = dlsym(lib, s->fallback);
-        if (!*s->slot) {
+        if (!*s->slot && !s->optional) {
             snprintf(cuda_state.message, sizeof cuda_state.message,
                      "no CUDA driver: libcuda.so.1 lacks %s (the driver is too old for this build)",
                      s->name);
@@ -674,6 +677,18 @@ tailor_status tailor_gpu_launch(tailor_ctx *ctx, tailor_gpu *gpu, tailor_kernel 
         st = gpu_grant_smem(ctx, gpu, k->fn, dyn_smem);
         if (st != TAILOR_OK)
             return st;
+    }
+    if (k->pdl && api.launch_kernel_ex) {
+        /* programmatic dependent launch: may start while the previous kernel drains; the
+         * kernel itself waits (griddepcontrol.wait) before touching memory */
+        CUlaunchAttribute attr;
+        memset(&attr, 0, sizeof attr);
+        attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        attr.value.programmaticStreamSerializationAllowed = 1;
+        CUlaunchConfig cfg = {grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                              dyn_smem, gpu->stream, &attr, 1};
+        return tailor_cuda_check(ctx, api.launch_kernel_ex(&cfg, k->fn, args, NULL),
+                                 "cuLaunchKernelEx");
     }
     return tailor_cuda_check(ctx,
                              api.launch_kernel(k->fn, grid[0], grid[1], grid[2], block[0], block[1],

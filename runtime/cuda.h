@@ -93,6 +93,10 @@ typedef struct tailor_kernel {
     int static_smem; /* static shared memory per block, bytes */
     int local_bytes; /* local (spill/stack) memory per thread, bytes */
     int max_threads; /* largest block this kernel can be launched with */
+    int pdl;         /* 1: launch with programmatic dependent launch (sm_90+ images whose code
+                        waits for its predecessor with griddepcontrol.wait before touching
+                        memory; see templates/include/tailor_common.cuh). Set by the caller;
+                        ignored when the driver lacks cuLaunchKernelEx. */
 } tailor_kernel;
 
 /* Loads a cubin or a NUL-terminated PTX image (PTX is JIT-compiled by the driver; its JIT error

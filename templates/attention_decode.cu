@@ -90,6 +90,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
               const int *__restrict__ qpos, float *__restrict__ ws, unsigned *__restrict__ cnt,
               int heads, int kv_heads, int slots, int window, int chunk)
 {
+    tailor_grid_begin();
     extern __shared__ __align__(16) unsigned char attn_smem[];
     float *sMax = reinterpret_cast<float *>(attn_smem);
     int *sPos = reinterpret_cast<int *>(sMax + WN * ATTN_BM);

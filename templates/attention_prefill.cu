@@ -20,6 +20,7 @@ extern "C" __global__ void __launch_bounds__(ATTN_NT, 1)
 TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict__ k,
               const T *__restrict__ v, int q_len, int kv_len, int heads, int kv_heads, int window)
 {
+    tailor_grid_begin();
     extern __shared__ __align__(16) unsigned char attn_smem[];
     float *sMax = reinterpret_cast<float *>(attn_smem);
     T *sQ = reinterpret_cast<T *>(attn_smem + sizeof(float) * WN * ATTN_BM);

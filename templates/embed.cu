@@ -23,6 +23,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 TAILOR_KERNEL(OutT *__restrict__ out, const T *__restrict__ table, const int *__restrict__ ids,
               int vocab)
 {
+    tailor_grid_begin();
     const size_t t = blockIdx.y;
     const int i = blockIdx.x * THREADS + threadIdx.x;
     if (i >= NVEC)

@@ -16,6 +16,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 TAILOR_KERNEL(T *__restrict__ h, const T *__restrict__ g, const T *__restrict__ u, int inter,
               int g_ld, int u_ld)
 {
+    tailor_grid_begin();
     const size_t row = blockIdx.y;
     const int nvec = inter / VEC;
     const TVec<VEC> *gr = reinterpret_cast<const TVec<VEC> *>(g + row * g_ld);

@@ -27,6 +27,7 @@ __device__ __forceinline__ unsigned fill_half(unsigned h, float off, float scale
 extern "C" __global__ void __launch_bounds__(THREADS)
 TAILOR_KERNEL(unsigned *__restrict__ out, int words, int mode, int seed, float scale, float off)
 {
+    tailor_grid_begin();
     const unsigned s = (unsigned)seed;
     for (unsigned i = blockIdx.x * THREADS + threadIdx.x; i < (unsigned)words;
          i += gridDim.x * THREADS) {

@@ -8,6 +8,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 TAILOR_KERNEL(T *__restrict__ k_lin, T *__restrict__ v_lin, const T *__restrict__ k_cache,
               const T *__restrict__ v_cache, int kv_heads, int slots, int first)
 {
+    tailor_grid_begin();
     const int r = blockIdx.x, h = blockIdx.y;
     const int slot = (int)(((long long)first + r) % slots);
     const size_t from = ((size_t)h * slots + slot) * HEAD_DIM;

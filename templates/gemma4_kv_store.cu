@@ -11,6 +11,7 @@ TAILOR_KERNEL(T *__restrict__ k_cache, T *__restrict__ v_cache, int *__restrict_
               const float *__restrict__ inv_freq, const int *__restrict__ pos, int kv_heads,
               int slots)
 {
+    tailor_grid_begin();
     __shared__ float scratch[THREADS / 32 > 0 ? THREADS / 32 : 1];
     const int t = blockIdx.x, h = blockIdx.y;
     const int p = pos[t], slot = p % slots;

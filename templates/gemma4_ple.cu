@@ -8,6 +8,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ c, const T *__restrict__ e,
               const T *__restrict__ w, int dim, int hidden)
 {
+    tailor_grid_begin();
     __shared__ float scratch[THREADS / 32 > 0 ? THREADS / 32 : 1];
     const size_t o = (size_t)blockIdx.x * dim;
     const float hs = 1.0f / sqrtf((float)hidden);

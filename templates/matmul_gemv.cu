@@ -47,6 +47,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
 TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const T *__restrict__ w, int M, int N,
               int K)
 {
+    tailor_grid_begin();
 #if KWARPS > 1
     __shared__ float red[DN_WARPS * MT * ROWS];
 #endif

@@ -90,6 +90,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const T *__restrict_
 #endif
               int M, int N, int K)
 {
+    tailor_grid_begin();
     using namespace dn;
     extern __shared__ __align__(16) unsigned char dn_smem[];
     T *smem = reinterpret_cast<T *>(dn_smem);

@@ -14,6 +14,7 @@ extern "C" __global__ void __launch_bounds__(TPR * RPB)
 TAILOR_KERNEL(T *out, const T *x, const T *__restrict__ w, const int *__restrict__ pos,
               const float *__restrict__ inv_freq, int rows, int heads, float eps)
 {
+    tailor_grid_begin();
     const int lane = threadIdx.x % TPR;
     const int r = blockIdx.x * RPB + threadIdx.x / TPR;
     const bool live = r < rows;

@@ -19,6 +19,7 @@ TAILOR_KERNEL(T *__restrict__ y, float *__restrict__ x, const T *__restrict__ a,
               const T *__restrict__ w_post, const T *__restrict__ w_next,
               const float *__restrict__ scalar, float eps)
 {
+    tailor_grid_begin();
     __shared__ float scratch[THREADS / 32 > 0 ? THREADS / 32 : 1];
     const size_t row = blockIdx.x;
     FVec<VEC> *xr = reinterpret_cast<FVec<VEC> *>(x + row * COLS);

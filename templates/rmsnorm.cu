@@ -7,6 +7,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ x, const T *__restrict__ w, int cols,
               float eps)
 {
+    tailor_grid_begin();
     __shared__ float scratch[THREADS / 32 > 0 ? THREADS / 32 : 1];
     const size_t row = blockIdx.x;
     const TVec<VEC> *xr = reinterpret_cast<const TVec<VEC> *>(x + row * cols);

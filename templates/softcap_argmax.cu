@@ -67,6 +67,7 @@ TAILOR_KERNEL(float *__restrict__ capped, int *__restrict__ ids, const InT *__re
               int vocab, float *__restrict__ part_val, int *__restrict__ part_idx,
               unsigned int *__restrict__ count)
 {
+    tailor_grid_begin();
     __shared__ float sv[NWARP];
     __shared__ int si[NWARP];
     const size_t row = blockIdx.y;

@@ -20,6 +20,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
 #endif
               int M, int N, int K, int n_pad)
 {
+    tailor_grid_begin();
 #if KWARPS > 1
     __shared__ float red[W4_WARPS * MT * ROWS];
 #endif

@@ -153,6 +153,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
 #endif
               int M, int N, int K, int n_pad)
 {
+    tailor_grid_begin();
     using namespace w4;
     extern __shared__ __align__(16) u8 smem[];
 #if !HAS_ZP

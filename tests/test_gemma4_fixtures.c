@@ -91,7 +91,7 @@ static int run_fixture(tailor_ctx *ctx, const char *name)
         CHECKF(lbytes == (size_t)T * (size_t)V * 4, "%s: logits.bin holds %zu bytes, want %d x %d "
                "float32", name, lbytes, T, V);
         tailor_gemma4_cpu *st = NULL;
-        tailor_gemma4_cpu_opts o = {T + G, 0};
+        tailor_gemma4_cpu_opts o = {.max_tokens = T + G};
         CHECK_OK(ctx, tailor_gemma4_cpu_create(ctx, m, &o, &st));
         double max_d = 0, max_excess = 0, max_ref = 0;
         int bad_pos = -1;

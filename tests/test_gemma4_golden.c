@@ -266,6 +266,38 @@ static void naive_forward(naive *nv, const int32_t *ids, int T, float *logits)
 
 /* ---- cached vs linear vs naive -------------------------------------------------------------- */
 
+/* opts.layers (layer-by-layer debugging): all layers reproduce the full step exactly; one layer
+ * gives finite, different logits (and, with PLE, reads the whole per-layer row: the bug it
+ * had was a row stride of `layers` instead of the model's layer count). */
+static void check_truncated(tailor_ctx *ctx, const char *label, const tailor_gemma4 *m,
+                            int32_t id, const float *full, int V)
+{
+    int L = tailor_gemma4_get_config(m)->n_layers;
+    for (int layers = L; layers >= 1; layers -= L > 1 ? L - 1 : 1) {
+        tailor_gemma4_cpu *run = NULL;
+        tailor_gemma4_cpu_opts o = {.max_tokens = 1, .layers = layers};
+        CHECK_OK(ctx, tailor_gemma4_cpu_create(ctx, m, &o, &run));
+        const float *a = NULL;
+        if (run)
+            CHECK_OK(ctx, tailor_gemma4_cpu_step(ctx, run, id, &a));
+        double md = 0;
+        int finite = 1;
+        for (int v = 0; a && v < V; v++) {
+            finite &= isfinite(a[v]) != 0;
+            double d = fabs((double)a[v] - full[v]);
+            md = d > md ? d : md;
+        }
+        if (a && layers == L)
+            CHECKF(md == 0.0, "%s: all %d layers through opts.layers differ by %g", label, L, md);
+        if (a && layers < L)
+            CHECKF(finite && md > 1e-3, "%s: %d of %d layers: finite %d, difference %g", label,
+                   layers, L, finite, md);
+        tailor_gemma4_cpu_destroy(run);
+        if (L == 1)
+            break;
+    }
+}
+
 static void run_case(tailor_ctx *ctx, const char *label, const tw_spec *s, int n_prompt, int n_gen)
 {
     char dir[256];
@@ -279,7 +311,7 @@ static void run_case(tailor_ctx *ctx, const char *label, const tw_spec *s, int n
     }
     int T = n_prompt + n_gen, V = s->vocab;
     tailor_gemma4_cpu *ring = NULL, *lin = NULL;
-    tailor_gemma4_cpu_opts o1 = {T, 0}, o2 = {T, 1};
+    tailor_gemma4_cpu_opts o1 = {.max_tokens = T}, o2 = {.max_tokens = T, .linear_cache = 1};
     CHECK_OK(ctx, tailor_gemma4_cpu_create(ctx, m, &o1, &ring));
     CHECK_OK(ctx, tailor_gemma4_cpu_create(ctx, m, &o2, &lin));
     int32_t *ids = malloc((size_t)T * sizeof *ids);
@@ -306,6 +338,7 @@ static void run_case(tailor_ctx *ctx, const char *label, const tw_spec *s, int n
     }
     /* same arithmetic in the same order: the ring must reproduce the linear cache exactly */
     CHECKF(max_lin == 0.0, "%s: ring cache differs from linear cache by %g", label, max_lin);
+    check_truncated(ctx, label, m, ids[0], cached, V);
 
     naive nv = {s, NULL, s->nested ? "model.language_model." : "model."};
     char path[300];

@@ -106,7 +106,7 @@ static void run_mode(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, cons
     if (!ks)
         return;
     tailor_kernels_set_strategy(ks, 1, 2); /* random, 2 trials: tiny shapes tune fast */
-    tailor_gemma4_gpu_opts o = {T + G + 1, (int)md->dtype, 0, 1, 0, 0};
+    tailor_gemma4_gpu_opts o = {.max_tokens = T + G + 1, .dtype = (int)md->dtype, .all_logits = 1};
     tailor_gemma4_gpu *g = NULL;
     tailor_status st = tailor_gemma4_gpu_create(ctx, m, gpu, ks, &o, &g);
     CHECKF(st == TAILOR_OK, "%s: create failed: %s", tag, tailor_ctx_message(ctx));

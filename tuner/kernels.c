@@ -46,6 +46,7 @@ struct tailor_kernels {
     int from_cache, tuned;
     tailor_op_kernel *list;
     int strategy, trials; /* on-demand tuning (tailor_kernels_set_strategy) */
+    int pdl;              /* tailor_kernels_set_pdl */
 };
 
 tailor_status tailor_kernels_create(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
@@ -152,6 +153,17 @@ static tailor_status load_winner(tailor_ctx *ctx, tailor_kernels *set, const cha
     *out = k;
     return TAILOR_OK;
 }
+
+/* Templates wait for their predecessor (griddepcontrol) only when compiled for sm_90 or later:
+ * rehearsal PTX for an older profile never does. */
+static int pdl_capable(const tailor_kernels *set)
+{
+    const tailor_device_info *live = tailor_gpu_info(set->gpu);
+    const tailor_device_info *target = set->rehearse ? set->rehearse : live;
+    return live->cc_major >= 9 && target->cc_major >= 9;
+}
+
+void tailor_kernels_set_pdl(tailor_kernels *set, int on) { set->pdl = on != 0; }
 
 tailor_status tailor_kernels_get(tailor_ctx *ctx, tailor_kernels *set, const char *op,
                                  const tailor_shape *shape, tailor_dtype dtype,
@@ -318,6 +330,7 @@ tailor_status tailor_op_kernel_launch(tailor_ctx *ctx, tailor_kernels *set, tail
         }
         ptrs[a] = &values[a];
     }
+    k->k.pdl = set->pdl && pdl_capable(set);
     return tailor_gpu_launch(ctx, set->gpu, &k->k, l->grid, l->block, (unsigned)l->smem_dynamic,
                              ptrs);
 }

@@ -33,6 +33,12 @@ tailor_status tailor_kernels_get(tailor_ctx *ctx, tailor_kernels *set, const cha
  * random with a few trials so that many tiny shapes tune fast. */
 void tailor_kernels_set_strategy(tailor_kernels *set, int strategy, int trials);
 
+/* on = 1: launches from now on use programmatic dependent launch where the GPU and the
+ * compiled code allow it (sm_90+, not a rehearsal of an older profile): a kernel may start
+ * while its predecessor drains, saving the launch gap between dependent kernels. For a chain of
+ * kernels (a model's forward); tuning and benchmarks of single kernels leave it off. */
+void tailor_kernels_set_pdl(tailor_kernels *set, int on);
+
 /* How many winners came from the cache and how many were tuned by this set. */
 void tailor_kernels_stats(const tailor_kernels *set, int *from_cache, int *tuned);
 

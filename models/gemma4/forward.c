@@ -14,6 +14,7 @@ struct tailor_gemma4_cpu {
     int max_tokens;
     int pos;          /* positions processed */
     int linear_cache; /* every layer keeps max_tokens slots */
+    int run_layers;   /* layers a step runs (opts.layers, else all) */
     /* KV cache, per layer that owns one (NULL on KV-shared layers) */
     float **kc, **vc; /* [L] -> [slots][n_kv_heads * head_dim] */
     int **slot_pos;   /* [L] -> [slots]: position held by each slot, -1 = empty */
@@ -192,6 +193,8 @@ tailor_status tailor_gemma4_cpu_create(tailor_ctx *ctx, const tailor_gemma4 *m,
     st->m = m;
     st->max_tokens = opts->max_tokens;
     st->linear_cache = opts->linear_cache;
+    st->run_layers = opts->layers > 0 && opts->layers < m->cfg.n_layers ? opts->layers
+                                                                        : m->cfg.n_layers;
     int L = cfg->n_layers, H = cfg->hidden, P = cfg->ple_dim > 0 ? cfg->ple_dim : 0;
     int ok = 1;
     st->kc = calloc((size_t)L, sizeof *st->kc);
@@ -453,7 +456,7 @@ tailor_status tailor_gemma4_cpu_step(tailor_ctx *ctx, tailor_gemma4_cpu *st, int
         st->x[j] *= st->embed_scale;
     if (cfg->ple_dim > 0)
         per_layer_inputs(st, token);
-    for (int i = 0; i < cfg->n_layers; i++)
+    for (int i = 0; i < st->run_layers; i++)
         layer(st, i);
     rmsnorm(st->y, st->x, m->final_norm, H, cfg->rms_eps);
     for (int v = 0; v < cfg->vocab; v++) { /* tied LM head: the unscaled embedding */

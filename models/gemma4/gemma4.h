@@ -125,6 +125,8 @@ typedef struct tailor_gemma4_cpu_opts {
     int max_tokens;   /* positions the state can hold (prompt + generation) */
     int linear_cache; /* 0 (default): sliding layers keep a ring of W slots; 1: every layer
                          keeps all max_tokens positions (for tests: must give the same logits) */
+    int layers;       /* 0 (default): every layer; n: only layers 0..n-1 run before the final
+                         norm and the LM head (layer-by-layer debugging) */
 } tailor_gemma4_cpu_opts;
 
 /* Creates a run state for m (m must outlive it). TAILOR_ERR_UNSUPPORTED for a MoE model,
@@ -175,6 +177,7 @@ typedef struct tailor_gemma4_gpu_opts {
                          tests); 0: only the last one's */
     int chunk;        /* prefill rows per chunk (0: min(sliding window, 512); never above W) */
     int no_graph;     /* 1: decode steps launch kernel by kernel (debugging) */
+    int no_pdl;       /* 1: no programmatic dependent launch (sm_90+; for comparisons) */
 } tailor_gemma4_gpu_opts;
 
 /* What a created model holds (for logs and benchmarks). */

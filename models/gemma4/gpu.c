@@ -541,13 +541,11 @@ tailor_status tailor_gemma4_gpu_debug_layers(tailor_ctx *ctx, tailor_gemma4_gpu 
             st = read_out(ctx, g, 1, gl, &id, 0);
         if (st)
             break;
-        /* the CPU reference with the same depth: a copy of the model with fewer layers */
-        tailor_gemma4 mc = *g->model;
-        mc.cfg.n_layers = l + 1;
+        /* the CPU reference with the same depth */
         tailor_gemma4_cpu *cpu = NULL;
-        tailor_gemma4_cpu_opts o = {1, 0};
+        tailor_gemma4_cpu_opts o = {.max_tokens = 1, .layers = l + 1};
         const float *cl = NULL;
-        st = tailor_gemma4_cpu_create(ctx, &mc, &o, &cpu);
+        st = tailor_gemma4_cpu_create(ctx, g->model, &o, &cpu);
         if (st == TAILOR_OK)
             st = tailor_gemma4_cpu_step(ctx, cpu, token, &cl);
         if (st == TAILOR_OK) {

@@ -482,6 +482,7 @@ static tailor_status create(tailor_ctx *ctx, const tailor_gemma4 *m, const tailo
     const tailor_device_info *dev = tailor_gpu_info(gpu);
     g->gpu = gpu;
     g->ks = ks;
+    tailor_kernels_set_pdl(ks, !o->no_pdl); /* a chain of dependent kernels: see kernels.h */
     g->model = m;
     g->cfg = *cfg;
     g->seed = (uint32_t)seed;

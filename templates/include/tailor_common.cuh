@@ -28,6 +28,19 @@ __device__ __forceinline__ T2 from_f32x2(float2 v) { return __float22half2_rn(v)
 #error "tailor: the host must define TAILOR_KERNEL (the instantiated kernel's name)"
 #endif
 
+// Programmatic dependent launch (sm_90+). The host may launch a kernel while its predecessor
+// is still draining (tailor_kernels_set_pdl); every template therefore calls tailor_grid_begin()
+// first, before it reads or writes global memory: it waits until the predecessor has finished
+// and its writes are visible, then lets the next kernel start launching into free SMs. On older
+// architectures (and without PDL) it costs nothing.
+__device__ __forceinline__ void tailor_grid_begin()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 __device__ __forceinline__ float warp_sum(float v)
 {
 #pragma unroll
