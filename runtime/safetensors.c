@@ -118,6 +118,23 @@ static tailor_status map_file(tailor_ctx *ctx, const char *path, st_file *f)
     return TAILOR_OK;
 }
 
+void tailor_st_release(const tailor_st *st, const void *p, size_t n)
+{
+    if (!st || !p || n == 0)
+        return;
+    uintptr_t a = (uintptr_t)p, e = a + n;
+    for (size_t i = 0; i < st->n_files; i++) {
+        uintptr_t m0 = (uintptr_t)st->files[i].map, m1 = m0 + st->files[i].size;
+        if (!st->files[i].map || a < m0 || e > m1)
+            continue;
+        uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+        uintptr_t lo = (a + page - 1) & ~(page - 1), hi = e & ~(page - 1);
+        if (hi > lo) /* advisory: a failure only leaves the pages resident */
+            (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+        return;
+    }
+}
+
 static void unmap_file(st_file *f)
 {
     if (f->map)

@@ -71,6 +71,13 @@ tailor_status tailor_st_get(tailor_ctx *ctx, const tailor_st *st, const char *na
 size_t tailor_st_count(const tailor_st *st);
 const tailor_st_tensor *tailor_st_at(const tailor_st *st, size_t i);
 
+/* Tells the kernel that [p, p + n) inside one of st's mappings will not be read again soon: its
+ * whole pages leave this process's resident set (madvise MADV_DONTNEED; they stay in the page
+ * cache, and a later read maps them back). Loaders call it after uploading a tensor, so that
+ * streaming a checkpoint larger than memory keeps the resident set small. A range outside the
+ * mappings is ignored. */
+void tailor_st_release(const tailor_st *st, const void *p, size_t n);
+
 /* Total bytes mapped (all files). */
 size_t tailor_st_mapped_bytes(const tailor_st *st);
 

@@ -15,7 +15,24 @@ struct tailor_upload {
     int pinned;             /* 0: ordinary memory, copies are synchronous */
     int cur;                /* the half filled next */
     size_t total;
+    void (*release)(void *arg, const void *src, size_t bytes); /* tailor_upload_set_release */
+    void *release_arg;
 };
+
+void tailor_upload_set_release(tailor_upload *u, void (*release)(void *arg, const void *src,
+                                                                 size_t bytes),
+                               void *arg)
+{
+    u->release = release;
+    u->release_arg = arg;
+}
+
+/* The source bytes [src, src + bytes) have been copied into the staging. */
+static void consumed(tailor_upload *u, const void *src, size_t bytes)
+{
+    if (u->release)
+        u->release(u->release_arg, src, bytes);
+}
 
 tailor_status tailor_upload_create(tailor_ctx *ctx, tailor_gpu *gpu, size_t staging_bytes,
                                    tailor_upload **out)
@@ -121,6 +138,7 @@ static tailor_status upload_raw(tailor_ctx *ctx, tailor_upload *u, CUdeviceptr d
     for (size_t off = 0; off < bytes;) {
         size_t n = bytes - off < u->half ? bytes - off : u->half;
         memcpy(stage_ptr(u), (const unsigned char *)src + off, n);
+        consumed(u, (const unsigned char *)src + off, n);
         tailor_status st = stage_send(ctx, u, dst + off, n);
         if (st)
             return st;
@@ -146,6 +164,8 @@ tailor_status tailor_upload_convert(tailor_ctx *ctx, tailor_upload *u, CUdevicep
         unsigned char *s = stage_ptr(u);
         for (size_t j = 0; j < n; j++)
             store_elem(s, dst_dtype, j, load_elem(src, src_dtype, i + j));
+        consumed(u, (const unsigned char *)src + i * tailor_dtype_size(src_dtype),
+                 n * tailor_dtype_size(src_dtype));
         tailor_status st = stage_send(ctx, u, dst + i * ds, n * ds);
         if (st)
             return st;

@@ -25,6 +25,14 @@ tailor_status tailor_upload_create(tailor_ctx *ctx, tailor_gpu *gpu, size_t stag
 /* Waits for the copies in flight and frees the staging; NULL is fine. */
 void tailor_upload_destroy(tailor_upload *u);
 
+/* From now on, once a piece of a dense source (tailor_upload_convert) has been read into the
+ * staging, release(arg, piece, bytes) is called: a loader streaming a mapped checkpoint drops
+ * the pages it has read (tailor_st_release), so the resident set stays bounded whatever the
+ * size of one tensor. NULL turns it off. */
+void tailor_upload_set_release(tailor_upload *u, void (*release)(void *arg, const void *src,
+                                                                 size_t bytes),
+                               void *arg);
+
 /* Waits for every copy queued so far (the source memory may then change). */
 tailor_status tailor_upload_finish(tailor_ctx *ctx, tailor_upload *u);
 

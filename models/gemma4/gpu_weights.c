@@ -104,8 +104,18 @@ static tailor_status up_mat_dequantized(tailor_ctx *ctx, tailor_gemma4_gpu *g, t
     return st;
 }
 
+/* The uploaded tensors of m leave the resident set (they stay in the page cache): streaming a
+ * checkpoint keeps host memory bounded by the staging buffers whatever the model size. */
+static void release_mat(const tailor_gemma4_gpu *g, const g4_mat *m)
+{
+    const tailor_st_tensor *ts[] = {m->w, m->packed, m->scale, m->zp, m->g_idx};
+    for (int i = 0; i < 5; i++)
+        if (ts[i])
+            tailor_st_release(g->model->st, ts[i]->data, ts[i]->nbytes);
+}
+
 /* One matrix. quantizable: --quantize applies (q/k/v/o/gate/up/down). */
-static tailor_status up_mat(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_upload *u,
+static tailor_status up_mat_unreleased(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_upload *u,
                             const g4_mat *m, int quantizable, const char *what, g4g_mat *out)
 {
     memset(out, 0, sizeof *out);
@@ -143,6 +153,14 @@ static tailor_status up_mat(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_upload
         return st;
     return tailor_upload_convert(ctx, u, out->w, m->w->data, wd, g->dt,
                                  (size_t)m->n * (size_t)m->k);
+}
+
+static tailor_status up_mat(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_upload *u,
+                            const g4_mat *m, int quantizable, const char *what, g4g_mat *out)
+{
+    tailor_status st = up_mat_unreleased(ctx, g, u, m, quantizable, what, out);
+    release_mat(g, m);
+    return st;
 }
 
 static tailor_status up_layer(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_upload *u, int i)
@@ -188,6 +206,11 @@ static tailor_status up_layer(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_uplo
     return st;
 }
 
+static void release_source(void *arg, const void *src, size_t bytes)
+{
+    tailor_st_release((const tailor_st *)arg, src, bytes);
+}
+
 static tailor_status up_model(tailor_ctx *ctx, tailor_gemma4_gpu *g)
 {
     const tailor_gemma4 *m = g->model;
@@ -196,6 +219,7 @@ static tailor_status up_model(tailor_ctx *ctx, tailor_gemma4_gpu *g)
     tailor_status st = tailor_upload_create(ctx, g->gpu, STAGING_BYTES, &u);
     if (st)
         return st;
+    tailor_upload_set_release(u, release_source, m->st);
     tailor_dtype ed = TAILOR_DTYPE_BF16;
     if (!st_to_dtype(m->embed->dtype, &ed))
         st = tailor_set_error(ctx, TAILOR_ERR_UNSUPPORTED, "gemma4 gpu: embed_tokens is %s",
@@ -205,6 +229,7 @@ static tailor_status up_model(tailor_ctx *ctx, tailor_gemma4_gpu *g)
         st = dalloc(ctx, g, ne * g->es, &g->weight_bytes, &g->embed);
     if (st == TAILOR_OK)
         st = tailor_upload_convert(ctx, u, g->embed, m->embed->data, ed, g->dt, ne);
+    tailor_st_release(m->st, m->embed->data, m->embed->nbytes);
     if (st == TAILOR_OK)
         st = up_vec(ctx, g, u, m->final_norm, c->hidden, &g->final_norm);
     if (st == TAILOR_OK && c->ple_dim > 0) {
@@ -482,6 +507,8 @@ static tailor_status create(tailor_ctx *ctx, const tailor_gemma4 *m, const tailo
     const tailor_device_info *dev = tailor_gpu_info(gpu);
     g->gpu = gpu;
     g->ks = ks;
+    int cached0 = 0, tuned0 = 0;
+    tailor_kernels_stats(ks, &cached0, &tuned0);
     tailor_kernels_set_pdl(ks, !o->no_pdl); /* a chain of dependent kernels: see kernels.h */
     g->model = m;
     g->cfg = *cfg;
@@ -524,7 +551,10 @@ static tailor_status create(tailor_ctx *ctx, const tailor_gemma4 *m, const tailo
         tailor_gemma4_gpu_destroy(g);
         return st;
     }
-    tailor_kernels_stats(ks, &g->kernels_cached, &g->kernels_tuned);
+    int cached1 = 0, tuned1 = 0; /* this model's share: the set may have served others before */
+    tailor_kernels_stats(ks, &cached1, &tuned1);
+    g->kernels_cached = cached1 - cached0;
+    g->kernels_tuned = tuned1 - tuned0;
     tailor_log(ctx, TAILOR_LOG_INFO,
                "gemma4 gpu: %d kernels from the cache, %d tuned on demand; weights %.2f GB, KV "
                "cache %.1f MB for %d positions, decode step %s, prefill chunk %d",
