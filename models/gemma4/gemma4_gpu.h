@@ -22,6 +22,9 @@ typedef struct g4g_layer {
     CUdeviceptr scalar;         /* [1] fp32 layer_scalar */
     CUdeviceptr inv_freq;       /* [head_dim / 2] fp32 */
     g4g_mat q, k, v, o, gate, up, down, ple_gate, ple_proj;
+    /* dense q|k|v and gate|up stacked along n in one buffer (q, k, v, gate, up are views into
+     * it): decode runs each stack as one matrix; 0 when a part is int4 */
+    g4g_mat qkv, gu;
     /* KV cache, owning layers only: [kv_heads, slots, head_dim] dtype, positions [slots] i32 */
     CUdeviceptr kc, vc, positions;
     int slots;
@@ -51,6 +54,7 @@ struct tailor_gemma4_gpu {
     CUdeviceptr qb, att;        /* [C, heads * max head_dim] */
     CUdeviceptr kb, vb;         /* [C, max kv_heads * head_dim] raw K, V */
     CUdeviceptr gb, ub, hb;     /* [C, max inter] */
+    CUdeviceptr dec;            /* [max(q|k|v, 2 inter)] decode: a stack's one-row output */
     CUdeviceptr pg, ph;         /* [C, P] PLE gate, gated */
     CUdeviceptr pc, pe, pli;    /* [C, L*P] context projection, table rows, per-layer inputs */
     CUdeviceptr logits;         /* [logit_rows, vocab] dtype */

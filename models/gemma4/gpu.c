@@ -179,16 +179,23 @@ static int hist_rows(const tailor_gemma4_gpu *g, int i, int p0)
     return p0 < w ? p0 : w;
 }
 
-/* K and V of the T new rows into layer i's cache; in prefill also the linear history + rows. */
+/* K and V of the T new rows into layer i's cache; in prefill also the linear history + rows.
+ * kraw, vraw: the raw projections when already computed (a decode stack), else 0: projected
+ * here into g->kb, g->vb. */
 static tailor_status kv_update(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int T, int p0,
-                               int decode)
+                               int decode, CUdeviceptr kraw, CUdeviceptr vraw)
 {
     const tailor_gemma4_layer *ly = &g->cfg.layer[i];
     g4g_layer *L = &g->layers[i];
     size_t es = g->es, hd = (size_t)ly->head_dim, nkv = (size_t)ly->n_kv_heads;
-    tailor_status st = linear(ctx, g, &L->k, g->y, g->kb, T);
-    if (st == TAILOR_OK && ly->has_v_proj)
-        st = linear(ctx, g, &L->v, g->y, g->vb, T);
+    tailor_status st = TAILOR_OK;
+    if (!kraw) {
+        kraw = g->kb;
+        vraw = g->vb;
+        st = linear(ctx, g, &L->k, g->y, g->kb, T);
+        if (st == TAILOR_OK && ly->has_v_proj)
+            st = linear(ctx, g, &L->v, g->y, g->vb, T);
+    }
     if (st)
         return st;
     int nh = decode ? 0 : hist_rows(g, i, p0);
@@ -216,8 +223,8 @@ static tailor_status kv_update(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int
     g4g_put(&s, "lin", decode ? 0 : 1);
     CUdeviceptr kl = decode ? L->kc : off(L->klin, (size_t)nh * nkv * hd, es);
     CUdeviceptr vl = decode ? L->vc : off(L->vlin, (size_t)nh * nkv * hd, es);
-    tailor_binding b[] = {{"k", g->kb},
-                          {"v", ly->has_v_proj ? g->vb : g->kb},
+    tailor_binding b[] = {{"k", kraw},
+                          {"v", ly->has_v_proj ? vraw : kraw},
                           {"w", L->k_norm},
                           {"inv_freq", L->inv_freq},
                           {"pos", g->posb},
@@ -266,7 +273,13 @@ static tailor_status layer(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int T, 
     const tailor_gemma4_config *c = &g->cfg;
     const tailor_gemma4_layer *ly = &c->layer[i];
     g4g_layer *L = &g->layers[i];
-    tailor_status st = linear(ctx, g, &L->q, g->y, g->qb, T);
+    /* decode (one row) runs a dense q|k|v stack as one matrix into g->dec: q, k, v follow each
+     * other there; prefill runs the parts (views into the stack) into their own buffers */
+    int stacked = decode && T == 1 && L->qkv.w;
+    size_t qn = (size_t)c->n_heads * (size_t)ly->head_dim;
+    size_t kvn = (size_t)ly->n_kv_heads * (size_t)ly->head_dim;
+    tailor_status st = stacked ? linear(ctx, g, &L->qkv, g->y, g->dec, T)
+                               : linear(ctx, g, &L->q, g->y, g->qb, T);
     if (st)
         return st;
     tailor_shape s = {0};
@@ -275,12 +288,14 @@ static tailor_status layer(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int T, 
     g4g_put(&s, "head_dim", ly->head_dim);
     g4g_put(&s, "weight", 1);
     g4g_put(&s, "rope", ly->full ? 2 : 1);
-    g4g_put(&s, "inplace", 1);
-    tailor_binding qb[] = {{"x", g->qb}, {"w", L->q_norm}, {"pos", g->posb},
+    g4g_put(&s, "inplace", stacked ? 0 : 1);
+    tailor_binding qb[] = {{"x", stacked ? g->dec : g->qb}, {"w", L->q_norm}, {"pos", g->posb},
                            {"inv_freq", L->inv_freq}, {"out", g->qb}};
     if ((st = run_bucketed(ctx, g, "qk_norm_rope", &s, "tokens", g->chunk, qb, 5)))
         return st;
-    if (!ly->kv_shared && (st = kv_update(ctx, g, i, T, p0, decode)))
+    CUdeviceptr kraw = stacked ? off(g->dec, qn, g->es) : 0;
+    CUdeviceptr vraw = stacked ? off(g->dec, qn + kvn, g->es) : 0;
+    if (!ly->kv_shared && (st = kv_update(ctx, g, i, T, p0, decode, kraw, vraw)))
         return st;
     if ((st = attend(ctx, g, i, T, p0, decode)))
         return st;
@@ -288,9 +303,16 @@ static tailor_status layer(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int T, 
         return st;
     if ((st = seam(ctx, g, 0, T, g->tb, L->post_attn_ln, L->pre_ff_ln, L->scalar)))
         return st;
-    if ((st = linear(ctx, g, &L->gate, g->y, g->gb, T)) || (st = linear(ctx, g, &L->up, g->y, g->ub, T)) ||
-        (st = gelu(ctx, g, T, ly->inter, g->gb, g->ub, ly->inter, g->hb)) ||
-        (st = linear(ctx, g, &L->down, g->hb, g->tb, T)))
+    if (decode && T == 1 && L->gu.w) { /* one row: gate|up as one matrix, halves side by side */
+        if ((st = linear(ctx, g, &L->gu, g->y, g->dec, T)) ||
+            (st = gelu(ctx, g, T, ly->inter, g->dec, off(g->dec, (size_t)ly->inter, g->es),
+                       ly->inter, g->hb)))
+            return st;
+    } else if ((st = linear(ctx, g, &L->gate, g->y, g->gb, T)) ||
+               (st = linear(ctx, g, &L->up, g->y, g->ub, T)) ||
+               (st = gelu(ctx, g, T, ly->inter, g->gb, g->ub, ly->inter, g->hb)))
+        return st;
+    if ((st = linear(ctx, g, &L->down, g->hb, g->tb, T)))
         return st;
     CUdeviceptr next = i + 1 < n_layers ? g->layers[i + 1].input_ln : g->final_norm;
     if (c->ple_dim <= 0)

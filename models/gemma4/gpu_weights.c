@@ -116,7 +116,8 @@ static void release_mat(const tailor_gemma4_gpu *g, const g4_mat *m)
 
 /* One matrix. quantizable: --quantize applies (q/k/v/o/gate/up/down). */
 static tailor_status up_mat_unreleased(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_upload *u,
-                            const g4_mat *m, int quantizable, const char *what, g4g_mat *out)
+                                        const g4_mat *m, int quantizable, const char *what,
+                                        CUdeviceptr into, g4g_mat *out)
 {
     memset(out, 0, sizeof *out);
     out->n = m->n;
@@ -149,17 +150,80 @@ static tailor_status up_mat_unreleased(tailor_ctx *ctx, tailor_gemma4_gpu *g, ta
             return st;
         return tailor_upload_quantize(ctx, u, &lay, m->w->data, wd, g->dt, &dst);
     }
-    if ((st = dalloc(ctx, g, (size_t)m->n * (size_t)m->k * g->es, &g->weight_bytes, &out->w)))
+    if (into) /* a place in a stack (see stack_alloc) */
+        out->w = into;
+    else if ((st = dalloc(ctx, g, (size_t)m->n * (size_t)m->k * g->es, &g->weight_bytes, &out->w)))
         return st;
     return tailor_upload_convert(ctx, u, out->w, m->w->data, wd, g->dt,
                                  (size_t)m->n * (size_t)m->k);
 }
 
 static tailor_status up_mat(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_upload *u,
-                            const g4_mat *m, int quantizable, const char *what, g4g_mat *out)
+                            const g4_mat *m, int quantizable, const char *what, CUdeviceptr into,
+                            g4g_mat *out)
 {
-    tailor_status st = up_mat_unreleased(ctx, g, u, m, quantizable, what, out);
+    tailor_status st = up_mat_unreleased(ctx, g, u, m, quantizable, what, into, out);
     release_mat(g, m);
+    return st;
+}
+
+/* 1 when a matrix lands on the GPU as a dense 16-bit matrix (m NULL: random weights). */
+static int lands_dense(const tailor_gemma4_gpu *g, const g4_mat *m, int quantizable)
+{
+    if (m && m->int4)
+        return 0;
+    return !(g->quantize && quantizable);
+}
+
+/* One buffer for `count` dense [ns[i], k] matrices stacked along n: into[i] is each one's place,
+ * *whole the stack as one [sum ns, k] matrix. */
+static tailor_status stack_alloc(tailor_ctx *ctx, tailor_gemma4_gpu *g, const int *ns, int count,
+                                 int k, CUdeviceptr *into, g4g_mat *whole)
+{
+    memset(whole, 0, sizeof *whole);
+    int n = 0;
+    for (int i = 0; i < count; i++)
+        n += ns[i];
+    tailor_status st = dalloc(ctx, g, (size_t)n * (size_t)k * g->es, &g->weight_bytes, &whole->w);
+    if (st)
+        return st;
+    whole->n = n;
+    whole->k = k;
+    size_t off = 0;
+    for (int i = 0; i < count; i++) {
+        into[i] = whole->w + off * (size_t)k * g->es;
+        off += (size_t)ns[i];
+    }
+    return TAILOR_OK;
+}
+
+/* Places for q|k|v (when the layer owns its KV) and gate|up when every part lands dense;
+ * into[] is indexed like up_layer's matrices (0 q, 1 k, 2 v, 4 gate, 5 up), 0 = own buffer. */
+static tailor_status plan_stacks(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, const g4_mat *q,
+                                 const g4_mat *k, const g4_mat *v, const g4_mat *gate,
+                                 const g4_mat *up, CUdeviceptr into[9])
+{
+    const tailor_gemma4_layer *ly = &g->cfg.layer[i];
+    g4g_layer *L = &g->layers[i];
+    int H = g->cfg.hidden, hd = ly->head_dim, kvd = ly->n_kv_heads * hd;
+    tailor_status st = TAILOR_OK;
+    memset(into, 0, 9 * sizeof *into);
+    if (!ly->kv_shared && lands_dense(g, q, 1) && lands_dense(g, k, 1) &&
+        (!ly->has_v_proj || lands_dense(g, v, 1))) {
+        int ns[3] = {g->cfg.n_heads * hd, kvd, kvd};
+        CUdeviceptr at[3] = {0, 0, 0};
+        st = stack_alloc(ctx, g, ns, ly->has_v_proj ? 3 : 2, H, at, &L->qkv);
+        into[0] = at[0];
+        into[1] = at[1];
+        into[2] = ly->has_v_proj ? at[2] : 0;
+    }
+    if (st == TAILOR_OK && lands_dense(g, gate, 1) && lands_dense(g, up, 1)) {
+        int ns[2] = {ly->inter, ly->inter};
+        CUdeviceptr at[2] = {0, 0};
+        st = stack_alloc(ctx, g, ns, 2, H, at, &L->gu);
+        into[4] = at[0];
+        into[5] = at[1];
+    }
     return st;
 }
 
@@ -193,6 +257,9 @@ static tailor_status up_layer(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_uplo
         {&w->gate, &L->gate, 1, "gate_proj"}, {&w->up, &L->up, 1, "up_proj"},
         {&w->down, &L->down, 1, "down_proj"}, {&w->ple_gate, &L->ple_gate, 0, "per_layer_input_gate"},
         {&w->ple_proj, &L->ple_proj, 0, "per_layer_projection"}};
+    CUdeviceptr into[9];
+    if (st == TAILOR_OK)
+        st = plan_stacks(ctx, g, i, &w->q, &w->k, &w->v, &w->gate, &w->up, into);
     for (int k = 0; k < 9 && st == TAILOR_OK; k++) {
         if ((k == 1 || k == 2) && ly->kv_shared)
             continue;
@@ -201,7 +268,7 @@ static tailor_status up_layer(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_uplo
         if (k >= 7 && c->ple_dim <= 0)
             continue;
         snprintf(what, sizeof what, "layers.%d.%s", i, mats[k].n);
-        st = up_mat(ctx, g, u, mats[k].m, mats[k].q, what, mats[k].d);
+        st = up_mat(ctx, g, u, mats[k].m, mats[k].q, what, into[k], mats[k].d);
     }
     return st;
 }
@@ -235,7 +302,7 @@ static tailor_status up_model(tailor_ctx *ctx, tailor_gemma4_gpu *g)
     if (st == TAILOR_OK && c->ple_dim > 0) {
         st = up_vec(ctx, g, u, m->ple_proj_norm, c->ple_dim, &g->ple_norm);
         if (st == TAILOR_OK)
-            st = up_mat(ctx, g, u, &m->ple_model_proj, 0, "per_layer_model_projection",
+            st = up_mat(ctx, g, u, &m->ple_model_proj, 0, "per_layer_model_projection", 0,
                         &g->ple_model_proj);
     }
     for (int i = 0; i < c->n_layers && st == TAILOR_OK; i++)
@@ -271,7 +338,7 @@ static tailor_status rnd_vec(tailor_ctx *ctx, tailor_gemma4_gpu *g, int n, CUdev
 }
 
 static tailor_status rnd_mat(tailor_ctx *ctx, tailor_gemma4_gpu *g, int n, int k, int quantizable,
-                             g4g_mat *out)
+                             CUdeviceptr into, g4g_mat *out)
 {
     memset(out, 0, sizeof *out);
     out->n = n;
@@ -287,7 +354,9 @@ static tailor_status rnd_mat(tailor_ctx *ctx, tailor_gemma4_gpu *g, int n, int k
         return rnd_fill(ctx, g, out->sc, (lay.scale_count * g->es + 3) & ~(size_t)3, 1, 1000, 4000);
     }
     size_t bytes = (size_t)n * (size_t)k * g->es;
-    if ((st = dalloc(ctx, g, bytes, &g->weight_bytes, &out->w)))
+    if (into)
+        out->w = into;
+    else if ((st = dalloc(ctx, g, bytes, &g->weight_bytes, &out->w)))
         return st;
     return rnd_fill(ctx, g, out->w, bytes & ~(size_t)3, 1, 30000, 0); /* +- 0.03 */
 }
@@ -305,7 +374,7 @@ static tailor_status rnd_model(tailor_ctx *ctx, tailor_gemma4_gpu *g)
     if (st == TAILOR_OK && P > 0) {
         st = rnd_vec(ctx, g, P, &g->ple_norm);
         if (st == TAILOR_OK)
-            st = rnd_mat(ctx, g, L * P, H, 0, &g->ple_model_proj);
+            st = rnd_mat(ctx, g, L * P, H, 0, 0, &g->ple_model_proj);
     }
     for (int i = 0; i < L && st == TAILOR_OK; i++) {
         const tailor_gemma4_layer *ly = &c->layer[i];
@@ -330,24 +399,27 @@ static tailor_status rnd_model(tailor_ctx *ctx, tailor_gemma4_gpu *g)
             st = dalloc(ctx, g, (size_t)hd * 2, &g->weight_bytes, &Ly->inv_freq);
         if (st == TAILOR_OK)
             st = tailor_gpu_upload(ctx, g->gpu, Ly->inv_freq, inv_freq, (size_t)hd * 2);
+        CUdeviceptr into[9];
         if (st == TAILOR_OK)
-            st = rnd_mat(ctx, g, c->n_heads * hd, H, 1, &Ly->q);
+            st = plan_stacks(ctx, g, i, NULL, NULL, NULL, NULL, NULL, into);
+        if (st == TAILOR_OK)
+            st = rnd_mat(ctx, g, c->n_heads * hd, H, 1, into[0], &Ly->q);
         if (st == TAILOR_OK && !ly->kv_shared)
-            st = rnd_mat(ctx, g, kvd, H, 1, &Ly->k);
+            st = rnd_mat(ctx, g, kvd, H, 1, into[1], &Ly->k);
         if (st == TAILOR_OK && !ly->kv_shared && ly->has_v_proj)
-            st = rnd_mat(ctx, g, kvd, H, 1, &Ly->v);
+            st = rnd_mat(ctx, g, kvd, H, 1, into[2], &Ly->v);
         if (st == TAILOR_OK)
-            st = rnd_mat(ctx, g, H, c->n_heads * hd, 1, &Ly->o);
+            st = rnd_mat(ctx, g, H, c->n_heads * hd, 1, 0, &Ly->o);
         if (st == TAILOR_OK)
-            st = rnd_mat(ctx, g, ly->inter, H, 1, &Ly->gate);
+            st = rnd_mat(ctx, g, ly->inter, H, 1, into[4], &Ly->gate);
         if (st == TAILOR_OK)
-            st = rnd_mat(ctx, g, ly->inter, H, 1, &Ly->up);
+            st = rnd_mat(ctx, g, ly->inter, H, 1, into[5], &Ly->up);
         if (st == TAILOR_OK)
-            st = rnd_mat(ctx, g, H, ly->inter, 1, &Ly->down);
+            st = rnd_mat(ctx, g, H, ly->inter, 1, 0, &Ly->down);
         if (st == TAILOR_OK && P > 0)
-            st = rnd_mat(ctx, g, P, H, 0, &Ly->ple_gate);
+            st = rnd_mat(ctx, g, P, H, 0, 0, &Ly->ple_gate);
         if (st == TAILOR_OK && P > 0)
-            st = rnd_mat(ctx, g, H, P, 0, &Ly->ple_proj);
+            st = rnd_mat(ctx, g, H, P, 0, 0, &Ly->ple_proj);
     }
     return st;
 }
@@ -464,7 +536,7 @@ static tailor_status alloc_acts(tailor_ctx *ctx, tailor_gemma4_gpu *g)
         {&g->x, C * H * 4},   {&g->y, C * H * es},   {&g->h0, C * H * es},  {&g->tb, C * H * es},
         {&g->qb, C * Q * es}, {&g->att, C * Q * es}, {&g->kb, C * maxkv * es},
         {&g->vb, C * maxkv * es}, {&g->gb, C * maxi * es}, {&g->ub, C * maxi * es},
-        {&g->hb, C * maxi * es}, {&g->pg, C * P * es}, {&g->ph, C * P * es},
+        {&g->hb, C * maxi * es}, {&g->dec, (Q + 2 * maxkv > 2 * maxi ? Q + 2 * maxkv : 2 * maxi) * es}, {&g->pg, C * P * es}, {&g->ph, C * P * es},
         {&g->pc, C * LP * es}, {&g->pe, C * LP * es}, {&g->pli, C * LP * es},
         {&g->logits, LR * V * es}, {&g->capped, LR * V * 4}, {&g->ids, C * 4},
         {&g->tok, C * 4}, {&g->posb, C * 4}};
