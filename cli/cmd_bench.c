@@ -23,7 +23,8 @@ static void usage(void)
            "  attention --op attention_prefill|attention_decode --shape ...\n"
            "  strategies --op OP --shape ...         exhaustive vs halving vs random: tuning time\n"
            "                                         and the winner each finds\n"
-           "  tokenizer --tokenizer FILE [--file F]  encoding speed on one core\n\n"
+           "  tokenizer --tokenizer FILE [--file F]  encoding speed on one core\n"
+           "  model (--model DIR | --preset NAME)    Gemma 4 end to end (see bench model --help)\n\n"
            "kernel/w4a16/attention/strategies options: [--dtype fp16|bf16] [--cache FILE]\n"
            "  [--rehearse PROFILE] [--json]\n");
 }

@@ -30,6 +30,13 @@ if ! "$T" devices --json 2>/dev/null | grep -q '"devices":[[:space:]]*\[[[:space
   check "tune without a GPU fails" test $rc -eq 1
   check "tune without a GPU says why" grep -q "no CUDA driver\|no usable\|no CUDA" "$TMPDIR_ERR"
 fi
+# bench model: its help, its flags (the GPU run itself is in the GPU suites)
+"$T" bench model --help >"$TMPDIR_ERR" 2>&1; rc=$?
+check "bench model --help exits 0" test $rc -eq 0
+check "bench model --help lists --profile and --no-pdl" grep -q -- "--profile.*--no-pdl" "$TMPDIR_ERR"
+"$T" bench model --preset gemma-4-e2b --frobnicate 2>"$TMPDIR_ERR"; rc=$?
+check "bench model: a bad flag exits 2" test $rc -eq 2
+check "bench model: a bad flag is named" grep -q -- "--frobnicate" "$TMPDIR_ERR"
 rm -f "$TMPDIR_ERR" "$TMPDIR_ERR.db"
 [ $fail -eq 0 ] && echo "cli_tune: all checks passed"
 exit $fail
