@@ -11,57 +11,13 @@
 
 static const uint64_t SEED = 0x5eedd00du;
 
-/* Buffers of one op instance, allocated from its description. */
-typedef struct instance {
-    tailor_shape shape;
-    tailor_op_buffers bufs;
-    void *host[TAILOR_OP_MAX_BUFFERS];
-    float *ref[TAILOR_OP_MAX_BUFFERS];
-} instance;
-
-static void instance_free(instance *in)
-{
-    for (int i = 0; i < TAILOR_OP_MAX_BUFFERS; i++) {
-        free(in->host[i]);
-        free(in->ref[i]);
-    }
-}
-
-static int buf_index(const instance *in, const char *name)
-{
-    for (int i = 0; i < in->bufs.count; i++)
-        if (strcmp(in->bufs.b[i].name, name) == 0)
-            return i;
-    return -1;
-}
-
-/* Parses, completes and describes "m=..,n=..,k=.." and allocates its buffers; 0 on failure. */
-static int instance_make(tailor_ctx *ctx, const tailor_op *op, const char *text, tailor_dtype dt,
-                         instance *in)
-{
-    memset(in, 0, sizeof *in);
-    if (tailor_shape_parse(ctx, text, &in->shape) != TAILOR_OK ||
-        tailor_op_complete_shape(ctx, op, &in->shape) != TAILOR_OK ||
-        op->describe(ctx, &in->shape, dt, &in->bufs) != TAILOR_OK)
-        return 0;
-    for (int i = 0; i < in->bufs.count; i++) {
-        const tailor_buffer_spec *b = &in->bufs.b[i];
-        in->host[i] = calloc(b->count ? b->count : 1, tailor_dtype_size(b->dtype));
-        if (b->role != TAILOR_BUF_IN)
-            in->ref[i] = calloc(b->count ? b->count : 1, sizeof(float));
-        if (!in->host[i] || (b->role != TAILOR_BUF_IN && !in->ref[i]))
-            return 0;
-    }
-    return 1;
-}
-
 /* The three buffers, their roles, dtypes and sizes. */
 static void check_describe(tailor_ctx *ctx, const tailor_op *op)
 {
-    instance in;
-    CHECKF(instance_make(ctx, op, "m=3,n=200,k=328", TAILOR_DTYPE_BF16, &in), "%s",
+    test_op_inst in;
+    CHECKF(test_op_inst_make(ctx, op, "m=3,n=200,k=328", TAILOR_DTYPE_BF16, &in), "%s",
            tailor_ctx_message(ctx));
-    int ia = buf_index(&in, "a"), iw = buf_index(&in, "w"), io = buf_index(&in, "out");
+    int ia = test_op_inst_buffer(&in, "a"), iw = test_op_inst_buffer(&in, "w"), io = test_op_inst_buffer(&in, "out");
     CHECK(in.bufs.count == 3 && ia >= 0 && iw >= 0 && io >= 0);
     if (ia >= 0 && iw >= 0 && io >= 0) {
         CHECK(in.bufs.b[ia].count == 3u * 328u && in.bufs.b[ia].role == TAILOR_BUF_IN);
@@ -70,11 +26,11 @@ static void check_describe(tailor_ctx *ctx, const tailor_op *op)
         CHECK(in.bufs.b[ia].dtype == TAILOR_DTYPE_BF16 && in.bufs.b[io].dtype == TAILOR_DTYPE_BF16);
         CHECK(in.bufs.b[io].rtol == 1.0 / 128 && in.bufs.b[io].atol > 0);
     }
-    instance_free(&in);
-    CHECK(instance_make(ctx, op, "m=16,n=8,k=64", TAILOR_DTYPE_F16, &in));
-    io = buf_index(&in, "out");
+    test_op_inst_free(&in);
+    CHECK(test_op_inst_make(ctx, op, "m=16,n=8,k=64", TAILOR_DTYPE_F16, &in));
+    io = test_op_inst_buffer(&in, "out");
     CHECK(io >= 0 && in.bufs.b[io].rtol == 1.0 / 1024 && in.bufs.b[io].dtype == TAILOR_DTYPE_F16);
-    instance_free(&in);
+    test_op_inst_free(&in);
 }
 
 /* Bad shapes and dtypes are refused with a sentence naming the field. */
@@ -112,12 +68,12 @@ static void check_refusals(tailor_ctx *ctx, const tailor_op *op)
 /* fill: inputs are never zero overall, have the documented spread, and depend on the seed. */
 static void check_fill(tailor_ctx *ctx, const tailor_op *op, uint64_t seed)
 {
-    instance in, in2;
-    int ok = instance_make(ctx, op, "m=8,n=300,k=512", TAILOR_DTYPE_BF16, &in);
-    int ok2 = instance_make(ctx, op, "m=8,n=300,k=512", TAILOR_DTYPE_BF16, &in2);
+    test_op_inst in, in2;
+    int ok = test_op_inst_make(ctx, op, "m=8,n=300,k=512", TAILOR_DTYPE_BF16, &in);
+    int ok2 = test_op_inst_make(ctx, op, "m=8,n=300,k=512", TAILOR_DTYPE_BF16, &in2);
     CHECK(ok && ok2);
     if (ok && ok2) {
-        int ia = buf_index(&in, "a"), iw = buf_index(&in, "w");
+        int ia = test_op_inst_buffer(&in, "a"), iw = test_op_inst_buffer(&in, "w");
         op->fill(&in.shape, TAILOR_DTYPE_BF16, &in.bufs, in.host, seed);
         op->fill(&in2.shape, TAILOR_DTYPE_BF16, &in2.bufs, in2.host, seed + 1);
         double sa = 0, sw = 0;
@@ -139,8 +95,8 @@ static void check_fill(tailor_ctx *ctx, const tailor_op *op, uint64_t seed)
         CHECKF(zeros < (na + nw) / 1000, "%zu zeros among %zu inputs", zeros, na + nw);
         CHECK(memcmp(in.host[iw], in2.host[iw], nw * 2) != 0);
     }
-    instance_free(&in);
-    instance_free(&in2);
+    test_op_inst_free(&in);
+    test_op_inst_free(&in2);
 }
 
 /* The reference against a naive double loop over the dtype values; then the tolerance: the
@@ -150,14 +106,14 @@ static void check_reference(tailor_ctx *ctx, const tailor_op *op, int m, int n, 
 {
     char text[96];
     snprintf(text, sizeof text, "m=%d,n=%d,k=%d", m, n, k);
-    instance in;
-    int ok = instance_make(ctx, op, text, dt, &in);
+    test_op_inst in;
+    int ok = test_op_inst_make(ctx, op, text, dt, &in);
     CHECKF(ok, "%s: %s", text, tailor_ctx_message(ctx));
     if (!ok) {
-        instance_free(&in);
+        test_op_inst_free(&in);
         return;
     }
-    int ia = buf_index(&in, "a"), iw = buf_index(&in, "w"), io = buf_index(&in, "out");
+    int ia = test_op_inst_buffer(&in, "a"), iw = test_op_inst_buffer(&in, "w"), io = test_op_inst_buffer(&in, "out");
     op->fill(&in.shape, dt, &in.bufs, in.host, seed);
     CHECK_OK(ctx, op->reference(ctx, &in.shape, dt, &in.bufs, in.host, in.ref));
     const double sigma = 0.02 * sqrt((double)k);
@@ -199,7 +155,7 @@ static void check_reference(tailor_ctx *ctx, const tailor_op *op, int m, int n, 
     }
     CHECK(op->bytes(&in.shape, dt) == 2.0 * ((double)m * k + (double)n * k + (double)m * n));
     CHECK(op->flops(&in.shape, dt) == 2.0 * m * n * k);
-    instance_free(&in);
+    test_op_inst_free(&in);
 }
 
 int main(void)

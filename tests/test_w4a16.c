@@ -169,57 +169,27 @@ static void check_layout_refusals(tailor_ctx *ctx)
                                    TAILOR_DTYPE_BF16, qw, sc, NULL) == TAILOR_ERR_MISUSE);
 }
 
-/* Buffers of one op instance, allocated from its description. */
-typedef struct instance {
-    tailor_shape shape;
-    tailor_op_buffers bufs;
-    void *host[TAILOR_OP_MAX_BUFFERS];
-    float *ref[TAILOR_OP_MAX_BUFFERS];
-} instance;
-
-static void instance_free(instance *in)
-{
-    for (int i = 0; i < TAILOR_OP_MAX_BUFFERS; i++) {
-        free(in->host[i]);
-        free(in->ref[i]);
-    }
-}
-
-static int buf_index(const instance *in, const char *name)
-{
-    for (int i = 0; i < in->bufs.count; i++)
-        if (strcmp(in->bufs.b[i].name, name) == 0)
-            return i;
-    return -1;
-}
-
 /* The op's reference on a small case against a naive triple loop over the naive dequantized
  * weight (read back through the documented kernel layout), and a perturbed output that the
  * tolerance must reject. */
 static void check_op(tailor_ctx *ctx, const tailor_op *op, int m, int n, int k, int group, int zp,
                      tailor_dtype dt, uint64_t seed)
 {
-    instance in;
-    memset(&in, 0, sizeof in);
+    test_op_inst in;
     char text[128];
     snprintf(text, sizeof text, "m=%d,n=%d,k=%d,group=%d,zp=%d", m, n, k, group, zp);
-    CHECK_OK(ctx, tailor_shape_parse(ctx, text, &in.shape));
-    CHECK_OK(ctx, tailor_op_complete_shape(ctx, op, &in.shape));
-    tailor_status st = op->describe(ctx, &in.shape, dt, &in.bufs);
-    CHECKF(st == TAILOR_OK, "describe %s: %s", text, tailor_ctx_message(ctx));
-    if (st != TAILOR_OK)
+    int made = test_op_inst_make(ctx, op, text, dt, &in);
+    CHECKF(made, "describe %s: %s", text, tailor_ctx_message(ctx));
+    if (!made) {
+        test_op_inst_free(&in);
         return;
-    CHECK(in.bufs.count == (zp ? 5 : 4));
-    for (int i = 0; i < in.bufs.count; i++) {
-        in.host[i] = calloc(in.bufs.b[i].count, tailor_dtype_size(in.bufs.b[i].dtype));
-        if (in.bufs.b[i].role != TAILOR_BUF_IN)
-            in.ref[i] = calloc(in.bufs.b[i].count, sizeof(float));
     }
+    CHECK(in.bufs.count == (zp ? 5 : 4));
     op->fill(&in.shape, dt, &in.bufs, in.host, seed);
     CHECK_OK(ctx, op->reference(ctx, &in.shape, dt, &in.bufs, in.host, in.ref));
 
-    int ia = buf_index(&in, "a"), iq = buf_index(&in, "qweight"), is = buf_index(&in, "scales");
-    int iz = buf_index(&in, "zeros"), io = buf_index(&in, "out");
+    int ia = test_op_inst_buffer(&in, "a"), iq = test_op_inst_buffer(&in, "qweight"), is = test_op_inst_buffer(&in, "scales");
+    int iz = test_op_inst_buffer(&in, "zeros"), io = test_op_inst_buffer(&in, "out");
     CHECK(ia == 0 && iq == 1 && is == 2 && io == in.bufs.count - 1 && (zp ? iz == 3 : iz < 0));
     const uint32_t *qw = in.host[iq];
     const uint8_t *zk = iz >= 0 ? in.host[iz] : NULL;
@@ -266,7 +236,7 @@ static void check_op(tailor_ctx *ctx, const tailor_op *op, int m, int n, int k, 
     }
     CHECK(op->bytes(&in.shape, dt) > (double)n * k / 2);
     CHECK(op->flops(&in.shape, dt) == 2.0 * m * n * k);
-    instance_free(&in);
+    test_op_inst_free(&in);
 }
 
 int main(void)

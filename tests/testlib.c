@@ -2,6 +2,7 @@
 #include "testlib.h"
 
 #include <math.h>
+#include <string.h>
 #include <sys/stat.h>
 
 int test_failures;
@@ -29,6 +30,43 @@ static void log_to_stderr(void *user, tailor_log_level level, const char *line)
     (void)user;
     (void)level;
     fprintf(stderr, "  log: %s\n", line);
+}
+
+int test_op_inst_make(tailor_ctx *ctx, const tailor_op *op, const char *text, tailor_dtype dtype,
+                      test_op_inst *in)
+{
+    memset(in, 0, sizeof *in);
+    if (tailor_shape_parse(ctx, text, &in->shape) != TAILOR_OK ||
+        tailor_op_complete_shape(ctx, op, &in->shape) != TAILOR_OK ||
+        op->describe(ctx, &in->shape, dtype, &in->bufs) != TAILOR_OK)
+        return 0;
+    for (int i = 0; i < in->bufs.count; i++) {
+        const tailor_buffer_spec *b = &in->bufs.b[i];
+        in->host[i] = calloc(b->count ? b->count : 1, tailor_dtype_size(b->dtype));
+        if (b->role != TAILOR_BUF_IN)
+            in->ref[i] = calloc(b->count ? b->count : 1, sizeof(float));
+        if (!in->host[i] || (b->role != TAILOR_BUF_IN && !in->ref[i]))
+            return 0;
+    }
+    return 1;
+}
+
+void test_op_inst_free(test_op_inst *in)
+{
+    for (int i = 0; i < TAILOR_OP_MAX_BUFFERS; i++) {
+        free(in->host[i]);
+        free(in->ref[i]);
+        in->host[i] = NULL;
+        in->ref[i] = NULL;
+    }
+}
+
+int test_op_inst_buffer(const test_op_inst *in, const char *name)
+{
+    for (int i = 0; i < in->bufs.count; i++)
+        if (strcmp(in->bufs.b[i].name, name) == 0)
+            return i;
+    return -1;
 }
 
 tailor_ctx *test_ctx(void)

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "op.h"
 #include "tailor.h"
 
 #define TEST_SKIP_CODE 77
@@ -74,5 +75,23 @@ char *test_read_file(const char *path, size_t *len);
 const char *test_source_dir(void);
 const char *test_shared_dir(void); /* NULL when absent */
 const char *test_tailor_bin(void);
+
+/* One op instance on the host: its shape, the buffers the op describes for it (host, zeroed)
+ * and fp32 reference outputs for every buffer that is not a pure input. */
+typedef struct test_op_inst {
+    tailor_shape shape;
+    tailor_op_buffers bufs;
+    void *host[TAILOR_OP_MAX_BUFFERS];
+    float *ref[TAILOR_OP_MAX_BUFFERS];
+} test_op_inst;
+
+/* Parses `text`, completes it with op's defaults, describes it in dtype and allocates the
+ * buffers. 0 on failure (the context says why; *in can still be freed). */
+int test_op_inst_make(tailor_ctx *ctx, const tailor_op *op, const char *text, tailor_dtype dtype,
+                      test_op_inst *in);
+void test_op_inst_free(test_op_inst *in);
+
+/* Index of the buffer called `name`, -1 when the op has none. */
+int test_op_inst_buffer(const test_op_inst *in, const char *name);
 
 #endif
