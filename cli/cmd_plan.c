@@ -9,12 +9,18 @@
 
 #include "cli.h"
 #include "device.h"
+#include "gen.h"
+#include "parallel.h"
 #include "plan.h"
 
 static void usage(void)
 {
     printf("usage: tailor plan --device NAME|PROFILE --op OP --shape k=v,... [--dtype fp16|bf16] "
-           "[--json] [--quiet]\n\n"
+           "[--json] [--quiet] [--compile]\n\n"
+           "--compile  also compiles every survivor with NVRTC for the device's architecture (no\n"
+           "           GPU needed) and reports registers, spills and shared memory from ptxas;\n"
+           "           survivors the compiler report refuses are listed with the arithmetic.\n"
+           "           Exits 1 if any survivor fails to compile.\n\n"
            "Ops and their shape keys:\n");
     for (const tailor_op *const *op = tailor_op_list(); *op; op++) {
         printf("  %-20s %s\n", (*op)->name, (*op)->summary);
@@ -27,6 +33,87 @@ static void usage(void)
     }
 }
 
+/* What --compile found for one plan entry. */
+typedef struct compiled_entry {
+    int done;          /* compiled (or tried) */
+    int failed;        /* NVRTC error: message in text */
+    int regs, smem_static, spill_stores, spill_loads;
+    double seconds;
+    char text[512];    /* the error, or the compiled verdict's reason */
+} compiled_entry;
+
+typedef struct compile_all_job {
+    tailor_plan *plan;
+    compiled_entry *out;
+    int sm;
+} compile_all_job;
+
+/* Compiles survivor i; refuses it in the plan if the compiler's report does not fit. */
+static void compile_entry(void *user, int i)
+{
+    compile_all_job *job = user;
+    tailor_plan_entry *e = &job->plan->entries[i];
+    compiled_entry *c = &job->out[i];
+    if (e->verdict != TAILOR_FITS)
+        return;
+    tailor_ctx *ctx = tailor_ctx_create();
+    if (!ctx) {
+        c->done = c->failed = 1;
+        snprintf(c->text, sizeof c->text, "out of memory");
+        return;
+    }
+    char name[256];
+    tailor_gen_kernel_name(job->plan->op->name, e->template_name, job->sm,
+                           tailor_dtype_name(job->plan->dtype), e->launch.defines,
+                           e->launch.ndefines, name, sizeof name);
+    tailor_compile_result r;
+    tailor_status st = tailor_plan_compile(ctx, job->plan, i, job->sm, 0, name, &r);
+    c->done = 1;
+    if (st) {
+        c->failed = 1;
+        snprintf(c->text, sizeof c->text, "%s", tailor_ctx_message(ctx));
+    } else {
+        c->regs = r.regs;
+        c->smem_static = r.smem_static;
+        c->spill_stores = r.spill_stores;
+        c->spill_loads = r.spill_loads;
+        c->seconds = r.seconds;
+        tailor_verdict v = tailor_budget_check_compiled(&job->plan->dev, job->plan->op->name,
+                                                        &e->cfg, job->plan->dtype, &e->launch,
+                                                        r.regs, r.smem_static, c->text,
+                                                        sizeof c->text);
+        if (v != TAILOR_FITS) {
+            e->verdict = v;
+            snprintf(e->reason, sizeof e->reason, "%s", c->text);
+        }
+    }
+    tailor_compile_result_free(&r);
+    tailor_ctx_destroy(ctx);
+}
+
+/* --compile: every survivor through NVRTC for the device's architecture. Returns the number
+ * that failed to compile; *out (plan->count entries) says what each gave. */
+static int compile_survivors(tailor_ctx *ctx, tailor_plan *plan, compiled_entry **out)
+{
+    *out = calloc((size_t)plan->count, sizeof **out);
+    int sm = plan->dev.cc_major * 10 + plan->dev.cc_minor;
+    if (!*out) {
+        tailor_set_error(ctx, TAILOR_ERR_NOMEM, "plan --compile: out of memory");
+        return -1;
+    }
+    if (tailor_gen_check_arch(ctx, sm) != TAILOR_OK)
+        return -1;
+    compile_all_job job = {plan, *out, sm};
+    tailor_parallel_for(plan->count, compile_entry, &job);
+    int failed = 0;
+    plan->survivors = 0;
+    for (int i = 0; i < plan->count; i++) {
+        failed += (*out)[i].failed;
+        plan->survivors += plan->entries[i].verdict == TAILOR_FITS;
+    }
+    return failed;
+}
+
 static cJSON *params_json(const tailor_config *cfg)
 {
     char buf[1024];
@@ -35,7 +122,7 @@ static cJSON *params_json(const tailor_config *cfg)
     return cJSON_ParseWithOpts(buf, &end, 1);
 }
 
-static void print_json(const tailor_plan *plan)
+static void print_json(const tailor_plan *plan, const compiled_entry *comp)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "device", plan->dev.short_name[0] ? plan->dev.short_name
@@ -58,6 +145,14 @@ static void print_json(const tailor_plan *plan)
             cJSON_AddNumberToObject(item, "smem_bytes",
                                     (double)(e->launch.smem_static + e->launch.smem_dynamic));
             cJSON_AddNumberToObject(item, "threads", e->launch.threads);
+            if (comp && comp[i].failed) {
+                cJSON_AddStringToObject(item, "compile_error", comp[i].text);
+            } else if (comp && comp[i].done) {
+                cJSON_AddNumberToObject(item, "regs", comp[i].regs);
+                cJSON_AddNumberToObject(item, "spill_stores", comp[i].spill_stores);
+                cJSON_AddNumberToObject(item, "spill_loads", comp[i].spill_loads);
+                cJSON_AddNumberToObject(item, "compile_seconds", comp[i].seconds);
+            }
             cJSON_AddItemToArray(surv, item);
         } else {
             cJSON_AddStringToObject(item, "class", tailor_verdict_name(e->verdict));
@@ -71,7 +166,7 @@ static void print_json(const tailor_plan *plan)
     cJSON_Delete(o);
 }
 
-static void print_text(const tailor_plan *plan, int quiet)
+static void print_text(const tailor_plan *plan, const compiled_entry *comp, int quiet)
 {
     char shape[256], a[32];
     tailor_shape_format(&plan->shape, shape, sizeof shape);
@@ -84,9 +179,15 @@ static void print_text(const tailor_plan *plan, int quiet)
             continue;
         char params[384];
         tailor_config_format(&e->cfg, params, sizeof params);
-        printf("  %-22s %-48s %10s B smem %5d threads\n", e->template_name, params,
+        printf("  %-22s %-48s %10s B smem %5d threads", e->template_name, params,
                tailor_fmt_int(a, sizeof a, e->launch.smem_static + e->launch.smem_dynamic),
                e->launch.threads);
+        if (comp && comp[i].failed)
+            printf("  COMPILE ERROR: %s", comp[i].text);
+        else if (comp && comp[i].done)
+            printf("  %3d regs, spills %d/%d B, %.1f s", comp[i].regs, comp[i].spill_stores,
+                   comp[i].spill_loads, comp[i].seconds);
+        printf("\n");
     }
     if (quiet)
         return;
@@ -104,10 +205,11 @@ int cmd_plan(int argc, char **argv)
         {"device", required_argument, NULL, 'd'}, {"op", required_argument, NULL, 'o'},
         {"shape", required_argument, NULL, 's'},  {"dtype", required_argument, NULL, 't'},
         {"json", no_argument, NULL, 'j'},         {"quiet", no_argument, NULL, 'q'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+        {"compile", no_argument, NULL, 'c'},      {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     const char *device = NULL, *op = NULL, *shape_text = NULL, *dtype_text = NULL;
-    int json = 0, quiet = 0, c;
+    int json = 0, quiet = 0, compile = 0, c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
         case 'd': device = optarg; break;
@@ -116,6 +218,7 @@ int cmd_plan(int argc, char **argv)
         case 't': dtype_text = optarg; break;
         case 'j': json = 1; break;
         case 'q': quiet = 1; break;
+        case 'c': compile = 1; break;
         case 'h': usage(); return 0;
         default: return cli_bad_flag("plan", argc, argv);
         }
@@ -146,11 +249,24 @@ int cmd_plan(int argc, char **argv)
         tailor_ctx_destroy(ctx);
         return st == TAILOR_ERR_MISUSE ? 2 : rc;
     }
+    compiled_entry *comp = NULL;
+    int failed = 0;
+    if (compile && (failed = compile_survivors(ctx, &plan, &comp)) < 0) {
+        int rc = cli_fail(ctx, tailor_ctx_status(ctx));
+        free(comp);
+        tailor_plan_free(&plan);
+        tailor_ctx_destroy(ctx);
+        return rc;
+    }
     if (json)
-        print_json(&plan);
+        print_json(&plan, comp);
     else
-        print_text(&plan, quiet);
+        print_text(&plan, comp, quiet);
+    if (failed > 0)
+        fprintf(stderr, "tailor plan: %d survivor(s) of %s failed to compile for sm_%d%d\n",
+                failed, plan.op->name, plan.dev.cc_major, plan.dev.cc_minor);
+    free(comp);
     tailor_plan_free(&plan);
     tailor_ctx_destroy(ctx);
-    return 0;
+    return failed > 0 ? 1 : 0;
 }

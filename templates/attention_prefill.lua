@@ -40,7 +40,7 @@ return {
 
   defines = function(p, shape, dtype, device) return { HEAD_DIM = shape.head_dim } end,
 
-  valid = function(p, shape, dtype, device)
+  valid = function(p, shape, dtype, device, purpose)
     local d = shape.head_dim
     if d ~= 256 and d ~= 512 then
       return false, string.format("head_dim=%d is not 256 or 512", d)
@@ -65,7 +65,8 @@ return {
                                   .. "> 160: would spill", regs, d // (2 * p.WN),
                                   (p.Q_REGS == 1) and d // 4 or 0, p.BN // (2 * p.WN))
     end
-    if p.WM > (roomy(device) and 2 or 1) and 16 * p.WM > 2 * shape.q_len then
+    -- pruning only (a winner of the prefill chunk runs shorter chunks)
+    if purpose ~= "launch" and p.WM > (roomy(device) and 2 or 1) and 16 * p.WM > 2 * shape.q_len then
       return false, string.format("BM=%d rows for q_len=%d leaves most rows idle", 16 * p.WM,
                                   shape.q_len)
     end

@@ -47,7 +47,6 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
 TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const T *__restrict__ w, int M, int N,
               int K)
 {
-    tailor_grid_begin();
 #if KWARPS > 1
     __shared__ float red[DN_WARPS * MT * ROWS];
 #endif
@@ -61,6 +60,14 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const T *__restrict_
     // rows past N read row N - 1 again (computed, never stored)
     const T *wbase = w + (size_t)n0 * K;
     const int nlast = N - 1 - n0;
+
+    // the weights do not depend on the previous kernel: warm L2 with this warp's share first
+    if (blockIdx.y == 0 && tailor_prefetch_block(blockIdx.x, (size_t)DN_RGROUPS * ROWS * K * sizeof(T)))
+#pragma unroll
+        for (int r = 0; r < ROWS; r++)
+            for (int c = kw * 32 + lane; c < pieces; c += STRIDE)
+                tailor_prefetch_l2(wbase + (size_t)(r < nlast ? r : nlast) * K + (size_t)c * 8);
+    tailor_grid_begin();
     const T *abase = a + (size_t)m0 * K;
     const int mlast = M - 1 - m0;
 

@@ -48,7 +48,7 @@ return {
     return { GROUP = shape.group, HAS_ZP = shape.zp }
   end,
 
-  valid = function(p, shape, dtype, device)
+  valid = function(p, shape, dtype, device, purpose)
     if shape.k % 32 ~= 0 or shape.group % 32 ~= 0 or shape.k % shape.group ~= 0 then
       return false, string.format("k=%d, group=%d: the layout needs 32 | group | k",
                                   shape.k, shape.group)
@@ -64,12 +64,13 @@ return {
     if p.BM % p.WM ~= 0 or wtm < 16 or wtm > 64 or p.BN % p.WN ~= 0 or wtn < 32 or wtn > 64 then
       return false, string.format("warp tile %dx%d outside 16..64 x 32..64", wtm, wtn)
     end
-    -- block rows follow m: one 16-row tile for decode, 64+ for prefill
+    -- block rows follow m: one 16-row tile for decode, 64+ for prefill (pruning only: a winner
+    -- tuned at the prefill chunk runs every narrower m of the runtime)
     local mp = math.max(16, pow2_at_least(shape.m))
-    if p.BM > mp then
+    if purpose ~= "launch" and p.BM > mp then
       return false, string.format("BM=%d > m=%d rounded up (%d)", p.BM, shape.m, mp)
     end
-    if shape.m >= 128 and p.BM < 64 then
+    if purpose ~= "launch" and shape.m >= 128 and p.BM < 64 then
       return false, string.format("BM=%d < 64 for m=%d", p.BM, shape.m)
     end
     if p.BN > math.max(64, pow2_at_least(shape.n)) then

@@ -15,7 +15,28 @@ check "e2b lists the sliding window of 512" grep -q "^attention_prefill .*head_d
 out=$("$T" tune --preset gemma-4-31b --list 2>&1)
 check "31b lists K=V full layers with 4 KV heads" grep -q "^attention_decode .*head_dim=512,heads=32,kv_heads=4" <<<"$out"
 out=$("$T" tune --model "$S/tests/fixtures/e2b_flat" --list 2>&1)
-check "a checkpoint's config gives its shapes" grep -q "^rmsnorm .*cols=64" <<<"$out"
+check "a checkpoint's config gives its shapes" grep -q "^residual_norm .*cols=64" <<<"$out"
+# the list is what the GPU runtime launches (its own dry pass): every op of a forward pass ...
+for op in embed gemma4_ple residual_norm qk_norm_rope gemma4_kv_store gemma4_kv_gather \
+          attention_decode attention_prefill gelu_gate matmul softcap_argmax; do
+  check "e2b_flat lists $op" grep -q "^$op " <<<"$out"
+done
+# ... decode at one row and prefill at the chunk (the fixture's window of 8), stacked q|k|v
+check "decode runs q|k|v as one stacked matrix (q 128 + k 32 + v 32 = 192 rows)" \
+  grep -q "^matmul .*k=64,m=1,n=192$" <<<"$out"
+check "prefill runs the parts, tuned at the chunk (the window, 8 rows)" \
+  grep -q "^matmul .*k=64,m=8,n=128$" <<<"$out"
+check "no width between one row and the chunk" test -z "$(grep -E 'm=(2|3|4|5|6|7),' <<<"$out")"
+check "random-weight fills only for presets" test -z "$(grep '^gemma4_fill' <<<"$out")"
+out=$("$T" tune --model "$S/tests/fixtures/e2b_w4a16_asym" --list 2>&1)
+check "a W4A16 checkpoint lists its own group and zero points" \
+  grep -q "^w4a16_matmul .*group=64,.*zp=1" <<<"$out"
+check "a W4A16 checkpoint lists no --quantize shapes (group 128)" \
+  test -z "$(grep 'group=128' <<<"$out")"
+out=$("$T" tune --preset gemma-4-e2b --list 2>&1)
+check "a preset lists the random-weight fill" grep -q "^gemma4_fill " <<<"$out"
+check "full layers' decode attention is tuned at 4096 slots" \
+  grep -q "^attention_decode .*head_dim=512.*kv_len=4096" <<<"$out"
 
 TMPDIR_ERR=$(mktemp); "$T" tune --preset gemma-9 --list 2>"$TMPDIR_ERR" >/dev/null; rc=$?
 check "an unknown preset fails" test $rc -ne 0

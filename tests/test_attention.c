@@ -364,7 +364,7 @@ static void check_budgets(tailor_ctx *ctx)
     CHECK_OK(ctx, tailor_shape_parse(ctx, pf512, &s));
     tailor_launch launch;
     if (space && t4 &&
-        tailor_space_evaluate(ctx, space, &cfg, &s, TAILOR_DTYPE_F16, t4, &launch) == TAILOR_OK) {
+        tailor_space_evaluate(ctx, space, &cfg, &s, TAILOR_DTYPE_F16, t4, 0, &launch) == TAILOR_OK) {
         char reason[512] = "";
         tailor_verdict v = tailor_budget_check(t4, "attention_prefill", space, &cfg,
                                                TAILOR_DTYPE_F16, &launch, reason, sizeof reason);

@@ -53,7 +53,7 @@ static void test_enumerate(tailor_ctx *ctx)
         CHECK(back.nparams == 2 && strcmp(back.params[1].value, "1") == 0);
         tailor_launch l;
         CHECK_OK(ctx, tailor_space_evaluate(ctx, s, &cfgs[20] /* THREADS=1024 VEC=1 */, &shape, TAILOR_DTYPE_BF16,
-                                            tailor_device_profile_find("h200"), &l));
+                                            tailor_device_profile_find("h200"), 0, &l));
         CHECK(l.valid && l.threads == 1024 && l.grid[0] == 3 && l.block[0] == 1024);
         CHECK(l.smem_static == 128 && l.smem_dynamic == 0);
         CHECK(l.nargs == 5 && l.args[3].kind == TAILOR_ARG_I32 && l.args[3].i == 1536);
@@ -83,7 +83,7 @@ static void expect_broken(tailor_ctx *ctx, const char *name, const char *frag1, 
         if (st == TAILOR_OK && n > 0) {
             tailor_launch l;
             st = tailor_space_evaluate(ctx, s, &cfgs[0], &shape, TAILOR_DTYPE_F16,
-                                       tailor_device_profile_find("t4"), &l);
+                                       tailor_device_profile_find("t4"), 0, &l);
         }
         free(cfgs);
         tailor_space_destroy(s);

@@ -245,7 +245,7 @@ static tailor_status launch_for(tailor_ctx *ctx, tailor_kernels *set, tailor_op_
             slot = i;
     memo_entry *e = &k->memo[slot];
     const tailor_device_info *dev = set->rehearse ? set->rehearse : tailor_gpu_info(set->gpu);
-    st = tailor_space_evaluate(ctx, k->space, &k->cfg, shape, k->dtype, dev, &e->launch);
+    st = tailor_space_evaluate(ctx, k->space, &k->cfg, shape, k->dtype, dev, 1, &e->launch);
     if (st)
         return st;
     if (!e->launch.valid)

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gen.h"
+#include "registry.h"
 #include "sha256.h"
 
 const char *tailor_verdict_name(tailor_verdict v)
@@ -163,7 +165,7 @@ static tailor_status add_entries(tailor_ctx *ctx, tailor_plan *plan, tailor_spac
         snprintf(e->template_name, sizeof e->template_name, "%s", tailor_space_name(space));
         e->cfg = configs[i];
         st = tailor_space_evaluate(ctx, space, &e->cfg, &plan->shape, plan->dtype, &plan->dev,
-                                   &e->launch);
+                                   0, &e->launch);
         if (st) {
             free(configs);
             return st;
@@ -240,4 +242,40 @@ void tailor_plan_free(tailor_plan *plan)
     free(plan->entries);
     plan->entries = NULL;
     plan->count = 0;
+}
+
+tailor_status tailor_plan_compile(tailor_ctx *ctx, const tailor_plan *plan, int i, int sm, int ptx,
+                                  const char *kernel_name, tailor_compile_result *out)
+{
+    memset(out, 0, sizeof *out);
+    const tailor_plan_entry *e = &plan->entries[i];
+    /* the .cu named by the template's space */
+    char source_name[80];
+    tailor_space *space = NULL;
+    tailor_status st = tailor_space_load(ctx, e->template_name, &space);
+    if (st)
+        return st;
+    snprintf(source_name, sizeof source_name, "%s", tailor_space_source(space));
+    tailor_space_destroy(space);
+    tailor_template_file src;
+    if ((st = tailor_template_read(ctx, source_name, &src)))
+        return st;
+    tailor_define defs[TAILOR_GEN_MAX_DEFINES + 1];
+    memcpy(defs, e->launch.defines, (size_t)e->launch.ndefines * sizeof defs[0]);
+    tailor_define *dt = &defs[e->launch.ndefines];
+    snprintf(dt->name, sizeof dt->name, "TAILOR_DTYPE_%s",
+             plan->dtype == TAILOR_DTYPE_BF16 ? "BF16" : "FP16");
+    snprintf(dt->value, sizeof dt->value, "1");
+    tailor_compile_request req = {
+        .source_name = source_name,
+        .source = src.text,
+        .kernel_name = kernel_name,
+        .sm = sm,
+        .ptx = ptx,
+        .ndefines = e->launch.ndefines + 1,
+        .defines = defs,
+    };
+    st = tailor_gen_compile(ctx, &req, out);
+    tailor_template_file_free(&src);
+    return st;
 }

@@ -4,6 +4,7 @@
 #define TAILOR_PLAN_H
 
 #include "device.h"
+#include "gen.h"
 #include "op.h"
 #include "space.h"
 #include "tailor.h"
@@ -65,5 +66,11 @@ typedef struct tailor_plan {
 tailor_status tailor_plan_build(tailor_ctx *ctx, const tailor_device_info *dev, const char *op_name,
                                 const tailor_shape *shape, tailor_dtype dtype, tailor_plan *out);
 void tailor_plan_free(tailor_plan *plan);
+
+/* Compiles entry i of the plan with NVRTC for sm (ptx = 1: PTX for compute_<sm>, as a rehearsal
+ * runs it) under kernel_name; needs no GPU. Free *out with tailor_compile_result_free, also
+ * after a failure (TAILOR_ERR_NVRTC with the compiler's log). Thread-safe. */
+tailor_status tailor_plan_compile(tailor_ctx *ctx, const tailor_plan *plan, int i, int sm, int ptx,
+                                  const char *kernel_name, tailor_compile_result *out);
 
 #endif

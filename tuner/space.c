@@ -368,6 +368,7 @@ typedef struct call_args {
     const tailor_shape *shape;
     tailor_dtype dtype;
     const tailor_device_info *dev;
+    const char *purpose;      /* valid's fifth argument: "plan" or "launch" */
 } call_args;
 
 /* Pushes field `field` of the space table, called with the args if it is a function. Leaves
@@ -552,7 +553,8 @@ static tailor_status read_valid(tailor_ctx *ctx, tailor_space *s, const call_arg
     push_shape(L, a->shape);
     lua_pushstring(L, tailor_dtype_name(a->dtype));
     push_device(L, a->dev);
-    tailor_status st = space_pcall_n(ctx, s, 4, 2, "in 'valid'"); /* ok, reason */
+    lua_pushstring(L, a->purpose ? a->purpose : "plan");
+    tailor_status st = space_pcall_n(ctx, s, 5, 2, "in 'valid'"); /* ok, reason */
     if (st)
         return st;
     out->valid = lua_toboolean(L, -2);
@@ -724,10 +726,11 @@ static tailor_status read_args(tailor_ctx *ctx, tailor_space *s, const call_args
 
 tailor_status tailor_space_evaluate(tailor_ctx *ctx, tailor_space *s, const tailor_config *cfg,
                                     const tailor_shape *shape, tailor_dtype dtype,
-                                    const tailor_device_info *dev, tailor_launch *out)
+                                    const tailor_device_info *dev, int at_launch,
+                                    tailor_launch *out)
 {
     memset(out, 0, sizeof *out);
-    call_args a = {cfg, shape, dtype, dev};
+    call_args a = {cfg, shape, dtype, dev, at_launch ? "launch" : "plan"};
     long long threads = 0;
     tailor_status st;
     if ((st = read_valid(ctx, s, &a, out)) || (st = read_defines(ctx, s, &a, out)))

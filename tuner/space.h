@@ -78,10 +78,14 @@ tailor_status tailor_space_enumerate(tailor_ctx *ctx, tailor_space *s, const tai
                                      tailor_dtype dtype, const tailor_device_info *dev,
                                      tailor_config **configs, int *count);
 
-/* Evaluates every function of the space for one configuration. */
+/* Evaluates every function of the space for one configuration. at_launch = 0: choosing
+ * configurations for this shape (`valid` gets purpose "plan": every rule applies); 1: running a
+ * winner chosen at another shape of the same kernel (purpose "launch": a space may then drop
+ * the rules that only prune, such as tile rows following m, and keep those of correctness). */
 tailor_status tailor_space_evaluate(tailor_ctx *ctx, tailor_space *s, const tailor_config *cfg,
                                     const tailor_shape *shape, tailor_dtype dtype,
-                                    const tailor_device_info *dev, tailor_launch *out);
+                                    const tailor_device_info *dev, int at_launch,
+                                    tailor_launch *out);
 
 /* "BM=64 BN=32" into buf. */
 void tailor_config_format(const tailor_config *cfg, char *buf, size_t size);

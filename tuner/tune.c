@@ -85,41 +85,13 @@ typedef struct compile_job {
 static void compile_one(compile_job *job, candidate *c)
 {
     tailor_ctx *ctx = tailor_ctx_create();
-    tailor_template_file src;
-    char source_name[80];
     if (!ctx) {
         c->state = CAND_COMPILE_ERROR;
         snprintf(c->detail, sizeof c->detail, "out of memory");
         return;
     }
-    /* the .cu named by the template's space */
-    tailor_space *space = NULL;
-    tailor_status st = tailor_space_load(ctx, c->entry->template_name, &space);
-    if (st == TAILOR_OK) {
-        snprintf(source_name, sizeof source_name, "%s", tailor_space_source(space));
-        tailor_space_destroy(space);
-        st = tailor_template_read(ctx, source_name, &src);
-    }
-    if (st == TAILOR_OK) {
-        tailor_compile_request req = {
-            .source_name = source_name,
-            .source = src.text,
-            .kernel_name = c->kernel_name,
-            .sm = job->sm,
-            .ptx = job->ptx,
-            .ndefines = c->entry->launch.ndefines + 1,
-        };
-        tailor_define defs[TAILOR_GEN_MAX_DEFINES + 1];
-        memcpy(defs, c->entry->launch.defines,
-               (size_t)c->entry->launch.ndefines * sizeof defs[0]);
-        tailor_define *dt = &defs[c->entry->launch.ndefines];
-        snprintf(dt->name, sizeof dt->name, "TAILOR_DTYPE_%s",
-                 job->plan->dtype == TAILOR_DTYPE_BF16 ? "BF16" : "FP16");
-        snprintf(dt->value, sizeof dt->value, "1");
-        req.defines = defs;
-        st = tailor_gen_compile(ctx, &req, &c->compiled);
-        tailor_template_file_free(&src);
-    }
+    tailor_status st = tailor_plan_compile(ctx, job->plan, (int)(c->entry - job->plan->entries),
+                                           job->sm, job->ptx, c->kernel_name, &c->compiled);
     if (st) {
         c->state = CAND_COMPILE_ERROR;
         snprintf(c->detail, sizeof c->detail, "%s", tailor_ctx_message(ctx));
@@ -685,7 +657,7 @@ static tailor_status winner_load(tailor_ctx *ctx, tailor_gpu *gpu, const tailor_
     if (st == TAILOR_OK)
         st = tailor_space_load(ctx, w->template_name, &space);
     if (st == TAILOR_OK)
-        st = tailor_space_evaluate(ctx, space, &cfg, &shape, dtype, dev, &lw->launch);
+        st = tailor_space_evaluate(ctx, space, &cfg, &shape, dtype, dev, 0, &lw->launch);
     tailor_space_destroy(space);
     if (st == TAILOR_OK)
         st = tailor_instance_create(ctx, gpu, op, &shape, dtype, (uint64_t)time(NULL),

@@ -194,6 +194,23 @@ typedef struct tailor_gemma4_gpu_info {
     int chunk;
 } tailor_gemma4_gpu_info;
 
+/* One kernel a GPU model runs: the op and the shape it is tuned at (the cache key's shape). */
+typedef struct tailor_gemma4_kernel_use {
+    char op[64];
+    char shape[256];   /* "k=1536,m=1,n=2048" (tailor_shape_format) */
+} tailor_gemma4_kernel_use;
+
+/* Every (op, tuned shape) a model created with these opts launches, found without a GPU by a
+ * dry pass of the same code (nothing allocated or launched): the decode step, a prefill chunk
+ * without and with cached history, and, without a checkpoint, the random-weight fills. m (may
+ * be NULL) decides which matrices are int4; without it opts->quantize does. Tuning this list
+ * (tailor tune --model/--preset) is what makes a later start compile nothing. *out is malloc'd
+ * (free()); the compute dtype is not part of the list. */
+tailor_status tailor_gemma4_gpu_kernels(tailor_ctx *ctx, const tailor_gemma4_config *cfg,
+                                        const tailor_gemma4 *m,
+                                        const tailor_gemma4_gpu_opts *opts,
+                                        tailor_gemma4_kernel_use **out, int *n);
+
 /* Uploads checkpoint m (it must outlive the result: the PLE table stays in its mapping and rows
  * are gathered per token on the host) to gpu, using tuned kernels from `ks` (tuned on demand if
  * the set allows), allocates the KV cache and activations, runs one warm-up decode step and

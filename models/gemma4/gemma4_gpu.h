@@ -34,6 +34,10 @@ typedef struct g4g_layer {
 
 #define G4G_MAX_ALLOCS 4096
 
+/* The cache length full layers' decode attention is tuned at, whatever max_tokens is (the split
+ * count follows the actual length at launch). */
+#define G4G_DECODE_KV 4096
+
 struct tailor_gemma4_gpu {
     tailor_gpu *gpu;
     tailor_kernels *ks;
@@ -42,6 +46,8 @@ struct tailor_gemma4_gpu {
     tailor_dtype dt;
     size_t es;                  /* bytes per dtype element */
     int max_tokens, chunk, all_logits, logit_rows, quantize, w4a16;
+    int tchunk;                 /* the width prefill kernels are tuned at: chunk before the
+                                   max_tokens cap, so that every run shares the tuned shapes */
     int pos;                    /* positions processed */
     uint32_t seed;              /* random weights: next fill stream */
     g4g_layer *layers;
@@ -68,6 +74,13 @@ struct tailor_gemma4_gpu {
     int nallocs;
     size_t weight_bytes, kv_bytes, act_bytes;
     int kernels_cached, kernels_tuned;
+    /* tailor_gemma4_gpu_kernels: a dry model. Nothing is allocated (dalloc hands out fake
+     * addresses), uploaded or launched: g4g_run records (op, tuned shape) into rec instead */
+    int dry;
+    const tailor_gemma4 *like;  /* dry: the checkpoint whose matrices it mirrors, or NULL */
+    CUdeviceptr dry_next;
+    tailor_gemma4_kernel_use *rec;
+    int rec_n, rec_cap;
     /* tailor_gemma4_gpu_profile_step: per-launch timing while prof is set */
     tailor_gemma4_gpu_prof *prof;
     int prof_cap, prof_n;
@@ -76,7 +89,6 @@ struct tailor_gemma4_gpu {
 
 /* gpu.c */
 void g4g_put(tailor_shape *s, const char *key, long long v);
-long long g4g_bucket(long long v);
 tailor_status g4g_run(tailor_ctx *ctx, tailor_gemma4_gpu *g, const char *op,
                       const tailor_shape *tuned, const tailor_shape *actual,
                       const tailor_binding *b, int nb);

@@ -13,14 +13,6 @@
 
 void g4g_put(tailor_shape *s, const char *key, long long v) { (void)tailor_shape_set(s, key, v); }
 
-long long g4g_bucket(long long v)
-{
-    long long b = 1;
-    while (b < v)
-        b <<= 1;
-    return b;
-}
-
 /* Profiling: adds one timed launch of op on `actual` to g->prof. */
 static void prof_add(tailor_gemma4_gpu *g, const char *op, const tailor_shape *actual, double us)
 {
@@ -60,10 +52,35 @@ static tailor_status launch(tailor_ctx *ctx, tailor_gemma4_gpu *g, const char *o
     return st;
 }
 
+/* Dry run: adds (op, tuned) to g->rec once. */
+static tailor_status record(tailor_ctx *ctx, tailor_gemma4_gpu *g, const char *op,
+                            const tailor_shape *tuned)
+{
+    char shape[256];
+    tailor_shape_format(tuned, shape, sizeof shape);
+    for (int i = 0; i < g->rec_n; i++)
+        if (strcmp(g->rec[i].op, op) == 0 && strcmp(g->rec[i].shape, shape) == 0)
+            return TAILOR_OK;
+    if (g->rec_n == g->rec_cap) {
+        int cap = g->rec_cap ? 2 * g->rec_cap : 64;
+        tailor_gemma4_kernel_use *r = realloc(g->rec, (size_t)cap * sizeof *r);
+        if (!r)
+            return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "gemma4 gpu: out of memory");
+        g->rec = r;
+        g->rec_cap = cap;
+    }
+    tailor_gemma4_kernel_use *u = &g->rec[g->rec_n++];
+    snprintf(u->op, sizeof u->op, "%s", op);
+    snprintf(u->shape, sizeof u->shape, "%s", shape);
+    return TAILOR_OK;
+}
+
 tailor_status g4g_run(tailor_ctx *ctx, tailor_gemma4_gpu *g, const char *op,
                       const tailor_shape *tuned, const tailor_shape *actual,
                       const tailor_binding *b, int nb)
 {
+    if (g->dry)
+        return record(ctx, g, op, tuned);
     tailor_op_kernel *k = NULL;
     tailor_status st = tailor_kernels_get(ctx, g->ks, op, tuned, g->dt, &k);
     if (st == TAILOR_OK)
@@ -80,14 +97,19 @@ tailor_status g4g_run(tailor_ctx *ctx, tailor_gemma4_gpu *g, const char *op,
     return TAILOR_OK;
 }
 
-/* The same shape with `key` rounded up to a power of two (at most cap) as the tuned shape. */
-static tailor_status run_bucketed(tailor_ctx *ctx, tailor_gemma4_gpu *g, const char *op,
-                                  const tailor_shape *actual, const char *key, long long cap,
-                                  const tailor_binding *b, int nb)
+/* The width a kernel is tuned at for `rows` rows: one row (decode) is its own shape; anything
+ * wider is tuned at `chunk` (g->tchunk, the prefill chunk of an uncapped run, or a smaller cap
+ * of the op), whose winner runs every narrower width (spaces keep their pruning rules out of "launch", search-spaces.md).
+ * So a model needs a fixed set of tuned shapes, which tailor_gemma4_gpu_kernels lists. */
+static long long tuned_rows(long long rows, long long chunk) { return rows <= 1 ? 1 : chunk; }
+
+/* Runs op on `actual`, tuned at the same shape with `key` set by tuned_rows(., chunk). */
+static tailor_status run_rows(tailor_ctx *ctx, tailor_gemma4_gpu *g, const char *op,
+                              const tailor_shape *actual, const char *key, long long chunk,
+                              const tailor_binding *b, int nb)
 {
     tailor_shape tuned = *actual;
-    long long v = g4g_bucket(tailor_shape_get(actual, key, 1));
-    g4g_put(&tuned, key, v > cap ? cap : v);
+    g4g_put(&tuned, key, tuned_rows(tailor_shape_get(actual, key, 1), chunk));
     return g4g_run(ctx, g, op, &tuned, actual, b, nb);
 }
 
@@ -106,10 +128,10 @@ static tailor_status linear(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4g_mat
         g4g_put(&s, "zp", w->zp);
         tailor_binding b[] = {{"a", a}, {"qweight", w->qw}, {"scales", w->sc},
                               {"zeros", w->zp ? w->zs : w->sc}, {"out", out}};
-        return run_bucketed(ctx, g, "w4a16_matmul", &s, "m", 1 << 20, b, 5);
+        return run_rows(ctx, g, "w4a16_matmul", &s, "m", g->tchunk, b, 5);
     }
     tailor_binding b[] = {{"a", a}, {"w", w->w}, {"out", out}};
-    return run_bucketed(ctx, g, "matmul", &s, "m", 1 << 20, b, 3);
+    return run_rows(ctx, g, "matmul", &s, "m", g->tchunk, b, 3);
 }
 
 /* Residual seam (op residual_norm): mode 0 x += n_post(a), y = n_next(x); 1 with the layer
@@ -123,7 +145,7 @@ static tailor_status seam(tailor_ctx *ctx, tailor_gemma4_gpu *g, int mode, int r
     g4g_put(&s, "mode", mode);
     tailor_binding b[] = {{"a", a},           {"x", g->x},           {"w_post", w_post},
                           {"w_next", w_next}, {"scalar", scalar},    {"y", g->y}};
-    return run_bucketed(ctx, g, "residual_norm", &s, "rows", g->chunk, b, 6);
+    return run_rows(ctx, g, "residual_norm", &s, "rows", g->tchunk, b, 6);
 }
 
 static tailor_status gelu(tailor_ctx *ctx, tailor_gemma4_gpu *g, int rows, int inter,
@@ -134,7 +156,7 @@ static tailor_status gelu(tailor_ctx *ctx, tailor_gemma4_gpu *g, int rows, int i
     g4g_put(&s, "inter", inter);
     g4g_put(&s, "u_ld", u_ld == inter ? 0 : u_ld);
     tailor_binding b[] = {{"g", gate}, {"u", up}, {"h", h}};
-    return run_bucketed(ctx, g, "gelu_gate", &s, "rows", g->chunk, b, 3);
+    return run_rows(ctx, g, "gelu_gate", &s, "rows", g->tchunk, b, 3);
 }
 
 /* ---- the pieces of one pass ------------------------------------------------------------------- */
@@ -151,7 +173,7 @@ static tailor_status embed_rows(tailor_ctx *ctx, tailor_gemma4_gpu *g, int T)
         g4g_put(&s, "scale_dim", c->hidden);
         g4g_put(&s, "out_f32", f32);
         tailor_binding b[] = {{"table", g->embed}, {"ids", g->tok}, {"out", f32 ? g->x : g->h0}};
-        tailor_status st = run_bucketed(ctx, g, "embed", &s, "tokens", g->chunk, b, 3);
+        tailor_status st = run_rows(ctx, g, "embed", &s, "tokens", g->tchunk, b, 3);
         if (st)
             return st;
     }
@@ -166,7 +188,14 @@ static tailor_status embed_rows(tailor_ctx *ctx, tailor_gemma4_gpu *g, int T)
     g4g_put(&s, "dim", c->ple_dim);
     g4g_put(&s, "hidden", c->hidden);
     tailor_binding b[] = {{"c", g->pc}, {"e", g->pe}, {"w", g->ple_norm}, {"out", g->pli}};
-    return run_bucketed(ctx, g, "gemma4_ple", &s, "tokens", g->chunk, b, 4);
+    return run_rows(ctx, g, "gemma4_ple", &s, "tokens", g->tchunk, b, 4);
+}
+
+/* The cache slots layer i's kernels are tuned at: the ring of W slots, or G4G_DECODE_KV for a
+ * full layer's linear cache whatever max_tokens is (slots is a runtime argument). */
+static long long tuned_slots(const tailor_gemma4_gpu *g, int i)
+{
+    return g->cfg.layer[i].full ? G4G_DECODE_KV : g->layers[i].slots;
 }
 
 /* History rows a prefill chunk at p0 attends to on layer i's cache. */
@@ -207,8 +236,9 @@ static tailor_status kv_update(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int
         g4g_put(&s, "slots", L->slots);
         g4g_put(&s, "first", p0 - nh);
         t = s;
-        long long rb = g4g_bucket(nh);
-        g4g_put(&t, "rows", rb > L->slots ? L->slots : rb);
+        long long ts = tuned_slots(g, i);
+        g4g_put(&t, "rows", ts < g->tchunk ? ts : g->tchunk);
+        g4g_put(&t, "slots", ts);
         g4g_put(&t, "first", 0);
         tailor_binding b[] = {{"k_cache", L->kc}, {"v_cache", L->vc}, {"k_lin", L->klin},
                               {"v_lin", L->vlin}};
@@ -233,8 +263,11 @@ static tailor_status kv_update(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int
                           {"positions", L->positions},
                           {"k_lin", kl},
                           {"v_lin", vl}};
-    return run_bucketed(ctx, g, "gemma4_kv_store", &s, "tokens", L->slots < g->chunk ? L->slots : g->chunk,
-                        b, 10);
+    tailor_shape t = s;
+    long long ts = tuned_slots(g, i);
+    g4g_put(&t, "slots", ts);
+    g4g_put(&t, "tokens", tuned_rows(T, ts < g->tchunk ? ts : g->tchunk));
+    return g4g_run(ctx, g, "gemma4_kv_store", &t, &s, b, 10);
 }
 
 /* Attention of layer i: q (normed, rotated) against its source's cache into g->att. */
@@ -248,20 +281,23 @@ static tailor_status attend(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int T,
     g4g_put(&s, "heads", c->n_heads);
     g4g_put(&s, "kv_heads", ly->n_kv_heads);
     g4g_put(&s, "window", ly->full ? 0 : c->sliding_window);
+    tailor_shape t = s;
     if (decode) {
+        /* a ring of W slots, or the linear cache of the model's max_tokens: tuned at W, or at
+         * G4G_DECODE_KV whatever max_tokens is */
         g4g_put(&s, "kv_len", S->slots);
         g4g_put(&s, "batch", 1);
+        t = s;
+        g4g_put(&t, "kv_len", tuned_slots(g, ly->kv_source));
         tailor_binding b[] = {{"q", g->qb},           {"k_cache", S->kc}, {"v_cache", S->vc},
                               {"positions", S->positions}, {"qpos", g->posb}, {"out", g->att}};
-        return g4g_run(ctx, g, "attention_decode", &s, &s, b, 6);
+        return g4g_run(ctx, g, "attention_decode", &t, &s, b, 6);
     }
     int nh = hist_rows(g, ly->kv_source, p0);
-    tailor_shape t = s;
     g4g_put(&s, "q_len", T);
     g4g_put(&s, "kv_len", nh + T);
-    long long qb = g4g_bucket(T), kb = g4g_bucket(nh + T);
-    g4g_put(&t, "q_len", qb);
-    g4g_put(&t, "kv_len", kb < qb ? qb : kb);
+    g4g_put(&t, "q_len", g->tchunk); /* every chunk, history or not, runs the chunk's winner */
+    g4g_put(&t, "kv_len", g->tchunk);
     tailor_binding b[] = {{"q", g->qb}, {"k", S->klin}, {"v", S->vlin}, {"out", g->att}};
     return g4g_run(ctx, g, "attention_prefill", &t, &s, b, 4);
 }
@@ -291,7 +327,7 @@ static tailor_status layer(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int T, 
     g4g_put(&s, "inplace", stacked ? 0 : 1);
     tailor_binding qb[] = {{"x", stacked ? g->dec : g->qb}, {"w", L->q_norm}, {"pos", g->posb},
                            {"inv_freq", L->inv_freq}, {"out", g->qb}};
-    if ((st = run_bucketed(ctx, g, "qk_norm_rope", &s, "tokens", g->chunk, qb, 5)))
+    if ((st = run_rows(ctx, g, "qk_norm_rope", &s, "tokens", g->tchunk, qb, 5)))
         return st;
     CUdeviceptr kraw = stacked ? off(g->dec, qn, g->es) : 0;
     CUdeviceptr vraw = stacked ? off(g->dec, qn + kvn, g->es) : 0;
@@ -341,7 +377,7 @@ static tailor_status head(tailor_ctx *ctx, tailor_gemma4_gpu *g, int r0, int row
     g4g_put(&s, "in_f32", 0);
     g4g_put(&s, "write", 1);
     tailor_binding b[] = {{"logits", g->logits}, {"capped", g->capped}, {"ids", g->ids}};
-    return run_bucketed(ctx, g, "softcap_argmax", &s, "rows", g->logit_rows, b, 3);
+    return run_rows(ctx, g, "softcap_argmax", &s, "rows", g->logit_rows, b, 3);
 }
 
 /* The kernels of one pass over T rows at positions p0.. (tok, pos, pe already on the device):

@@ -15,9 +15,15 @@ static tailor_status dalloc(tailor_ctx *ctx, tailor_gemma4_gpu *g, size_t bytes,
                             CUdeviceptr *out)
 {
     *out = 0;
+    bytes = (bytes + 255) & ~(size_t)255;
+    if (g->dry) { /* a distinct, aligned, never-dereferenced address */
+        *out = g->dry_next;
+        g->dry_next += bytes;
+        *acct += bytes;
+        return TAILOR_OK;
+    }
     if (g->nallocs == G4G_MAX_ALLOCS)
         return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "gemma4 gpu: too many device buffers");
-    bytes = (bytes + 255) & ~(size_t)255;
     tailor_status st = tailor_gpu_alloc(ctx, g->gpu, bytes, out);
     if (st)
         return tailor_wrap_error(ctx, "gemma4 gpu: device memory");
@@ -318,6 +324,8 @@ static tailor_status up_model(tailor_ctx *ctx, tailor_gemma4_gpu *g)
 static tailor_status rnd_fill(tailor_ctx *ctx, tailor_gemma4_gpu *g, CUdeviceptr p, size_t bytes,
                               int mode, long long amp_e6, long long off_e6)
 {
+    if (g->dry && g->like)
+        return TAILOR_OK; /* mirroring a checkpoint: its weights are uploaded, not made */
     tailor_shape s = {0}, t = {0};
     g4g_put(&s, "words", (long long)(bytes / 4));
     g4g_put(&s, "mode", mode);
@@ -337,8 +345,11 @@ static tailor_status rnd_vec(tailor_ctx *ctx, tailor_gemma4_gpu *g, int n, CUdev
     return st ? st : rnd_fill(ctx, g, *out, bytes, 1, 100000, 1000000); /* 1 +- 0.1 */
 }
 
-static tailor_status rnd_mat(tailor_ctx *ctx, tailor_gemma4_gpu *g, int n, int k, int quantizable,
-                             CUdeviceptr into, g4g_mat *out)
+/* A random [n, k] matrix: int4 when `like` (a dry run's checkpoint matrix) is int4 in a layout
+ * the kernels read, else when quantizing a quantizable matrix; otherwise dense (at `into` when
+ * it is part of a stack). */
+static tailor_status rnd_mat(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4_mat *like, int n,
+                             int k, int quantizable, CUdeviceptr into, g4g_mat *out)
 {
     memset(out, 0, sizeof *out);
     out->n = n;
@@ -346,7 +357,11 @@ static tailor_status rnd_mat(tailor_ctx *ctx, tailor_gemma4_gpu *g, int n, int k
     tailor_w4a16_layout lay;
     tailor_upload_w4a16_dst dst;
     tailor_status st;
-    if (g->quantize && quantizable && tailor_w4a16_layout_init(NULL, n, k, 128, 0, &lay) == TAILOR_OK) {
+    int int4 = like && like->int4 && !like->g_idx
+                   ? tailor_w4a16_layout_init(NULL, n, k, like->group, like->zp != NULL, &lay) == TAILOR_OK
+                   : (!like || !like->int4) && g->quantize && quantizable &&
+                         tailor_w4a16_layout_init(NULL, n, k, 128, 0, &lay) == TAILOR_OK;
+    if (int4) {
         if ((st = alloc_w4(ctx, g, &lay, out, &dst)))
             return st;
         if ((st = rnd_fill(ctx, g, out->qw, lay.qweight_words * 4, 0, 0, 0)))
@@ -371,14 +386,17 @@ static tailor_status rnd_model(tailor_ctx *ctx, tailor_gemma4_gpu *g)
         st = rnd_fill(ctx, g, g->embed, ne, 1, 30000, 0);
     if (st == TAILOR_OK)
         st = rnd_vec(ctx, g, H, &g->final_norm);
+    const tailor_gemma4 *m = g->like;
     if (st == TAILOR_OK && P > 0) {
         st = rnd_vec(ctx, g, P, &g->ple_norm);
         if (st == TAILOR_OK)
-            st = rnd_mat(ctx, g, L * P, H, 0, 0, &g->ple_model_proj);
+            st = rnd_mat(ctx, g, m ? &m->ple_model_proj : NULL, L * P, H, 0, 0,
+                         &g->ple_model_proj);
     }
     for (int i = 0; i < L && st == TAILOR_OK; i++) {
         const tailor_gemma4_layer *ly = &c->layer[i];
         g4g_layer *Ly = &g->layers[i];
+        const g4_layer_w *w = m ? &m->layers[i] : NULL;
         int hd = ly->head_dim, kvd = ly->n_kv_heads * hd;
         float one = 1.0f, inv_freq[1024];
         tailor_gemma4_rope_freqs(c, i, inv_freq);
@@ -393,33 +411,34 @@ static tailor_status rnd_model(tailor_ctx *ctx, tailor_gemma4_gpu *g)
             st = rnd_vec(ctx, g, hd, &Ly->k_norm);
         if (st == TAILOR_OK)
             st = dalloc(ctx, g, 4, &g->weight_bytes, &Ly->scalar);
-        if (st == TAILOR_OK)
+        if (st == TAILOR_OK && !g->dry)
             st = tailor_gpu_upload(ctx, g->gpu, Ly->scalar, &one, 4);
         if (st == TAILOR_OK)
             st = dalloc(ctx, g, (size_t)hd * 2, &g->weight_bytes, &Ly->inv_freq);
-        if (st == TAILOR_OK)
+        if (st == TAILOR_OK && !g->dry)
             st = tailor_gpu_upload(ctx, g->gpu, Ly->inv_freq, inv_freq, (size_t)hd * 2);
         CUdeviceptr into[9];
         if (st == TAILOR_OK)
-            st = plan_stacks(ctx, g, i, NULL, NULL, NULL, NULL, NULL, into);
+            st = plan_stacks(ctx, g, i, w ? &w->q : NULL, w ? &w->k : NULL, w ? &w->v : NULL,
+                             w ? &w->gate : NULL, w ? &w->up : NULL, into);
         if (st == TAILOR_OK)
-            st = rnd_mat(ctx, g, c->n_heads * hd, H, 1, into[0], &Ly->q);
+            st = rnd_mat(ctx, g, w ? &w->q : NULL, c->n_heads * hd, H, 1, into[0], &Ly->q);
         if (st == TAILOR_OK && !ly->kv_shared)
-            st = rnd_mat(ctx, g, kvd, H, 1, into[1], &Ly->k);
+            st = rnd_mat(ctx, g, w ? &w->k : NULL, kvd, H, 1, into[1], &Ly->k);
         if (st == TAILOR_OK && !ly->kv_shared && ly->has_v_proj)
-            st = rnd_mat(ctx, g, kvd, H, 1, into[2], &Ly->v);
+            st = rnd_mat(ctx, g, w ? &w->v : NULL, kvd, H, 1, into[2], &Ly->v);
         if (st == TAILOR_OK)
-            st = rnd_mat(ctx, g, H, c->n_heads * hd, 1, 0, &Ly->o);
+            st = rnd_mat(ctx, g, w ? &w->o : NULL, H, c->n_heads * hd, 1, 0, &Ly->o);
         if (st == TAILOR_OK)
-            st = rnd_mat(ctx, g, ly->inter, H, 1, into[4], &Ly->gate);
+            st = rnd_mat(ctx, g, w ? &w->gate : NULL, ly->inter, H, 1, into[4], &Ly->gate);
         if (st == TAILOR_OK)
-            st = rnd_mat(ctx, g, ly->inter, H, 1, into[5], &Ly->up);
+            st = rnd_mat(ctx, g, w ? &w->up : NULL, ly->inter, H, 1, into[5], &Ly->up);
         if (st == TAILOR_OK)
-            st = rnd_mat(ctx, g, H, ly->inter, 1, 0, &Ly->down);
+            st = rnd_mat(ctx, g, w ? &w->down : NULL, H, ly->inter, 1, 0, &Ly->down);
         if (st == TAILOR_OK && P > 0)
-            st = rnd_mat(ctx, g, P, H, 0, 0, &Ly->ple_gate);
+            st = rnd_mat(ctx, g, w ? &w->ple_gate : NULL, P, H, 0, 0, &Ly->ple_gate);
         if (st == TAILOR_OK && P > 0)
-            st = rnd_mat(ctx, g, H, P, 0, 0, &Ly->ple_proj);
+            st = rnd_mat(ctx, g, w ? &w->ple_proj : NULL, H, P, 0, 0, &Ly->ple_proj);
     }
     return st;
 }
@@ -545,6 +564,8 @@ static tailor_status alloc_acts(tailor_ctx *ctx, tailor_gemma4_gpu *g)
         st = dalloc(ctx, g, a[i].bytes, &g->act_bytes, a[i].p);
     void *p = NULL;
     size_t host = C * 12 + C * LP * es;
+    if (g->dry)
+        return st;
     if (st == TAILOR_OK)
         st = tailor_gpu_host_alloc(ctx, g->gpu, host, &p);
     if (st == TAILOR_OK) {
@@ -557,6 +578,79 @@ static tailor_status alloc_acts(tailor_ctx *ctx, tailor_gemma4_gpu *g)
 }
 
 /* ---- create / destroy ---------------------------------------------------------------------------- */
+
+/* What the options decide, shared by a real model and a dry one: dtype (o's, else `fallback`),
+ * the prefill chunk (min(o->chunk or 512, W, max_tokens); 64 rows when every position's logits
+ * are kept), the width prefill kernels are tuned at (the same before the max_tokens cap) and
+ * the logit rows. */
+static void configure(tailor_gemma4_gpu *g, const tailor_gemma4_config *cfg,
+                      const tailor_gemma4_gpu_opts *o, tailor_dtype fallback)
+{
+    g->cfg = *cfg;
+    g->dt = o->dtype == TAILOR_DTYPE_F16 || o->dtype == TAILOR_DTYPE_BF16 ? (tailor_dtype)o->dtype
+                                                                          : fallback;
+    g->es = 2;
+    g->quantize = o->quantize;
+    g->all_logits = o->all_logits;
+    g->max_tokens = o->max_tokens;
+    int W = cfg->sliding_window > 0 ? cfg->sliding_window : 512;
+    int chunk = o->chunk > 0 ? o->chunk : 512;
+    if (chunk > W)
+        chunk = W;
+    if (g->all_logits && chunk > 64)
+        chunk = 64;
+    g->tchunk = chunk;
+    if (chunk > g->max_tokens)
+        chunk = g->max_tokens;
+    g->chunk = chunk;
+    g->logit_rows = g->all_logits ? chunk : 1;
+}
+
+tailor_status tailor_gemma4_gpu_kernels(tailor_ctx *ctx, const tailor_gemma4_config *cfg,
+                                        const tailor_gemma4 *m,
+                                        const tailor_gemma4_gpu_opts *o,
+                                        tailor_gemma4_kernel_use **out, int *n)
+{
+    *out = NULL;
+    *n = 0;
+    if (cfg->moe)
+        return tailor_set_error(ctx, TAILOR_ERR_UNSUPPORTED,
+                                "gemma4 gpu: the mixture-of-experts model is not supported yet");
+    if (!o || o->max_tokens < 1)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "gemma4 gpu: max_tokens must be >= 1");
+    tailor_gemma4_gpu *g = calloc(1, sizeof *g);
+    if (!g || !(g->layers = calloc((size_t)cfg->n_layers, sizeof *g->layers))) {
+        free(g);
+        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "gemma4 gpu: out of memory");
+    }
+    g->dry = 1;
+    g->like = m;
+    g->dry_next = (CUdeviceptr)1 << 20;
+    configure(g, cfg, o, TAILOR_DTYPE_BF16);
+    int L = cfg->n_layers;
+    tailor_status st = rnd_model(ctx, g);
+    if (st == TAILOR_OK)
+        st = alloc_kv(ctx, g);
+    if (st == TAILOR_OK)
+        st = alloc_acts(ctx, g);
+    if (st == TAILOR_OK) /* the decode step */
+        st = g4g_pass(ctx, g, 1, 0, 1, L, 0);
+    if (st == TAILOR_OK) /* a one-token prompt, then full chunks without and with history */
+        st = g4g_pass(ctx, g, 1, 0, 0, L, g->all_logits);
+    if (st == TAILOR_OK && g->chunk > 1)
+        st = g4g_pass(ctx, g, g->chunk, 0, 0, L, g->all_logits);
+    if (st == TAILOR_OK && g->max_tokens > g->chunk)
+        st = g4g_pass(ctx, g, g->chunk, g->chunk, 0, L, g->all_logits);
+    if (st == TAILOR_OK) {
+        *out = g->rec;
+        *n = g->rec_n;
+        g->rec = NULL;
+    }
+    free(g->rec);
+    free(g->layers);
+    free(g);
+    return st;
+}
 
 static tailor_status create(tailor_ctx *ctx, const tailor_gemma4 *m, const tailor_gemma4_config *cfg,
                             tailor_gpu *gpu, tailor_kernels *ks, const tailor_gemma4_gpu_opts *o,
@@ -583,25 +677,8 @@ static tailor_status create(tailor_ctx *ctx, const tailor_gemma4 *m, const tailo
     tailor_kernels_stats(ks, &cached0, &tuned0);
     tailor_kernels_set_pdl(ks, !o->no_pdl); /* a chain of dependent kernels: see kernels.h */
     g->model = m;
-    g->cfg = *cfg;
     g->seed = (uint32_t)seed;
-    g->dt = o->dtype == TAILOR_DTYPE_F16 || o->dtype == TAILOR_DTYPE_BF16
-                ? (tailor_dtype)o->dtype
-                : (dev->cc_major >= 8 ? TAILOR_DTYPE_BF16 : TAILOR_DTYPE_F16);
-    g->es = 2;
-    g->quantize = o->quantize;
-    g->all_logits = o->all_logits;
-    g->max_tokens = o->max_tokens;
-    int W = cfg->sliding_window > 0 ? cfg->sliding_window : 512;
-    int chunk = o->chunk > 0 ? o->chunk : 512;
-    if (chunk > W)
-        chunk = W;
-    if (g->all_logits && chunk > 64)
-        chunk = 64;
-    if (chunk > g->max_tokens)
-        chunk = g->max_tokens;
-    g->chunk = chunk;
-    g->logit_rows = g->all_logits ? chunk : 1;
+    configure(g, cfg, o, dev->cc_major >= 8 ? TAILOR_DTYPE_BF16 : TAILOR_DTYPE_F16);
     tailor_log(ctx, TAILOR_LOG_INFO,
                "gemma4 gpu: %s, sm_%d, compute %s (%s), weights %s%s; kernels from the cache, "
                "tuned on demand when missing", dev->name, dev->cc_major * 10 + dev->cc_minor, tailor_dtype_name(g->dt),

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# cli_plan_compile.sh — `tailor plan --compile` without a GPU: every template compiles with NVRTC
+# for sm_90 (bf16) and sm_75 (fp16, the T4) with no spills where the space promises none, the
+# compiler's report is printed per survivor, and a template that does not compile is named
+# with a non-zero exit (the CPU-side guard for template edits).
+set -u
+T=${TAILOR_BIN:?}
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail=0
+check() { local what=$1; shift; if "$@"; then :; else echo "FAILED: $what"; fail=1; fi; }
+
+# one shape per template family and architecture: every template of every op gets compiled
+while read -r dev dtype op shape; do
+  "$T" plan --device "$dev" --dtype "$dtype" --op "$op" --shape "$shape" --compile --quiet \
+    >"$tmp/out" 2>"$tmp/err"; rc=$?
+  n=$(grep -c "regs, spills" "$tmp/out")
+  check "$op $shape on $dev compiles (rc=$rc: $(head -c 300 "$tmp/err"))" test $rc -eq 0
+  check "$op $shape on $dev: every survivor has a compiler report" \
+    test "$n" -eq "$(grep -c '^  [a-z]' "$tmp/out")"
+  check "$op $shape on $dev: at least one survivor" test "$n" -gt 0
+  spills=$(grep -E "spills [1-9]" "$tmp/out" | head -3)
+  check "$op $shape on $dev: no spills ($spills)" test -z "$spills"
+  echo "$dev $dtype $op $shape: $n compiled"
+done <<'LIST'
+h200 bf16 matmul m=1,n=2048,k=1536
+t4 fp16 matmul m=512,n=2048,k=1536
+h200 bf16 w4a16_matmul m=1,n=2048,k=1536,group=128
+h200 bf16 w4a16_matmul m=16,n=2048,k=1536,group=64,zp=1
+t4 fp16 w4a16_matmul m=16,n=2048,k=1536,group=128
+h200 bf16 attention_decode kv_len=4096,head_dim=512,heads=8,kv_heads=1,window=0,batch=1
+t4 fp16 attention_decode kv_len=512,head_dim=256,heads=8,kv_heads=1,window=512,batch=1
+h200 bf16 attention_prefill q_len=512,kv_len=512,head_dim=256,heads=8,kv_heads=1,window=512
+t4 fp16 attention_prefill q_len=512,kv_len=512,head_dim=512,heads=8,kv_heads=1,window=0
+h200 bf16 residual_norm rows=1,cols=1536,mode=0
+h200 bf16 qk_norm_rope tokens=1,heads=8,head_dim=512,weight=1,rope=2,inplace=0
+t4 fp16 gelu_gate rows=1,inter=6144
+h200 bf16 embed tokens=1,cols=1536,vocab=262144,scale_dim=1536,out_f32=1
+h200 bf16 gemma4_ple tokens=1,layers=35,dim=256,hidden=1536
+t4 fp16 gemma4_kv_store tokens=1,kv_heads=1,head_dim=256,slots=512,lin=0
+h200 bf16 gemma4_kv_gather rows=512,kv_heads=1,head_dim=256,slots=512,first=0
+h200 bf16 gemma4_fill words=1048576,mode=1
+h200 bf16 softcap_argmax rows=1,vocab=262144
+t4 fp16 rmsnorm rows=1,cols=1536
+LIST
+
+# JSON carries the report
+"$T" plan --device h200 --op residual_norm --shape rows=1,cols=1536,mode=0 --compile --json \
+  >"$tmp/json" 2>/dev/null
+check "--json has registers per survivor" grep -q '"regs"' "$tmp/json"
+
+# a template that does not compile: named, exit 1
+mkdir -p "$tmp/tpl"
+sed 's/source = "rmsnorm.cu"/source = "rmsnorm_broken.cu"/; s/^return {/return {/' \
+  "${TAILOR_SOURCE_DIR:?}/templates/rmsnorm.lua" >"$tmp/tpl/rmsnorm_broken.lua"
+sed 's/tailor_grid_begin();/tailor_grid_begin(); this_is_not_cuda;/' \
+  "$TAILOR_SOURCE_DIR/templates/rmsnorm.cu" >"$tmp/tpl/rmsnorm_broken.cu"
+TAILOR_TEMPLATE_PATH="$tmp/tpl" "$T" plan --device h200 --op rmsnorm --shape rows=1,cols=1536 \
+  --compile --quiet >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "a broken template exits 1 (rc=$rc)" test $rc -eq 1
+check "a broken template's survivors say COMPILE ERROR" grep -q "rmsnorm_broken .*COMPILE ERROR" "$tmp/out"
+check "the compiler's complaint is shown" grep -q "this_is_not_cuda" "$tmp/out"
+check "the summary names the op and the arch" grep -q "rmsnorm failed to compile for sm_90" "$tmp/err"
+check "the unbroken template still compiles" grep -q "^  rmsnorm  .*regs, spills" "$tmp/out"
+
+[[ $fail -eq 0 ]] && echo "cli_plan_compile: all checks passed"
+exit $fail
