@@ -6,12 +6,6 @@
 // Defines: THREADS, VEC (elements per load), ITEMS (vectors per thread).
 #include "tailor_common.cuh"
 
-__device__ __forceinline__ float gelu_tanh(float z)
-{
-    const float k = 0.7978845608028654f; // sqrt(2/pi)
-    return 0.5f * z * (1.f + tanhf(k * (z + 0.044715f * z * z * z)));
-}
-
 extern "C" __global__ void __launch_bounds__(THREADS)
 TAILOR_KERNEL(T *__restrict__ h, const T *__restrict__ g, const T *__restrict__ u, int inter,
               int g_ld, int u_ld)
@@ -31,7 +25,7 @@ TAILOR_KERNEL(T *__restrict__ h, const T *__restrict__ g, const T *__restrict__ 
             TVec<VEC> o;
 #pragma unroll
             for (int j = 0; j < VEC; j++) {
-                const float ga = to_f32(from_f32(gelu_tanh(to_f32(a.v[j]))));
+                const float ga = to_f32(from_f32(tailor_gelu_tanh(to_f32(a.v[j]))));
                 o.v[j] = from_f32(ga * to_f32(b.v[j]));
             }
             hr[i] = o;

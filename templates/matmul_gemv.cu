@@ -6,12 +6,23 @@
 // fp32 products and sums; a warp reduction, then (KWARPS > 1) a shared-memory one; one rounding.
 // Rows of w past N read row N - 1 again and rows of a past M read as zeros: computed, never
 // stored. Addresses are a base pointer plus row offsets (arrays of row pointers make ptxas spill).
+// GLU (op matmul_glu, Gemma 4's gating fused into the epilogue): out = gelu_tanh(g) * u with
+// g = a . w[n] and, GLU=1, u = a . w[N + n] (gate|up stacked in one [2N, k] weight: a warp
+// computes its ROWS gate rows and the ROWS matching up rows), or, GLU=2, u read from a buffer
+// (the PLE input of the layer, row stride u_ld). Roundings as transformers: g and u to T, the
+// gelu to T, the product to T.
 // Defines: THREADS (block size), KWARPS (warps splitting k for the same rows), ROWS (rows per
-// warp), MT (activation rows per block), UNROLL (16-byte pieces per row in flight per lane).
+// warp), MT (activation rows per block), UNROLL (16-byte pieces per row in flight per lane),
+// GLU (0 plain, 1 stacked gate|up, 2 gate with u from a buffer).
 #include "dense_common.cuh"
 
+#ifndef GLU
+#define GLU 0
+#endif
+
 #define DN_WARPS (THREADS / 32)
-#define DN_RGROUPS (DN_WARPS / KWARPS) // row groups per block
+#define DN_RGROUPS (DN_WARPS / KWARPS)        // row groups per block
+#define DN_NR (GLU == 1 ? 2 * ROWS : ROWS)    // weight rows per warp: gate rows, then up rows
 
 static_assert(DN_WARPS % KWARPS == 0, "KWARPS must divide the warps of a block");
 static_assert(MT * ROWS <= 32, "one lane stores each output of a warp");
@@ -41,14 +52,38 @@ __device__ __forceinline__ void dot_piece(float (&acc)[NMT][NROWS], const uint4 
                 acc[mi][r] = fmaf(xf[j], wf[r][j], acc[mi][r]);
     }
 }
+
+// Row r (0 .. DN_NR - 1) of the warp: gate rows n0 + r, then (GLU=1) up rows N + n0 + r - ROWS;
+// rows past N read row N - 1 again (computed, never stored).
+__device__ __forceinline__ const T *row_of(const T *w, int n0, int nlast, int N, int K, int r)
+{
+    const int rr = r < ROWS ? r : r - ROWS;
+    const int base = r < ROWS ? n0 : N + n0;
+    return w + (size_t)(base + (rr < nlast ? rr : nlast)) * K;
+}
+
+// One output from its fp32 sums: the plain product, or the gated one.
+__device__ __forceinline__ T finish(float g, float u)
+{
+#if GLU
+    const float ga = to_f32(from_f32(tailor_gelu_tanh(to_f32(from_f32(g)))));
+    return from_f32(ga * to_f32(from_f32(u)));
+#else
+    (void)u;
+    return from_f32(g);
+#endif
+}
 } // namespace dn
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
-TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const T *__restrict__ w, int M, int N,
-              int K)
+TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const T *__restrict__ w,
+#if GLU == 2
+              const T *__restrict__ u, int u_ld,
+#endif
+              int M, int N, int K)
 {
 #if KWARPS > 1
-    __shared__ float red[DN_WARPS * MT * ROWS];
+    __shared__ float red[DN_WARPS * MT * DN_NR];
 #endif
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int kw = warp % KWARPS, rg = warp / KWARPS;
@@ -56,57 +91,55 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const T *__restrict_
     const int m0 = blockIdx.y * MT;
     const int pieces = K / 8;
     constexpr int STRIDE = 32 * KWARPS; // pieces between one lane's consecutive pieces
-
-    // rows past N read row N - 1 again (computed, never stored)
-    const T *wbase = w + (size_t)n0 * K;
     const int nlast = N - 1 - n0;
-
-    // the weights do not depend on the previous kernel: warm L2 with this warp's share first
-    if (blockIdx.y == 0 && tailor_prefetch_block(blockIdx.x, (size_t)DN_RGROUPS * ROWS * K * sizeof(T)))
-#pragma unroll
-        for (int r = 0; r < ROWS; r++)
-            for (int c = kw * 32 + lane; c < pieces; c += STRIDE)
-                tailor_prefetch_l2(wbase + (size_t)(r < nlast ? r : nlast) * K + (size_t)c * 8);
-    tailor_grid_begin();
     const T *abase = a + (size_t)m0 * K;
     const int mlast = M - 1 - m0;
 
-    float acc[MT][ROWS];
+    // the weights do not depend on the previous kernel: warm L2 with this warp's share first
+    if (blockIdx.y == 0 &&
+        tailor_prefetch_block(blockIdx.x, (size_t)DN_RGROUPS * DN_NR * K * sizeof(T)))
+#pragma unroll
+        for (int r = 0; r < DN_NR; r++)
+            for (int c = kw * 32 + lane; c < pieces; c += STRIDE)
+                tailor_prefetch_l2(dn::row_of(w, n0, nlast, N, K, r) + (size_t)c * 8);
+    tailor_grid_begin();
+
+    float acc[MT][DN_NR];
 #pragma unroll
     for (int mi = 0; mi < MT; mi++)
 #pragma unroll
-        for (int r = 0; r < ROWS; r++)
+        for (int r = 0; r < DN_NR; r++)
             acc[mi][r] = 0.f;
 
     int c = kw * 32 + lane;
     // UNROLL pieces of every row in flight, then their math
     for (; c + (UNROLL - 1) * STRIDE < pieces; c += UNROLL * STRIDE) {
-        uint4 wv[UNROLL][ROWS];
+        uint4 wv[UNROLL][DN_NR];
 #pragma unroll
-        for (int u = 0; u < UNROLL; u++)
+        for (int uu = 0; uu < UNROLL; uu++)
 #pragma unroll
-            for (int r = 0; r < ROWS; r++)
-                wv[u][r] = dn_load_stream(wbase + (size_t)(r < nlast ? r : nlast) * K +
-                                          (size_t)(c + u * STRIDE) * 8);
+            for (int r = 0; r < DN_NR; r++)
+                wv[uu][r] = dn_load_stream(dn::row_of(w, n0, nlast, N, K, r) +
+                                           (size_t)(c + uu * STRIDE) * 8);
 #pragma unroll
-        for (int u = 0; u < UNROLL; u++)
-            dn::dot_piece<MT, ROWS>(acc, wv[u], abase, mlast, K, c + u * STRIDE);
+        for (int uu = 0; uu < UNROLL; uu++)
+            dn::dot_piece<MT, DN_NR>(acc, wv[uu], abase, mlast, K, c + uu * STRIDE);
     }
     // what is left: fewer than UNROLL pieces per lane
 #if UNROLL > 1
     for (; c < pieces; c += STRIDE) {
-        uint4 wv[ROWS];
+        uint4 wv[DN_NR];
 #pragma unroll
-        for (int r = 0; r < ROWS; r++)
-            wv[r] = dn_load_stream(wbase + (size_t)(r < nlast ? r : nlast) * K + (size_t)c * 8);
-        dn::dot_piece<MT, ROWS>(acc, wv, abase, mlast, K, c);
+        for (int r = 0; r < DN_NR; r++)
+            wv[r] = dn_load_stream(dn::row_of(w, n0, nlast, N, K, r) + (size_t)c * 8);
+        dn::dot_piece<MT, DN_NR>(acc, wv, abase, mlast, K, c);
     }
 #endif
 
 #pragma unroll
     for (int mi = 0; mi < MT; mi++)
 #pragma unroll
-        for (int r = 0; r < ROWS; r++)
+        for (int r = 0; r < DN_NR; r++)
             acc[mi][r] = warp_sum(acc[mi][r]);
 
 #if KWARPS > 1
@@ -114,17 +147,25 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const T *__restrict_
 #pragma unroll
         for (int mi = 0; mi < MT; mi++)
 #pragma unroll
-            for (int r = 0; r < ROWS; r++)
-                red[(warp * MT + mi) * ROWS + r] = acc[mi][r];
+            for (int r = 0; r < DN_NR; r++)
+                red[(warp * MT + mi) * DN_NR + r] = acc[mi][r];
     __syncthreads();
     if (kw == 0 && lane < MT * ROWS) {
-        float v = 0.f;
-#pragma unroll
-        for (int q = 0; q < KWARPS; q++)
-            v += red[(rg * KWARPS + q) * MT * ROWS + lane];
         const int mi = lane / ROWS, r = lane % ROWS;
-        if (m0 + mi < M && n0 + r < N)
-            out[(size_t)(m0 + mi) * N + n0 + r] = from_f32(v);
+        float v = 0.f, vu = 0.f;
+#pragma unroll
+        for (int q = 0; q < KWARPS; q++) {
+            v += red[((rg * KWARPS + q) * MT + mi) * DN_NR + r];
+#if GLU == 1
+            vu += red[((rg * KWARPS + q) * MT + mi) * DN_NR + ROWS + r];
+#endif
+        }
+        if (m0 + mi < M && n0 + r < N) {
+#if GLU == 2
+            vu = to_f32(u[(size_t)(m0 + mi) * u_ld + n0 + r]);
+#endif
+            out[(size_t)(m0 + mi) * N + n0 + r] = dn::finish(v, vu);
+        }
     }
 #else
     // (a lane-indexed store instead makes ptxas spill on some configurations)
@@ -133,7 +174,15 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const T *__restrict_
         for (int mi = 0; mi < MT; mi++)
 #pragma unroll
             for (int r = 0; r < ROWS; r++)
-                if (m0 + mi < M && n0 + r < N)
-                    out[(size_t)(m0 + mi) * N + n0 + r] = from_f32(acc[mi][r]);
+                if (m0 + mi < M && n0 + r < N) {
+#if GLU == 1
+                    const float vu = acc[mi][ROWS + r];
+#elif GLU == 2
+                    const float vu = to_f32(u[(size_t)(m0 + mi) * u_ld + n0 + r]);
+#else
+                    const float vu = 0.f;
+#endif
+                    out[(size_t)(m0 + mi) * N + n0 + r] = dn::finish(acc[mi][r], vu);
+                }
 #endif
 }

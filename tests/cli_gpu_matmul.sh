@@ -3,7 +3,8 @@
 # (--verify-all fails on any wrong survivor): the linear shapes of Gemma 4 E2B and E4B
 # (GEMMA4.md §3: q/k/v/o, gate/up/down incl. the 12288-wide MLP, per_layer_input_gate,
 # per_layer_projection, the PLE model projection) at m=1, 16 and 512, the LM head at m=1, odd
-# shapes that are no multiple of a tile, both dtypes, and the T4 rehearsal (compute_75 PTX, fp16).
+# shapes that are no multiple of a tile, both dtypes, and the T4 rehearsal (compute_75 PTX, fp16);
+# and matmul_glu, the same GEMV with Gemma 4's gating in its epilogue.
 # MATMUL_QUICK=1 keeps one shape per group of the list (a smoke run).
 set -u
 T=${TAILOR_BIN:?}
@@ -65,6 +66,26 @@ for s in "m=1,n=6144,k=1536" "m=16,n=1536,k=6144" "m=512,n=6144,k=1536" "m=3,n=2
   tune "$s" fp16 --rehearse t4
   [ "$quick" = 1 ] && break
 done
+# matmul_glu (the gated gate|up, and the PLE gate with u from a strided buffer): every survivor
+# of both forms, decode widths, odd n and k, both dtypes, and the T4 rehearsal (QUICK: one).
+glu() { # glu SHAPE DTYPE [extra flags...]
+  local shape=$1 dtype=$2; shift 2
+  runs=$((runs + 1))
+  if ! "$T" tune --op matmul_glu --shape "$shape" --dtype "$dtype" --verify-all \
+       --cache "$tmp/c.sqlite" --seed 9 "$@"; then
+    echo "FAILED: matmul_glu $shape $dtype $*"; fail=1
+  fi
+}
+for s in "m=1,n=6144,k=1536" "m=1,n=12288,k=1536" "m=1,n=10240,k=2560" "m=3,n=200,k=328" \
+         "m=1,n=256,k=1536,ext=1,u_ld=8960" "m=2,n=256,k=2560,ext=1,u_ld=10752" \
+         "m=16,n=97,k=1544,ext=1,u_ld=300"; do
+  glu "$s" bf16
+  glu "$s" fp16
+  [ "$quick" = 1 ] && break
+done
+glu "m=1,n=6144,k=1536" fp16 --rehearse t4
+glu "m=1,n=256,k=1536,ext=1,u_ld=8960" fp16 --rehearse t4
+
 # bf16 has no place on a T4: refused, with a sentence naming bf16
 if "$T" tune --op matmul --shape m=1,n=256,k=1536 --dtype bf16 --rehearse t4 \
      --cache "$tmp/c.sqlite" 2>"$tmp/err"; then

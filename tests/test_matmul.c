@@ -158,6 +158,104 @@ static void check_reference(tailor_ctx *ctx, const tailor_op *op, int m, int n, 
     test_op_inst_free(&in);
 }
 
+/* matmul_glu against what the runtime computed before it existed: the matmul reference of the
+ * gate (and up) rows, rounded to the dtype, then gelu_gate's reference on those. Also its
+ * buffers per form and its refusals. */
+static void check_glu(tailor_ctx *ctx, const char *text, tailor_dtype dt, uint64_t seed)
+{
+    const tailor_op *glu = tailor_op_find("matmul_glu"), *mm = tailor_op_find("matmul");
+    const tailor_op *gg = tailor_op_find("gelu_gate");
+    CHECK(glu && mm && gg);
+    if (!glu || !mm || !gg)
+        return;
+    test_op_inst in;
+    int ok = test_op_inst_make(ctx, glu, text, dt, &in);
+    CHECKF(ok, "%s: %s", text, tailor_ctx_message(ctx));
+    if (!ok) {
+        test_op_inst_free(&in);
+        return;
+    }
+    long long m = tailor_shape_get(&in.shape, "m", 0), n = tailor_shape_get(&in.shape, "n", 0);
+    long long k = tailor_shape_get(&in.shape, "k", 0), ext = tailor_shape_get(&in.shape, "ext", 0);
+    long long uld = tailor_shape_get(&in.shape, "u_ld", 0);
+    uld = uld ? uld : n;
+    int ia = test_op_inst_buffer(&in, "a"), iw = test_op_inst_buffer(&in, "w");
+    int io = test_op_inst_buffer(&in, "out"), iu = test_op_inst_buffer(&in, "u");
+    CHECK(ia >= 0 && iw >= 0 && io >= 0 && (ext ? iu >= 0 : iu < 0));
+    CHECK(in.bufs.b[iw].count == (size_t)((ext ? 1 : 2) * n * k));
+    glu->fill(&in.shape, dt, &in.bufs, in.host, seed);
+    CHECK_OK(ctx, glu->reference(ctx, &in.shape, dt, &in.bufs, in.host, in.ref));
+
+    /* the unfused path: one matmul over all weight rows, rounded; then gelu_gate */
+    char mtext[96];
+    snprintf(mtext, sizeof mtext, "m=%lld,n=%lld,k=%lld", m, (ext ? 1 : 2) * n, k);
+    test_op_inst mi;
+    CHECK(test_op_inst_make(ctx, mm, mtext, dt, &mi));
+    memcpy(mi.host[test_op_inst_buffer(&mi, "a")], in.host[ia], (size_t)(m * k) * 2);
+    memcpy(mi.host[test_op_inst_buffer(&mi, "w")], in.host[iw], in.bufs.b[iw].count * 2);
+    CHECK_OK(ctx, mm->reference(ctx, &mi.shape, dt, &mi.bufs, mi.host, mi.ref));
+    int mo = test_op_inst_buffer(&mi, "out");
+    long long ncols = (ext ? 1 : 2) * n;
+    char gtext[128];
+    snprintf(gtext, sizeof gtext, "rows=%lld,inter=%lld,g_ld=%lld,u_ld=%lld", m, n, ncols,
+             ext ? uld : ncols);
+    test_op_inst gi;
+    CHECK(test_op_inst_make(ctx, gg, gtext, dt, &gi));
+    int gg_g = test_op_inst_buffer(&gi, "g"), gg_u = test_op_inst_buffer(&gi, "u");
+    for (long long r = 0; r < m; r++)
+        for (long long c = 0; c < n; c++) {
+            tailor_dtype_store(dt, gi.host[gg_g], (size_t)(r * ncols + c),
+                               mi.ref[mo][r * ncols + c]);
+            float u = ext ? tailor_dtype_load(dt, in.host[iu], (size_t)(r * uld + c))
+                          : mi.ref[mo][r * ncols + n + c];
+            tailor_dtype_store(dt, gi.host[gg_u], (size_t)(r * (ext ? uld : ncols) + c), u);
+        }
+    CHECK_OK(ctx, gg->reference(ctx, &gi.shape, dt, &gi.bufs, gi.host, gi.ref));
+    int gh = test_op_inst_buffer(&gi, "h");
+    double worst = 0;
+    for (long long i = 0; i < m * n; i++) {
+        double d = fabs((double)in.ref[io][i] - gi.ref[gh][i]);
+        worst = d > worst ? d : worst;
+    }
+    CHECKF(worst == 0, "%s %s: fused reference differs from matmul + gelu_gate by %g", text,
+           tailor_dtype_name(dt), worst);
+    /* a correct kernel's output passes, a wrong element (a swapped gate row) does not */
+    uint16_t *got = malloc(in.bufs.b[io].count * sizeof *got);
+    if (got) {
+        for (size_t i = 0; i < in.bufs.b[io].count; i++)
+            tailor_dtype_store(dt, got, i, in.ref[io][i]);
+        CHECK_OK(ctx, tailor_op_compare(ctx, &in.bufs.b[io], got, in.ref[io]));
+        tailor_dtype_store(dt, got, 0, in.ref[io][1]);
+        if (fabsf(in.ref[io][0] - in.ref[io][1]) > 0.05f)
+            CHECK(tailor_op_compare(ctx, &in.bufs.b[io], got, in.ref[io]) == TAILOR_ERR_VERIFY);
+        free(got);
+    }
+    test_op_inst_free(&gi);
+    test_op_inst_free(&mi);
+    test_op_inst_free(&in);
+}
+
+static void check_glu_refusals(tailor_ctx *ctx)
+{
+    const tailor_op *glu = tailor_op_find("matmul_glu");
+    const struct { const char *shape, *needle; } cases[] = {
+        {"m=1,n=64,k=64,ext=2", "ext=2"},
+        {"m=2,n=64,k=64,ext=1,u_ld=32", "u_ld=32"},
+        {"m=1,n=64,k=60", "k=60"},
+    };
+    for (size_t i = 0; glu && i < sizeof cases / sizeof cases[0]; i++) {
+        tailor_shape sh;
+        tailor_op_buffers b;
+        CHECK_OK(ctx, tailor_shape_parse(ctx, cases[i].shape, &sh));
+        CHECK_OK(ctx, tailor_op_complete_shape(ctx, glu, &sh));
+        CHECKF(glu->describe(ctx, &sh, TAILOR_DTYPE_BF16, &b) == TAILOR_ERR_MISUSE, "%s accepted",
+               cases[i].shape);
+        CHECKF(strstr(tailor_ctx_message(ctx), cases[i].needle) &&
+                   strstr(tailor_ctx_message(ctx), "matmul_glu"),
+               "%s: '%s'", cases[i].shape, tailor_ctx_message(ctx));
+    }
+}
+
 int main(void)
 {
     tailor_ctx *ctx = test_ctx();
@@ -176,6 +274,11 @@ int main(void)
         check_reference(ctx, op, 65, 130, 1544, TAILOR_DTYPE_BF16, seed++);
         check_reference(ctx, op, 2, 17, 4096, TAILOR_DTYPE_F16, seed++);
     }
+    check_glu(ctx, "m=1,n=96,k=328", TAILOR_DTYPE_BF16, seed++);
+    check_glu(ctx, "m=3,n=200,k=64", TAILOR_DTYPE_F16, seed++);
+    check_glu(ctx, "m=2,n=40,k=1536,ext=1,u_ld=100", TAILOR_DTYPE_BF16, seed++);
+    check_glu(ctx, "m=1,n=256,k=256,ext=1", TAILOR_DTYPE_F16, seed++);
+    check_glu_refusals(ctx);
     tailor_ctx_destroy(ctx);
     return test_finish("test_matmul");
 }

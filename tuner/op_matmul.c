@@ -1,6 +1,7 @@
 /* op_matmul.c — the op "matmul": out[m, n] = a[m, k] · w[n, k]^T (PyTorch Linear layout), a
  * and w both in the dtype (fp16 or bf16), fp32 accumulation, one rounding to the dtype; and its
- * C reference (an fp32 matmul of the dtype values). */
+ * C reference (an fp32 matmul of the dtype values). Also the op "matmul_glu", the same product
+ * with Gemma 4's gelu_tanh gating as its epilogue (decode: gate|up in one pass). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,4 +181,141 @@ const tailor_op tailor_op_matmul = {
     .reference = matmul_reference,
     .bytes = matmul_bytes,
     .flops = matmul_flops,
+};
+
+/* ---- matmul_glu: h = gelu_tanh(a · w[j]) * u[j] ------------------------------------------------
+ *
+ * Buffers: a [m, k]; w [2n, k] (ext = 0: gate rows 0..n-1, up rows n..2n-1, the stacked gate|up
+ * of a layer) or [n, k] (ext = 1: the PLE gate); u [m, u_ld] (ext = 1 only: the layer's PLE
+ * input, u_ld = 0 meaning n); out [m, n]. Roundings as transformers: the gate and up
+ * projections to the dtype, gelu_tanh in fp32 rounded, the product rounded. */
+
+enum { GLU_A = 0, GLU_W, GLU_OUT, GLU_U };
+
+static const tailor_shape_key glu_keys[] = {
+    {"m", -1, "rows of the activation (tokens)"},
+    {"n", -1, "outputs (gate rows; the intermediate size, or 256 for PLE)"},
+    {"k", -1, "input features (a multiple of 8)"},
+    {"ext", 0, "0: the up rows follow the gate rows in w; 1: u comes from a buffer"},
+    {"u_ld", 0, "ext=1: row stride of u in elements (0: n)"},
+    {NULL, 0, NULL},
+};
+
+static tailor_status glu_describe(tailor_ctx *ctx, const tailor_shape *shape, tailor_dtype dtype,
+                                  tailor_op_buffers *out)
+{
+    long long ext = tailor_shape_get(shape, "ext", 0), uld = tailor_shape_get(shape, "u_ld", 0);
+    tailor_status st = matmul_describe(ctx, shape, dtype, out);
+    if (st)
+        return tailor_wrap_error(ctx, "matmul_glu");
+    matmul_dims d = dims_of(shape);
+    if (ext != 0 && ext != 1)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "matmul_glu: ext=%lld must be 0 or 1",
+                                ext);
+    if (uld == 0)
+        uld = d.n;
+    if (ext && uld < d.n)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                                "matmul_glu: u_ld=%lld is less than n=%lld", uld, d.n);
+    size_t m = (size_t)d.m, n = (size_t)d.n, k = (size_t)d.k;
+    int bf = dtype == TAILOR_DTYPE_BF16;
+    /* |h| <= ~3 |u|: one ulp of the gate (summation order) moves gelu by at most ~1.1 ulp of
+     * |g|, relatively more only where gelu is tiny (large negative g), which atol covers; two
+     * more roundings (gelu, product). A wrong element is off by O(0.1). */
+    double atol = bf ? 4e-3 : 5e-4, rtol = bf ? 1.0 / 32 : 1.0 / 256;
+    out->count = ext ? 4 : 3;
+    out->b[GLU_A] = (tailor_buffer_spec){"a", dtype, m * k, TAILOR_BUF_IN, 0, 0};
+    out->b[GLU_W] = (tailor_buffer_spec){"w", dtype, (ext ? 1 : 2) * n * k, TAILOR_BUF_IN, 0, 0};
+    out->b[GLU_OUT] = (tailor_buffer_spec){"out", dtype, m * n, TAILOR_BUF_OUT, atol, rtol};
+    if (ext)
+        out->b[GLU_U] = (tailor_buffer_spec){"u", dtype, (m - 1) * (size_t)uld + n, TAILOR_BUF_IN,
+                                             0, 0};
+    return TAILOR_OK;
+}
+
+static void glu_fill(const tailor_shape *shape, tailor_dtype dtype, const tailor_op_buffers *bufs,
+                     void *const *host, uint64_t seed)
+{
+    matmul_fill(shape, dtype, bufs, host, seed);
+    if (bufs->count > GLU_U) {
+        uint64_t s = seed ^ 0x5bd1e995u;
+        for (size_t i = 0; i < bufs->b[GLU_U].count; i++)
+            tailor_dtype_store(dtype, host[GLU_U], i, next_unit(&s) * 2.0f);
+    }
+}
+
+/* transformers' gelu_pytorch_tanh in fp32 (as op_gelu_gate.c). */
+static float glu_gelu(float z)
+{
+    const float c = 0.7978845608028654f;
+    return 0.5f * z * (1.f + tanhf(c * (z + 0.044715f * z * z * z)));
+}
+
+static float round_to(tailor_dtype dtype, float v)
+{
+    uint16_t t;
+    tailor_dtype_store(dtype, &t, 0, v);
+    return tailor_dtype_load(dtype, &t, 0);
+}
+
+static tailor_status glu_reference(tailor_ctx *ctx, const tailor_shape *shape, tailor_dtype dtype,
+                                   const tailor_op_buffers *bufs, void *const *host,
+                                   float *const *ref)
+{
+    matmul_dims d = dims_of(shape);
+    size_t m = (size_t)d.m, n = (size_t)d.n, k = (size_t)d.k;
+    int ext = bufs->count > GLU_U;
+    size_t uld = (size_t)tailor_shape_get(shape, "u_ld", 0);
+    uld = uld ? uld : n;
+    float *av = malloc(m * k * sizeof *av), *gw = malloc(k * sizeof *gw), *uw = malloc(k * sizeof *uw);
+    if (!av || !gw || !uw) {
+        free(av);
+        free(gw);
+        free(uw);
+        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "matmul_glu reference: out of memory");
+    }
+    rows_to_f32(dtype, host[GLU_A], 0, m, k, av);
+    for (size_t j = 0; j < n; j++) {
+        rows_to_f32(dtype, host[GLU_W], j, 1, k, gw);
+        if (!ext)
+            rows_to_f32(dtype, host[GLU_W], n + j, 1, k, uw);
+        for (size_t i = 0; i < m; i++) {
+            float g = round_to(dtype, dot_f32(av + i * k, gw, k));
+            float u = ext ? tailor_dtype_load(dtype, host[GLU_U], i * uld + j)
+                          : round_to(dtype, dot_f32(av + i * k, uw, k));
+            ref[GLU_OUT][i * n + j] = round_to(dtype, glu_gelu(g)) * u;
+        }
+    }
+    free(av);
+    free(gw);
+    free(uw);
+    return TAILOR_OK;
+}
+
+static double glu_bytes(const tailor_shape *shape, tailor_dtype dtype)
+{
+    matmul_dims d = dims_of(shape);
+    double m = (double)d.m, n = (double)d.n, k = (double)d.k;
+    double rows = tailor_shape_get(shape, "ext", 0) ? n : 2 * n;
+    return (m * k + rows * k + 2 * m * n) * (double)tailor_dtype_size(dtype);
+}
+
+static double glu_flops(const tailor_shape *shape, tailor_dtype dtype)
+{
+    (void)dtype;
+    matmul_dims d = dims_of(shape);
+    double rows = tailor_shape_get(shape, "ext", 0) ? 1.0 : 2.0;
+    return 2.0 * rows * (double)d.m * (double)d.n * (double)d.k;
+}
+
+const tailor_op tailor_op_matmul_glu = {
+    .name = "matmul_glu",
+    .summary = "h[m,n] = gelu_tanh(a w[n]^T) * (a w[n+j]^T, or u): Gemma 4's gating fused into a "
+               "16-bit matmul",
+    .keys = glu_keys,
+    .describe = glu_describe,
+    .fill = glu_fill,
+    .reference = glu_reference,
+    .bytes = glu_bytes,
+    .flops = glu_flops,
 };

@@ -159,6 +159,22 @@ static tailor_status gelu(tailor_ctx *ctx, tailor_gemma4_gpu *g, int rows, int i
     return run_rows(ctx, g, "gelu_gate", &s, "rows", g->tchunk, b, 3);
 }
 
+/* One row (decode): h[n] = gelu_tanh(y . gate) * up in one GEMV (op matmul_glu), the up rows
+ * following the gate rows in w (a stacked gate|up, w->n = 2n) or, with u, up read from u (the
+ * layer's PLE input). Replaces a matmul and a gelu_gate launch. */
+static tailor_status glu(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4g_mat *w, int n,
+                         CUdeviceptr u, int u_ld, CUdeviceptr h)
+{
+    tailor_shape s = {0};
+    g4g_put(&s, "m", 1);
+    g4g_put(&s, "n", n);
+    g4g_put(&s, "k", w->k);
+    g4g_put(&s, "ext", u ? 1 : 0);
+    g4g_put(&s, "u_ld", u ? u_ld : 0);
+    tailor_binding b[] = {{"a", g->y}, {"w", w->w}, {"u", u ? u : w->w}, {"out", h}};
+    return g4g_run(ctx, g, "matmul_glu", &s, &s, b, 4);
+}
+
 /* ---- the pieces of one pass ------------------------------------------------------------------- */
 
 /* Scaled embedding into x (fp32) and, with PLE, into h0 (dtype), then the per-layer inputs. */
@@ -339,10 +355,8 @@ static tailor_status layer(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int T, 
         return st;
     if ((st = seam(ctx, g, 0, T, g->tb, L->post_attn_ln, L->pre_ff_ln, L->scalar)))
         return st;
-    if (decode && T == 1 && L->gu.w) { /* one row: gate|up as one matrix, halves side by side */
-        if ((st = linear(ctx, g, &L->gu, g->y, g->dec, T)) ||
-            (st = gelu(ctx, g, T, ly->inter, g->dec, off(g->dec, (size_t)ly->inter, g->es),
-                       ly->inter, g->hb)))
+    if (T == 1 && L->gu.w) { /* one row: gate|up as one matrix, gated in its epilogue */
+        if ((st = glu(ctx, g, &L->gu, ly->inter, 0, 0, g->hb)))
             return st;
     } else if ((st = linear(ctx, g, &L->gate, g->y, g->gb, T)) ||
                (st = linear(ctx, g, &L->up, g->y, g->ub, T)) ||
@@ -354,10 +368,14 @@ static tailor_status layer(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int T, 
     if (c->ple_dim <= 0)
         return seam(ctx, g, 1, T, g->tb, L->post_ff_ln, next, L->scalar);
     int P = c->ple_dim, LP = c->n_layers * P;
-    if ((st = seam(ctx, g, 2, T, g->tb, L->post_ff_ln, L->post_ff_ln, L->scalar)) ||
-        (st = linear(ctx, g, &L->ple_gate, g->y, g->pg, T)) ||
-        (st = gelu(ctx, g, T, P, g->pg, off(g->pli, (size_t)i * (size_t)P, g->es), LP, g->ph)) ||
-        (st = linear(ctx, g, &L->ple_proj, g->ph, g->tb, T)))
+    CUdeviceptr pli = off(g->pli, (size_t)i * (size_t)P, g->es); /* this layer's PLE input */
+    if ((st = seam(ctx, g, 2, T, g->tb, L->post_ff_ln, L->post_ff_ln, L->scalar)))
+        return st;
+    if (T == 1 && !L->ple_gate.int4)
+        st = glu(ctx, g, &L->ple_gate, P, pli, LP, g->ph);
+    else if ((st = linear(ctx, g, &L->ple_gate, g->y, g->pg, T)) == TAILOR_OK)
+        st = gelu(ctx, g, T, P, g->pg, pli, LP, g->ph);
+    if (st || (st = linear(ctx, g, &L->ple_proj, g->ph, g->tb, T)))
         return st;
     return seam(ctx, g, 1, T, g->tb, L->post_ple_ln, next, L->scalar);
 }

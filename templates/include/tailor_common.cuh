@@ -61,6 +61,13 @@ __device__ __forceinline__ bool tailor_prefetch_block(unsigned block, size_t blo
     return (size_t)block * block_bytes < (size_t)TAILOR_PREFETCH_BYTES;
 }
 
+// transformers' gelu_pytorch_tanh in fp32: 0.5 z (1 + tanh(sqrt(2/pi) (z + 0.044715 z^3))).
+__device__ __forceinline__ float tailor_gelu_tanh(float z)
+{
+    const float k = 0.7978845608028654f; // sqrt(2/pi)
+    return 0.5f * z * (1.f + tanhf(k * (z + 0.044715f * z * z * z)));
+}
+
 __device__ __forceinline__ float warp_sum(float v)
 {
 #pragma unroll
