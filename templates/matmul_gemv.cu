@@ -95,13 +95,6 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const T *__restrict_
     const T *abase = a + (size_t)m0 * K;
     const int mlast = M - 1 - m0;
 
-    // the weights do not depend on the previous kernel: warm L2 with this warp's share first
-    if (blockIdx.y == 0 &&
-        tailor_prefetch_block(blockIdx.x, (size_t)DN_RGROUPS * DN_NR * K * sizeof(T)))
-#pragma unroll
-        for (int r = 0; r < DN_NR; r++)
-            for (int c = kw * 32 + lane; c < pieces; c += STRIDE)
-                tailor_prefetch_l2(dn::row_of(w, n0, nlast, N, K, r) + (size_t)c * 8);
     tailor_grid_begin();
 
     float acc[MT][DN_NR];

@@ -31,7 +31,7 @@ return {
     UNROLL = { 1, 2 },
   },
 
-  valid = function(p, shape, dtype, device)
+  valid = function(p, shape, dtype, device, purpose)
     local warps = p.THREADS // 32
     if shape.m > 16 then
       return false, string.format("m=%d > 16: a GEMV would be bound by its fp32 FMAs", shape.m)
@@ -41,7 +41,7 @@ return {
     end
     -- one m tile covering m, or half of it (two blocks share the weight through L2)
     local mt = math.min(8, pow2_at_least(shape.m))
-    if p.MT ~= mt and p.MT * 2 ~= mt then
+    if purpose ~= "launch" and p.MT ~= mt and p.MT * 2 ~= mt then -- pruning: any MT is right
       return false, string.format("MT=%d does not fit m=%d (use %d or %d)", p.MT, shape.m, mt,
                                   mt // 2)
     end

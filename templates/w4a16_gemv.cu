@@ -20,6 +20,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
 #endif
               int M, int N, int K, int n_pad)
 {
+    tailor_grid_begin();
 #if KWARPS > 1
     __shared__ float red[W4_WARPS * MT * ROWS];
 #endif
@@ -29,20 +30,6 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
     const int m0 = blockIdx.y * MT;
     const int chunks = K / 32;
     const size_t row_words = (size_t)(K / 8);
-
-    // the weights do not depend on the previous kernel: warm L2 with this warp's share first
-    // (packed rows; the scales of its first row, whose line holds the other rows' too)
-    if (blockIdx.y == 0 && tailor_prefetch_block(blockIdx.x, (size_t)W4_RGROUPS * ROWS * K / 2)) {
-#pragma unroll
-        for (int r = 0; r < ROWS; r++)
-            if (n0 + r < N)
-                for (int c = kw * 32 + lane; c < chunks; c += 32 * KWARPS)
-                    tailor_prefetch_l2(qweight + (size_t)(n0 + r) * row_words + 4 * c);
-        if (kw == 0 && n0 < N)
-            for (int g = lane; g < K / GROUP; g += 32)
-                tailor_prefetch_l2(scales + (size_t)g * n_pad + n0);
-    }
-    tailor_grid_begin();
 
     float acc[MT][ROWS];
 #pragma unroll

@@ -24,7 +24,7 @@ return {
     return { GROUP = shape.group, HAS_ZP = shape.zp }
   end,
 
-  valid = function(p, shape, dtype, device)
+  valid = function(p, shape, dtype, device, purpose)
     local warps = p.THREADS // 32
     if shape.m > 8 then
       return false, string.format("m=%d > 8: a GEMV would be bound by its fp32 FMAs", shape.m)
@@ -35,7 +35,7 @@ return {
     end
     -- one m tile covering m, or half of it (two blocks share the weight through L2)
     local mt = pow2_at_least(shape.m)
-    if p.MT ~= mt and p.MT * 2 ~= mt then
+    if purpose ~= "launch" and p.MT ~= mt and p.MT * 2 ~= mt then -- pruning: any MT is right
       return false, string.format("MT=%d does not fit m=%d (MT is m rounded up to a power of "
                                   .. "two, %d, or half of it)", p.MT, shape.m, mt)
     end

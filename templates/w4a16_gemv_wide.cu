@@ -79,28 +79,6 @@ __device__ __forceinline__ void load_batch(Batch &b, const u32 *__restrict__ qw,
 #endif
 }
 
-// Asks L2 for quads q .. qe - 1 of the warp's rows (and their scales' lines).
-__device__ __forceinline__ void prefetch_slice(const u32 *__restrict__ qw,
-                                               const T *__restrict__ scales, int row0, int q,
-                                               int qe, int N, int C, int n_pad, int lane)
-{
-    const int g = lane >> 2, t = lane & 3;
-#pragma unroll
-    for (int rt = 0; rt < RT; rt++) {
-        const int n = row0 + rt * 8 + g;
-        if (n >= N)
-            continue;
-        for (int qq = q; qq < qe; qq++) {
-            const int c = 4 * qq + t;
-            if (c < C) {
-                tailor_prefetch_l2(qw + (size_t)n * (size_t)(4 * C) + 4 * c);
-                if (g == 0 && ((c * 32) % GROUP) == 0) // one line holds 8 rows' scales
-                    tailor_prefetch_l2(scales + (size_t)((c * 32) / GROUP) * n_pad + n);
-            }
-        }
-    }
-}
-
 __device__ __forceinline__ u32 word_of(const uint4 &w, int i)
 {
     return i == 0 ? w.x : i == 1 ? w.y : i == 2 ? w.z : w.w;
@@ -204,6 +182,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
 #endif
               int M, int N, int K, int n_pad)
 {
+    tailor_grid_begin();
     using namespace w4w;
     extern __shared__ __align__(16) u8 smem[];
 #if !HAS_ZP
@@ -216,14 +195,9 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
     const int qb = blockIdx.y * qps, qe = min(QT, qb + qps);    // this block's slice
     const int row0 = blockIdx.x * BN + warp * RT * 8;
 
-    // The weights do not depend on the previous kernel: the first batch is loaded and the rest
-    // of the slice asked of L2 before waiting for it (its activations come after the wait).
     Batch cur;
-    load_batch(cur, qweight, scales, zeros, row0, qb, qe, N, C, n_pad, lane);
-    if (tailor_prefetch_block(blockIdx.y * gridDim.x + blockIdx.x, (size_t)BN * qps * 64))
-        prefetch_slice(qweight, scales, row0, qb + UNROLL, qe, N, C, n_pad, lane);
-    tailor_grid_begin();
-    stage_a(smem, a, M, K, C, qb, qe, qalloc); // while the first batch is in flight
+    load_batch(cur, qweight, scales, zeros, row0, qb, qe, N, C, n_pad, lane); // in flight ...
+    stage_a(smem, a, M, K, C, qb, qe, qalloc);                                // ... meanwhile
     __syncthreads();
 
     float acc[RT][4];

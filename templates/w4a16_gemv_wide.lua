@@ -70,7 +70,7 @@ return {
     return { GROUP = shape.group, HAS_ZP = shape.zp }
   end,
 
-  valid = function(p, shape, dtype, device)
+  valid = function(p, shape, dtype, device, purpose)
     if shape.m > 16 then
       return false, string.format("m=%d > 16: decode template (one mma row tile)", shape.m)
     end
@@ -78,7 +78,8 @@ return {
       return false, string.format("k=%d, group=%d: the layout needs 32 | group | k",
                                   shape.k, shape.group)
     end
-    if p.MP ~= pow2_at_least(shape.m) then
+    -- MP rows are staged: at least m of them (correctness); exactly m rounded up when choosing
+    if shape.m > p.MP or (purpose ~= "launch" and p.MP ~= pow2_at_least(shape.m)) then
       return false, string.format("MP=%d is not m=%d rounded up to a power of two", p.MP,
                                   shape.m)
     end

@@ -226,6 +226,46 @@ static void test_plan_errors(tailor_ctx *ctx)
     CHECK(tailor_shape_parse(ctx, "m1", &s) == TAILOR_ERR_MISUSE);
 }
 
+/* `valid`'s purpose: a winner chosen at the prefill chunk (matmul_mma BM=128 at m=512; the GEMV
+ * with MT=8 at m=8) runs narrower widths at launch, while choosing for those widths still prunes
+ * it, and a rule of correctness holds at launch too (the wide W4A16 GEMV stages MP rows). */
+static void expect_valid(tailor_ctx *ctx, const char *space, const char *cfg_json,
+                         const char *shape_text, int at_launch, int want)
+{
+    tailor_space *s = NULL;
+    tailor_config cfg;
+    tailor_shape shape;
+    tailor_launch l;
+    CHECK_OK(ctx, tailor_space_load(ctx, space, &s));
+    CHECK_OK(ctx, tailor_config_parse_json(ctx, cfg_json, &cfg));
+    CHECK_OK(ctx, tailor_shape_parse(ctx, shape_text, &shape));
+    if (!s)
+        return;
+    const tailor_op *op = tailor_op_find(tailor_space_op(s));
+    CHECK(op && tailor_op_complete_shape(ctx, op, &shape) == TAILOR_OK);
+    CHECK_OK(ctx, tailor_space_evaluate(ctx, s, &cfg, &shape, TAILOR_DTYPE_BF16,
+                                        tailor_device_profile_find("h200"), at_launch, &l));
+    CHECKF(l.valid == want, "%s %s at %s (%s): valid=%d, want %d (%s)", space, cfg_json,
+           shape_text, at_launch ? "launch" : "plan", l.valid, want, l.invalid_reason);
+    tailor_space_destroy(s);
+}
+
+static void test_launch_purpose(tailor_ctx *ctx)
+{
+    const char *mma = "{\"BK\":32,\"BM\":128,\"BN\":64,\"SPLITK\":1,\"STAGES\":4,\"WM\":2,\"WN\":2}";
+    expect_valid(ctx, "matmul_mma", mma, "m=512,n=2048,k=1536", 0, 1);
+    expect_valid(ctx, "matmul_mma", mma, "m=37,n=2048,k=1536", 0, 0);
+    expect_valid(ctx, "matmul_mma", mma, "m=37,n=2048,k=1536", 1, 1);
+    const char *gemv = "{\"KWARPS\":1,\"MT\":8,\"ROWS\":1,\"THREADS\":256,\"UNROLL\":1}";
+    expect_valid(ctx, "matmul_gemv", gemv, "m=3,n=512,k=64", 0, 0);
+    expect_valid(ctx, "matmul_gemv", gemv, "m=3,n=512,k=64", 1, 1);
+    const char *wide = "{\"MP\":4,\"RT\":1,\"SPLITK\":2,\"UNROLL\":4,\"WARPS\":4}";
+    expect_valid(ctx, "w4a16_gemv_wide", wide, "m=3,n=2048,k=1536,group=128", 1, 1);
+    expect_valid(ctx, "w4a16_gemv_wide", wide, "m=2,n=2048,k=1536,group=128", 0, 0);
+    expect_valid(ctx, "w4a16_gemv_wide", wide, "m=2,n=2048,k=1536,group=128", 1, 1);
+    expect_valid(ctx, "w4a16_gemv_wide", wide, "m=5,n=2048,k=1536,group=128", 1, 0);
+}
+
 int main(void)
 {
     tailor_ctx *ctx = test_ctx();
@@ -244,6 +284,7 @@ int main(void)
     }
     test_variant_and_budget(ctx);
     test_plan_errors(ctx);
+    test_launch_purpose(ctx);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)

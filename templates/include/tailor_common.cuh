@@ -30,8 +30,7 @@ __device__ __forceinline__ T2 from_f32x2(float2 v) { return __float22half2_rn(v)
 
 // Programmatic dependent launch (sm_90+). The host may launch a kernel while its predecessor
 // is still draining (tailor_kernels_set_pdl); every template therefore calls tailor_grid_begin()
-// before it reads or writes global memory (only L2 prefetches of weights may come earlier, see
-// tailor_prefetch_l2): it waits until the predecessor has finished
+// first, before it reads or writes global memory: it waits until the predecessor has finished
 // and its writes are visible, then lets the next kernel start launching into free SMs. On older
 // architectures (and without PDL) it costs nothing.
 __device__ __forceinline__ void tailor_grid_begin()
@@ -40,25 +39,6 @@ __device__ __forceinline__ void tailor_grid_begin()
     asm volatile("griddepcontrol.wait;" ::: "memory");
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
-}
-
-// Warming L2 before tailor_grid_begin(). A kernel launched early (PDL) may, before it waits,
-// ask L2 for data that no kernel still in flight writes (weights): the previous kernel then
-// hides the DRAM latency and part of the stream. It is a hint and L2 is the point of coherence,
-// so nothing read after the wait can be stale. Blocks stop warming once the blocks before them
-// would have asked for TAILOR_PREFETCH_BYTES (half an H100/H200 L2): the first wave is what
-// starts early, and more would evict what it warmed.
-#define TAILOR_PREFETCH_BYTES (24u << 20)
-
-__device__ __forceinline__ void tailor_prefetch_l2(const void *p)
-{
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
-}
-
-// Whether block `block` (linear, launch order) of blocks that each read `block_bytes` warms L2.
-__device__ __forceinline__ bool tailor_prefetch_block(unsigned block, size_t block_bytes)
-{
-    return (size_t)block * block_bytes < (size_t)TAILOR_PREFETCH_BYTES;
 }
 
 // transformers' gelu_pytorch_tanh in fp32: 0.5 z (1 + tanh(sqrt(2/pi) (z + 0.044715 z^3))).
