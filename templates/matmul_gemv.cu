@@ -11,13 +11,23 @@
 // computes its ROWS gate rows and the ROWS matching up rows), or, GLU=2, u read from a buffer
 // (the PLE input of the layer, row stride u_ld). Roundings as transformers: g and u to T, the
 // gelu to T, the product to T.
+// SEAM (op matmul_seam, decode): the product t (N = the hidden size) is a sublayer's output and
+// the layer seam follows it: every block stores its part of t, the last block of a row group
+// to finish (atomic ticket on counters[blockIdx.y], put back to 0 by it) runs the seam of
+// include/seam.cuh on those rows: x += RMSNorm_{w_post}(t) [* scalar], y = RMSNorm_{w_next}(x)
+// (or y = T(x)). One launch instead of two.
 // Defines: THREADS (block size), KWARPS (warps splitting k for the same rows), ROWS (rows per
 // warp), MT (activation rows per block), UNROLL (16-byte pieces per row in flight per lane),
-// GLU (0 plain, 1 stacked gate|up, 2 gate with u from a buffer).
+// GLU (0 plain, 1 stacked gate|up, 2 gate with u from a buffer), SEAM (0/1) with SEAM_COLS (= N),
+// SEAM_MODE (0, 1, 2 as residual_norm) and SEAM_VEC (elements per load of the seam).
 #include "dense_common.cuh"
+#include "seam.cuh"
 
 #ifndef GLU
 #define GLU 0
+#endif
+#ifndef SEAM
+#define SEAM 0
 #endif
 
 #define DN_WARPS (THREADS / 32)
@@ -79,6 +89,11 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
 TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const T *__restrict__ w,
 #if GLU == 2
               const T *__restrict__ u, int u_ld,
+#endif
+#if SEAM
+              T *__restrict__ y, float *__restrict__ x, const T *__restrict__ w_post,
+              const T *__restrict__ w_next, const float *__restrict__ scalar,
+              int *__restrict__ counters, float eps,
 #endif
               int M, int N, int K)
 {
@@ -177,5 +192,25 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const T *__restrict_
 #endif
                     out[(size_t)(m0 + mi) * N + n0 + r] = dn::finish(acc[mi][r], vu);
                 }
+#endif
+#if SEAM
+    // the last block of this row group runs the seam on the rows every block has now written
+    __shared__ int last_block;
+    __shared__ float scratch[DN_WARPS];
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0)
+        last_block = atomicAdd(&counters[blockIdx.y], 1) == (int)gridDim.x - 1;
+    __syncthreads();
+    if (!last_block)
+        return;
+    __threadfence();
+    for (int mi = 0; mi < MT && m0 + mi < M; mi++) {
+        const size_t row = (size_t)(m0 + mi) * SEAM_COLS;
+        seam_row<THREADS, SEAM_COLS, SEAM_VEC, SEAM_MODE, true>(y + row, x + row, out + row, w_post,
+                                                          w_next, scalar, eps, scratch);
+    }
+    if (threadIdx.x == 0)
+        counters[blockIdx.y] = 0; // leave the workspace zeroed for the next launch
 #endif
 }

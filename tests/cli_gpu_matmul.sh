@@ -4,7 +4,7 @@
 # (GEMMA4.md §3: q/k/v/o, gate/up/down incl. the 12288-wide MLP, per_layer_input_gate,
 # per_layer_projection, the PLE model projection) at m=1, 16 and 512, the LM head at m=1, odd
 # shapes that are no multiple of a tile, both dtypes, and the T4 rehearsal (compute_75 PTX, fp16);
-# and matmul_glu, the same GEMV with Gemma 4's gating in its epilogue.
+# and matmul_glu / matmul_seam, the same GEMV with Gemma 4's gating or layer seam as epilogue.
 # MATMUL_QUICK=1 keeps one shape per group of the list (a smoke run).
 set -u
 T=${TAILOR_BIN:?}
@@ -85,6 +85,27 @@ for s in "m=1,n=6144,k=1536" "m=1,n=12288,k=1536" "m=1,n=10240,k=2560" "m=3,n=20
 done
 glu "m=1,n=6144,k=1536" fp16 --rehearse t4
 glu "m=1,n=256,k=1536,ext=1,u_ld=8960" fp16 --rehearse t4
+
+# matmul_seam (a projection back to the hidden size, then the layer seam in the same launch):
+# every survivor, the seams after o_proj (0), down_proj (1, 2) and per_layer_projection (1) at
+# the E2B/E4B widths, several rows, odd shapes, both dtypes, the T4 rehearsal.
+seam() { # seam SHAPE DTYPE [extra flags...]
+  local shape=$1 dtype=$2; shift 2
+  runs=$((runs + 1))
+  if ! "$T" tune --op matmul_seam --shape "$shape" --dtype "$dtype" --verify-all \
+       --cache "$tmp/c.sqlite" --seed 13 "$@"; then
+    echo "FAILED: matmul_seam $shape $dtype $*"; fail=1
+  fi
+}
+for s in "m=1,n=1536,k=2048,mode=0" "m=1,n=1536,k=12288,mode=2" "m=1,n=1536,k=256,mode=1" \
+         "m=1,n=2560,k=10240,mode=1" "m=3,n=200,k=328,mode=0" "m=16,n=1536,k=6144,mode=1" \
+         "m=5,n=5376,k=1544,mode=2"; do
+  seam "$s" bf16
+  seam "$s" fp16
+  [ "$quick" = 1 ] && break
+done
+seam "m=1,n=1536,k=2048,mode=0" fp16 --rehearse t4
+seam "m=2,n=2560,k=256,mode=1" fp16 --rehearse t4
 
 # bf16 has no place on a T4: refused, with a sentence naming bf16
 if "$T" tune --op matmul --shape m=1,n=256,k=1536 --dtype bf16 --rehearse t4 \

@@ -235,6 +235,59 @@ static void check_glu(tailor_ctx *ctx, const char *text, tailor_dtype dt, uint64
     test_op_inst_free(&in);
 }
 
+/* matmul_seam against the two ops it replaces: the matmul reference rounded, then
+ * residual_norm's reference on it; and that a kernel dropping the seam's add fails. */
+static void check_seam(tailor_ctx *ctx, const char *text, tailor_dtype dt, uint64_t seed)
+{
+    const tailor_op *sm = tailor_op_find("matmul_seam"), *rn = tailor_op_find("residual_norm");
+    CHECK(sm && rn);
+    if (!sm || !rn)
+        return;
+    test_op_inst in;
+    int ok = test_op_inst_make(ctx, sm, text, dt, &in);
+    CHECKF(ok, "%s: %s", text, tailor_ctx_message(ctx));
+    if (!ok) {
+        test_op_inst_free(&in);
+        return;
+    }
+    long long m = tailor_shape_get(&in.shape, "m", 0), n = tailor_shape_get(&in.shape, "n", 0);
+    long long mode = tailor_shape_get(&in.shape, "mode", 0);
+    sm->fill(&in.shape, dt, &in.bufs, in.host, seed);
+    CHECK_OK(ctx, sm->reference(ctx, &in.shape, dt, &in.bufs, in.host, in.ref));
+    char rtext[96];
+    snprintf(rtext, sizeof rtext, "rows=%lld,cols=%lld,mode=%lld", m, n, mode);
+    test_op_inst ri;
+    CHECK(test_op_inst_make(ctx, rn, rtext, dt, &ri));
+    const char *copy[] = {"x", "w_post", "w_next", "scalar"};
+    for (int i = 0; i < 4; i++) {
+        int a = test_op_inst_buffer(&in, copy[i]), b = test_op_inst_buffer(&ri, copy[i]);
+        CHECK(a >= 0 && b >= 0 && in.bufs.b[a].count == ri.bufs.b[b].count);
+        if (a >= 0 && b >= 0)
+            memcpy(ri.host[b], in.host[a], in.bufs.b[a].count * tailor_dtype_size(in.bufs.b[a].dtype));
+    }
+    int it = test_op_inst_buffer(&in, "t"), ra = test_op_inst_buffer(&ri, "a");
+    for (long long i = 0; i < m * n; i++) /* the product as the kernel stores it */
+        tailor_dtype_store(dt, ri.host[ra], (size_t)i, in.ref[it][i]);
+    CHECK_OK(ctx, rn->reference(ctx, &ri.shape, dt, &ri.bufs, ri.host, ri.ref));
+    int ix = test_op_inst_buffer(&in, "x"), iy = test_op_inst_buffer(&in, "y");
+    int rx = test_op_inst_buffer(&ri, "x"), ry = test_op_inst_buffer(&ri, "y");
+    double worst = 0;
+    for (long long i = 0; i < m * n; i++) {
+        double d1 = fabs((double)in.ref[ix][i] - ri.ref[rx][i]);
+        double d2 = fabs((double)in.ref[iy][i] - ri.ref[ry][i]);
+        worst = d1 > worst ? d1 : worst;
+        worst = d2 > worst ? d2 : worst;
+    }
+    CHECKF(worst == 0, "%s %s: fused reference differs from matmul + residual_norm by %g", text,
+           tailor_dtype_name(dt), worst);
+    /* a kernel that skipped the add (x left as it was) fails on x */
+    CHECK(tailor_op_compare(ctx, &in.bufs.b[ix], in.host[ix], in.ref[ix]) == TAILOR_ERR_VERIFY);
+    /* the right x passes */
+    CHECK_OK(ctx, tailor_op_compare(ctx, &in.bufs.b[ix], in.ref[ix], in.ref[ix]));
+    test_op_inst_free(&ri);
+    test_op_inst_free(&in);
+}
+
 static void check_glu_refusals(tailor_ctx *ctx)
 {
     const tailor_op *glu = tailor_op_find("matmul_glu");
@@ -279,6 +332,17 @@ int main(void)
     check_glu(ctx, "m=2,n=40,k=1536,ext=1,u_ld=100", TAILOR_DTYPE_BF16, seed++);
     check_glu(ctx, "m=1,n=256,k=256,ext=1", TAILOR_DTYPE_F16, seed++);
     check_glu_refusals(ctx);
+    check_seam(ctx, "m=1,n=256,k=328,mode=0", TAILOR_DTYPE_BF16, seed++);
+    check_seam(ctx, "m=3,n=200,k=64,mode=1", TAILOR_DTYPE_F16, seed++);
+    check_seam(ctx, "m=2,n=1536,k=256,mode=2", TAILOR_DTYPE_BF16, seed++);
+    {
+        tailor_shape sh;
+        tailor_op_buffers b;
+        const tailor_op *sm = tailor_op_find("matmul_seam");
+        CHECK_OK(ctx, tailor_shape_parse(ctx, "m=1,n=64,k=64,mode=3", &sh));
+        CHECK(sm && sm->describe(ctx, &sh, TAILOR_DTYPE_BF16, &b) == TAILOR_ERR_MISUSE);
+        CHECK(strstr(tailor_ctx_message(ctx), "mode=3") != NULL);
+    }
     tailor_ctx_destroy(ctx);
     return test_finish("test_matmul");
 }

@@ -115,6 +115,20 @@ const tailor_op *const *tailor_op_list(void);
  * required key is missing or an unknown key is given. */
 tailor_status tailor_op_complete_shape(tailor_ctx *ctx, const tailor_op *op, tailor_shape *shape);
 
+/* ---- pieces of C references shared by ops (an op with an epilogue reuses its parts') ---- */
+
+/* The seam of op residual_norm (tuner/op_residual_norm.c) on `rows` rows of `cols`: a (the
+ * sublayer output as floats of dtype values), x_in (fp32), the norm weights w_post and w_next
+ * (dtype), the layer scalar; mode 0..3 as the op. Writes x_out and y_out (floats, unrounded). */
+tailor_status tailor_ref_seam(tailor_ctx *ctx, tailor_dtype dtype, int mode, size_t rows,
+                              size_t cols, const float *a, const float *x_in, const void *w_post,
+                              const void *w_next, float scalar, float *x_out, float *y_out);
+
+/* residual_norm's fill of x (fp32, n values), the norm weights (dtype, cols each) and the
+ * scalar: a residual stream with outliers and weights around 1, some negative. */
+void tailor_fill_seam(tailor_dtype dtype, float *x, size_t n, void *w_post, void *w_next,
+                      size_t cols, float *scalar, uint64_t seed);
+
 /* Compares `count` elements of `got` (dtype) against `ref`; on the first element out of
  * tolerance (or NaN) returns TAILOR_ERR_VERIFY with index, values and the tolerance. */
 tailor_status tailor_op_compare(tailor_ctx *ctx, const tailor_buffer_spec *spec, const void *got,

@@ -1,7 +1,8 @@
 /* op_matmul.c — the op "matmul": out[m, n] = a[m, k] · w[n, k]^T (PyTorch Linear layout), a
  * and w both in the dtype (fp16 or bf16), fp32 accumulation, one rounding to the dtype; and its
- * C reference (an fp32 matmul of the dtype values). Also the op "matmul_glu", the same product
- * with Gemma 4's gelu_tanh gating as its epilogue (decode: gate|up in one pass). */
+ * C reference (an fp32 matmul of the dtype values). Also the ops with an epilogue: "matmul_glu",
+ * the same product with Gemma 4's gelu_tanh gating (decode: gate|up in one pass), and
+ * "matmul_seam", a projection back to the hidden size followed by the layer seam. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -318,4 +319,111 @@ const tailor_op tailor_op_matmul_glu = {
     .reference = glu_reference,
     .bytes = glu_bytes,
     .flops = glu_flops,
+};
+
+/* ---- matmul_seam: t = a · w^T, then the layer seam on t ------------------------------------
+ *
+ * Buffers: a [m, k], w [n, k] (n = the hidden size: o_proj, down_proj, per_layer_projection),
+ * t [m, n] OUT (the product, rounded: what residual_norm would have read), and the seam's
+ * x [m, n] fp32 INOUT, w_post, w_next [n], scalar [1] fp32, y [m, n] OUT with mode 0..2 as
+ * residual_norm (3, the norm alone, has no product before it). */
+
+enum { SM_A = 0, SM_W, SM_T, SM_X, SM_W_POST, SM_W_NEXT, SM_SCALAR, SM_Y };
+
+static const tailor_shape_key seam_keys[] = {
+    {"m", -1, "rows of the activation (tokens)"},
+    {"n", -1, "output features: the hidden size (the seam's row width)"},
+    {"k", -1, "input features (a multiple of 8)"},
+    {"mode", 0, "the seam: 0 x += norm(t), y = norm(x); 1 also x *= scalar; 2 y = x"},
+    {NULL, 0, NULL},
+};
+
+static tailor_status seam_describe(tailor_ctx *ctx, const tailor_shape *shape, tailor_dtype dtype,
+                                   tailor_op_buffers *out)
+{
+    long long mode = tailor_shape_get(shape, "mode", 0);
+    tailor_status st = matmul_describe(ctx, shape, dtype, out);
+    if (st)
+        return tailor_wrap_error(ctx, "matmul_seam");
+    if (mode < 0 || mode > 2)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                                "matmul_seam: mode=%lld must be 0, 1 or 2 (the seams after a "
+                                "product)", mode);
+    matmul_dims d = dims_of(shape);
+    size_t m = (size_t)d.m, n = (size_t)d.n, k = (size_t)d.k;
+    double atol, rtol;
+    tolerance(&d, dtype, &atol, &rtol);
+    int bf = dtype == TAILOR_DTYPE_BF16;
+    /* t may differ from the reference by one rounding step in a few elements (summation order);
+     * through norm(t) * w_post that moves x by up to ~ulp * |w_post| * |t| / rms(t) (< 0.05 in
+     * bf16 for this fill) and y by about as much relative to its scale. Dropping the add, the
+     * scalar or a row moves x by O(1) against values of ~20. */
+    out->count = 8;
+    out->b[SM_A] = (tailor_buffer_spec){"a", dtype, m * k, TAILOR_BUF_IN, 0, 0};
+    out->b[SM_W] = (tailor_buffer_spec){"w", dtype, n * k, TAILOR_BUF_IN, 0, 0};
+    out->b[SM_T] = (tailor_buffer_spec){"t", dtype, m * n, TAILOR_BUF_OUT, atol, rtol};
+    out->b[SM_X] = (tailor_buffer_spec){"x", TAILOR_DTYPE_F32, m * n, TAILOR_BUF_INOUT,
+                                        bf ? 0.05 : 0.01, 1e-4};
+    out->b[SM_W_POST] = (tailor_buffer_spec){"w_post", dtype, n, TAILOR_BUF_IN, 0, 0};
+    out->b[SM_W_NEXT] = (tailor_buffer_spec){"w_next", dtype, n, TAILOR_BUF_IN, 0, 0};
+    out->b[SM_SCALAR] = (tailor_buffer_spec){"scalar", TAILOR_DTYPE_F32, 1, TAILOR_BUF_IN, 0, 0};
+    out->b[SM_Y] = (tailor_buffer_spec){"y", dtype, m * n, TAILOR_BUF_OUT, bf ? 0.02 : 0.004,
+                                        bf ? 1.0 / 64 : 1.0 / 256};
+    return TAILOR_OK;
+}
+
+static void seam_fill(const tailor_shape *shape, tailor_dtype dtype, const tailor_op_buffers *bufs,
+                      void *const *host, uint64_t seed)
+{
+    matmul_fill(shape, dtype, bufs, host, seed); /* a and w, as the plain matmul's */
+    tailor_fill_seam(dtype, host[SM_X], bufs->b[SM_X].count, host[SM_W_POST], host[SM_W_NEXT],
+                     bufs->b[SM_W_POST].count, host[SM_SCALAR], seed ^ 0x9e3779b9u);
+}
+
+static tailor_status seam_reference(tailor_ctx *ctx, const tailor_shape *shape, tailor_dtype dtype,
+                                    const tailor_op_buffers *bufs, void *const *host,
+                                    float *const *ref)
+{
+    matmul_dims d = dims_of(shape);
+    size_t m = (size_t)d.m, n = (size_t)d.n;
+    /* the product as the plain matmul's reference, into ref[t]; the seam reads it rounded */
+    float *refs[3] = {NULL, NULL, ref[SM_T]};
+    tailor_status st = matmul_reference(ctx, shape, dtype, bufs, host, refs);
+    if (st)
+        return st;
+    float *t = malloc(m * n * sizeof *t);
+    if (!t)
+        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "matmul_seam reference: out of memory");
+    for (size_t i = 0; i < m * n; i++)
+        t[i] = round_to(dtype, ref[SM_T][i]);
+    st = tailor_ref_seam(ctx, dtype, (int)tailor_shape_get(shape, "mode", 0), m, n, t,
+                         host[SM_X], host[SM_W_POST], host[SM_W_NEXT],
+                         ((const float *)host[SM_SCALAR])[0], ref[SM_X], ref[SM_Y]);
+    free(t);
+    return st;
+}
+
+static double seam_bytes(const tailor_shape *shape, tailor_dtype dtype)
+{
+    matmul_dims d = dims_of(shape);
+    double m = (double)d.m, n = (double)d.n, e = (double)tailor_dtype_size(dtype);
+    return matmul_bytes(shape, dtype) + m * n * (8 + e) + 2 * n * e;
+}
+
+static double seam_flops(const tailor_shape *shape, tailor_dtype dtype)
+{
+    matmul_dims d = dims_of(shape);
+    return matmul_flops(shape, dtype) + 10.0 * (double)d.m * (double)d.n;
+}
+
+const tailor_op tailor_op_matmul_seam = {
+    .name = "matmul_seam",
+    .summary = "t[m,n] = a w^T (16-bit), then Gemma 4's layer seam on t: fp32 residual += "
+               "RMSNorm(t), next input = RMSNorm(residual)",
+    .keys = seam_keys,
+    .describe = seam_describe,
+    .fill = seam_fill,
+    .reference = seam_reference,
+    .bytes = seam_bytes,
+    .flops = seam_flops,
 };

@@ -69,22 +69,28 @@ static float uniform01(uint64_t *s)
     return (float)((*s >> 40) & 0xffffff) / 16777216.0f;
 }
 
+void tailor_fill_seam(tailor_dtype dtype, float *x, size_t n, void *w_post, void *w_next,
+                      size_t cols, float *scalar, uint64_t seed)
+{
+    uint64_t s = seed;
+    for (size_t i = 0; i < n; i++) /* a residual stream of larger values */
+        x[i] = (uniform01(&s) * 2 - 1) * (i % 89 == 0 ? 300.0f : 20.0f);
+    for (size_t i = 0; i < cols; i++) { /* weights around 1, some negative */
+        tailor_dtype_store(dtype, w_post, i, uniform01(&s) * 2.5f - 0.5f);
+        tailor_dtype_store(dtype, w_next, i, uniform01(&s) * 2.5f - 0.5f);
+    }
+    *scalar = 0.25f + uniform01(&s);
+}
+
 static void residual_norm_fill(const tailor_shape *shape, tailor_dtype dtype,
                                const tailor_op_buffers *bufs, void *const *host, uint64_t seed)
 {
-    (void)shape;
     uint64_t s = seed;
     for (size_t i = 0; i < bufs->b[RN_A].count; i++) /* sublayer output with outliers */
         tailor_dtype_store(dtype, host[RN_A], i,
                            (uniform01(&s) * 2 - 1) * (i % 97 == 0 ? 40.0f : 3.0f));
-    for (size_t i = 0; i < bufs->b[RN_X].count; i++) /* a residual stream of larger values */
-        tailor_dtype_store(TAILOR_DTYPE_F32, host[RN_X], i,
-                           (uniform01(&s) * 2 - 1) * (i % 89 == 0 ? 300.0f : 20.0f));
-    for (size_t i = 0; i < bufs->b[RN_W_POST].count; i++) { /* weights around 1, some negative */
-        tailor_dtype_store(dtype, host[RN_W_POST], i, uniform01(&s) * 2.5f - 0.5f);
-        tailor_dtype_store(dtype, host[RN_W_NEXT], i, uniform01(&s) * 2.5f - 0.5f);
-    }
-    tailor_dtype_store(TAILOR_DTYPE_F32, host[RN_SCALAR], 0, 0.25f + uniform01(&s));
+    tailor_fill_seam(dtype, host[RN_X], bufs->b[RN_X].count, host[RN_W_POST], host[RN_W_NEXT],
+                     (size_t)tailor_shape_get(shape, "cols", 0), host[RN_SCALAR], s);
 }
 
 /* 1 / sqrt(mean of squares + eps) of n values, the sum in double. */
@@ -96,29 +102,20 @@ static float inv_rms_f32(const float *v, size_t n)
     return (float)(1.0 / sqrt(ss / (double)n + 1e-6));
 }
 
-static tailor_status residual_norm_reference(tailor_ctx *ctx, const tailor_shape *shape,
-                                             tailor_dtype dtype, const tailor_op_buffers *bufs,
-                                             void *const *host, float *const *ref)
+tailor_status tailor_ref_seam(tailor_ctx *ctx, tailor_dtype dtype, int mode, size_t rows,
+                              size_t cols, const float *a, const float *x, const void *w_post,
+                              const void *w_next, float scalar, float *x_out, float *y_out)
 {
-    (void)bufs;
-    size_t rows = (size_t)tailor_shape_get(shape, "rows", 0);
-    size_t cols = (size_t)tailor_shape_get(shape, "cols", 0);
-    long long mode = tailor_shape_get(shape, "mode", 0);
-    float *row = malloc(cols * sizeof *row);
-    if (!row)
-        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "residual_norm: out of memory");
-    const float *x = host[RN_X];
-    float scalar = ((const float *)host[RN_SCALAR])[0];
+    (void)ctx;
     for (size_t r = 0; r < rows; r++) {
-        float *xo = ref[RN_X] + r * cols, *yo = ref[RN_Y] + r * cols;
+        float *xo = x_out + r * cols, *yo = y_out + r * cols;
         if (mode == RN_NORM) {
             memcpy(xo, x + r * cols, cols * sizeof *xo);
         } else {
-            for (size_t c = 0; c < cols; c++)
-                row[c] = tailor_dtype_load(dtype, host[RN_A], r * cols + c);
+            const float *row = a + r * cols;
             float inv = inv_rms_f32(row, cols);
             for (size_t c = 0; c < cols; c++) {
-                float v = x[r * cols + c] + row[c] * inv * tailor_dtype_load(dtype, host[RN_W_POST], c);
+                float v = x[r * cols + c] + row[c] * inv * tailor_dtype_load(dtype, w_post, c);
                 xo[c] = mode == RN_ADD_SCALE_NORM ? v * scalar : v;
             }
         }
@@ -128,10 +125,28 @@ static tailor_status residual_norm_reference(tailor_ctx *ctx, const tailor_shape
         }
         float inv = inv_rms_f32(xo, cols);
         for (size_t c = 0; c < cols; c++)
-            yo[c] = xo[c] * inv * tailor_dtype_load(dtype, host[RN_W_NEXT], c);
+            yo[c] = xo[c] * inv * tailor_dtype_load(dtype, w_next, c);
     }
-    free(row);
     return TAILOR_OK;
+}
+
+static tailor_status residual_norm_reference(tailor_ctx *ctx, const tailor_shape *shape,
+                                             tailor_dtype dtype, const tailor_op_buffers *bufs,
+                                             void *const *host, float *const *ref)
+{
+    size_t rows = (size_t)tailor_shape_get(shape, "rows", 0);
+    size_t cols = (size_t)tailor_shape_get(shape, "cols", 0);
+    size_t n = bufs->b[RN_A].count;
+    float *a = malloc(n * sizeof *a);
+    if (!a)
+        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "residual_norm: out of memory");
+    for (size_t i = 0; i < n; i++)
+        a[i] = tailor_dtype_load(dtype, host[RN_A], i);
+    tailor_status st = tailor_ref_seam(ctx, dtype, (int)tailor_shape_get(shape, "mode", 0), rows,
+                                       cols, a, host[RN_X], host[RN_W_POST], host[RN_W_NEXT],
+                                       ((const float *)host[RN_SCALAR])[0], ref[RN_X], ref[RN_Y]);
+    free(a);
+    return st;
 }
 
 static double residual_norm_bytes(const tailor_shape *shape, tailor_dtype dtype)

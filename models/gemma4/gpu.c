@@ -148,6 +148,27 @@ static tailor_status seam(tailor_ctx *ctx, tailor_gemma4_gpu *g, int mode, int r
     return run_rows(ctx, g, "residual_norm", &s, "rows", g->tchunk, b, 6);
 }
 
+/* One row, a dense projection back to the hidden size followed by the seam (op matmul_seam):
+ * g->tb = a W^T, then seam(mode, g->tb, ...) in the same launch. Other cases: the two ops. */
+static tailor_status linear_seam(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4g_mat *w,
+                                 CUdeviceptr a, int T, int mode, CUdeviceptr w_post,
+                                 CUdeviceptr w_next, CUdeviceptr scalar)
+{
+    if (T != 1 || w->int4) {
+        tailor_status st = linear(ctx, g, w, a, g->tb, T);
+        return st ? st : seam(ctx, g, mode, T, g->tb, w_post, w_next, scalar);
+    }
+    tailor_shape s = {0};
+    g4g_put(&s, "m", 1);
+    g4g_put(&s, "n", w->n);
+    g4g_put(&s, "k", w->k);
+    g4g_put(&s, "mode", mode);
+    tailor_binding b[] = {{"a", a},           {"w", w->w},           {"t", g->tb},
+                          {"x", g->x},        {"y", g->y},           {"w_post", w_post},
+                          {"w_next", w_next}, {"scalar", scalar}};
+    return g4g_run(ctx, g, "matmul_seam", &s, &s, b, 8);
+}
+
 static tailor_status gelu(tailor_ctx *ctx, tailor_gemma4_gpu *g, int rows, int inter,
                           CUdeviceptr gate, CUdeviceptr up, int u_ld, CUdeviceptr h)
 {
@@ -351,9 +372,7 @@ static tailor_status layer(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int T, 
         return st;
     if ((st = attend(ctx, g, i, T, p0, decode)))
         return st;
-    if ((st = linear(ctx, g, &L->o, g->att, g->tb, T)))
-        return st;
-    if ((st = seam(ctx, g, 0, T, g->tb, L->post_attn_ln, L->pre_ff_ln, L->scalar)))
+    if ((st = linear_seam(ctx, g, &L->o, g->att, T, 0, L->post_attn_ln, L->pre_ff_ln, L->scalar)))
         return st;
     if (T == 1 && L->gu.w) { /* one row: gate|up as one matrix, gated in its epilogue */
         if ((st = glu(ctx, g, &L->gu, ly->inter, 0, 0, g->hb)))
@@ -362,22 +381,20 @@ static tailor_status layer(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int T, 
                (st = linear(ctx, g, &L->up, g->y, g->ub, T)) ||
                (st = gelu(ctx, g, T, ly->inter, g->gb, g->ub, ly->inter, g->hb)))
         return st;
-    if ((st = linear(ctx, g, &L->down, g->hb, g->tb, T)))
-        return st;
     CUdeviceptr next = i + 1 < n_layers ? g->layers[i + 1].input_ln : g->final_norm;
     if (c->ple_dim <= 0)
-        return seam(ctx, g, 1, T, g->tb, L->post_ff_ln, next, L->scalar);
+        return linear_seam(ctx, g, &L->down, g->hb, T, 1, L->post_ff_ln, next, L->scalar);
     int P = c->ple_dim, LP = c->n_layers * P;
     CUdeviceptr pli = off(g->pli, (size_t)i * (size_t)P, g->es); /* this layer's PLE input */
-    if ((st = seam(ctx, g, 2, T, g->tb, L->post_ff_ln, L->post_ff_ln, L->scalar)))
+    if ((st = linear_seam(ctx, g, &L->down, g->hb, T, 2, L->post_ff_ln, L->post_ff_ln, L->scalar)))
         return st;
     if (T == 1 && !L->ple_gate.int4)
         st = glu(ctx, g, &L->ple_gate, P, pli, LP, g->ph);
     else if ((st = linear(ctx, g, &L->ple_gate, g->y, g->pg, T)) == TAILOR_OK)
         st = gelu(ctx, g, T, P, g->pg, pli, LP, g->ph);
-    if (st || (st = linear(ctx, g, &L->ple_proj, g->ph, g->tb, T)))
+    if (st)
         return st;
-    return seam(ctx, g, 1, T, g->tb, L->post_ple_ln, next, L->scalar);
+    return linear_seam(ctx, g, &L->ple_proj, g->ph, T, 1, L->post_ple_ln, next, L->scalar);
 }
 
 /* LM head on `rows` rows of g->y starting at row r0, then softcap and argmax. */

@@ -1,0 +1,167 @@
+// seam.cuh — one decoder-layer seam of Gemma 4 (GEMMA4.md §2.4) for one row, by one block, the
+// row held in registers: x (fp32 residual, in place) += RMSNorm_{w_post}(a); optionally
+// x *= scalar[0] (the layer scalar); y = RMSNorm_{w_next}(x) rounded once to T. All arithmetic
+// in fp32 (statistics, weights multiplied as w itself, eps passed in). Shared by the
+// residual_norm kernel (a block per row) and the GEMVs that end in a seam (matmul_seam: the
+// last block to finish runs it on the rows the kernel just produced, so `a` is read through L2).
+// Template arguments (named apart from the host's -D defines): SN_NT (threads of the block),
+// SN_COLS (row width), SN_VEC (elements per load), SN_MODE (0 add+norm, 1 add+scale+norm,
+// 2 add then y = T(x), 3 norm only: x untouched), SN_CG (a is read through L2 only: written by
+// other blocks of the same launch; ld.cg costs registers, hence not for residual_norm).
+#pragma once
+
+#include "tailor_common.cuh"
+
+template <int N>
+struct alignas(4 * N > 16 ? 16 : 4 * N) FVec {
+    float v[N];
+};
+
+// SN_VEC values of T from global memory through L2 only (rows other blocks wrote this launch);
+// the bits move through a union, which keeps them in registers.
+template <int SN_VEC> union SeamBits;
+template <> union SeamBits<8> { uint4 u; TVec<8> t; };
+template <> union SeamBits<4> { uint2 u; TVec<4> t; };
+template <> union SeamBits<2> { unsigned u; TVec<2> t; };
+template <> union SeamBits<1> { unsigned short u; TVec<1> t; };
+
+// ld.global.cg in our own asm: the "memory" clobber keeps it after the fence before it.
+__device__ __forceinline__ void seam_ld_cg(uint4 &v, const void *p)
+{
+    asm("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p)
+        : "memory");
+}
+__device__ __forceinline__ void seam_ld_cg(uint2 &v, const void *p)
+{
+    asm("ld.global.cg.v2.u32 {%0, %1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "l"(p) : "memory");
+}
+__device__ __forceinline__ void seam_ld_cg(unsigned &v, const void *p)
+{
+    asm("ld.global.cg.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+}
+__device__ __forceinline__ void seam_ld_cg(unsigned short &v, const void *p)
+{
+    asm("ld.global.cg.u16 %0, [%1];\n" : "=h"(v) : "l"(p) : "memory");
+}
+
+// SN_CG: through L2 only (the rows were written by other blocks of this launch), else a plain
+// load (residual_norm: written by an earlier kernel).
+template <int SN_VEC, bool SN_CG>
+__device__ __forceinline__ TVec<SN_VEC> seam_load(const T *p)
+{
+    if (!SN_CG)
+        return *reinterpret_cast<const TVec<SN_VEC> *>(p);
+    SeamBits<SN_VEC> b;
+    seam_ld_cg(b.u, p);
+    return b.t;
+}
+
+// `scratch` holds SN_NT/32 floats; every thread of the block must call it.
+template <int SN_NT, int SN_COLS, int SN_VEC, int SN_MODE, bool SN_CG>
+__device__ __forceinline__ void seam_row(T *__restrict__ yrow, float *__restrict__ xrow,
+                                         const T *__restrict__ arow,
+                                         const T *__restrict__ w_post,
+                                         const T *__restrict__ w_next,
+                                         const float *__restrict__ scalar, float eps,
+                                         float *scratch)
+{
+    constexpr int SN_NVEC = SN_COLS / SN_VEC, SN_NIT = (SN_NVEC + SN_NT - 1) / SN_NT;
+    static_assert(SN_COLS % SN_VEC == 0, "SN_VEC must divide SN_COLS");
+    FVec<SN_VEC> *xr = reinterpret_cast<FVec<SN_VEC> *>(xrow);
+    float xv[SN_NIT][SN_VEC];
+    if (SN_MODE == 3) {
+#pragma unroll
+        for (int it = 0; it < SN_NIT; it++) {
+            const int i = it * SN_NT + threadIdx.x;
+            const FVec<SN_VEC> f = i < SN_NVEC ? xr[i] : FVec<SN_VEC>{};
+#pragma unroll
+            for (int j = 0; j < SN_VEC; j++)
+                xv[it][j] = i < SN_NVEC ? f.v[j] : 0.f;
+        }
+    } else {
+        // the sublayer output a, normalised with w_post and added to the residual
+        const TVec<SN_VEC> *wp = reinterpret_cast<const TVec<SN_VEC> *>(w_post);
+        float av[SN_NIT][SN_VEC];
+        float ss = 0.f;
+#pragma unroll
+        for (int it = 0; it < SN_NIT; it++) {
+            const int i = it * SN_NT + threadIdx.x;
+            if (i < SN_NVEC) {
+                const TVec<SN_VEC> t = seam_load<SN_VEC, SN_CG>(arow + (size_t)i * SN_VEC);
+#pragma unroll
+                for (int j = 0; j < SN_VEC; j++) {
+                    av[it][j] = to_f32(t.v[j]);
+                    ss += av[it][j] * av[it][j];
+                }
+            } else {
+#pragma unroll
+                for (int j = 0; j < SN_VEC; j++)
+                    av[it][j] = 0.f;
+            }
+        }
+        ss = block_sum<SN_NT>(ss, scratch);
+        const float inv_a = rsqrtf(ss / (float)SN_COLS + eps);
+        const float s = SN_MODE == 1 ? scalar[0] : 1.f;
+#pragma unroll
+        for (int it = 0; it < SN_NIT; it++) {
+            const int i = it * SN_NT + threadIdx.x;
+            if (i < SN_NVEC) {
+                const TVec<SN_VEC> g = wp[i];
+                FVec<SN_VEC> f = xr[i];
+#pragma unroll
+                for (int j = 0; j < SN_VEC; j++) {
+                    float v = f.v[j] + av[it][j] * inv_a * to_f32(g.v[j]);
+                    if (SN_MODE == 1)
+                        v *= s;
+                    xv[it][j] = v;
+                    f.v[j] = v;
+                }
+                xr[i] = f;
+            } else {
+#pragma unroll
+                for (int j = 0; j < SN_VEC; j++)
+                    xv[it][j] = 0.f;
+            }
+        }
+    }
+
+    TVec<SN_VEC> *yr = reinterpret_cast<TVec<SN_VEC> *>(yrow);
+    if (SN_MODE == 2) {
+#pragma unroll
+        for (int it = 0; it < SN_NIT; it++) {
+            const int i = it * SN_NT + threadIdx.x;
+            if (i < SN_NVEC) {
+                TVec<SN_VEC> o;
+#pragma unroll
+                for (int j = 0; j < SN_VEC; j++)
+                    o.v[j] = from_f32(xv[it][j]);
+                yr[i] = o;
+            }
+        }
+        return;
+    }
+    // the next sublayer's input: RMSNorm_{w_next}(x)
+    const TVec<SN_VEC> *wn = reinterpret_cast<const TVec<SN_VEC> *>(w_next);
+    float sx = 0.f;
+#pragma unroll
+    for (int it = 0; it < SN_NIT; it++)
+#pragma unroll
+        for (int j = 0; j < SN_VEC; j++)
+            sx += xv[it][j] * xv[it][j];
+    sx = block_sum<SN_NT>(sx, scratch);
+    const float inv_x = rsqrtf(sx / (float)SN_COLS + eps);
+#pragma unroll
+    for (int it = 0; it < SN_NIT; it++) {
+        const int i = it * SN_NT + threadIdx.x;
+        if (i < SN_NVEC) {
+            const TVec<SN_VEC> g = wn[i];
+            TVec<SN_VEC> o;
+#pragma unroll
+            for (int j = 0; j < SN_VEC; j++)
+                o.v[j] = from_f32(xv[it][j] * inv_x * to_f32(g.v[j]));
+            yr[i] = o;
+        }
+    }
+}
