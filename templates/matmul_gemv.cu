@@ -194,23 +194,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const T *__restrict_
                 }
 #endif
 #if SEAM
-    // the last block of this row group runs the seam on the rows every block has now written
-    __shared__ int last_block;
-    __shared__ float scratch[DN_WARPS];
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0)
-        last_block = atomicAdd(&counters[blockIdx.y], 1) == (int)gridDim.x - 1;
-    __syncthreads();
-    if (!last_block)
-        return;
-    __threadfence();
-    for (int mi = 0; mi < MT && m0 + mi < M; mi++) {
-        const size_t row = (size_t)(m0 + mi) * SEAM_COLS;
-        seam_row<THREADS, SEAM_COLS, SEAM_VEC, SEAM_MODE, true>(y + row, x + row, out + row, w_post,
-                                                          w_next, scalar, eps, scratch);
-    }
-    if (threadIdx.x == 0)
-        counters[blockIdx.y] = 0; // leave the workspace zeroed for the next launch
+    seam_after_gemv<THREADS, SEAM_COLS, SEAM_VEC, SEAM_MODE>(counters, m0, MT, M, y, x, out, w_post,
+                                                             w_next, scalar, eps);
 #endif
 }

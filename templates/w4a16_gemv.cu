@@ -5,9 +5,17 @@
 // accumulates per chunk sum(a * (128 + u)) and sum(a) so that the scale and zero point are
 // applied once per chunk: s * (sum(a * (128 + u)) - (128 + z) * sum(a)) = s * sum(a * (q - zp)).
 // fp32 throughout; one rounding to the dtype at the end.
+// SEAM (op w4a16_seam, decode): the product (N = the hidden size) is a sublayer's output and the
+// layer seam follows in the same launch, run by the last block to finish (include/seam.cuh).
 // Defines: THREADS (block size), KWARPS (warps splitting k for the same rows), ROWS (rows per
-// warp), MT (activation rows per block), GROUP (columns per scale), HAS_ZP.
+// warp), MT (activation rows per block), GROUP (columns per scale), HAS_ZP; SEAM (0/1) with
+// SEAM_COLS (= N), SEAM_MODE and SEAM_VEC.
+#include "seam.cuh"
 #include "w4a16_common.cuh"
+
+#ifndef SEAM
+#define SEAM 0
+#endif
 
 #define W4_WARPS (THREADS / 32)
 #define W4_RGROUPS (W4_WARPS / KWARPS) // row groups per block
@@ -17,6 +25,11 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
               const T *__restrict__ scales,
 #if HAS_ZP
               const u8 *__restrict__ zeros,
+#endif
+#if SEAM
+              T *__restrict__ y, float *__restrict__ x, const T *__restrict__ w_post,
+              const T *__restrict__ w_next, const float *__restrict__ scalar,
+              int *__restrict__ counters, float eps,
 #endif
               int M, int N, int K, int n_pad)
 {
@@ -130,5 +143,9 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
             for (int r = 0; r < ROWS; r++)
                 if (m0 + mi < M && n0 + r < N)
                     out[(size_t)(m0 + mi) * N + n0 + r] = from_f32(acc[mi][r]);
+#endif
+#if SEAM
+    seam_after_gemv<THREADS, SEAM_COLS, SEAM_VEC, SEAM_MODE>(counters, m0, MT, M, y, x, out, w_post,
+                                                             w_next, scalar, eps);
 #endif
 }

@@ -65,6 +65,25 @@ for s in "m=1,n=6144,k=1536,group=128" "m=16,n=1536,k=6144,group=128" \
   tune "$s" fp16 --rehearse t4
   [ "$quick" = 1 ] && break
 done
+# w4a16_seam (an int4 projection back to the hidden size, then the layer seam in one launch):
+# every survivor, the three seams, groups, zero points, several rows, both dtypes, the T4.
+wseam() { # wseam SHAPE DTYPE [extra flags...]
+  local shape=$1 dtype=$2; shift 2
+  runs=$((runs + 1))
+  if ! "$T" tune --op w4a16_seam --shape "$shape" --dtype "$dtype" --verify-all \
+       --cache "$tmp/c.sqlite" --seed 17 "$@"; then
+    echo "FAILED: w4a16_seam $shape $dtype $*"; fail=1
+  fi
+}
+for s in "m=1,n=1536,k=2048,group=128,mode=0" "m=1,n=1536,k=12288,group=128,mode=2" \
+         "m=1,n=2560,k=10240,group=64,zp=1,mode=1" "m=3,n=200,k=352,group=32,zp=1,mode=0" \
+         "m=8,n=5376,k=2048,group=128,mode=1"; do
+  wseam "$s" bf16
+  wseam "$s" fp16
+  [ "$quick" = 1 ] && break
+done
+wseam "m=1,n=1536,k=2048,group=128,mode=0" fp16 --rehearse t4
+
 # bf16 has no place on a T4: refused, with a sentence naming bf16
 if "$T" tune --op w4a16_matmul --shape m=1,n=256,k=1536,group=128 --dtype bf16 --rehearse t4 \
      --cache "$tmp/c.sqlite" 2>"$tmp/err"; then

@@ -239,6 +239,64 @@ static void check_op(tailor_ctx *ctx, const tailor_op *op, int m, int n, int k, 
     test_op_inst_free(&in);
 }
 
+/* w4a16_seam against the two ops it replaces: w4a16_matmul's reference of the same inputs,
+ * rounded, then residual_norm's reference on it. */
+static void check_seam_op(tailor_ctx *ctx, const char *text, tailor_dtype dt, uint64_t seed)
+{
+    const tailor_op *ws = tailor_op_find("w4a16_seam"), *wm = tailor_op_find("w4a16_matmul");
+    const tailor_op *rn = tailor_op_find("residual_norm");
+    CHECK(ws && wm && rn);
+    if (!ws || !wm || !rn)
+        return;
+    test_op_inst in, mi, ri;
+    CHECKF(test_op_inst_make(ctx, ws, text, dt, &in), "%s: %s", text, tailor_ctx_message(ctx));
+    ws->fill(&in.shape, dt, &in.bufs, in.host, seed);
+    CHECK_OK(ctx, ws->reference(ctx, &in.shape, dt, &in.bufs, in.host, in.ref));
+    long long m = tailor_shape_get(&in.shape, "m", 0), n = tailor_shape_get(&in.shape, "n", 0);
+    char mtext[128], rtext[96];
+    snprintf(mtext, sizeof mtext, "m=%lld,n=%lld,k=%lld,group=%lld,zp=%lld", m, n,
+             tailor_shape_get(&in.shape, "k", 0), tailor_shape_get(&in.shape, "group", 0),
+             tailor_shape_get(&in.shape, "zp", 0));
+    snprintf(rtext, sizeof rtext, "rows=%lld,cols=%lld,mode=%lld", m, n,
+             tailor_shape_get(&in.shape, "mode", 0));
+    CHECK(test_op_inst_make(ctx, wm, mtext, dt, &mi));
+    CHECK(test_op_inst_make(ctx, rn, rtext, dt, &ri));
+    for (int b = 0; b < mi.bufs.count; b++) { /* the product's inputs */
+        int j = test_op_inst_buffer(&in, mi.bufs.b[b].name);
+        if (mi.bufs.b[b].role == TAILOR_BUF_IN && j >= 0)
+            memcpy(mi.host[b], in.host[j], in.bufs.b[j].count * tailor_dtype_size(in.bufs.b[j].dtype));
+    }
+    CHECK_OK(ctx, wm->reference(ctx, &mi.shape, dt, &mi.bufs, mi.host, mi.ref));
+    const char *copy[] = {"x", "w_post", "w_next", "scalar"};
+    for (int i = 0; i < 4; i++) {
+        int a = test_op_inst_buffer(&in, copy[i]), b = test_op_inst_buffer(&ri, copy[i]);
+        if (a >= 0 && b >= 0)
+            memcpy(ri.host[b], in.host[a], in.bufs.b[a].count * tailor_dtype_size(in.bufs.b[a].dtype));
+    }
+    int mo = test_op_inst_buffer(&mi, "out"), ra = test_op_inst_buffer(&ri, "a");
+    int it = test_op_inst_buffer(&in, "t");
+    double worst = 0;
+    for (long long i = 0; i < m * n; i++) {
+        tailor_dtype_store(dt, ri.host[ra], (size_t)i, mi.ref[mo][i]);
+        double d = fabs((double)in.ref[it][i] - mi.ref[mo][i]);
+        worst = d > worst ? d : worst;
+    }
+    CHECK_OK(ctx, rn->reference(ctx, &ri.shape, dt, &ri.bufs, ri.host, ri.ref));
+    const char *outs[] = {"x", "y"};
+    for (int o = 0; o < 2; o++) {
+        int a = test_op_inst_buffer(&in, outs[o]), b = test_op_inst_buffer(&ri, outs[o]);
+        for (long long i = 0; i < m * n; i++) {
+            double d = fabs((double)in.ref[a][i] - ri.ref[b][i]);
+            worst = d > worst ? d : worst;
+        }
+    }
+    CHECKF(worst == 0, "%s: fused reference differs from w4a16_matmul + residual_norm by %g", text,
+           worst);
+    test_op_inst_free(&ri);
+    test_op_inst_free(&mi);
+    test_op_inst_free(&in);
+}
+
 int main(void)
 {
     tailor_ctx *ctx = test_ctx();
@@ -255,6 +313,10 @@ int main(void)
     check_pack_round_trip(ctx, 1, 32, 32, 1, TAILOR_DTYPE_F16, &rng);
     check_pack_round_trip(ctx, 200, 352, 32, 1, TAILOR_DTYPE_BF16, &rng);
     check_layout_refusals(ctx);
+
+    check_seam_op(ctx, "m=1,n=256,k=512,group=128,mode=0", TAILOR_DTYPE_BF16, SEED + 100);
+    check_seam_op(ctx, "m=3,n=200,k=320,group=32,zp=1,mode=1", TAILOR_DTYPE_F16, SEED + 101);
+    check_seam_op(ctx, "m=2,n=1536,k=256,group=64,mode=2", TAILOR_DTYPE_BF16, SEED + 102);
 
     const tailor_op *op = tailor_op_find("w4a16_matmul");
     CHECK(op != NULL);

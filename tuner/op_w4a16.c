@@ -1,7 +1,9 @@
 /* op_w4a16.c — the op "w4a16_matmul": out[m, n] = a[m, k] · W[n, k]^T with W int4 in groups of
  * `group` along k (compressed-tensors pack-quantized, repacked by runtime/w4a16.c), and its C
- * reference (dequantize as HF does, then an fp32 matmul). */
+ * reference (dequantize as HF does, then an fp32 matmul). Also "w4a16_seam": the same product
+ * back to the hidden size followed by the layer seam (decode). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -227,6 +229,8 @@ static tailor_status w4a16_reference(tailor_ctx *ctx, const tailor_shape *shape,
     if (st != TAILOR_OK)
         return st;
     int ia = find_buffer(bufs, "a"), iz = find_buffer(bufs, "zeros"), io = find_buffer(bufs, "out");
+    if (io < 0)
+        io = find_buffer(bufs, "t"); /* w4a16_seam's product */
     size_t mk = (size_t)d.m * (size_t)d.k;
     float *a = malloc(mk * sizeof *a);
     if (!a)
@@ -278,4 +282,106 @@ const tailor_op tailor_op_w4a16_matmul = {
     .reference = w4a16_reference,
     .bytes = w4a16_bytes,
     .flops = w4a16_flops,
+};
+
+/* ---- w4a16_seam: t = a · W^T (int4), then the layer seam on t ---------------------------------
+ *
+ * Buffers: those of w4a16_matmul with the product named t [m, n] (n = the hidden size), then
+ * the seam's x [m, n] fp32 INOUT, w_post, w_next [n], scalar [1] fp32, y [m, n] OUT; mode 0..2
+ * as residual_norm. Tolerances of x and y as matmul_seam's (tuner/op_matmul.c). */
+
+static const tailor_shape_key w4a16_seam_keys[] = {
+    {"m", -1, "rows of the activation (tokens)"},
+    {"n", -1, "output features: the hidden size (the seam's row width)"},
+    {"k", -1, "input features (a multiple of 32)"},
+    {"group", 128, "columns per scale (a multiple of 32 dividing k)"},
+    {"zp", 0, "1: asymmetric, with packed zero points; 0: symmetric"},
+    {"mode", 0, "the seam: 0 x += norm(t), y = norm(x); 1 also x *= scalar; 2 y = x"},
+    {NULL, 0, NULL},
+};
+
+static tailor_status w4a16_seam_describe(tailor_ctx *ctx, const tailor_shape *shape,
+                                         tailor_dtype dtype, tailor_op_buffers *out)
+{
+    long long mode = tailor_shape_get(shape, "mode", 0);
+    tailor_status st = w4a16_describe(ctx, shape, dtype, out);
+    if (st)
+        return tailor_wrap_error(ctx, "w4a16_seam");
+    if (mode < 0 || mode > 2)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                                "w4a16_seam: mode=%lld must be 0, 1 or 2 (the seams after a "
+                                "product)", mode);
+    w4a16_dims d = dims_of(shape);
+    size_t mn = (size_t)d.m * (size_t)d.n, n = (size_t)d.n;
+    int bf = dtype == TAILOR_DTYPE_BF16, i = out->count;
+    snprintf(out->b[i - 1].name, sizeof out->b[i - 1].name, "t");
+    out->b[i++] = (tailor_buffer_spec){"x", TAILOR_DTYPE_F32, mn, TAILOR_BUF_INOUT,
+                                       bf ? 0.05 : 0.01, 1e-4};
+    out->b[i++] = (tailor_buffer_spec){"w_post", dtype, n, TAILOR_BUF_IN, 0, 0};
+    out->b[i++] = (tailor_buffer_spec){"w_next", dtype, n, TAILOR_BUF_IN, 0, 0};
+    out->b[i++] = (tailor_buffer_spec){"scalar", TAILOR_DTYPE_F32, 1, TAILOR_BUF_IN, 0, 0};
+    out->b[i++] = (tailor_buffer_spec){"y", dtype, mn, TAILOR_BUF_OUT, bf ? 0.02 : 0.004,
+                                       bf ? 1.0 / 64 : 1.0 / 256};
+    out->count = i;
+    return TAILOR_OK;
+}
+
+static void w4a16_seam_fill(const tailor_shape *shape, tailor_dtype dtype,
+                            const tailor_op_buffers *bufs, void *const *host, uint64_t seed)
+{
+    w4a16_fill(shape, dtype, bufs, host, seed);
+    int ix = find_buffer(bufs, "x"), ip = find_buffer(bufs, "w_post");
+    tailor_fill_seam(dtype, host[ix], bufs->b[ix].count, host[ip], host[find_buffer(bufs, "w_next")],
+                     bufs->b[ip].count, host[find_buffer(bufs, "scalar")], seed ^ 0x9e3779b9u);
+}
+
+static tailor_status w4a16_seam_reference(tailor_ctx *ctx, const tailor_shape *shape,
+                                          tailor_dtype dtype, const tailor_op_buffers *bufs,
+                                          void *const *host, float *const *ref)
+{
+    tailor_status st = w4a16_reference(ctx, shape, dtype, bufs, host, ref);
+    if (st)
+        return st;
+    w4a16_dims d = dims_of(shape);
+    size_t mn = (size_t)d.m * (size_t)d.n;
+    int it = find_buffer(bufs, "t"), ix = find_buffer(bufs, "x"), iy = find_buffer(bufs, "y");
+    float *t = malloc(mn * sizeof *t);
+    if (!t)
+        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "w4a16_seam reference: out of memory");
+    for (size_t i = 0; i < mn; i++) { /* the product as the kernel stores it: rounded */
+        uint16_t r;
+        tailor_dtype_store(dtype, &r, 0, ref[it][i]);
+        t[i] = tailor_dtype_load(dtype, &r, 0);
+    }
+    st = tailor_ref_seam(ctx, dtype, (int)tailor_shape_get(shape, "mode", 0), (size_t)d.m,
+                         (size_t)d.n, t, host[ix], host[find_buffer(bufs, "w_post")],
+                         host[find_buffer(bufs, "w_next")],
+                         ((const float *)host[find_buffer(bufs, "scalar")])[0], ref[ix], ref[iy]);
+    free(t);
+    return st;
+}
+
+static double w4a16_seam_bytes(const tailor_shape *shape, tailor_dtype dtype)
+{
+    w4a16_dims d = dims_of(shape);
+    double mn = (double)d.m * d.n, e = (double)tailor_dtype_size(dtype);
+    return w4a16_bytes(shape, dtype) + mn * (8 + e) + 2.0 * d.n * e;
+}
+
+static double w4a16_seam_flops(const tailor_shape *shape, tailor_dtype dtype)
+{
+    w4a16_dims d = dims_of(shape);
+    return w4a16_flops(shape, dtype) + 10.0 * d.m * (double)d.n;
+}
+
+const tailor_op tailor_op_w4a16_seam = {
+    .name = "w4a16_seam",
+    .summary = "t[m,n] = a W^T (W4A16), then Gemma 4's layer seam on t: fp32 residual += "
+               "RMSNorm(t), next input = RMSNorm(residual)",
+    .keys = w4a16_seam_keys,
+    .describe = w4a16_seam_describe,
+    .fill = w4a16_seam_fill,
+    .reference = w4a16_seam_reference,
+    .bytes = w4a16_seam_bytes,
+    .flops = w4a16_seam_flops,
 };

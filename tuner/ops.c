@@ -5,6 +5,7 @@
 
 extern const tailor_op tailor_op_rmsnorm;
 extern const tailor_op tailor_op_w4a16_matmul;
+extern const tailor_op tailor_op_w4a16_seam;
 extern const tailor_op tailor_op_matmul;
 extern const tailor_op tailor_op_matmul_glu;
 extern const tailor_op tailor_op_matmul_seam;
@@ -24,6 +25,7 @@ extern const tailor_op tailor_op_gemma4_fill;
 static const tailor_op *const all_ops[] = {
     &tailor_op_rmsnorm,
     &tailor_op_w4a16_matmul,
+    &tailor_op_w4a16_seam,
     &tailor_op_matmul,
     &tailor_op_matmul_glu,
     &tailor_op_matmul_seam,

@@ -148,13 +148,14 @@ static tailor_status seam(tailor_ctx *ctx, tailor_gemma4_gpu *g, int mode, int r
     return run_rows(ctx, g, "residual_norm", &s, "rows", g->tchunk, b, 6);
 }
 
-/* One row, a dense projection back to the hidden size followed by the seam (op matmul_seam):
- * g->tb = a W^T, then seam(mode, g->tb, ...) in the same launch. Other cases: the two ops. */
+/* One row, a projection back to the hidden size followed by the seam in the same launch (op
+ * matmul_seam, or w4a16_seam for int4 weights): g->tb = a W^T, then seam(mode, g->tb, ...).
+ * Prefill (T > 1) runs the two ops. */
 static tailor_status linear_seam(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4g_mat *w,
                                  CUdeviceptr a, int T, int mode, CUdeviceptr w_post,
                                  CUdeviceptr w_next, CUdeviceptr scalar)
 {
-    if (T != 1 || w->int4) {
+    if (T != 1) {
         tailor_status st = linear(ctx, g, w, a, g->tb, T);
         return st ? st : seam(ctx, g, mode, T, g->tb, w_post, w_next, scalar);
     }
@@ -163,10 +164,15 @@ static tailor_status linear_seam(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4
     g4g_put(&s, "n", w->n);
     g4g_put(&s, "k", w->k);
     g4g_put(&s, "mode", mode);
-    tailor_binding b[] = {{"a", a},           {"w", w->w},           {"t", g->tb},
-                          {"x", g->x},        {"y", g->y},           {"w_post", w_post},
-                          {"w_next", w_next}, {"scalar", scalar}};
-    return g4g_run(ctx, g, "matmul_seam", &s, &s, b, 8);
+    if (w->int4) {
+        g4g_put(&s, "group", w->group);
+        g4g_put(&s, "zp", w->zp);
+    }
+    tailor_binding b[] = {{"a", a},           {"t", g->tb},          {"x", g->x},
+                          {"y", g->y},        {"w_post", w_post},    {"w_next", w_next},
+                          {"scalar", scalar}, {"w", w->w},           {"qweight", w->qw},
+                          {"scales", w->sc},  {"zeros", w->zp ? w->zs : w->sc}};
+    return g4g_run(ctx, g, w->int4 ? "w4a16_seam" : "matmul_seam", &s, &s, b, 11);
 }
 
 static tailor_status gelu(tailor_ctx *ctx, tailor_gemma4_gpu *g, int rows, int inter,

@@ -165,3 +165,35 @@ __device__ __forceinline__ void seam_row(T *__restrict__ yrow, float *__restrict
         }
     }
 }
+
+// The seam after a GEMV whose gridDim.x blocks each wrote part of rows [m0, m0 + mt) of t
+// (SN_COLS wide, row-major): the last block of this row group to finish (atomic ticket on
+// counters[blockIdx.y], put back to 0 by it, so the workspace stays zeroed) runs seam_row on
+// those rows; every other block just returns. Called by every thread of every block, after its
+// own stores of t.
+template <int SN_NT, int SN_COLS, int SN_VEC, int SN_MODE>
+__device__ __forceinline__ void seam_after_gemv(int *__restrict__ counters, int m0, int mt, int M,
+                                                T *__restrict__ y, float *__restrict__ x,
+                                                const T *__restrict__ t,
+                                                const T *__restrict__ w_post,
+                                                const T *__restrict__ w_next,
+                                                const float *__restrict__ scalar, float eps)
+{
+    __shared__ int last_block;
+    __shared__ float scratch[SN_NT / 32 > 0 ? SN_NT / 32 : 1];
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0)
+        last_block = atomicAdd(&counters[blockIdx.y], 1) == (int)gridDim.x - 1;
+    __syncthreads();
+    if (!last_block)
+        return;
+    __threadfence();
+    for (int mi = 0; mi < mt && m0 + mi < M; mi++) {
+        const size_t row = (size_t)(m0 + mi) * SN_COLS;
+        seam_row<SN_NT, SN_COLS, SN_VEC, SN_MODE, true>(y + row, x + row, t + row, w_post, w_next,
+                                                        scalar, eps, scratch);
+    }
+    if (threadIdx.x == 0)
+        counters[blockIdx.y] = 0;
+}
