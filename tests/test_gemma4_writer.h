@@ -23,8 +23,10 @@ typedef struct tw_tensor {
     size_t nbytes;
 } tw_tensor;
 
+#define TW_MAX_TENSORS 1024 /* E2B has 35 layers of up to 17 tensors */
+
 typedef struct tw {
-    tw_tensor t[512];
+    tw_tensor t[TW_MAX_TENSORS];
     int n;
 } tw;
 
@@ -39,7 +41,7 @@ static inline void tw_free(tw *w)
 static tw_tensor *tw_add_raw(tw *w, const char *name, const char *dtype, int ndim,
                              const int64_t *shape, const void *data, size_t nbytes)
 {
-    if (w->n >= 512) {
+    if (w->n >= TW_MAX_TENSORS) {
         fprintf(stderr, "tw: too many tensors\n");
         exit(1);
     }
@@ -155,14 +157,52 @@ static inline void tw_rand(test_rng *r, float *v, size_t n, float mean, float sd
         v[i] = mean + sd * test_rng_normal(r);
 }
 
+/* Uniform values with the given mean and sd from a cheap xorshift (real-size tensors, where
+ * normals would take minutes). */
+static inline void tw_rand_fast(uint64_t seed, float *v, size_t n, float mean, float sd)
+{
+    uint64_t x = seed * 0x9e3779b97f4a7c15ull | 1;
+    const float half = sd * 1.7320508f, a = 2.0f * half / 4294967296.0f;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        v[i] = mean + a * (float)(uint32_t)(x >> 16) - half;
+    }
+}
+
 static inline void tw_add_rand(tw *w, test_rng *r, const tw_spec *s, const char *name, int64_t rows,
                         int64_t cols, float mean, float sd)
 {
     size_t n = (size_t)rows * (size_t)(cols ? cols : 1);
-    float *v = malloc(n * sizeof *v);
-    tw_rand(r, v, n, mean, sd);
     int64_t shape[2] = {rows, cols};
-    tw_add_f(w, name, s->dtype, v, cols ? 2 : 1, shape);
+    if (n <= ((size_t)1 << 24)) {
+        float *v = malloc(n * sizeof *v);
+        tw_rand(r, v, n, mean, sd);
+        tw_add_f(w, name, s->dtype, v, cols ? 2 : 1, shape);
+        free(v);
+        return;
+    }
+    /* real-size tensors: uniform values (tw_rand_fast; r is not drawn from) made and converted
+     * in pieces straight into the tensor's bytes, so the writer holds the file once, not a
+     * float copy of its largest tensor too */
+    (void)r;
+    int bf = strcmp(s->dtype, "BF16") == 0;
+    tw_tensor *t = tw_add_raw(w, name, s->dtype, cols ? 2 : 1, shape, NULL, n * (bf ? 2 : 4));
+    enum { PIECE = 1 << 20 };
+    float *v = malloc(PIECE * sizeof *v);
+    for (size_t i0 = 0; i0 < n; i0 += PIECE) {
+        size_t m = n - i0 < PIECE ? n - i0 : PIECE;
+        tw_rand_fast(s->seed ^ ((uint64_t)w->n << 40) ^ (uint64_t)i0, v, m, mean, sd);
+        for (size_t i = 0; i < m; i++) {
+            if (bf) {
+                uint16_t h = tailor_f32_to_bf16(v[i]);
+                memcpy(t->data + 2 * (i0 + i), &h, 2);
+            } else {
+                memcpy(t->data + 4 * (i0 + i), &v[i], 4);
+            }
+        }
+    }
     free(v);
 }
 
