@@ -30,7 +30,7 @@ return {
     KWARPS = { 1, 2, 4 },
     ROWS = { 1, 2, 4 },
     MT = { 1, 2, 4, 8 },
-    UNROLL = { 1, 2 },
+    UNROLL = { 1, 2, 4 }, -- 4: 16-byte pieces per row in flight, for more bytes per SM
   },
 
   defines = function(p, shape, dtype, device)
@@ -54,8 +54,8 @@ return {
     if p.MT * nr > 16 then
       return false, string.format("MT*%d rows=%d > 16 accumulators", nr, p.MT * nr)
     end
-    if p.UNROLL * nr > 4 then
-      return false, string.format("UNROLL*%d rows=%d > 4 pieces in flight per lane (registers)",
+    if p.UNROLL * nr > 8 then
+      return false, string.format("UNROLL*%d rows=%d > 8 pieces in flight per lane (registers)",
                                   nr, p.UNROLL * nr)
     end
     if p.KWARPS > warps then

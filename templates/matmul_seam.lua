@@ -36,7 +36,7 @@ return {
     KWARPS = { 1, 2, 4, 8 },
     ROWS = { 1, 2, 4 },
     MT = { 1, 2, 4, 8 },
-    UNROLL = { 1, 2 },
+    UNROLL = { 1, 2, 4 }, -- 4: 16-byte pieces per row in flight, for more bytes per SM
   },
 
   -- the row width and the seam's variant are fixed for a model
@@ -60,8 +60,8 @@ return {
     if p.MT * p.ROWS > 16 then
       return false, string.format("MT*ROWS=%d > 16 accumulators", p.MT * p.ROWS)
     end
-    if p.UNROLL * p.ROWS > 4 then
-      return false, string.format("UNROLL*ROWS=%d > 4 pieces in flight per lane (registers)",
+    if p.UNROLL * p.ROWS > 8 then
+      return false, string.format("UNROLL*ROWS=%d > 8 pieces in flight per lane (registers)",
                                   p.UNROLL * p.ROWS)
     end
     if p.KWARPS > warps then
