@@ -33,7 +33,17 @@
  * twice the tolerance (below it a correct run may flip). */
 #define ABS_TOL 0.02
 
-static double rel_tol(tailor_dtype dt) { return dt == TAILOR_DTYPE_BF16 ? 0.10 : 0.02; }
+/* A W4A16 fixture's reference ran on bf16(q * scale) (make_fixtures.py); the fp16 run
+ * dequantizes to fp16(q * scale), so its weights differ from the reference's by up to a bf16
+ * rounding (2^-9 relative) whatever the compute dtype: that floor, not fp16's own rounding,
+ * dominates its error. Those runs get rel = 0.05 (measured 2026-12-03: worst 0.024 x max|ref|,
+ * e2b_w4a16_asym position 11, against 0.013 for the dense fixtures in fp16). */
+static double rel_tol(tailor_dtype dt, int w4a16)
+{
+    if (dt == TAILOR_DTYPE_BF16)
+        return 0.10;
+    return w4a16 ? 0.05 : 0.02;
+}
 
 static const char *const fixtures[] = {"e2b_flat", "keqv_flat", "e4b_nested", "e2b_w4a16",
                                        "e2b_w4a16_asym"};
@@ -58,8 +68,8 @@ static int json_ids(const cJSON *arr, int32_t *out, int cap)
 }
 
 /* Compares prompt logits row by row; prints the failing positions. */
-static void check_logits(const char *tag, tailor_dtype dt, const float *got, const float *ref,
-                         int T, int V)
+static void check_logits(const char *tag, tailor_dtype dt, int w4a16, const float *got,
+                         const float *ref, int T, int V)
 {
     double worst = 0;
     int bad_rows = 0;
@@ -74,7 +84,7 @@ static void check_logits(const char *tag, tailor_dtype dt, const float *got, con
             double d = fabs((double)g[v] - r[v]);
             md = d > md ? d : md;
         }
-        double tol = rel_tol(dt) * mr + ABS_TOL;
+        double tol = rel_tol(dt, w4a16) * mr + ABS_TOL;
         int32_t ga = tailor_argmax(g, V), ra = tailor_argmax(r, V);
         float top = r[ra], second = -INFINITY;
         for (int v = 0; v < V; v++)
@@ -117,7 +127,7 @@ static void run_mode(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, cons
     CHECKF(st == TAILOR_OK, "%s: create failed: %s", tag, tailor_ctx_message(ctx));
     if (g && getenv("TAILOR_DEBUG_LAYERS") && atoi(getenv("TAILOR_DEBUG_LAYERS")) == 1) {
         int first_bad = -1;
-        CHECK_OK(ctx, tailor_gemma4_gpu_debug_layers(ctx, g, prompt[0], rel_tol(md->dtype) * 30 + ABS_TOL,
+        CHECK_OK(ctx, tailor_gemma4_gpu_debug_layers(ctx, g, prompt[0], rel_tol(md->dtype, tailor_gemma4_is_w4a16(m)) * 30 + ABS_TOL,
                                                      &first_bad));
         CHECKF(first_bad < 0, "%s: debug layers: first depth over tolerance is layer %d", tag,
                first_bad);
@@ -129,7 +139,7 @@ static void run_mode(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, cons
         st = tailor_gemma4_gpu_prefill(ctx, g, prompt, T, logits, &next);
         CHECKF(st == TAILOR_OK, "%s: prefill failed: %s", tag, tailor_ctx_message(ctx));
         if (st == TAILOR_OK)
-            check_logits(tag, md->dtype, logits, ref, T, V);
+            check_logits(tag, md->dtype, tailor_gemma4_is_w4a16(m), logits, ref, T, V);
         int same = 1, made = 0;
         for (int i = 0; st == TAILOR_OK && i < G; i++) {
             made++;

@@ -178,6 +178,8 @@ typedef struct tailor_gemma4_gpu_opts {
     int chunk;        /* prefill rows per chunk (0: min(sliding window, 512); never above W) */
     int no_graph;     /* 1: decode steps launch kernel by kernel (debugging) */
     int no_pdl;       /* 1: no programmatic dependent launch (sm_90+; for comparisons) */
+    int unfused;      /* 1: decode runs gating and seams as their own kernels, not as the
+                         epilogues of matmul_glu / matmul_seam / w4a16_seam (comparisons) */
 } tailor_gemma4_gpu_opts;
 
 /* What a created model holds (for logs and benchmarks). */

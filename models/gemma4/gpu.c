@@ -155,7 +155,7 @@ static tailor_status linear_seam(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4
                                  CUdeviceptr a, int T, int mode, CUdeviceptr w_post,
                                  CUdeviceptr w_next, CUdeviceptr scalar)
 {
-    if (T != 1) {
+    if (T != 1 || g->unfused) {
         tailor_status st = linear(ctx, g, w, a, g->tb, T);
         return st ? st : seam(ctx, g, mode, T, g->tb, w_post, w_next, scalar);
     }
@@ -380,8 +380,13 @@ static tailor_status layer(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int T, 
         return st;
     if ((st = linear_seam(ctx, g, &L->o, g->att, T, 0, L->post_attn_ln, L->pre_ff_ln, L->scalar)))
         return st;
-    if (T == 1 && L->gu.w) { /* one row: gate|up as one matrix, gated in its epilogue */
+    if (T == 1 && L->gu.w && !g->unfused) { /* one row: gate|up, gated in its epilogue */
         if ((st = glu(ctx, g, &L->gu, ly->inter, 0, 0, g->hb)))
+            return st;
+    } else if (T == 1 && L->gu.w) { /* the same stack, gated by its own kernel */
+        if ((st = linear(ctx, g, &L->gu, g->y, g->dec, T)) ||
+            (st = gelu(ctx, g, T, ly->inter, g->dec, off(g->dec, (size_t)ly->inter, g->es),
+                       ly->inter, g->hb)))
             return st;
     } else if ((st = linear(ctx, g, &L->gate, g->y, g->gb, T)) ||
                (st = linear(ctx, g, &L->up, g->y, g->ub, T)) ||
@@ -394,7 +399,7 @@ static tailor_status layer(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int T, 
     CUdeviceptr pli = off(g->pli, (size_t)i * (size_t)P, g->es); /* this layer's PLE input */
     if ((st = linear_seam(ctx, g, &L->down, g->hb, T, 2, L->post_ff_ln, L->post_ff_ln, L->scalar)))
         return st;
-    if (T == 1 && !L->ple_gate.int4)
+    if (T == 1 && !L->ple_gate.int4 && !g->unfused)
         st = glu(ctx, g, &L->ple_gate, P, pli, LP, g->ph);
     else if ((st = linear(ctx, g, &L->ple_gate, g->y, g->pg, T)) == TAILOR_OK)
         st = gelu(ctx, g, T, P, g->pg, pli, LP, g->ph);
