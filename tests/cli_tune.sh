@@ -8,7 +8,7 @@ fail=0
 check() { local what=$1; shift; if "$@"; then :; else echo "FAILED: $what"; fail=1; fi; }
 
 out=$("$T" tune --preset gemma-4-e2b --list 2>&1)
-check "e2b lists the double-wide MLP down_proj for W4A16 (with its seam)" grep -q "^w4a16_seam .*k=12288,m=1,mode=2,n=1536" <<<"$out"
+check "e2b lists the double-wide MLP down_proj for W4A16" grep -q "^w4a16_matmul .*k=12288,m=1,n=1536" <<<"$out"
 check "e2b lists the dense LM head" grep -q "^matmul .*k=1536,m=1,n=262144" <<<"$out"
 check "e2b lists head_dim 512 decode attention (MQA)" grep -q "^attention_decode .*head_dim=512,heads=8,kv_heads=1" <<<"$out"
 check "e2b lists the sliding window of 512" grep -q "^attention_prefill .*head_dim=256.*window=512" <<<"$out"

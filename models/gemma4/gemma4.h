@@ -178,8 +178,11 @@ typedef struct tailor_gemma4_gpu_opts {
     int chunk;        /* prefill rows per chunk (0: min(sliding window, 512); never above W) */
     int no_graph;     /* 1: decode steps launch kernel by kernel (debugging) */
     int no_pdl;       /* 1: no programmatic dependent launch (sm_90+; for comparisons) */
-    int unfused;      /* 1: decode runs gating and seams as their own kernels, not as the
-                         epilogues of matmul_glu / matmul_seam / w4a16_seam (comparisons) */
+    int fused;        /* 1: decode (one row, 16-bit or int4 weights) runs the MLP and PLE gating
+                         and the three seams as GEMV epilogues (matmul_glu, matmul_seam,
+                         w4a16_seam): 105 + 70 fewer launches per E2B token, but measured 1.8 %
+                         slower in the CUDA graph on the H200 (docs/perf/model.md), so off by
+                         default; `tailor bench model --fused` compares */
 } tailor_gemma4_gpu_opts;
 
 /* What a created model holds (for logs and benchmarks). */

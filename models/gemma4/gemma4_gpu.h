@@ -46,7 +46,7 @@ struct tailor_gemma4_gpu {
     tailor_dtype dt;
     size_t es;                  /* bytes per dtype element */
     int max_tokens, chunk, all_logits, logit_rows, quantize, w4a16;
-    int unfused;                /* opts.unfused: no fused decode epilogues */
+    int fused;                  /* opts.fused: decode epilogues fused into the GEMVs */
     int tchunk;                 /* the width prefill kernels are tuned at: chunk before the
                                    max_tokens cap, so that every run shares the tuned shapes */
     int pos;                    /* positions processed */

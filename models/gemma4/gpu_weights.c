@@ -591,7 +591,7 @@ static void configure(tailor_gemma4_gpu *g, const tailor_gemma4_config *cfg,
                                                                           : fallback;
     g->es = 2;
     g->quantize = o->quantize;
-    g->unfused = o->unfused;
+    g->fused = o->fused;
     g->all_logits = o->all_logits;
     g->max_tokens = o->max_tokens;
     int W = cfg->sliding_window > 0 ? cfg->sliding_window : 512;
