@@ -2,11 +2,6 @@
 -- n, k, group, zp). CUDA-core GEMV for decode: a block holds THREADS/32 warps, KWARPS of which
 -- split k for the same ROWS weight rows; MT activation rows share each weight load. Beyond m = 8
 -- the fp32 FMAs (m per weight) outrun the memory and the tensor-core template wins.
-local function pow2_at_least(x)
-  local p = 1
-  while p < x do p = p * 2 end
-  return p
-end
 
 return {
   op = "w4a16_matmul",
@@ -25,36 +20,7 @@ return {
   end,
 
   valid = function(p, shape, dtype, device, purpose)
-    local warps = p.THREADS // 32
-    if shape.m > 8 then
-      return false, string.format("m=%d > 8: a GEMV would be bound by its fp32 FMAs", shape.m)
-    end
-    if shape.k % 32 ~= 0 or shape.group % 32 ~= 0 or shape.k % shape.group ~= 0 then
-      return false, string.format("k=%d, group=%d: the layout needs 32 | group | k",
-                                  shape.k, shape.group)
-    end
-    -- one m tile covering m, or half of it (two blocks share the weight through L2)
-    local mt = pow2_at_least(shape.m)
-    if purpose ~= "launch" and p.MT ~= mt and p.MT * 2 ~= mt then -- pruning: any MT is right
-      return false, string.format("MT=%d does not fit m=%d (MT is m rounded up to a power of "
-                                  .. "two, %d, or half of it)", p.MT, shape.m, mt)
-    end
-    if p.MT * p.ROWS > 8 then
-      return false, string.format("MT*ROWS=%d > 8 accumulator sets", p.MT * p.ROWS)
-    end
-    if p.KWARPS > warps then
-      return false, string.format("KWARPS=%d > %d warps", p.KWARPS, warps)
-    end
-    local chunks = shape.k // 32
-    if p.KWARPS > 1 and 32 * p.KWARPS > 2 * chunks then
-      return false, string.format("KWARPS=%d leaves most lanes idle for k=%d (%d chunks)",
-                                  p.KWARPS, shape.k, chunks)
-    end
-    local rows_per_block = (warps // p.KWARPS) * p.ROWS
-    if rows_per_block > shape.n and p.THREADS > 64 then
-      return false, string.format("%d rows per block > n=%d", rows_per_block, shape.n)
-    end
-    return true
+    return tailor.w4a16_gemv_valid(p, shape, purpose)
   end,
 
   requires = function(p, shape, dtype, device)

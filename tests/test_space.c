@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "plan.h"
+#include "registry.h"
 #include "space.h"
 #include "testlib.h"
 
@@ -266,6 +267,46 @@ static void test_launch_purpose(tailor_ctx *ctx)
     expect_valid(ctx, "w4a16_gemv_wide", wide, "m=5,n=2048,k=1536,group=128", 1, 0);
 }
 
+/* The helper library (templates/include/spacelib.lua, the global `tailor`): spaces use it, it is
+ * part of their hash, and a broken one is named. */
+static void test_space_lib(tailor_ctx *ctx)
+{
+    tailor_space *s = NULL;
+    char before[65], after[65];
+    CHECK_OK(ctx, tailor_space_load(ctx, "matmul_gemv", &s));
+    CHECK_OK(ctx, tailor_space_hash(ctx, s, before));
+    tailor_space_destroy(s);
+    /* an override on TAILOR_TEMPLATE_PATH: the embedded text plus a comment */
+    tailor_template_file f;
+    CHECK_OK(ctx, tailor_template_read(ctx, "include/spacelib.lua", &f));
+    char sub[300];
+    snprintf(sub, sizeof sub, "%s/include", dir);
+    mkdir(sub, 0755);
+    size_t n = strlen(f.text);
+    char *text = malloc(n + 64);
+    CHECK(text != NULL);
+    if (text) {
+        snprintf(text, n + 64, "-- edited\n%s", f.text);
+        write_file("include/spacelib.lua", text);
+        free(text);
+    }
+    tailor_template_file_free(&f);
+    CHECK_OK(ctx, tailor_space_load(ctx, "matmul_gemv", &s));
+    CHECK_OK(ctx, tailor_space_hash(ctx, s, after));
+    CHECKF(strcmp(before, after) != 0, "editing spacelib.lua left matmul_gemv's hash at %s", after);
+    tailor_space_destroy(s);
+    /* a library that is not Lua: every space fails, naming the library */
+    write_file("include/spacelib.lua", "return {\n");
+    CHECK(tailor_space_load(ctx, "rmsnorm", &s) == TAILOR_ERR_LUA);
+    CHECKF(strstr(tailor_ctx_message(ctx), "spacelib.lua") != NULL, "%s", tailor_ctx_message(ctx));
+    char path[600];
+    snprintf(path, sizeof path, "%s/include/spacelib.lua", dir);
+    unlink(path);
+    rmdir(sub);
+    CHECK_OK(ctx, tailor_space_load(ctx, "rmsnorm", &s));
+    tailor_space_destroy(s);
+}
+
 int main(void)
 {
     tailor_ctx *ctx = test_ctx();
@@ -285,6 +326,7 @@ int main(void)
     test_variant_and_budget(ctx);
     test_plan_errors(ctx);
     test_launch_purpose(ctx);
+    test_space_lib(ctx);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)

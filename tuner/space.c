@@ -201,6 +201,38 @@ static tailor_status read_header_fields(tailor_ctx *ctx, tailor_space *s)
     return TAILOR_OK;
 }
 
+/* The helpers every space sees as the global table `tailor` (templates/include/spacelib.lua,
+ * found like a template: TAILOR_TEMPLATE_PATH first, then embedded). */
+#define SPACE_LIB "include/spacelib.lua"
+
+/* Runs the helper library in L (sandboxed, globals not yet locked) and sets global `tailor`. */
+static tailor_status open_space_lib(tailor_ctx *ctx, tailor_space *s)
+{
+    tailor_template_file f;
+    tailor_status st = tailor_template_read(ctx, SPACE_LIB, &f);
+    if (st)
+        return st;
+    char chunkname[1100];
+    snprintf(chunkname, sizeof chunkname, "@%s", f.origin);
+    int r = luaL_loadbufferx(s->L, f.text, f.size, chunkname, "t");
+    tailor_template_file_free(&f);
+    if (r != LUA_OK) {
+        st = tailor_set_error(ctx, TAILOR_ERR_LUA, "search space library %s: %s", SPACE_LIB,
+                              lua_tostring(s->L, -1));
+        lua_pop(s->L, 1);
+        return st;
+    }
+    if ((st = space_pcall(ctx, s, 0, "running the space library")))
+        return st;
+    if (!lua_istable(s->L, -1)) {
+        lua_pop(s->L, 1);
+        return tailor_set_error(ctx, TAILOR_ERR_LUA, "search space library %s must return a table",
+                                SPACE_LIB);
+    }
+    lua_setglobal(s->L, "tailor");
+    return TAILOR_OK;
+}
+
 tailor_status tailor_space_load(tailor_ctx *ctx, const char *name, tailor_space **out)
 {
     *out = NULL;
@@ -229,6 +261,12 @@ tailor_status tailor_space_load(tailor_ctx *ctx, const char *name, tailor_space 
         return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory creating a Lua state");
     }
     open_sandbox(s->L);
+    st = open_space_lib(ctx, s);
+    if (st) {
+        tailor_template_file_free(&f);
+        tailor_space_destroy(s);
+        return st;
+    }
     lock_globals(s->L);
     char chunkname[1100];
     snprintf(chunkname, sizeof chunkname, "@%s", f.origin);
@@ -284,6 +322,10 @@ tailor_status tailor_space_hash(tailor_ctx *ctx, const tailor_space *s, char hex
     tailor_template_file f;
     tailor_status st = tailor_template_read(ctx, s->source, &f);
     if (st)
+        return st;
+    tailor_sha256_update(&h, f.text, f.size);
+    tailor_template_file_free(&f);
+    if ((st = tailor_template_read(ctx, SPACE_LIB, &f)))
         return st;
     tailor_sha256_update(&h, f.text, f.size);
     tailor_template_file_free(&f);

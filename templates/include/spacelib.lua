@@ -1,0 +1,134 @@
+-- spacelib.lua — helpers shared by the search spaces, run before each space in the same sandbox
+-- and given to it as the read-only global table `tailor` (docs/search-spaces.md). Part of every
+-- space's hash: editing it re-tunes what depends on it.
+local lib = {}
+
+function lib.pow2_at_least(x)
+  local p = 1
+  while p < x do p = p * 2 end
+  return p
+end
+
+function lib.ceil_div(a, b) return (a + b - 1) // b end
+
+-- SMs of the device (80 when a profile does not say)
+function lib.sms(device)
+  if device.sm_count and device.sm_count > 0 then return device.sm_count end
+  return 80
+end
+
+-- the widest of 8, 4, 2, 1 elements dividing n (vector loads of a row)
+function lib.vec_dividing(n)
+  for _, v in ipairs({ 8, 4, 2 }) do
+    if n % v == 0 then return v end
+  end
+  return 1
+end
+
+-- Rules of the CUDA-core dense GEMV (templates/matmul_gemv.cu), shared by the ops it builds
+-- (matmul, matmul_glu, matmul_seam). A block holds THREADS/32 warps, KWARPS of which split k for
+-- the same ROWS output rows; a warp reads nr weight rows per output row (2 for a stacked
+-- gate|up); MT activation rows share each weight load; UNROLL 16-byte pieces per weight row
+-- and lane are in flight. weight_bytes: the whole weight (the in-flight rule applies to weights
+-- big enough to be bandwidth-bound). Returns true, or false and the reason.
+function lib.dense_gemv_valid(p, shape, device, purpose, nr, weight_bytes)
+  local warps = p.THREADS // 32
+  if shape.m > 16 then
+    return false, string.format("m=%d > 16: a GEMV would be bound by its fp32 FMAs", shape.m)
+  end
+  if shape.k % 8 ~= 0 then
+    return false, string.format("k=%d is not a multiple of 8", shape.k)
+  end
+  -- one m tile covering m, or half of it (two blocks share the weight through L2); pruning only
+  local mt = math.min(8, lib.pow2_at_least(shape.m))
+  if purpose ~= "launch" and p.MT ~= mt and p.MT * 2 ~= mt then
+    return false, string.format("MT=%d does not fit m=%d (use %d or %d)", p.MT, shape.m, mt,
+                                mt // 2)
+  end
+  if p.MT * nr * p.ROWS > 16 then
+    return false, string.format("MT*%d rows=%d > 16 accumulators", nr * p.ROWS,
+                                p.MT * nr * p.ROWS)
+  end
+  if p.UNROLL * nr * p.ROWS > 8 then
+    return false, string.format("UNROLL*%d rows=%d > 8 pieces in flight per lane (registers)",
+                                nr * p.ROWS, p.UNROLL * nr * p.ROWS)
+  end
+  if p.KWARPS > warps then
+    return false, string.format("KWARPS=%d > %d warps", p.KWARPS, warps)
+  end
+  -- every lane gets at least one full step of UNROLL pieces (beyond the simplest configuration)
+  local pieces = shape.k // 8
+  if (p.KWARPS > 1 or p.UNROLL > 1) and 32 * p.KWARPS * p.UNROLL > pieces then
+    return false, string.format("KWARPS*UNROLL=%d leaves lanes idle for k=%d (%d pieces of 8)",
+                                p.KWARPS * p.UNROLL, shape.k, pieces)
+  end
+  local rpb = (warps // p.KWARPS) * p.ROWS
+  if rpb > shape.n and p.THREADS > 128 then
+    return false, string.format("%d rows per block > n=%d", rpb, shape.n)
+  end
+  -- loads in flight: on weights of 128 KiB per SM and more, at least 32 warps' worth of one
+  -- 16-byte load per lane, per SM
+  local warps_total = lib.ceil_div(shape.n, rpb) * lib.ceil_div(shape.m, p.MT) * warps
+  local in_flight = warps_total * nr * p.ROWS * p.UNROLL
+  local need = 32 * lib.sms(device)
+  if weight_bytes >= 131072 * lib.sms(device) and in_flight < need then
+    return false, string.format("%d warps x %d pieces = %d loads in flight < %d (32 per SM)",
+                                warps_total, nr * p.ROWS * p.UNROLL, in_flight, need)
+  end
+  return true
+end
+
+-- Rules of the CUDA-core W4A16 GEMV (templates/w4a16_gemv.cu), shared by w4a16_matmul and
+-- w4a16_seam: a warp owns ROWS rows and a 1/KWARPS share of the 32-column chunks of k.
+function lib.w4a16_gemv_valid(p, shape, purpose)
+  local warps = p.THREADS // 32
+  if shape.m > 8 then
+    return false, string.format("m=%d > 8: a GEMV would be bound by its fp32 FMAs", shape.m)
+  end
+  if shape.k % 32 ~= 0 or shape.group % 32 ~= 0 or shape.k % shape.group ~= 0 then
+    return false, string.format("k=%d, group=%d: the layout needs 32 | group | k",
+                                shape.k, shape.group)
+  end
+  -- one m tile covering m, or half of it (two blocks share the weight through L2); pruning only
+  local mt = lib.pow2_at_least(shape.m)
+  if purpose ~= "launch" and p.MT ~= mt and p.MT * 2 ~= mt then
+    return false, string.format("MT=%d does not fit m=%d (MT is m rounded up to a power of "
+                                .. "two, %d, or half of it)", p.MT, shape.m, mt)
+  end
+  if p.MT * p.ROWS > 8 then
+    return false, string.format("MT*ROWS=%d > 8 accumulator sets", p.MT * p.ROWS)
+  end
+  if p.KWARPS > warps then
+    return false, string.format("KWARPS=%d > %d warps", p.KWARPS, warps)
+  end
+  local chunks = shape.k // 32
+  if p.KWARPS > 1 and 32 * p.KWARPS > 2 * chunks then
+    return false, string.format("KWARPS=%d leaves most lanes idle for k=%d (%d chunks)",
+                                p.KWARPS, shape.k, chunks)
+  end
+  local rows_per_block = (warps // p.KWARPS) * p.ROWS
+  if rows_per_block > shape.n and p.THREADS > 64 then
+    return false, string.format("%d rows per block > n=%d", rows_per_block, shape.n)
+  end
+  return true
+end
+
+-- The layer seam run by a GEMV's last block (templates/include/seam.cuh) holds its n-wide row in
+-- registers: with THREADS threads and vec_dividing(n) elements per load, at most 32 values of
+-- each of a and x per thread.
+function lib.seam_fits(p, n)
+  local vec = lib.vec_dividing(n)
+  local held = lib.ceil_div(n // vec, p.THREADS) * vec
+  if held > 32 then
+    return false, string.format("the seam holds %d values of the %d-wide row per thread with "
+                                .. "THREADS=%d (more than 32)", held, n, p.THREADS)
+  end
+  return true
+end
+
+-- The defines of the seam epilogue for an n-wide row and seam mode.
+function lib.seam_defines(n, mode)
+  return { SEAM = 1, SEAM_COLS = n, SEAM_MODE = mode, SEAM_VEC = lib.vec_dividing(n) }
+end
+
+return lib
