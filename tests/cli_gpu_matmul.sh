@@ -15,14 +15,17 @@ fi
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail=0
 runs=0
-tune() { # tune SHAPE DTYPE [extra flags...]
-  local shape=$1 dtype=$2; shift 2
+tune_op() { # tune_op OP SHAPE DTYPE [extra flags...]: every survivor checked
+  local op=$1 shape=$2 dtype=$3; shift 3
   runs=$((runs + 1))
-  if ! "$T" tune --op matmul --shape "$shape" --dtype "$dtype" --verify-all \
+  if ! "$T" tune --op "$op" --shape "$shape" --dtype "$dtype" --verify-all \
        --cache "$tmp/c.sqlite" --seed 7 "$@"; then
-    echo "FAILED: matmul $shape $dtype $*"; fail=1
+    echo "FAILED: $op $shape $dtype $*"; fail=1
   fi
 }
+tune() { tune_op matmul "$@"; }
+glu() { tune_op matmul_glu "$@"; }
+seam() { tune_op matmul_seam "$@"; }
 quick=${MATMUL_QUICK:-0}
 
 # n,k of every 16-bit linear (out, in): q (sliding, full), k/v (sliding, full), o (sliding,
@@ -68,14 +71,6 @@ for s in "m=1,n=6144,k=1536" "m=16,n=1536,k=6144" "m=512,n=6144,k=1536" "m=3,n=2
 done
 # matmul_glu (the gated gate|up, and the PLE gate with u from a strided buffer): every survivor
 # of both forms, decode widths, odd n and k, both dtypes, and the T4 rehearsal (QUICK: one).
-glu() { # glu SHAPE DTYPE [extra flags...]
-  local shape=$1 dtype=$2; shift 2
-  runs=$((runs + 1))
-  if ! "$T" tune --op matmul_glu --shape "$shape" --dtype "$dtype" --verify-all \
-       --cache "$tmp/c.sqlite" --seed 9 "$@"; then
-    echo "FAILED: matmul_glu $shape $dtype $*"; fail=1
-  fi
-}
 for s in "m=1,n=6144,k=1536" "m=1,n=12288,k=1536" "m=1,n=10240,k=2560" "m=3,n=200,k=328" \
          "m=1,n=256,k=1536,ext=1,u_ld=8960" "m=2,n=256,k=2560,ext=1,u_ld=10752" \
          "m=16,n=97,k=1544,ext=1,u_ld=300"; do
@@ -89,14 +84,6 @@ glu "m=1,n=256,k=1536,ext=1,u_ld=8960" fp16 --rehearse t4
 # matmul_seam (a projection back to the hidden size, then the layer seam in the same launch):
 # every survivor, the seams after o_proj (0), down_proj (1, 2) and per_layer_projection (1) at
 # the E2B/E4B widths, several rows, odd shapes, both dtypes, the T4 rehearsal.
-seam() { # seam SHAPE DTYPE [extra flags...]
-  local shape=$1 dtype=$2; shift 2
-  runs=$((runs + 1))
-  if ! "$T" tune --op matmul_seam --shape "$shape" --dtype "$dtype" --verify-all \
-       --cache "$tmp/c.sqlite" --seed 13 "$@"; then
-    echo "FAILED: matmul_seam $shape $dtype $*"; fail=1
-  fi
-}
 for s in "m=1,n=1536,k=2048,mode=0" "m=1,n=1536,k=12288,mode=2" "m=1,n=1536,k=256,mode=1" \
          "m=1,n=2560,k=10240,mode=1" "m=3,n=200,k=328,mode=0" "m=16,n=1536,k=6144,mode=1" \
          "m=5,n=5376,k=1544,mode=2"; do

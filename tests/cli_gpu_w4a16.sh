@@ -12,14 +12,16 @@ fi
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail=0
 runs=0
-tune() { # tune SHAPE DTYPE [extra flags...]
-  local shape=$1 dtype=$2; shift 2
+tune_op() { # tune_op OP SHAPE DTYPE [extra flags...]: every survivor checked
+  local op=$1 shape=$2 dtype=$3; shift 3
   runs=$((runs + 1))
-  if ! "$T" tune --op w4a16_matmul --shape "$shape" --dtype "$dtype" --verify-all \
+  if ! "$T" tune --op "$op" --shape "$shape" --dtype "$dtype" --verify-all \
        --cache "$tmp/c.sqlite" --seed 4 "$@"; then
-    echo "FAILED: w4a16_matmul $shape $dtype $*"; fail=1
+    echo "FAILED: $op $shape $dtype $*"; fail=1
   fi
 }
+tune() { tune_op w4a16_matmul "$@"; }
+wseam() { tune_op w4a16_seam "$@"; }
 quick=${W4A16_QUICK:-0}
 
 # n,k of every quantizable linear (out, in): q (sliding, full), k/v (sliding, full), o, MLP,
@@ -67,14 +69,6 @@ for s in "m=1,n=6144,k=1536,group=128" "m=16,n=1536,k=6144,group=128" \
 done
 # w4a16_seam (an int4 projection back to the hidden size, then the layer seam in one launch):
 # every survivor, the three seams, groups, zero points, several rows, both dtypes, the T4.
-wseam() { # wseam SHAPE DTYPE [extra flags...]
-  local shape=$1 dtype=$2; shift 2
-  runs=$((runs + 1))
-  if ! "$T" tune --op w4a16_seam --shape "$shape" --dtype "$dtype" --verify-all \
-       --cache "$tmp/c.sqlite" --seed 17 "$@"; then
-    echo "FAILED: w4a16_seam $shape $dtype $*"; fail=1
-  fi
-}
 for s in "m=1,n=1536,k=2048,group=128,mode=0" "m=1,n=1536,k=12288,group=128,mode=2" \
          "m=1,n=2560,k=10240,group=64,zp=1,mode=1" "m=3,n=200,k=352,group=32,zp=1,mode=0" \
          "m=8,n=5376,k=2048,group=128,mode=1"; do

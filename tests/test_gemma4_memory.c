@@ -6,25 +6,9 @@
 #include "gemma4.h"
 #include "test_gemma4_writer.h"
 
-/* A field of /proc/self/status in KiB ("VmRSS", "VmHWM"); -1 when unreadable. */
-static long proc_kib(const char *field)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f)
-        return -1;
-    char line[256];
-    long v = -1;
-    size_t n = strlen(field);
-    while (fgets(line, sizeof line, f))
-        if (strncmp(line, field, n) == 0 && line[n] == ':')
-            v = strtol(line + n + 1, NULL, 10);
-    fclose(f);
-    return v;
-}
-
 int main(void)
 {
-    if (proc_kib("VmHWM") < 0)
+    if (test_proc_status_bytes("VmHWM") < 0)
         test_skip("no /proc/self/status here");
     char dir[256];
     tw_tmpdir(dir, sizeof dir, "memory");
@@ -46,7 +30,7 @@ int main(void)
     double file_mib = (double)st.st_size / 1048576.0;
 
     tailor_ctx *ctx = test_ctx();
-    long base = proc_kib("VmRSS");
+    double base = test_proc_status_bytes("VmRSS");
     tailor_gemma4 *m = NULL;
     tailor_gemma4_cpu *run = NULL;
     CHECK_OK(ctx, tailor_gemma4_open(ctx, dir, &m));
@@ -58,7 +42,7 @@ int main(void)
         CHECK_OK(ctx, tailor_gemma4_cpu_step(ctx, run, 2 + 7 * t, &logits));
         CHECK(logits && logits[0] == logits[0]);
     }
-    double peak_mib = (double)(proc_kib("VmHWM") - base) / 1024.0;
+    double peak_mib = (test_proc_status_bytes("VmHWM") - base) / (1024.0 * 1024.0);
     /* activations and KV of 8 positions are well under a MiB per layer; the logits row is
      * 128 KiB; 24 MiB of slack covers allocator arenas. A converted copy of the weights would
      * add at least the file again (bf16) or twice it (fp32). */

@@ -14,22 +14,6 @@
 #include "kernels.h"
 #include "test_gemma4_writer.h"
 
-/* A field of /proc/self/status in bytes ("VmRSS", "VmHWM"); -1 when unreadable. */
-static double proc_bytes(const char *field)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f)
-        return -1;
-    char line[256];
-    double v = -1;
-    size_t n = strlen(field);
-    while (fgets(line, sizeof line, f))
-        if (strncmp(line, field, n) == 0 && line[n] == ':')
-            v = 1024.0 * strtod(line + n + 1, NULL);
-    fclose(f);
-    return v;
-}
-
 /* Resets VmHWM to the current resident set; 0 when the kernel does not allow it. */
 static int reset_peak(void)
 {
@@ -58,7 +42,7 @@ int main(void)
 {
     tailor_ctx *ctx = test_ctx();
     tailor_gpu *gpu = NULL;
-    if (proc_bytes("VmHWM") < 0 || !reset_peak())
+    if (test_proc_status_bytes("VmHWM") < 0 || !reset_peak())
         test_skip("no /proc/self/status or clear_refs here: the peak cannot be measured");
     if (tailor_gpu_open(ctx, 0, &gpu) != TAILOR_OK) {
         char why[600];
@@ -113,9 +97,9 @@ int main(void)
         g = NULL;
         /* the measured load */
         CHECK(reset_peak());
-        double base = proc_bytes("VmRSS");
+        double base = test_proc_status_bytes("VmRSS");
         CHECK_OK(ctx, tailor_gemma4_gpu_create(ctx, m, gpu, ks, &o, &g));
-        double peak = proc_bytes("VmHWM");
+        double peak = test_proc_status_bytes("VmHWM");
         tailor_gemma4_gpu_info info;
         if (g) {
             tailor_gemma4_gpu_get_info(g, &info);

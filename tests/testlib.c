@@ -146,3 +146,18 @@ char *test_read_file(const char *path, size_t *len)
     }
     return buf;
 }
+
+double test_proc_status_bytes(const char *field)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f)
+        return -1;
+    char line[256];
+    double v = -1;
+    size_t n = strlen(field);
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, field, n) == 0 && line[n] == ':')
+            v = 1024.0 * strtod(line + n + 1, NULL);
+    fclose(f);
+    return v;
+}

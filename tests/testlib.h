@@ -49,6 +49,9 @@ extern int test_checks;
     } while (0)
 
 /* Prints "skipped: why" and exits with the skip code ctest understands. */
+/* A field of /proc/self/status ("VmRSS", "VmHWM") in bytes; -1 when unreadable. */
+double test_proc_status_bytes(const char *field);
+
 void test_skip(const char *why) __attribute__((noreturn));
 
 /* Prints the summary line and returns the process exit code (0 when nothing failed, 1 when a
