@@ -99,8 +99,9 @@ tailor_status g4g_run(tailor_ctx *ctx, tailor_gemma4_gpu *g, const char *op,
 
 /* The width a kernel is tuned at for `rows` rows: one row (decode) is its own shape; anything
  * wider is tuned at `chunk` (g->tchunk, the prefill chunk of an uncapped run, or a smaller cap
- * of the op), whose winner runs every narrower width (spaces keep their pruning rules out of "launch", search-spaces.md).
- * So a model needs a fixed set of tuned shapes, which tailor_gemma4_gpu_kernels lists. */
+ * of the op), whose winner runs every narrower width (spaces keep their pruning rules out of
+ * purpose "launch", docs/search-spaces.md). So a model needs a fixed set of tuned shapes,
+ * which tailor_gemma4_gpu_kernels lists. */
 static long long tuned_rows(long long rows, long long chunk) { return rows <= 1 ? 1 : chunk; }
 
 /* Runs op on `actual`, tuned at the same shape with `key` set by tuned_rows(., chunk). */
