@@ -14,22 +14,14 @@
 
 #define SEED 20240605u
 
+/* An op instance (testlib's) with its op and dtype, filled and referenced. */
 typedef struct instance {
+    test_op_inst t;
     const tailor_op *op;
-    tailor_shape shape;
     tailor_dtype dtype;
-    tailor_op_buffers bufs;
-    void *host[TAILOR_OP_MAX_BUFFERS];
-    float *ref[TAILOR_OP_MAX_BUFFERS];
 } instance;
 
-static void instance_free(instance *in)
-{
-    for (int i = 0; i < TAILOR_OP_MAX_BUFFERS; i++) {
-        free(in->host[i]);
-        free(in->ref[i]);
-    }
-}
+static void instance_free(instance *in) { test_op_inst_free(&in->t); }
 
 /* Describes, fills and runs the reference; 0 on failure (already counted). */
 static int instance_make(tailor_ctx *ctx, instance *in, const char *op, const char *shape,
@@ -41,34 +33,25 @@ static int instance_make(tailor_ctx *ctx, instance *in, const char *op, const ch
     CHECKF(in->op != NULL, "op %s is registered", op);
     if (!in->op)
         return 0;
-    tailor_status st = tailor_shape_parse(ctx, shape, &in->shape);
-    if (st == TAILOR_OK)
-        st = tailor_op_complete_shape(ctx, in->op, &in->shape);
-    if (st == TAILOR_OK)
-        st = in->op->describe(ctx, &in->shape, dtype, &in->bufs);
-    CHECKF(st == TAILOR_OK, "%s %s: %s", op, shape, tailor_ctx_message(ctx));
-    if (st)
+    int ok = test_op_inst_make(ctx, in->op, shape, dtype, &in->t);
+    CHECKF(ok, "%s %s: %s", op, shape, tailor_ctx_message(ctx));
+    if (!ok)
         return 0;
-    for (int i = 0; i < in->bufs.count; i++) {
-        const tailor_buffer_spec *b = &in->bufs.b[i];
-        in->host[i] = calloc(b->count ? b->count : 1, tailor_dtype_size(b->dtype));
-        if (b->role != TAILOR_BUF_IN)
-            in->ref[i] = calloc(b->count ? b->count : 1, sizeof(float));
-    }
-    in->op->fill(&in->shape, dtype, &in->bufs, in->host, seed);
-    st = in->op->reference(ctx, &in->shape, dtype, &in->bufs, in->host, in->ref);
+    in->op->fill(&in->t.shape, dtype, &in->t.bufs, in->t.host, seed);
+    tailor_status st = in->op->reference(ctx, &in->t.shape, dtype, &in->t.bufs, in->t.host,
+                                         in->t.ref);
     CHECKF(st == TAILOR_OK, "%s reference: %s", op, tailor_ctx_message(ctx));
     return st == TAILOR_OK;
 }
 
 static long long dim(const instance *in, const char *key)
 {
-    return tailor_shape_get(&in->shape, key, 0);
+    return tailor_shape_get(&in->t.shape, key, 0);
 }
 
 static float load(const instance *in, int buf, size_t i)
 {
-    return tailor_dtype_load(in->bufs.b[buf].dtype, in->host[buf], i);
+    return tailor_dtype_load(in->t.bufs.b[buf].dtype, in->t.host[buf], i);
 }
 
 static float round_to(tailor_dtype dtype, double v)
@@ -108,11 +91,11 @@ static void naive_row(tailor_dtype dtype, const float *q, const float *k, const 
 static double compare_row(const instance *in, int outbuf, size_t off, const double *naive, int hd,
                           const char *what)
 {
-    const tailor_buffer_spec *b = &in->bufs.b[outbuf];
+    const tailor_buffer_spec *b = &in->t.bufs.b[outbuf];
     double worst = 0;
     int bad = 0;
     for (int d = 0; d < hd; d++) {
-        double got = in->ref[outbuf][off + (size_t)d], diff = fabs(got - naive[d]);
+        double got = in->t.ref[outbuf][off + (size_t)d], diff = fabs(got - naive[d]);
         if (isnan(got) || diff > b->atol + b->rtol * fabs(naive[d]))
             bad++;
         if (diff > worst || isnan(got))
@@ -157,7 +140,7 @@ static void check_prefill_naive(tailor_ctx *ctx, const char *shape, tailor_dtype
                                    row, hd, shape);
             worst = fmax(worst, e);
             for (int d = 0; d < hd; d++)
-                sum += fabs(in.ref[3][((size_t)i * (size_t)heads + (size_t)h) * (size_t)hd +
+                sum += fabs(in.t.ref[3][((size_t)i * (size_t)heads + (size_t)h) * (size_t)hd +
                                       (size_t)d] - row[d]);
         }
     }
@@ -194,7 +177,7 @@ static void check_prefill_single_key(tailor_ctx *ctx, const char *shape, tailor_
             long long g = h / (heads / kvh), other = (g + 1) % kvh;
             int same = 1, differs = 0;
             for (long long d = 0; d < hd; d++) {
-                float got = in.ref[3][(i * heads + h) * hd + d];
+                float got = in.t.ref[3][(i * heads + h) * hd + d];
                 same &= got == load(&in, 2, (size_t)((t * kvh + g) * hd + d));
                 differs |= got != load(&in, 2, (size_t)((t * kvh + other) * hd + d));
             }
@@ -253,7 +236,7 @@ static void check_decode(tailor_ctx *ctx, const char *shape, tailor_dtype dtype)
     long long kl = dim(&in, "kv_len"), hd = dim(&in, "head_dim"), heads = dim(&in, "heads");
     long long kvh = dim(&in, "kv_heads"), w = dim(&in, "window"), batch = dim(&in, "batch");
     long long slots = w > 0 ? w : kl;
-    const int32_t *pos = in.host[3], *qpos = in.host[4];
+    const int32_t *pos = in.t.host[3], *qpos = in.t.host[4];
     CHECKF(qpos[0] == kl - 1, "%s: sequence 0 is at the last position", shape);
     int stale = 0, single = 0;
     float *q = malloc((size_t)hd * sizeof *q), *k = malloc((size_t)(slots * hd) * sizeof *k);
@@ -291,7 +274,7 @@ static void check_decode(tailor_ctx *ctx, const char *shape, tailor_dtype dtype)
             if (nvis == 1) { /* exactly the V row of the one visible slot */
                 int same = 1;
                 for (long long d = 0; d < hd; d++)
-                    same &= in.ref[5][(b * heads + h) * hd + d] == (float)row[d];
+                    same &= in.t.ref[5][(b * heads + h) * hd + d] == (float)row[d];
                 CHECKF(same, "%s: single-key row of sequence %lld head %lld is V exactly", shape,
                        b, h);
             }

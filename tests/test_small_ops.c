@@ -11,14 +11,11 @@
 
 #define SEED 20240611ull
 
-/* One op instance on the host: buffers as described, filled by the op (or by the test). */
+/* One op instance on the host (testlib's), its op and dtype; filled by the op (or the test). */
 typedef struct host_inst {
+    test_op_inst t;
     const tailor_op *op;
-    tailor_shape shape;
     tailor_dtype dtype;
-    tailor_op_buffers bufs;
-    void *host[TAILOR_OP_MAX_BUFFERS];
-    float *ref[TAILOR_OP_MAX_BUFFERS];
 } host_inst;
 
 static int inst_make(tailor_ctx *ctx, host_inst *h, const char *op, const char *shape,
@@ -30,25 +27,19 @@ static int inst_make(tailor_ctx *ctx, host_inst *h, const char *op, const char *
     CHECKF(h->op != NULL, "op %s is registered", op);
     if (!h->op)
         return -1;
-    if (tailor_shape_parse(ctx, shape, &h->shape) || tailor_op_complete_shape(ctx, h->op, &h->shape) ||
-        h->op->describe(ctx, &h->shape, dtype, &h->bufs)) {
+    if (!test_op_inst_make(ctx, h->op, shape, dtype, &h->t)) {
         CHECKF(0, "%s %s: %s", op, shape, tailor_ctx_message(ctx));
         return -1;
     }
-    for (int i = 0; i < h->bufs.count; i++) {
-        size_t n = h->bufs.b[i].count ? h->bufs.b[i].count : 1;
-        h->host[i] = calloc(n, tailor_dtype_size(h->bufs.b[i].dtype));
-        h->ref[i] = calloc(n, sizeof(float));
-    }
-    h->op->fill(&h->shape, dtype, &h->bufs, h->host, SEED);
+    h->op->fill(&h->t.shape, dtype, &h->t.bufs, h->t.host, SEED);
     return 0;
 }
 
 static int inst_buf(const host_inst *h, const char *name)
 {
-    for (int i = 0; i < h->bufs.count; i++)
-        if (strcmp(h->bufs.b[i].name, name) == 0)
-            return i;
+    int i = test_op_inst_buffer(&h->t, name);
+    if (i >= 0)
+        return i;
     CHECKF(0, "op %s has a buffer %s", h->op->name, name);
     return 0;
 }
@@ -56,31 +47,26 @@ static int inst_buf(const host_inst *h, const char *name)
 static float in_at(const host_inst *h, const char *name, size_t i)
 {
     int b = inst_buf(h, name);
-    return tailor_dtype_load(h->bufs.b[b].dtype, h->host[b], i);
+    return tailor_dtype_load(h->t.bufs.b[b].dtype, h->t.host[b], i);
 }
 
 static void set_at(host_inst *h, const char *name, size_t i, float v)
 {
     int b = inst_buf(h, name);
-    tailor_dtype_store(h->bufs.b[b].dtype, h->host[b], i, v);
+    tailor_dtype_store(h->t.bufs.b[b].dtype, h->t.host[b], i, v);
 }
 
-static float *ref_of(host_inst *h, const char *name) { return h->ref[inst_buf(h, name)]; }
+static float *ref_of(host_inst *h, const char *name) { return h->t.ref[inst_buf(h, name)]; }
 
 static int inst_reference(tailor_ctx *ctx, host_inst *h)
 {
-    tailor_status st = h->op->reference(ctx, &h->shape, h->dtype, &h->bufs, h->host, h->ref);
+    tailor_status st =
+        h->op->reference(ctx, &h->t.shape, h->dtype, &h->t.bufs, h->t.host, h->t.ref);
     CHECK_OK(ctx, st);
     return st == TAILOR_OK ? 0 : -1;
 }
 
-static void inst_free(host_inst *h)
-{
-    for (int i = 0; i < h->bufs.count; i++) {
-        free(h->host[i]);
-        free(h->ref[i]);
-    }
-}
+static void inst_free(host_inst *h) { test_op_inst_free(&h->t); }
 
 static float round_to(tailor_dtype dt, float v)
 {
@@ -154,9 +140,9 @@ static void test_residual_norm_modes(tailor_ctx *ctx)
         host_inst h;
         if (inst_make(ctx, &h, "residual_norm", shape, TAILOR_DTYPE_F16))
             continue;
-        CHECK(h.bufs.b[inst_buf(&h, "x")].dtype == TAILOR_DTYPE_F32);
-        CHECK(h.bufs.b[inst_buf(&h, "x")].role == TAILOR_BUF_INOUT);
-        CHECK(h.bufs.b[inst_buf(&h, "y")].role == TAILOR_BUF_OUT);
+        CHECK(h.t.bufs.b[inst_buf(&h, "x")].dtype == TAILOR_DTYPE_F32);
+        CHECK(h.t.bufs.b[inst_buf(&h, "x")].role == TAILOR_BUF_INOUT);
+        CHECK(h.t.bufs.b[inst_buf(&h, "y")].role == TAILOR_BUF_OUT);
         CHECK(in_at(&h, "a", 0) != 0.0f && in_at(&h, "scalar", 0) != 0.0f);
         if (inst_reference(ctx, &h)) {
             inst_free(&h);
@@ -206,10 +192,10 @@ static void test_qk_norm_rope_hand(tailor_ctx *ctx)
                   TAILOR_DTYPE_BF16))
         return;
     int f = inst_buf(&h, "inv_freq");
-    const float *inv_freq = h.host[f];
+    const float *inv_freq = h.t.host[f];
     CHECKF(inv_freq[0] == 1.0f && close_to(inv_freq[1], 0.01, 1e-8), "inv_freq %g %g",
            (double)inv_freq[0], (double)inv_freq[1]);
-    int32_t *pos = h.host[inst_buf(&h, "pos")];
+    int32_t *pos = h.t.host[inst_buf(&h, "pos")];
     pos[0] = 1;
     pos[1] = 0;
     for (size_t t = 0; t < 2; t++)
@@ -235,7 +221,7 @@ static void test_qk_norm_rope_proportional(tailor_ctx *ctx)
     if (inst_make(ctx, &h, "qk_norm_rope", "tokens=3,heads=2,head_dim=512,rope=2",
                   TAILOR_DTYPE_BF16))
         return;
-    const float *inv_freq = h.host[inst_buf(&h, "inv_freq")];
+    const float *inv_freq = h.t.host[inst_buf(&h, "inv_freq")];
     int nonzero = 0;
     for (int j = 0; j < 256; j++)
         nonzero += inv_freq[j] != 0.0f;
@@ -243,7 +229,7 @@ static void test_qk_norm_rope_proportional(tailor_ctx *ctx)
     /* exponent over the full 512: f_1 = 1e6^(-2/512) */
     CHECK(close_to(inv_freq[1], pow(1e6, -2.0 / 512), 1e-7));
     if (inst_reference(ctx, &h) == 0) {
-        const int32_t *pos = h.host[inst_buf(&h, "pos")];
+        const int32_t *pos = h.t.host[inst_buf(&h, "pos")];
         double worst = 0;
         for (size_t r = 0; r < 6; r++) {
             double v[512];
@@ -270,8 +256,8 @@ static void test_qk_norm_rope_proportional(tailor_ctx *ctx)
     /* in place: one INOUT buffer, no out */
     if (inst_make(ctx, &h, "qk_norm_rope", "tokens=1,heads=8,head_dim=256,inplace=1",
                   TAILOR_DTYPE_F16) == 0) {
-        CHECK(h.bufs.count == 4 && h.bufs.b[0].role == TAILOR_BUF_INOUT);
-        CHECK(inst_reference(ctx, &h) == 0 && isfinite(h.ref[0][7]) && h.ref[0][7] != 0.0f);
+        CHECK(h.t.bufs.count == 4 && h.t.bufs.b[0].role == TAILOR_BUF_INOUT);
+        CHECK(inst_reference(ctx, &h) == 0 && isfinite(h.t.ref[0][7]) && h.t.ref[0][7] != 0.0f);
         inst_free(&h);
     }
     check_refused(ctx, "qk_norm_rope", "tokens=1,heads=1,head_dim=7", TAILOR_DTYPE_BF16);
@@ -286,7 +272,7 @@ static void test_gelu_gate(tailor_ctx *ctx)
     host_inst h;
     if (inst_make(ctx, &h, "gelu_gate", "rows=2,inter=4,u_ld=8", TAILOR_DTYPE_BF16))
         return;
-    CHECK(h.bufs.b[inst_buf(&h, "u")].count == 12); /* (rows-1)*u_ld + inter */
+    CHECK(h.t.bufs.b[inst_buf(&h, "u")].count == 12); /* (rows-1)*u_ld + inter */
     const float g[4] = {1, 0, -3, 2};
     for (size_t i = 0; i < 4; i++) {
         set_at(&h, "g", i, g[i]);
@@ -308,7 +294,7 @@ static void test_gelu_gate(tailor_ctx *ctx)
     inst_free(&h);
     /* a fused gate|up output: g and u interleaved by rows of 2*inter */
     if (inst_make(ctx, &h, "gelu_gate", "rows=3,inter=4,g_ld=8,u_ld=8", TAILOR_DTYPE_F16) == 0) {
-        CHECK(h.bufs.b[inst_buf(&h, "g")].count == 20);
+        CHECK(h.t.bufs.b[inst_buf(&h, "g")].count == 20);
         set_at(&h, "g", 8 + 1, 1.0f);  /* row 1, column 1 */
         set_at(&h, "u", 8 + 1, -4.0f);
         if (inst_reference(ctx, &h) == 0) /* fp16(0.841192) = 0.84130859375 */
@@ -340,8 +326,8 @@ static void test_embed(tailor_ctx *ctx)
         host_inst h;
         if (inst_make(ctx, &h, "embed", cases[k].shape, cases[k].dtype))
             continue;
-        size_t cols = (size_t)tailor_shape_get(&h.shape, "cols", 0);
-        const int32_t *ids = h.host[inst_buf(&h, "ids")];
+        size_t cols = (size_t)tailor_shape_get(&h.t.shape, "cols", 0);
+        const int32_t *ids = h.t.host[inst_buf(&h, "ids")];
         CHECK(ids[1] == 49 && ids[2] == 57 && ids[3] == -5); /* last row, out of range */
         if (inst_reference(ctx, &h) == 0) {
             int bad = 0;
@@ -391,7 +377,7 @@ static void test_softcap_argmax(tailor_ctx *ctx)
 
     /* the filled data: a naive argmax over the whole vocabulary, in a 16-bit type (ties) */
     if (inst_make(ctx, &h, "softcap_argmax", "rows=2,vocab=262144,write=0", TAILOR_DTYPE_BF16) == 0) {
-        CHECK(h.bufs.b[inst_buf(&h, "capped")].role == TAILOR_BUF_IN);
+        CHECK(h.t.bufs.b[inst_buf(&h, "capped")].role == TAILOR_BUF_IN);
         if (inst_reference(ctx, &h) == 0) {
             for (size_t r = 0; r < 2; r++) {
                 float best = -INFINITY;
