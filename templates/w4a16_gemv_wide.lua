@@ -3,26 +3,14 @@
 -- into registers (UNROLL quads x RT row tiles of 16-byte loads per lane, double-buffered), the
 -- block's slice of the activations staged once in shared memory, SPLITK blocks per column tile
 -- when the tiles alone cannot keep enough warps loading. m = 16 costs what m = 1 does.
-local function pow2_at_least(x)
-  local p = 1
-  while p < x do p = p * 2 end
-  return p
-end
-
-local function ceil_div(a, b) return (a + b - 1) // b end
-
-local function sms(device)
-  if device.sm_count and device.sm_count > 0 then return device.sm_count end
-  return 80
-end
 
 local SPLITS = { 1, 2, 3, 4, 6, 8, 12, 16, 24, 32 }
 
 -- Quads (128 columns) per row, per slice, and staged per slice (whole batches of UNROLL).
 local function quads(p, shape)
-  local qt = ceil_div(shape.k // 32, 4)
-  local qps = ceil_div(qt, p.SPLITK)
-  local qalloc = ceil_div(qps, p.UNROLL) * p.UNROLL
+  local qt = tailor.ceil_div(shape.k // 32, 4)
+  local qps = tailor.ceil_div(qt, p.SPLITK)
+  local qalloc = tailor.ceil_div(qps, p.UNROLL) * p.UNROLL
   return qt, qps, qalloc
 end
 
@@ -38,7 +26,7 @@ local function smem_bytes(p, shape)
 end
 
 local function warps_total(p, shape, splitk)
-  return ceil_div(shape.n, block_rows(p)) * splitk * p.WARPS
+  return tailor.ceil_div(shape.n, block_rows(p)) * splitk * p.WARPS
 end
 
 -- Does SPLITK=s give a useful slice: no empty block, no more than 25 % of a slice's batches
@@ -79,7 +67,7 @@ return {
                                   shape.k, shape.group)
     end
     -- MP rows are staged: at least m of them (correctness); exactly m rounded up when choosing
-    if shape.m > p.MP or (purpose ~= "launch" and p.MP ~= pow2_at_least(shape.m)) then
+    if shape.m > p.MP or (purpose ~= "launch" and p.MP ~= tailor.pow2_at_least(shape.m)) then
       return false, string.format("MP=%d is not m=%d rounded up to a power of two", p.MP,
                                   shape.m)
     end
@@ -92,7 +80,7 @@ return {
     if p.MP > 8 and bn < 64 then
       return false, string.format("%d rows per block for m=%d (64 or 128)", bn, shape.m)
     end
-    if p.RT * p.WARPS * 8 > math.max(32, 2 * pow2_at_least(shape.n)) then
+    if p.RT * p.WARPS * 8 > math.max(32, 2 * tailor.pow2_at_least(shape.n)) then
       return false, string.format("%d rows per block for n=%d", block_rows(p), shape.n)
     end
     -- few loads per lane only where the slices are short
@@ -106,7 +94,7 @@ return {
     end
     -- SPLITK: the smallest usable split giving 8 warps per SM, the one before and the one
     -- after; where none gets there, the two largest usable ones
-    local want, n_sm, first = 8 * sms(device), sms(device), nil
+    local want, n_sm, first = 8 * tailor.sms(device), tailor.sms(device), nil
     local usable = {}
     for _, s in ipairs(SPLITS) do
       if split_ok(p, shape, s) then usable[#usable + 1] = s end
@@ -146,7 +134,7 @@ return {
   end,
   smem_dynamic = function(p, shape, dtype, device) return smem_bytes(p, shape) end,
   grid = function(p, shape, dtype, device)
-    return { ceil_div(shape.n, block_rows(p)), p.SPLITK, 1 }
+    return { tailor.ceil_div(shape.n, block_rows(p)), p.SPLITK, 1 }
   end,
 
   -- fp32 partials [SPLITK, m, n] and one counter per column tile; the kernel leaves both
@@ -154,7 +142,7 @@ return {
   workspace = function(p, shape, dtype, device)
     if p.SPLITK == 1 then return {} end
     return { partial = 4 * p.SPLITK * shape.m * shape.n,
-             counters = 4 * ceil_div(shape.n, block_rows(p)) }
+             counters = 4 * tailor.ceil_div(shape.n, block_rows(p)) }
   end,
 
   args = function(p, shape, dtype, device)

@@ -2,13 +2,6 @@
 -- k, group, zp). Tensor-core GEMM: BM x BN block tiles of WM x WN warps, BK columns per stage,
 -- a STAGES-deep ring in dynamic shared memory, and SPLITK blocks sharing k when the tiles alone
 -- cannot fill the card (decode, small n).
-local function pow2_at_least(x)
-  local p = 1
-  while p < x do p = p * 2 end
-  return p
-end
-
-local function ceil_div(a, b) return (a + b - 1) // b end
 
 -- Bytes of one pipeline stage: a tile (BK + 8 per row), weight words (BK/8 per row, padded to
 -- 4 mod 8 words), scales (one row per group in the stage), zero points (one byte each).
@@ -20,13 +13,6 @@ local function stage_bytes(p, shape)
   local z = 0
   if shape.zp ~= 0 then z = srows * p.BN end
   return p.BM * (p.BK + 8) * 2 + p.BN * b_ld * 4 + srows * p.BN * 2 + z
-end
-
-local function tiles(p, shape) return ceil_div(shape.m, p.BM) * ceil_div(shape.n, p.BN) end
-
-local function sms(device)
-  if device.sm_count and device.sm_count > 0 then return device.sm_count end
-  return 80
 end
 
 return {
@@ -66,14 +52,14 @@ return {
     end
     -- block rows follow m: one 16-row tile for decode, 64+ for prefill (pruning only: a winner
     -- tuned at the prefill chunk runs every narrower m of the runtime)
-    local mp = math.max(16, pow2_at_least(shape.m))
+    local mp = math.max(16, tailor.pow2_at_least(shape.m))
     if purpose ~= "launch" and p.BM > mp then
       return false, string.format("BM=%d > m=%d rounded up (%d)", p.BM, shape.m, mp)
     end
     if purpose ~= "launch" and shape.m >= 128 and p.BM < 64 then
       return false, string.format("BM=%d < 64 for m=%d", p.BM, shape.m)
     end
-    if p.BN > math.max(64, pow2_at_least(shape.n)) then
+    if p.BN > math.max(64, tailor.pow2_at_least(shape.n)) then
       return false, string.format("BN=%d > n=%d rounded up", p.BN, shape.n)
     end
     -- fat tiles amortise each dequantized weight over many rows: at least 32x64 per warp
@@ -91,10 +77,10 @@ return {
     if p.BM <= 32 and p.BK == 64 and p.STAGES == 3 and device.sm >= 80 then
       return false, "BK=64 with BM<=32 keeps 4 stages in flight (3 stages: use BK=128)"
     end
-    local ktiles = ceil_div(shape.k, p.BK) // p.SPLITK
+    local ktiles = tailor.ceil_div(shape.k, p.BK) // p.SPLITK
     -- split-k only where the tiles alone leave SMs idle, and not past twice the SM count
     if p.SPLITK > 1 then
-      local t, n_sm = tiles(p, shape), sms(device)
+      local t, n_sm = tailor.mma_tiles(p, shape), tailor.sms(device)
       if t * p.SPLITK > 2 * n_sm or 2 * t * p.SPLITK <= n_sm then
         return false, string.format("SPLITK=%d x %d tiles is outside (%d, %d] for %d SMs",
                                     p.SPLITK, t, n_sm // 2, 2 * n_sm, n_sm)
@@ -103,30 +89,10 @@ return {
         return false, string.format("SPLITK=%d leaves %d k tiles per block", p.SPLITK, ktiles)
       end
     end
-    -- stages: copies are synchronous below sm_80, so 2; from sm_80 3 or 4, or 2 where k is short
-    if device.sm < 80 then
-      if p.STAGES ~= 2 then
-        return false, string.format("STAGES=%d: sm_%d has no cp.async", p.STAGES, device.sm)
-      end
-    elseif p.STAGES == 2 and ktiles > 2 then
-      return false, string.format("STAGES=2 with %d k tiles per block (3 or 4 pipeline better)",
-                                  ktiles)
-    elseif p.STAGES > 2 and ktiles < p.STAGES then
-      return false, string.format("STAGES=%d > %d k tiles per block", p.STAGES, ktiles)
-    end
-    return true
+    return tailor.mma_stages_valid(p, device, ktiles)
   end,
 
-  requires = function(p, shape, dtype, device)
-    local r
-    if device.sm >= 80 then
-      r = { "ldmatrix", "mma.m16n8k16", "cp.async" }
-    else
-      r = { "ldmatrix", "mma.m16n8k8" }
-    end
-    if dtype == "bf16" then r[#r + 1] = "bf16" end
-    return r
-  end,
+  requires = function(p, shape, dtype, device) return tailor.mma_requires(dtype, device) end,
 
   threads = function(p, shape, dtype, device) return p.WM * p.WN * 32 end,
   -- __shared__ int last_block[4] in the split-k epilogue
@@ -136,15 +102,11 @@ return {
   end,
   smem_dynamic = function(p, shape, dtype, device) return p.STAGES * stage_bytes(p, shape) end,
   grid = function(p, shape, dtype, device)
-    return { ceil_div(shape.n, p.BN), ceil_div(shape.m, p.BM), p.SPLITK }
+    return { tailor.ceil_div(shape.n, p.BN), tailor.ceil_div(shape.m, p.BM), p.SPLITK }
   end,
 
-  -- fp32 partials [SPLITK, m, n] and one counter per tile; the kernel leaves both reusable
-  -- (partials are overwritten before they are read, counters are reset by the last block).
-  workspace = function(p, shape, dtype, device)
-    if p.SPLITK == 1 then return {} end
-    return { partial = 4 * p.SPLITK * shape.m * shape.n, counters = 4 * tiles(p, shape) }
-  end,
+  -- fp32 partials and tile counters for split-k (tailor.splitk_workspace)
+  workspace = function(p, shape, dtype, device) return tailor.splitk_workspace(p, shape) end,
 
   args = function(p, shape, dtype, device)
     local a = { "out", "a", "qweight", "scales" }

@@ -131,4 +131,44 @@ function lib.seam_defines(n, mode)
   return { SEAM = 1, SEAM_COLS = n, SEAM_MODE = mode, SEAM_VEC = lib.vec_dividing(n) }
 end
 
+-- ---- the tensor-core GEMMs (templates/matmul_mma.cu, templates/w4a16_mma.cu) ----
+
+-- Block tiles of BM x BN over the output.
+function lib.mma_tiles(p, shape) return lib.ceil_div(shape.m, p.BM) * lib.ceil_div(shape.n, p.BN) end
+
+-- Pipeline depth: copies are synchronous below sm_80, so 2 stages; from sm_80 3 or 4, or 2 where
+-- k is short (ktiles: k tiles per block).
+function lib.mma_stages_valid(p, device, ktiles)
+  if device.sm < 80 then
+    if p.STAGES ~= 2 then
+      return false, string.format("STAGES=%d: sm_%d has no cp.async", p.STAGES, device.sm)
+    end
+  elseif p.STAGES == 2 and ktiles > 2 then
+    return false, string.format("STAGES=2 with %d k tiles per block (3 or 4 pipeline better)",
+                                ktiles)
+  elseif p.STAGES > 2 and ktiles < p.STAGES then
+    return false, string.format("STAGES=%d > %d k tiles per block", p.STAGES, ktiles)
+  end
+  return true
+end
+
+-- The instructions of the mma templates: m16n8k16 with cp.async from sm_80, m16n8k8 below.
+function lib.mma_requires(dtype, device)
+  local r
+  if device.sm >= 80 then
+    r = { "ldmatrix", "mma.m16n8k16", "cp.async" }
+  else
+    r = { "ldmatrix", "mma.m16n8k8" }
+  end
+  if dtype == "bf16" then r[#r + 1] = "bf16" end
+  return r
+end
+
+-- Split-k's workspace: fp32 partials [SPLITK, m, n] and one counter per tile; the kernels leave
+-- both reusable (partials are overwritten before they are read, counters reset by the last block).
+function lib.splitk_workspace(p, shape)
+  if p.SPLITK == 1 then return {} end
+  return { partial = 4 * p.SPLITK * shape.m * shape.n, counters = 4 * lib.mma_tiles(p, shape) }
+end
+
 return lib
