@@ -5,9 +5,8 @@
 
 -- Cache slots: a sliding layer's ring holds `window` slots, a full layer's cache kv_len.
 local function slots(shape) return shape.window > 0 and shape.window or shape.kv_len end
-local function group(shape) return shape.heads // shape.kv_heads end
 local function small_bn(device) return device.smem_optin >= 100000 and 32 or 16 end
-local function wm(shape) return (group(shape) + 15) // 16 end
+local function wm(shape) return (tailor.attn_group(shape) + 15) // 16 end
 
 -- Slots per block (a multiple of BN) and the resulting block count for a target of `target`.
 local function chunk_of(target, bn, shape)
@@ -58,21 +57,13 @@ return {
   },
 
   defines = function(p, shape, dtype, device)
-    return { HEAD_DIM = shape.head_dim, GROUP = group(shape), WM = wm(shape), Q_REGS = 0 }
+    return { HEAD_DIM = shape.head_dim, GROUP = tailor.attn_group(shape), WM = wm(shape), Q_REGS = 0 }
   end,
 
   valid = function(p, shape, dtype, device)
     local d = shape.head_dim
-    if d ~= 256 and d ~= 512 then
-      return false, string.format("head_dim=%d is not 256 or 512", d)
-    end
-    if shape.kv_heads < 1 or shape.heads % shape.kv_heads ~= 0 then
-      return false, string.format("heads=%d is not a multiple of kv_heads=%d", shape.heads,
-                                  shape.kv_heads)
-    end
-    if shape.batch < 1 or shape.kv_len < 1 then
-      return false, "batch and kv_len must be positive"
-    end
+    local ok, why = tailor.attn_shape_valid(shape, true)
+    if not ok then return false, why end
     if wm(shape) * p.WN > 8 then
       return false, string.format("%d warps: more than 8", wm(shape) * p.WN)
     end
@@ -96,7 +87,7 @@ return {
       end
     end
     -- The merge keeps GROUP * (nsplit + 1) weights in the K/V tile area.
-    local merge = 4 * group(shape) * (n + 1)
+    local merge = 4 * tailor.attn_group(shape) * (n + 1)
     local area = 2 * 2 * p.STAGES * p.BN * (d + 8)
     if merge > area then
       return false, string.format("merge weights %d B exceed the K/V tile area %d B", merge, area)
@@ -104,12 +95,7 @@ return {
     return true
   end,
 
-  requires = function(p, shape, dtype, device)
-    local r = { "ldmatrix", p.MMA_K == 16 and "mma.m16n8k16" or "mma.m16n8k8" }
-    if p.ASYNC == 1 then r[#r + 1] = "cp.async" end
-    if dtype == "bf16" then r[#r + 1] = "bf16" end
-    return r
-  end,
+  requires = function(p, shape, dtype, device) return tailor.attn_requires(p, dtype) end,
 
   threads = function(p, shape, dtype, device) return 32 * wm(shape) * p.WN end,
   smem_static = function(p, shape, dtype, device) return 0 end,
@@ -122,7 +108,7 @@ return {
   workspace = function(p, shape, dtype, device)
     local pairs = shape.batch * shape.kv_heads
     local n = nsplit_of(p.SPLITS, p.BN, shape)
-    return { ws = 4 * pairs * n * group(shape) * (shape.head_dim + 2), cnt = 4 * pairs }
+    return { ws = 4 * pairs * n * tailor.attn_group(shape) * (shape.head_dim + 2), cnt = 4 * pairs }
   end,
 
   args = function(p, shape, dtype, device)

@@ -5,9 +5,7 @@
 -- number of blocks in quarter waves: nsplit = QWAVES/4 x (blocks per SM) x SMs / (batch x kv_heads).
 
 local function slots(shape) return shape.window > 0 and shape.window or shape.kv_len end
-local function group(shape) return shape.heads // shape.kv_heads end
-local function wmq(shape) return (group(shape) + 15) // 16 end
-local function roomy(device) return device.smem_optin >= 100000 end
+local function wmq(shape) return (tailor.attn_group(shape) + 15) // 16 end
 local function threads(p, shape) return 32 * p.KW * wmq(shape) * p.WN end
 
 -- Exact dynamic shared memory (2-byte elements, rows padded by 8): sMax, sPos, sQ, sK + sV, sP.
@@ -77,7 +75,7 @@ return {
     -- Key groups: head_dim 512 fits 3 of 16 keys in two stages (4 would need 266 KB); at 256,
     -- 4 groups (8 warps, 64 keys a stage). Few variants: the op's survivors stay under 40.
     KW = function(shape, dtype, device)
-      if not roomy(device) then return { 1, 2 } end
+      if not tailor.roomy(device) then return { 1, 2 } end
       return shape.head_dim > 256 and { 2, 3 } or { 4 }
     end,
     WN = { 2 },
@@ -88,22 +86,14 @@ return {
   },
 
   defines = function(p, shape, dtype, device)
-    return { HEAD_DIM = shape.head_dim, GROUP = group(shape), WMQ = wmq(shape),
+    return { HEAD_DIM = shape.head_dim, GROUP = tailor.attn_group(shape), WMQ = wmq(shape),
              WM = p.KW * wmq(shape), Q_REGS = 0 }
   end,
 
   valid = function(p, shape, dtype, device)
     local d = shape.head_dim
-    if d ~= 256 and d ~= 512 then
-      return false, string.format("head_dim=%d is not 256 or 512", d)
-    end
-    if shape.kv_heads < 1 or shape.heads % shape.kv_heads ~= 0 then
-      return false, string.format("heads=%d is not a multiple of kv_heads=%d", shape.heads,
-                                  shape.kv_heads)
-    end
-    if shape.batch < 1 or shape.kv_len < 1 then
-      return false, "batch and kv_len must be positive"
-    end
+    local ok, why = tailor.attn_shape_valid(shape, true)
+    if not ok then return false, why end
     -- 8 keys per warp in the score phase.
     local ns = p.BN // p.WN
     if ns ~= 8 then
@@ -119,10 +109,10 @@ return {
       return false, string.format("%d threads x ~%d registers do not fit one SM", nt, regs)
     end
     -- The KW partial outputs are combined in the K/V area (fp32 slabs) after the stream.
-    local slab = 4 * p.KW * group(shape) * d
+    local slab = 4 * p.KW * tailor.attn_group(shape) * d
     local area = 2 * 2 * p.STAGES * p.KW * p.BN * (d + 8)
     local n = nsplit_for(p.QWAVES, p, shape, device)
-    local merge = 4 * group(shape) * (fan_of(n) + 2)
+    local merge = 4 * tailor.attn_group(shape) * (fan_of(n) + 2)
     if slab > area or merge > area then
       return false, string.format("combine slabs %d B / merge weights %d B exceed the K/V area %d B",
                                   slab, merge, area)
@@ -143,12 +133,7 @@ return {
     return true
   end,
 
-  requires = function(p, shape, dtype, device)
-    local r = { "ldmatrix", p.MMA_K == 16 and "mma.m16n8k16" or "mma.m16n8k8" }
-    if p.ASYNC == 1 then r[#r + 1] = "cp.async" end
-    if dtype == "bf16" then r[#r + 1] = "bf16" end
-    return r
-  end,
+  requires = function(p, shape, dtype, device) return tailor.attn_requires(p, dtype) end,
 
   threads = function(p, shape, dtype, device) return threads(p, shape) end,
   smem_static = function(p, shape, dtype, device) return 0 end,
@@ -162,7 +147,7 @@ return {
     local pairs = shape.batch * shape.kv_heads
     local n = nsplit_for(p.QWAVES, p, shape, device)
     local nodes, cnts = tree_sizes(n, fan_of(n))
-    return { ws = 4 * pairs * nodes * group(shape) * (shape.head_dim + 2),
+    return { ws = 4 * pairs * nodes * tailor.attn_group(shape) * (shape.head_dim + 2),
              cnt = 4 * pairs * cnts }
   end,
 

@@ -4,7 +4,6 @@
 -- columns split in the P·V phase); K/V tiles of BN keys, STAGES deep (cp.async from sm_80).
 
 local function arch_mma_k(device) return device.sm >= 80 and 16 or 8 end
-local function roomy(device) return device.smem_optin >= 100000 end
 
 -- Bytes of dynamic shared memory, exactly the layout the kernel carves (2-byte elements for both
 -- dtypes; rows padded by 8 elements): sMax, sQ (unless Q_REGS), sK and sV per stage, sP.
@@ -29,9 +28,9 @@ return {
   params = {
     -- Cards with room (>= 100 KB per block) get the larger tiles; small ones (T4: 64 KB) the
     -- small tiles that fit at head_dim 512.
-    WM = function(shape, dtype, device) return roomy(device) and { 2, 4 } or { 1, 2 } end,
+    WM = function(shape, dtype, device) return tailor.roomy(device) and { 2, 4 } or { 1, 2 } end,
     WN = { 1, 2, 4 },
-    BN = function(shape, dtype, device) return roomy(device) and { 32, 64 } or { 16, 32 } end,
+    BN = function(shape, dtype, device) return tailor.roomy(device) and { 32, 64 } or { 16, 32 } end,
     Q_REGS = { 0, 1 },
     STAGES = function(shape, dtype, device) return device.sm >= 80 and { 1, 2 } or { 1 } end,
     MMA_K = function(shape, dtype, device) return { arch_mma_k(device) } end,
@@ -42,13 +41,8 @@ return {
 
   valid = function(p, shape, dtype, device, purpose)
     local d = shape.head_dim
-    if d ~= 256 and d ~= 512 then
-      return false, string.format("head_dim=%d is not 256 or 512", d)
-    end
-    if shape.kv_heads < 1 or shape.heads % shape.kv_heads ~= 0 then
-      return false, string.format("heads=%d is not a multiple of kv_heads=%d", shape.heads,
-                                  shape.kv_heads)
-    end
+    local ok, why = tailor.attn_shape_valid(shape, false)
+    if not ok then return false, why end
     if shape.q_len < 1 or shape.q_len > shape.kv_len then
       return false, string.format("q_len=%d must be in 1..kv_len=%d", shape.q_len, shape.kv_len)
     end
@@ -66,7 +60,7 @@ return {
                                   (p.Q_REGS == 1) and d // 4 or 0, p.BN // (2 * p.WN))
     end
     -- pruning only (a winner of the prefill chunk runs shorter chunks)
-    if purpose ~= "launch" and p.WM > (roomy(device) and 2 or 1) and 16 * p.WM > 2 * shape.q_len then
+    if purpose ~= "launch" and p.WM > (tailor.roomy(device) and 2 or 1) and 16 * p.WM > 2 * shape.q_len then
       return false, string.format("BM=%d rows for q_len=%d leaves most rows idle", 16 * p.WM,
                                   shape.q_len)
     end
@@ -76,12 +70,7 @@ return {
     return true
   end,
 
-  requires = function(p, shape, dtype, device)
-    local r = { "ldmatrix", p.MMA_K == 16 and "mma.m16n8k16" or "mma.m16n8k8" }
-    if p.ASYNC == 1 then r[#r + 1] = "cp.async" end
-    if dtype == "bf16" then r[#r + 1] = "bf16" end
-    return r
-  end,
+  requires = function(p, shape, dtype, device) return tailor.attn_requires(p, dtype) end,
 
   threads = function(p, shape, dtype, device) return 32 * p.WM * p.WN end,
   smem_static = function(p, shape, dtype, device) return 0 end,

@@ -171,4 +171,37 @@ function lib.splitk_workspace(p, shape)
   return { partial = 4 * p.SPLITK * shape.m * shape.n, counters = 4 * lib.mma_tiles(p, shape) }
 end
 
+-- ---- attention (templates/attention_*.cu) ----
+
+-- Whether the device is roomy: 100 KB or more of opt-in shared memory per block (sm_80+ class).
+function lib.roomy(device) return device.smem_optin >= 100000 end
+
+-- Query heads per KV head.
+function lib.attn_group(shape) return shape.heads // shape.kv_heads end
+
+-- The geometry every attention kernel needs: head_dim 256 or 512, heads a multiple of kv_heads;
+-- decode also a positive batch and kv_len.
+function lib.attn_shape_valid(shape, decode)
+  local d = shape.head_dim
+  if d ~= 256 and d ~= 512 then
+    return false, string.format("head_dim=%d is not 256 or 512", d)
+  end
+  if shape.kv_heads < 1 or shape.heads % shape.kv_heads ~= 0 then
+    return false, string.format("heads=%d is not a multiple of kv_heads=%d", shape.heads,
+                                shape.kv_heads)
+  end
+  if decode and (shape.batch < 1 or shape.kv_len < 1) then
+    return false, "batch and kv_len must be positive"
+  end
+  return true
+end
+
+-- The instructions of attn_mma.cuh: ldmatrix, the mma of MMA_K, cp.async when ASYNC.
+function lib.attn_requires(p, dtype)
+  local r = { "ldmatrix", p.MMA_K == 16 and "mma.m16n8k16" or "mma.m16n8k8" }
+  if p.ASYNC == 1 then r[#r + 1] = "cp.async" end
+  if dtype == "bf16" then r[#r + 1] = "bf16" end
+  return r
+end
+
 return lib
