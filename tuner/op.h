@@ -115,6 +115,14 @@ const tailor_op *const *tailor_op_list(void);
  * required key is missing or an unknown key is given. */
 tailor_status tailor_op_complete_shape(tailor_ctx *ctx, const tailor_op *op, tailor_shape *shape);
 
+/* ---- random streams of the fills (the same values for the same seed, on every machine) ---- */
+
+/* A 64-bit LCG step; uniform in [0, 1) from its top 24 bits. */
+float tailor_fill_uniform01(uint64_t *state);
+
+/* splitmix64: the next 64 random bits. */
+uint64_t tailor_fill_u64(uint64_t *state);
+
 /* ---- pieces of C references shared by ops (an op with an epilogue reuses its parts') ---- */
 
 /* The seam of op residual_norm (tuner/op_residual_norm.c) on `rows` rows of `cols`: a (the

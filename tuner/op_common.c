@@ -215,3 +215,17 @@ tailor_status tailor_op_compare(tailor_ctx *ctx, const tailor_buffer_spec *spec,
                             spec->name, bad, spec->count, first, (double)g, (double)ref[first],
                             spec->atol, spec->rtol);
 }
+
+float tailor_fill_uniform01(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((*s >> 40) & 0xffffff) / 16777216.0f;
+}
+
+uint64_t tailor_fill_u64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}

@@ -55,22 +55,16 @@ static tailor_status embed_describe(tailor_ctx *ctx, const tailor_shape *shape, 
     return TAILOR_OK;
 }
 
-static float uniform01(uint64_t *s)
-{
-    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
-    return (float)((*s >> 40) & 0xffffff) / 16777216.0f;
-}
-
 static void embed_fill(const tailor_shape *shape, tailor_dtype dtype, const tailor_op_buffers *bufs,
                        void *const *host, uint64_t seed)
 {
     long long vocab = tailor_shape_get(shape, "vocab", 262144);
     uint64_t s = seed;
     for (size_t i = 0; i < bufs->b[EM_TABLE].count; i++) /* embedding rows are small */
-        tailor_dtype_store(dtype, host[EM_TABLE], i, (uniform01(&s) * 2 - 1) * 0.08f);
+        tailor_dtype_store(dtype, host[EM_TABLE], i, (tailor_fill_uniform01(&s) * 2 - 1) * 0.08f);
     int32_t *ids = host[EM_IDS];
     for (size_t t = 0; t < bufs->b[EM_IDS].count; t++)
-        ids[t] = (int32_t)(uniform01(&s) * (float)vocab) % (int32_t)vocab;
+        ids[t] = (int32_t)(tailor_fill_uniform01(&s) * (float)vocab) % (int32_t)vocab;
     /* the last rows, and ids out of range (they read row 0) */
     if (bufs->b[EM_IDS].count > 1)
         ids[1] = (int32_t)vocab - 1;

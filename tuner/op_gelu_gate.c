@@ -60,12 +60,6 @@ static tailor_status gelu_gate_describe(tailor_ctx *ctx, const tailor_shape *sha
     return TAILOR_OK;
 }
 
-static float uniform01(uint64_t *s)
-{
-    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
-    return (float)((*s >> 40) & 0xffffff) / 16777216.0f;
-}
-
 static void gelu_gate_fill(const tailor_shape *shape, tailor_dtype dtype,
                            const tailor_op_buffers *bufs, void *const *host, uint64_t seed)
 {
@@ -73,9 +67,9 @@ static void gelu_gate_fill(const tailor_shape *shape, tailor_dtype dtype,
     uint64_t s = seed;
     for (size_t i = 0; i < bufs->b[GG_G].count; i++) /* the gelu's whole range, tails included */
         tailor_dtype_store(dtype, host[GG_G], i,
-                           (uniform01(&s) * 2 - 1) * (i % 53 == 0 ? 12.0f : 4.0f));
+                           (tailor_fill_uniform01(&s) * 2 - 1) * (i % 53 == 0 ? 12.0f : 4.0f));
     for (size_t i = 0; i < bufs->b[GG_U].count; i++)
-        tailor_dtype_store(dtype, host[GG_U], i, (uniform01(&s) * 2 - 1) * 5.0f);
+        tailor_dtype_store(dtype, host[GG_U], i, (tailor_fill_uniform01(&s) * 2 - 1) * 5.0f);
 }
 
 /* transformers' gelu_pytorch_tanh in fp32. */

@@ -76,19 +76,10 @@ static tailor_status matmul_describe(tailor_ctx *ctx, const tailor_shape *shape,
     return TAILOR_OK;
 }
 
-/* splitmix64: the fill's random stream. */
-static uint64_t next_u64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 /* Uniform in [-sqrt(3), sqrt(3)): mean 0, variance 1; cheap enough for a 400M-element weight. */
 static float next_unit(uint64_t *s)
 {
-    return ((float)(next_u64(s) >> 40) * (1.0f / 16777216.0f) * 2.0f - 1.0f) * 1.7320508f;
+    return ((float)(tailor_fill_u64(s) >> 40) * (1.0f / 16777216.0f) * 2.0f - 1.0f) * 1.7320508f;
 }
 
 /* Activations with variance 1 and a few large values (every 61st is x8, as real activations

@@ -77,12 +77,6 @@ static tailor_status qk_norm_rope_describe(tailor_ctx *ctx, const tailor_shape *
     return TAILOR_OK;
 }
 
-static float uniform01(uint64_t *s)
-{
-    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
-    return (float)((*s >> 40) & 0xffffff) / 16777216.0f;
-}
-
 static void qk_norm_rope_fill(const tailor_shape *shape, tailor_dtype dtype,
                               const tailor_op_buffers *bufs, void *const *host, uint64_t seed)
 {
@@ -90,13 +84,13 @@ static void qk_norm_rope_fill(const tailor_shape *shape, tailor_dtype dtype,
     uint64_t s = seed;
     for (size_t i = 0; i < bufs->b[QR_X].count; i++)
         tailor_dtype_store(dtype, host[QR_X], i,
-                           (uniform01(&s) * 2 - 1) * (i % 61 == 0 ? 30.0f : 3.0f));
+                           (tailor_fill_uniform01(&s) * 2 - 1) * (i % 61 == 0 ? 30.0f : 3.0f));
     for (size_t i = 0; i < bufs->b[QR_W].count; i++)
-        tailor_dtype_store(dtype, host[QR_W], i, uniform01(&s) * 2.5f - 0.5f);
+        tailor_dtype_store(dtype, host[QR_W], i, tailor_fill_uniform01(&s) * 2.5f - 0.5f);
     /* positions: 0, small, and large (the fp32 angle of a long context) */
     int32_t *pos = host[QR_POS];
     for (size_t t = 0; t < bufs->b[QR_POS].count; t++)
-        pos[t] = t == 0 ? 0 : t % 3 == 1 ? (int32_t)t : (int32_t)(uniform01(&s) * 131072.0f);
+        pos[t] = t == 0 ? 0 : t % 3 == 1 ? (int32_t)t : (int32_t)(tailor_fill_uniform01(&s) * 131072.0f);
     float *f = host[QR_INV_FREQ];
     float theta = rope == 2 ? 1e6f : 1e4f;
     int rot = rot_pairs(rope, hd);

@@ -63,23 +63,17 @@ static tailor_status residual_norm_describe(tailor_ctx *ctx, const tailor_shape 
     return TAILOR_OK;
 }
 
-static float uniform01(uint64_t *s)
-{
-    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
-    return (float)((*s >> 40) & 0xffffff) / 16777216.0f;
-}
-
 void tailor_fill_seam(tailor_dtype dtype, float *x, size_t n, void *w_post, void *w_next,
                       size_t cols, float *scalar, uint64_t seed)
 {
     uint64_t s = seed;
     for (size_t i = 0; i < n; i++) /* a residual stream of larger values */
-        x[i] = (uniform01(&s) * 2 - 1) * (i % 89 == 0 ? 300.0f : 20.0f);
+        x[i] = (tailor_fill_uniform01(&s) * 2 - 1) * (i % 89 == 0 ? 300.0f : 20.0f);
     for (size_t i = 0; i < cols; i++) { /* weights around 1, some negative */
-        tailor_dtype_store(dtype, w_post, i, uniform01(&s) * 2.5f - 0.5f);
-        tailor_dtype_store(dtype, w_next, i, uniform01(&s) * 2.5f - 0.5f);
+        tailor_dtype_store(dtype, w_post, i, tailor_fill_uniform01(&s) * 2.5f - 0.5f);
+        tailor_dtype_store(dtype, w_next, i, tailor_fill_uniform01(&s) * 2.5f - 0.5f);
     }
-    *scalar = 0.25f + uniform01(&s);
+    *scalar = 0.25f + tailor_fill_uniform01(&s);
 }
 
 static void residual_norm_fill(const tailor_shape *shape, tailor_dtype dtype,
@@ -88,7 +82,7 @@ static void residual_norm_fill(const tailor_shape *shape, tailor_dtype dtype,
     uint64_t s = seed;
     for (size_t i = 0; i < bufs->b[RN_A].count; i++) /* sublayer output with outliers */
         tailor_dtype_store(dtype, host[RN_A], i,
-                           (uniform01(&s) * 2 - 1) * (i % 97 == 0 ? 40.0f : 3.0f));
+                           (tailor_fill_uniform01(&s) * 2 - 1) * (i % 97 == 0 ? 40.0f : 3.0f));
     tailor_fill_seam(dtype, host[RN_X], bufs->b[RN_X].count, host[RN_W_POST], host[RN_W_NEXT],
                      (size_t)tailor_shape_get(shape, "cols", 0), host[RN_SCALAR], s);
 }

@@ -33,12 +33,6 @@ static tailor_status rmsnorm_describe(tailor_ctx *ctx, const tailor_shape *shape
     return TAILOR_OK;
 }
 
-static float uniform01(uint64_t *s)
-{
-    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
-    return (float)((*s >> 40) & 0xffffff) / 16777216.0f;
-}
-
 static void rmsnorm_fill(const tailor_shape *shape, tailor_dtype dtype,
                          const tailor_op_buffers *bufs, void *const *host, uint64_t seed)
 {
@@ -46,9 +40,9 @@ static void rmsnorm_fill(const tailor_shape *shape, tailor_dtype dtype,
     uint64_t s = seed;
     for (size_t i = 0; i < bufs->b[0].count; i++) /* activations with a few large outliers */
         tailor_dtype_store(dtype, host[0], i,
-                           (uniform01(&s) * 2 - 1) * (i % 97 == 0 ? 40.0f : 3.0f));
+                           (tailor_fill_uniform01(&s) * 2 - 1) * (i % 97 == 0 ? 40.0f : 3.0f));
     for (size_t i = 0; i < bufs->b[1].count; i++) /* weights around 1, some negative */
-        tailor_dtype_store(dtype, host[1], i, uniform01(&s) * 2.5f - 0.5f);
+        tailor_dtype_store(dtype, host[1], i, tailor_fill_uniform01(&s) * 2.5f - 0.5f);
 }
 
 static tailor_status rmsnorm_reference(tailor_ctx *ctx, const tailor_shape *shape,

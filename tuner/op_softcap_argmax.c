@@ -58,12 +58,6 @@ static tailor_status softcap_argmax_describe(tailor_ctx *ctx, const tailor_shape
     return TAILOR_OK;
 }
 
-static float uniform01(uint64_t *s)
-{
-    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
-    return (float)((*s >> 40) & 0xffffff) / 16777216.0f;
-}
-
 static void softcap_argmax_fill(const tailor_shape *shape, tailor_dtype dtype,
                                 const tailor_op_buffers *bufs, void *const *host, uint64_t seed)
 {
@@ -75,9 +69,9 @@ static void softcap_argmax_fill(const tailor_shape *shape, tailor_dtype dtype,
      * index must win); odd rows: one clear winner at a random place */
     for (size_t r = 0; r < rows; r++) {
         for (size_t c = 0; c < vocab; c++)
-            tailor_dtype_store(ldt, host[SA_LOGITS], r * vocab + c, (uniform01(&s) * 2 - 1) * 25.0f);
+            tailor_dtype_store(ldt, host[SA_LOGITS], r * vocab + c, (tailor_fill_uniform01(&s) * 2 - 1) * 25.0f);
         if (r % 2)
-            tailor_dtype_store(ldt, host[SA_LOGITS], r * vocab + (size_t)(uniform01(&s) * (float)vocab) % vocab,
+            tailor_dtype_store(ldt, host[SA_LOGITS], r * vocab + (size_t)(tailor_fill_uniform01(&s) * (float)vocab) % vocab,
                                40.0f);
     }
     for (size_t i = 0; i < bufs->b[SA_CAPPED].count && bufs->b[SA_CAPPED].role == TAILOR_BUF_IN; i++)

@@ -93,20 +93,11 @@ static tailor_status w4a16_describe(tailor_ctx *ctx, const tailor_shape *shape,
     return TAILOR_OK;
 }
 
-/* splitmix64: the fill's random stream. */
-static uint64_t next_u64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 /* Standard normal (Box-Muller). */
 static float next_normal(uint64_t *s)
 {
-    double u1 = ((double)(next_u64(s) >> 11) + 1.0) / 9007199254740993.0; /* (0, 1] */
-    double u2 = (double)(next_u64(s) >> 11) / 9007199254740992.0;
+    double u1 = ((double)(tailor_fill_u64(s) >> 11) + 1.0) / 9007199254740993.0; /* (0, 1] */
+    double u2 = (double)(tailor_fill_u64(s) >> 11) / 9007199254740992.0;
     return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
 }
 
@@ -117,7 +108,7 @@ static void random_ct_block(const tailor_w4a16_layout *lay, int rows, tailor_dty
 {
     size_t words = (size_t)rows * (size_t)(lay->k / 8);
     for (size_t i = 0; i < words; i += 2) { /* every nibble uniform in 0..15: q in -8..7 */
-        uint64_t r = next_u64(s);
+        uint64_t r = tailor_fill_u64(s);
         packed[i] = (int32_t)(uint32_t)r;
         if (i + 1 < words)
             packed[i + 1] = (int32_t)(uint32_t)(r >> 32);
@@ -126,7 +117,7 @@ static void random_ct_block(const tailor_w4a16_layout *lay, int rows, tailor_dty
         tailor_dtype_store(dtype, scales, i, next_normal(s) * 0.02f);
     if (lay->has_zp)
         for (size_t i = 0; i < (size_t)((rows + 7) / 8) * (size_t)lay->groups; i++)
-            zeros[i] = (int32_t)(uint32_t)next_u64(s);
+            zeros[i] = (int32_t)(uint32_t)tailor_fill_u64(s);
 }
 
 /* Fills the weight in checkpoint form, 8 rows at a time, and repacks each block: the packer
