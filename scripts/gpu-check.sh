@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # gpu-check.sh — on the GPU machine: build, run every GPU test, then the benchmarks; logs go to
-# $OUT (ctest.txt, bench.txt, ...) and a short summary is printed last.
-#   bash scripts/gpu-check.sh [tests|bench|all] [ctest -R regex]
+# $OUT (ctest.txt, bench.txt, model.txt, ...) and a short summary is printed last.
+#   bash scripts/gpu-check.sh [tests|quick|bench|model|all] [ctest -R regex]
+# quick: the GPU tests with the long scripts in their smoke subsets (MATMUL_QUICK, W4A16_QUICK,
+# ATTN_QUICK), fitting one 10-minute device call; model: Gemma 4 E2B decode and prefill figures
+# with the same-run comparisons (PDL off, fused epilogues).
 set -uo pipefail
 what=${1:-all}
 filter=${2:-}
@@ -11,6 +14,10 @@ bash scripts/gpu-build.sh || exit 1
 source scripts/gpu-env.sh
 T=$PWD/build-gpu/tailor
 summary=()
+if [[ $what == quick ]]; then
+  export MATMUL_QUICK=1 W4A16_QUICK=1 ATTN_QUICK=1
+  what=tests
+fi
 if [[ $what == tests || $what == all ]]; then
   (cd build-gpu && ctest -L gpu ${filter:+-R "$filter"} --output-on-failure --timeout 1800) \
     >"$OUT/ctest.txt" 2>&1
@@ -39,5 +46,17 @@ if [[ $what == bench || $what == all ]]; then
   done
   "$T" bench strategies --op rmsnorm --shape rows=64,cols=2560 >>"$B" 2>&1
   summary+=("bench: $(grep -c 'us' "$B") lines in bench.txt")
+fi
+if [[ $what == model || $what == all ]]; then
+  M="$OUT/model.txt"
+  : >"$M"
+  B="$T bench model --preset gemma-4-e2b --cache /tmp/model.sqlite"
+  for flags in "--prompt-len 1 --decode 128" "--prompt-len 1 --decode 128 --no-pdl" \
+               "--prompt-len 1 --decode 128 --fused" "--prompt-len 512 --decode 32" \
+               "--prompt-len 1 --decode 128 --quantize w4a16"; do
+    echo "== bench model $flags" >>"$M"
+    $B $flags 2>&1 | grep -vE '^tailor: (tuning|gemma4 gpu)' >>"$M"
+  done
+  summary+=("model: $(grep -c '^decode' "$M") decode figures in model.txt")
 fi
 printf '%s\n' "${summary[@]}"
