@@ -4,8 +4,6 @@
 -- and lane are in flight at once. Bound by reading w: the space keeps the configurations that
 -- put enough loads in flight to cover the memory latency of the whole card.
 
-local function rows_per_block(p) return (p.THREADS // 32 // p.KWARPS) * p.ROWS end
-
 return {
   op = "matmul",
   source = "matmul_gemv.cu",
@@ -23,21 +21,12 @@ return {
     return tailor.dense_gemv_valid(p, shape, device, purpose, 1, 2 * shape.n * shape.k)
   end,
 
-  requires = function(p, shape, dtype, device)
-    if dtype == "bf16" then return { "bf16" } end
-    return {}
-  end,
+  requires = function(p, shape, dtype, device) return tailor.dtype_requires(dtype) end,
 
   threads = function(p, shape, dtype, device) return p.THREADS end,
-  -- __shared__ float red[warps * MT * ROWS], only when warps split k
-  smem_static = function(p, shape, dtype, device)
-    if p.KWARPS > 1 then return 4 * (p.THREADS // 32) * p.MT * p.ROWS end
-    return 0
-  end,
+  smem_static = function(p, shape, dtype, device) return tailor.gemv_smem_static(p, 1, false) end,
   smem_dynamic = function(p, shape, dtype, device) return 0 end,
-  grid = function(p, shape, dtype, device)
-    return { tailor.ceil_div(shape.n, rows_per_block(p)), tailor.ceil_div(shape.m, p.MT), 1 }
-  end,
+  grid = function(p, shape, dtype, device) return tailor.gemv_grid(p, shape) end,
 
   args = { "out", "a", "w", { i32 = "m" }, { i32 = "n" }, { i32 = "k" } },
 }

@@ -4,10 +4,6 @@
 -- warp reads its ROWS gate rows and (ext = 0) the ROWS matching up rows, so a warp holds 2*ROWS
 -- rows of accumulators and loads in flight, and the limits below count both.
 
-local function weight_rows(p, shape) return shape.ext == 0 and 2 * p.ROWS or p.ROWS end
-
-local function rows_per_block(p) return (p.THREADS // 32 // p.KWARPS) * p.ROWS end
-
 return {
   op = "matmul_glu",
   source = "matmul_gemv.cu",
@@ -30,21 +26,14 @@ return {
     return tailor.dense_gemv_valid(p, shape, device, purpose, nr, 2 * nr * shape.n * shape.k)
   end,
 
-  requires = function(p, shape, dtype, device)
-    if dtype == "bf16" then return { "bf16" } end
-    return {}
-  end,
+  requires = function(p, shape, dtype, device) return tailor.dtype_requires(dtype) end,
 
   threads = function(p, shape, dtype, device) return p.THREADS end,
-  -- __shared__ float red[warps * MT * rows], only when warps split k
   smem_static = function(p, shape, dtype, device)
-    if p.KWARPS > 1 then return 4 * (p.THREADS // 32) * p.MT * weight_rows(p, shape) end
-    return 0
+    return tailor.gemv_smem_static(p, shape.ext == 0 and 2 or 1, false)
   end,
   smem_dynamic = function(p, shape, dtype, device) return 0 end,
-  grid = function(p, shape, dtype, device)
-    return { tailor.ceil_div(shape.n, rows_per_block(p)), tailor.ceil_div(shape.m, p.MT), 1 }
-  end,
+  grid = function(p, shape, dtype, device) return tailor.gemv_grid(p, shape) end,
 
   args = function(p, shape, dtype, device)
     if shape.ext == 0 then

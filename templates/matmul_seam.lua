@@ -4,8 +4,6 @@
 -- the last block to finish runs the seam (include/seam.cuh) with the block's THREADS, the row
 -- in registers: SEAM_VEC elements per load, at most 32 values per thread.
 
-local function rows_per_block(p) return (p.THREADS // 32 // p.KWARPS) * p.ROWS end
-
 return {
   op = "matmul_seam",
   source = "matmul_gemv.cu",
@@ -30,27 +28,13 @@ return {
     return tailor.seam_fits(p, shape.n)
   end,
 
-  requires = function(p, shape, dtype, device)
-    if dtype == "bf16" then return { "bf16" } end
-    return {}
-  end,
+  requires = function(p, shape, dtype, device) return tailor.dtype_requires(dtype) end,
 
   threads = function(p, shape, dtype, device) return p.THREADS end,
-  -- red[warps * MT * ROWS] when warps split k; the seam's scratch[warps] and its ticket (an int,
-  -- which ptxas pads to 16 bytes)
-  smem_static = function(p, shape, dtype, device)
-    local warps = p.THREADS // 32
-    local red = p.KWARPS > 1 and 4 * warps * p.MT * p.ROWS or 0
-    return red + 4 * warps + 4
-  end,
+  smem_static = function(p, shape, dtype, device) return tailor.gemv_smem_static(p, 1, true) end,
   smem_dynamic = function(p, shape, dtype, device) return 0 end,
-  grid = function(p, shape, dtype, device)
-    return { tailor.ceil_div(shape.n, rows_per_block(p)), tailor.ceil_div(shape.m, p.MT), 1 }
-  end,
-  -- one ticket counter per row group, zeroed once and put back to zero by the last block
-  workspace = function(p, shape, dtype, device)
-    return { counters = 4 * tailor.ceil_div(shape.m, p.MT) }
-  end,
+  grid = function(p, shape, dtype, device) return tailor.gemv_grid(p, shape) end,
+  workspace = function(p, shape, dtype, device) return tailor.seam_workspace(p, shape) end,
 
   args = { "t", "a", "w", "y", "x", "w_post", "w_next", "scalar", "counters", { f32 = 1e-6 },
            { i32 = "m" }, { i32 = "n" }, { i32 = "k" } },

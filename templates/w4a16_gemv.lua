@@ -23,22 +23,12 @@ return {
     return tailor.w4a16_gemv_valid(p, shape, purpose)
   end,
 
-  requires = function(p, shape, dtype, device)
-    if dtype == "bf16" then return { "bf16" } end
-    return {}
-  end,
+  requires = function(p, shape, dtype, device) return tailor.dtype_requires(dtype) end,
 
   threads = function(p, shape, dtype, device) return p.THREADS end,
-  -- __shared__ float red[warps * MT * ROWS], only when warps split k
-  smem_static = function(p, shape, dtype, device)
-    if p.KWARPS > 1 then return 4 * (p.THREADS // 32) * p.MT * p.ROWS end
-    return 0
-  end,
+  smem_static = function(p, shape, dtype, device) return tailor.gemv_smem_static(p, 1, false) end,
   smem_dynamic = function(p, shape, dtype, device) return 0 end,
-  grid = function(p, shape, dtype, device)
-    local rows_per_block = (p.THREADS // 32 // p.KWARPS) * p.ROWS
-    return { (shape.n + rows_per_block - 1) // rows_per_block, (shape.m + p.MT - 1) // p.MT, 1 }
-  end,
+  grid = function(p, shape, dtype, device) return tailor.gemv_grid(p, shape) end,
 
   args = function(p, shape, dtype, device)
     local n_pad = (shape.n + 15) // 16 * 16

@@ -27,27 +27,13 @@ return {
     return tailor.seam_fits(p, shape.n)
   end,
 
-  requires = function(p, shape, dtype, device)
-    if dtype == "bf16" then return { "bf16" } end
-    return {}
-  end,
+  requires = function(p, shape, dtype, device) return tailor.dtype_requires(dtype) end,
 
   threads = function(p, shape, dtype, device) return p.THREADS end,
-  -- red[warps * MT * ROWS] when warps split k; the seam's scratch[warps] and its ticket
-  smem_static = function(p, shape, dtype, device)
-    local warps = p.THREADS // 32
-    local red = p.KWARPS > 1 and 4 * warps * p.MT * p.ROWS or 0
-    return red + 4 * warps + 4
-  end,
-  -- one ticket counter per row group, zeroed once and put back to zero by the last block
-  workspace = function(p, shape, dtype, device)
-    return { counters = 4 * ((shape.m + p.MT - 1) // p.MT) }
-  end,
+  smem_static = function(p, shape, dtype, device) return tailor.gemv_smem_static(p, 1, true) end,
+  workspace = function(p, shape, dtype, device) return tailor.seam_workspace(p, shape) end,
   smem_dynamic = function(p, shape, dtype, device) return 0 end,
-  grid = function(p, shape, dtype, device)
-    local rows_per_block = (p.THREADS // 32 // p.KWARPS) * p.ROWS
-    return { (shape.n + rows_per_block - 1) // rows_per_block, (shape.m + p.MT - 1) // p.MT, 1 }
-  end,
+  grid = function(p, shape, dtype, device) return tailor.gemv_grid(p, shape) end,
 
   args = function(p, shape, dtype, device)
     local n_pad = (shape.n + 15) // 16 * 16

@@ -204,4 +204,36 @@ function lib.attn_requires(p, dtype)
   return r
 end
 
+-- ---- the CUDA-core GEMVs (matmul_gemv.cu, w4a16_gemv.cu) and their seam epilogue ----
+
+-- Only the dtype's own feature: bf16 needs sm_80.
+function lib.dtype_requires(dtype)
+  if dtype == "bf16" then return { "bf16" } end
+  return {}
+end
+
+-- Output rows per block: THREADS/32/KWARPS row groups of ROWS rows.
+function lib.gemv_rows_per_block(p) return (p.THREADS // 32 // p.KWARPS) * p.ROWS end
+
+-- Blocks over n (rows per block) and m (MT activation rows per block).
+function lib.gemv_grid(p, shape)
+  return { lib.ceil_div(shape.n, lib.gemv_rows_per_block(p)), lib.ceil_div(shape.m, p.MT), 1 }
+end
+
+-- Static shared memory of a GEMV: red[warps * MT * nr * ROWS] floats when warps split k (nr
+-- weight rows per output row: 2 for a stacked gate|up), and with the seam epilogue its
+-- scratch[warps] and its ticket (an int).
+function lib.gemv_smem_static(p, nr, seam)
+  local warps = p.THREADS // 32
+  local red = p.KWARPS > 1 and 4 * warps * p.MT * nr * p.ROWS or 0
+  if seam then return red + 4 * warps + 4 end
+  return red
+end
+
+-- The seam epilogue's workspace: one ticket counter per row group, zeroed once and put back to
+-- zero by the last block.
+function lib.seam_workspace(p, shape)
+  return { counters = 4 * lib.ceil_div(shape.m, p.MT) }
+end
+
 return lib
