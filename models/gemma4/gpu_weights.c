@@ -607,13 +607,12 @@ static void configure(tailor_gemma4_gpu *g, const tailor_gemma4_config *cfg,
     g->logit_rows = g->all_logits ? chunk : 1;
 }
 
-tailor_status tailor_gemma4_gpu_kernels(tailor_ctx *ctx, const tailor_gemma4_config *cfg,
-                                        const tailor_gemma4 *m,
-                                        const tailor_gemma4_gpu_opts *o,
-                                        tailor_gemma4_kernel_use **out, int *n)
+/* A zeroed model with its layer array, after the checks every model passes (no MoE,
+ * max_tokens >= 1). */
+static tailor_status model_new(tailor_ctx *ctx, const tailor_gemma4_config *cfg,
+                               const tailor_gemma4_gpu_opts *o, tailor_gemma4_gpu **out)
 {
     *out = NULL;
-    *n = 0;
     if (cfg->moe)
         return tailor_set_error(ctx, TAILOR_ERR_UNSUPPORTED,
                                 "gemma4 gpu: the mixture-of-experts model is not supported yet");
@@ -624,6 +623,21 @@ tailor_status tailor_gemma4_gpu_kernels(tailor_ctx *ctx, const tailor_gemma4_con
         free(g);
         return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "gemma4 gpu: out of memory");
     }
+    *out = g;
+    return TAILOR_OK;
+}
+
+tailor_status tailor_gemma4_gpu_kernels(tailor_ctx *ctx, const tailor_gemma4_config *cfg,
+                                        const tailor_gemma4 *m,
+                                        const tailor_gemma4_gpu_opts *o,
+                                        tailor_gemma4_kernel_use **out, int *n)
+{
+    *out = NULL;
+    *n = 0;
+    tailor_gemma4_gpu *g = NULL;
+    tailor_status st0 = model_new(ctx, cfg, o, &g);
+    if (st0)
+        return st0;
     g->dry = 1;
     g->like = m;
     g->dry_next = (CUdeviceptr)1 << 20;
@@ -658,19 +672,10 @@ static tailor_status create(tailor_ctx *ctx, const tailor_gemma4 *m, const tailo
                             uint64_t seed, tailor_gemma4_gpu **out)
 {
     *out = NULL;
-    if (cfg->moe)
-        return tailor_set_error(ctx, TAILOR_ERR_UNSUPPORTED,
-                                "gemma4 gpu: the mixture-of-experts model is not supported yet");
-    if (!o || o->max_tokens < 1)
-        return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "gemma4 gpu: max_tokens must be >= 1");
-    tailor_gemma4_gpu *g = calloc(1, sizeof *g);
-    if (!g)
-        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "gemma4 gpu: out of memory");
-    g->layers = calloc((size_t)cfg->n_layers, sizeof *g->layers);
-    if (!g->layers) {
-        free(g);
-        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "gemma4 gpu: out of memory");
-    }
+    tailor_gemma4_gpu *g = NULL;
+    tailor_status st0 = model_new(ctx, cfg, o, &g);
+    if (st0)
+        return st0;
     const tailor_device_info *dev = tailor_gpu_info(gpu);
     g->gpu = gpu;
     g->ks = ks;
