@@ -86,13 +86,15 @@ static tailor_status print_profile(tailor_ctx *ctx, tailor_gemma4_gpu *g, int32_
 static void model_usage(void)
 {
     printf("usage: tailor bench model (--model DIR | --preset NAME) [--quantize w4a16]\n"
-           "         [--prompt-len N] [--decode N] [--cache FILE] [--profile] [--no-pdl] [--fused] [--json]\n\n"
+           "         [--prompt-len N] [--decode N] [--cache FILE] [--profile] [--no-pdl]\n"
+           "         [--separate-gating] [--fused-seams] [--json]\n\n"
            "Gemma 4 end to end on the GPU: prefill and decode tok/s, time to first token, peak host\n"
            "memory of the load, GPU memory, decode against the bandwidth bound (weight bytes per\n"
            "token over the copy bandwidth measured in the same run). Without --model, random\n"
            "weights of the preset's shapes are made on the GPU. --profile: one decode step kernel\n"
-           "by kernel; --no-pdl: no programmatic dependent launch; --fused: gating and seams as GEMV\n"
-           "epilogues instead of their own kernels (both for comparisons).\n");
+           "by kernel; --no-pdl: no programmatic dependent launch; --separate-gating: the MLP and PLE\n"
+           "gating as their own kernels instead of GEMV epilogues; --fused-seams: the layer seams\n"
+           "as GEMV epilogues instead of their own kernels (all for comparisons).\n");
 }
 
 int bench_model(int argc, char **argv)
@@ -106,11 +108,12 @@ int bench_model(int argc, char **argv)
                                          {"cache", required_argument, 0, 'c'},
                                          {"profile", no_argument, 0, 'P'},
                                          {"no-pdl", no_argument, 0, 'N'},
-                                         {"fused", no_argument, 0, 'U'},
+                                         {"fused-seams", no_argument, 0, 'U'},
+                                         {"separate-gating", no_argument, 0, 'G'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     const char *model = NULL, *preset = NULL, *quant = NULL, *cache_file = NULL;
-    int plen = 512, ndec = 128, json = 0, profile = 0, no_pdl = 0, fused = 0, c;
+    int plen = 512, ndec = 128, json = 0, profile = 0, no_pdl = 0, fused = 0, sepgate = 0, c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
@@ -124,6 +127,7 @@ int bench_model(int argc, char **argv)
         case 'P': profile = 1; break;
         case 'N': no_pdl = 1; break;
         case 'U': fused = 1; break;
+        case 'G': sepgate = 1; break;
         case 'h': model_usage(); return 0;
         default: return cli_bad_flag("bench model", argc, argv);
         }
@@ -160,7 +164,8 @@ int bench_model(int argc, char **argv)
     if (s == TAILOR_OK)
         s = tailor_kernels_create(ctx, gpu, cache, NULL, 1, &ks);
     tailor_gemma4_gpu_opts o = {.max_tokens = plen + ndec + 1, .dtype = -1, .quantize = quant != NULL,
-                                .no_pdl = no_pdl, .fused = fused};
+                                .no_pdl = no_pdl, .fused_seams = fused,
+                                .separate_gating = sepgate};
     double tl0 = now_s();
     if (s == TAILOR_OK)
         s = create(ctx, m, &cfg, gpu, ks, &o, &g);

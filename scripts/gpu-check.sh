@@ -52,7 +52,7 @@ if [[ $what == model || $what == all ]]; then
   : >"$M"
   B="$T bench model --preset gemma-4-e2b --cache /tmp/model.sqlite"
   for flags in "--prompt-len 1 --decode 128" "--prompt-len 1 --decode 128 --no-pdl" \
-               "--prompt-len 1 --decode 128 --fused" "--prompt-len 512 --decode 32" \
+               "--prompt-len 1 --decode 128 --separate-gating" "--prompt-len 1 --decode 128 --fused-seams" "--prompt-len 512 --decode 32" \
                "--prompt-len 1 --decode 128 --quantize w4a16"; do
     echo "== bench model $flags" >>"$M"
     $B $flags 2>&1 | grep -vE '^tailor: (tuning|gemma4 gpu)' >>"$M"

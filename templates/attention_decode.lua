@@ -60,7 +60,7 @@ return {
     return { HEAD_DIM = shape.head_dim, GROUP = tailor.attn_group(shape), WM = wm(shape), Q_REGS = 0 }
   end,
 
-  valid = function(p, shape, dtype, device)
+  valid = function(p, shape, dtype, device, purpose)
     local d = shape.head_dim
     local ok, why = tailor.attn_shape_valid(shape, true)
     if not ok then return false, why end
@@ -75,12 +75,13 @@ return {
       return false, string.format("WN=%d leaves %d output registers per thread", p.WN,
                                   d // (2 * p.WN))
     end
-    if p.BN > small_bn(device) and p.BN > slots(shape) then
+    -- pruning only (a winner tuned on a longer cache runs a shorter one: partial tiles are masked)
+    if purpose ~= "launch" and p.BN > small_bn(device) and p.BN > slots(shape) then
       return false, string.format("BN=%d exceeds the %d cache slots", p.BN, slots(shape))
     end
     -- Two targets rounding to the same block count would be the same launch twice.
     local n = nsplit_of(p.SPLITS, p.BN, shape)
-    for _, t in ipairs(split_targets(shape, device)) do
+    for _, t in ipairs(purpose ~= "launch" and split_targets(shape, device) or {}) do
       if t < p.SPLITS and nsplit_of(t, p.BN, shape) == n then
         return false, string.format("SPLITS=%d gives the same %d blocks as SPLITS=%d", p.SPLITS,
                                     n, t)

@@ -90,7 +90,7 @@ return {
              WM = p.KW * wmq(shape), Q_REGS = 0 }
   end,
 
-  valid = function(p, shape, dtype, device)
+  valid = function(p, shape, dtype, device, purpose)
     local d = shape.head_dim
     local ok, why = tailor.attn_shape_valid(shape, true)
     if not ok then return false, why end
@@ -119,12 +119,12 @@ return {
     end
     -- A block streams at least one stage; more stages than its keys fill is waste.
     local stages_used = (chunk_of(n, p, shape) + p.KW * p.BN - 1) // (p.KW * p.BN)
-    if p.STAGES > 2 and stages_used < p.STAGES then
+    if purpose ~= "launch" and p.STAGES > 2 and stages_used < p.STAGES then
       return false, string.format("STAGES=%d but a block streams only %d stage(s) of keys",
                                   p.STAGES, stages_used)
     end
     -- Two QWAVES giving the same block count would be the same launch twice.
-    for _, q in ipairs(QWAVES) do
+    for _, q in ipairs(purpose ~= "launch" and QWAVES or {}) do
       if q < p.QWAVES and nsplit_for(q, p, shape, device) == n then
         return false, string.format("QWAVES=%d gives the same %d blocks as QWAVES=%d", p.QWAVES,
                                     n, q)

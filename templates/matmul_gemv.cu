@@ -72,6 +72,18 @@ __device__ __forceinline__ const T *row_of(const T *w, int n0, int nlast, int N,
     return w + (size_t)(base + (rr < nlast ? rr : nlast)) * K;
 }
 
+// The weight pieces of one step: UNROLL pieces (STRIDE apart from c) of each of the warp's rows.
+template <int STRIDE>
+__device__ __forceinline__ void load_step(uint4 (&wv)[UNROLL][DN_NR], const T *w, int n0, int nlast,
+                                          int N, int K, int c)
+{
+#pragma unroll
+    for (int uu = 0; uu < UNROLL; uu++)
+#pragma unroll
+        for (int r = 0; r < DN_NR; r++)
+            wv[uu][r] = dn_load_stream(row_of(w, n0, nlast, N, K, r) + (size_t)(c + uu * STRIDE) * 8);
+}
+
 // One output from its fp32 sums: the plain product, or the gated one.
 __device__ __forceinline__ T finish(float g, float u)
 {
@@ -110,6 +122,15 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const T *__restrict_
     const T *abase = a + (size_t)m0 * K;
     const int mlast = M - 1 - m0;
 
+    // The first step's weights are requested before waiting for the previous kernel: no kernel
+    // of a forward writes weights, and under PDL their DRAM latency then overlaps the
+    // predecessor's tail. Activations (its output) are read only after the wait.
+    int c = kw * 32 + lane;
+    uint4 wv[UNROLL][DN_NR];
+    bool step = c + (UNROLL - 1) * STRIDE < pieces;
+    if (step)
+        dn::load_step<STRIDE>(wv, w, n0, nlast, N, K, c);
+
     tailor_grid_begin();
 
     float acc[MT][DN_NR];
@@ -119,19 +140,15 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const T *__restrict_
         for (int r = 0; r < DN_NR; r++)
             acc[mi][r] = 0.f;
 
-    int c = kw * 32 + lane;
     // UNROLL pieces of every row in flight, then their math
-    for (; c + (UNROLL - 1) * STRIDE < pieces; c += UNROLL * STRIDE) {
-        uint4 wv[UNROLL][DN_NR];
-#pragma unroll
-        for (int uu = 0; uu < UNROLL; uu++)
-#pragma unroll
-            for (int r = 0; r < DN_NR; r++)
-                wv[uu][r] = dn_load_stream(dn::row_of(w, n0, nlast, N, K, r) +
-                                           (size_t)(c + uu * STRIDE) * 8);
+    while (step) {
 #pragma unroll
         for (int uu = 0; uu < UNROLL; uu++)
             dn::dot_piece<MT, DN_NR>(acc, wv[uu], abase, mlast, K, c + uu * STRIDE);
+        c += UNROLL * STRIDE;
+        step = c + (UNROLL - 1) * STRIDE < pieces;
+        if (step)
+            dn::load_step<STRIDE>(wv, w, n0, nlast, N, K, c);
     }
     // what is left: fewer than UNROLL pieces per lane
 #if UNROLL > 1

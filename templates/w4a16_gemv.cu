@@ -20,6 +20,33 @@
 #define W4_WARPS (THREADS / 32)
 #define W4_RGROUPS (W4_WARPS / KWARPS) // row groups per block
 
+namespace w4g {
+// The packed words, scales and (128 + zero point) of chunk c of the warp's ROWS rows from n0;
+// rows past N give zeros.
+__device__ __forceinline__ void load_chunk(uint4 (&w)[ROWS], float (&s)[ROWS], float (&zb)[ROWS],
+                                           const u32 *qweight, const T *scales, const u8 *zeros,
+                                           int n0, int N, int K, int n_pad, int c)
+{
+    const int g = (c * 32) / GROUP;
+    const size_t row_words = (size_t)(K / 8);
+#pragma unroll
+    for (int r = 0; r < ROWS; r++) {
+        const int n = n0 + r;
+        w[r] = make_uint4(0, 0, 0, 0);
+        s[r] = 0.f;
+        zb[r] = 136.f; // 128 + z with z = 8: symmetric
+        if (n < N) {
+            w[r] = w4_load_stream(reinterpret_cast<const uint4 *>(qweight + n * row_words) + c);
+            s[r] = to_f32(scales[(size_t)g * n_pad + n]);
+#if HAS_ZP
+            zb[r] = 128.f + (float)zeros[(size_t)g * n_pad + n];
+#endif
+        }
+    }
+    (void)zeros;
+}
+} // namespace w4g
+
 extern "C" __global__ void __launch_bounds__(THREADS)
 TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restrict__ qweight,
               const T *__restrict__ scales,
@@ -33,7 +60,6 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
 #endif
               int M, int N, int K, int n_pad)
 {
-    tailor_grid_begin();
 #if KWARPS > 1
     __shared__ float red[W4_WARPS * MT * ROWS];
 #endif
@@ -42,7 +68,22 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
     const int n0 = (blockIdx.x * W4_RGROUPS + rg) * ROWS;
     const int m0 = blockIdx.y * MT;
     const int chunks = K / 32;
-    const size_t row_words = (size_t)(K / 8);
+#if HAS_ZP
+    const u8 *zp = zeros;
+#else
+    const u8 *zp = nullptr;
+#endif
+
+    // The first chunk's weights, scales and zero points are requested before waiting for the
+    // previous kernel (no kernel of a forward writes them): under PDL their DRAM latency
+    // overlaps the predecessor's tail. Activations are read only after the wait.
+    int c = kw * 32 + lane;
+    uint4 w[ROWS];
+    float s[ROWS], zb[ROWS];
+    if (c < chunks)
+        w4g::load_chunk(w, s, zb, qweight, scales, zp, n0, N, K, n_pad, c);
+
+    tailor_grid_begin();
 
     float acc[MT][ROWS];
 #pragma unroll
@@ -51,24 +92,10 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
         for (int r = 0; r < ROWS; r++)
             acc[mi][r] = 0.f;
 
-    for (int c = kw * 32 + lane; c < chunks; c += 32 * KWARPS) {
-        uint4 w[ROWS];
-        float s[ROWS], zb[ROWS];
-        const int g = (c * 32) / GROUP;
-#pragma unroll
-        for (int r = 0; r < ROWS; r++) {
-            const int n = n0 + r;
-            w[r] = make_uint4(0, 0, 0, 0);
-            s[r] = 0.f;
-            zb[r] = 136.f; // 128 + z with z = 8: symmetric
-            if (n < N) {
-                w[r] = w4_load_stream(reinterpret_cast<const uint4 *>(qweight + n * row_words) + c);
-                s[r] = to_f32(scales[(size_t)g * n_pad + n]);
-#if HAS_ZP
-                zb[r] = 128.f + (float)zeros[(size_t)g * n_pad + n];
-#endif
-            }
-        }
+    const int c0 = c;
+    for (; c < chunks; c += 32 * KWARPS) {
+        if (c != c0)
+            w4g::load_chunk(w, s, zb, qweight, scales, zp, n0, N, K, n_pad, c);
         // The activations of this chunk, as 4 x 8 values per row of a.
         TVec<8> x[MT][4];
         float xs[MT], p[MT][ROWS];

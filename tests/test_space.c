@@ -265,6 +265,21 @@ static void test_launch_purpose(tailor_ctx *ctx)
     expect_valid(ctx, "w4a16_gemv_wide", wide, "m=2,n=2048,k=1536,group=128", 0, 0);
     expect_valid(ctx, "w4a16_gemv_wide", wide, "m=2,n=2048,k=1536,group=128", 1, 1);
     expect_valid(ctx, "w4a16_gemv_wide", wide, "m=5,n=2048,k=1536,group=128", 1, 0);
+    /* a full layer's decode attention is tuned on 4096 slots and runs every shorter cache */
+    const char *att = "{\"ASYNC\":1,\"BN\":64,\"MMA_K\":16,\"SPLITS\":66,\"STAGES\":2,\"WN\":4}";
+    const char *full = "batch=1,head_dim=512,heads=8,kv_heads=1,window=0,kv_len=";
+    char at[160];
+    snprintf(at, sizeof at, "%s4096", full);
+    expect_valid(ctx, "attention_decode", att, at, 0, 1);
+    snprintf(at, sizeof at, "%s10", full);
+    expect_valid(ctx, "attention_decode", att, at, 0, 0);
+    expect_valid(ctx, "attention_decode", att, at, 1, 1);
+    const char *aw = "{\"ASYNC\":1,\"BN\":16,\"KW\":2,\"MMA_K\":16,\"QWAVES\":4,\"STAGES\":2,\"WN\":2}";
+    snprintf(at, sizeof at, "%s4096", full);
+    expect_valid(ctx, "attention_decode_wide", aw, at, 0, 1);
+    snprintf(at, sizeof at, "%s10", full);
+    expect_valid(ctx, "attention_decode_wide", aw, at, 0, 0);
+    expect_valid(ctx, "attention_decode_wide", aw, at, 1, 1);
 }
 
 /* The helper library (templates/include/spacelib.lua, the global `tailor`): spaces use it, it is

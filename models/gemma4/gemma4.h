@@ -178,11 +178,14 @@ typedef struct tailor_gemma4_gpu_opts {
     int chunk;        /* prefill rows per chunk (0: min(sliding window, 512); never above W) */
     int no_graph;     /* 1: decode steps launch kernel by kernel (debugging) */
     int no_pdl;       /* 1: no programmatic dependent launch (sm_90+; for comparisons) */
-    int fused;        /* 1: decode (one row, 16-bit or int4 weights) runs the MLP and PLE gating
-                         and the three seams as GEMV epilogues (matmul_glu, matmul_seam,
-                         w4a16_seam): 105 + 70 fewer launches per E2B token, but measured 1.8 %
-                         slower in the CUDA graph on the H200 (docs/perf/model.md), so off by
-                         default; `tailor bench model --fused` compares */
+    int separate_gating; /* 1: decode runs the MLP and PLE gating as gelu_gate kernels after
+                            their GEMVs; 0 (default): in the 16-bit GEMV's epilogue (matmul_glu,
+                            70 fewer launches per E2B token) */
+    int fused_seams;  /* 1: decode (one row, 16-bit or int4 weights) ends o, down and the PLE
+                         projection in the layer seam (matmul_seam, w4a16_seam): 105 fewer
+                         launches per E2B token, but measured slower in the CUDA graph on the
+                         H200 (docs/perf/model.md), so off by default; `tailor bench model
+                         --fused-seams` compares */
 } tailor_gemma4_gpu_opts;
 
 /* What a created model holds (for logs and benchmarks). */

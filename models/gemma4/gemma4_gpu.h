@@ -46,7 +46,8 @@ struct tailor_gemma4_gpu {
     tailor_dtype dt;
     size_t es;                  /* bytes per dtype element */
     int max_tokens, chunk, all_logits, logit_rows, quantize, w4a16;
-    int fused;                  /* opts.fused: decode epilogues fused into the GEMVs */
+    int glu_epilogue;           /* !opts.separate_gating: decode gating in the GEMV epilogue */
+    int seam_epilogue;          /* opts.fused_seams: decode seams in the GEMV epilogue */
     int tchunk;                 /* the width prefill kernels are tuned at: chunk before the
                                    max_tokens cap, so that every run shares the tuned shapes */
     int pos;                    /* positions processed */

@@ -150,13 +150,13 @@ static tailor_status seam(tailor_ctx *ctx, tailor_gemma4_gpu *g, int mode, int r
 }
 
 /* A projection back to the hidden size, g->tb = a W^T, then seam(mode, g->tb, ...): with
- * opts.fused and one row in the same launch (op matmul_seam, or w4a16_seam for int4 weights),
+ * opts.fused_seams and one row in the same launch (op matmul_seam, or w4a16_seam for int4 weights),
  * else (the default, and prefill) as two ops. */
 static tailor_status linear_seam(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4g_mat *w,
                                  CUdeviceptr a, int T, int mode, CUdeviceptr w_post,
                                  CUdeviceptr w_next, CUdeviceptr scalar)
 {
-    if (T != 1 || !g->fused) {
+    if (T != 1 || !g->seam_epilogue) {
         tailor_status st = linear(ctx, g, w, a, g->tb, T);
         return st ? st : seam(ctx, g, mode, T, g->tb, w_post, w_next, scalar);
     }
@@ -187,7 +187,7 @@ static tailor_status gelu(tailor_ctx *ctx, tailor_gemma4_gpu *g, int rows, int i
     return run_rows(ctx, g, "gelu_gate", &s, "rows", g->tchunk, b, 3);
 }
 
-/* One row (decode, opts.fused): h[n] = gelu_tanh(y . gate) * up in one GEMV (op matmul_glu),
+/* One row (decode, the default): h[n] = gelu_tanh(y . gate) * up in one GEMV (op matmul_glu),
  * the up rows following the gate rows in w (a stacked gate|up, w->n = 2n) or, with u, up read
  * from u (the layer's PLE input). Replaces a matmul and a gelu_gate launch. */
 static tailor_status glu(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4g_mat *w, int n,
@@ -381,7 +381,7 @@ static tailor_status layer(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int T, 
         return st;
     if ((st = linear_seam(ctx, g, &L->o, g->att, T, 0, L->post_attn_ln, L->pre_ff_ln, L->scalar)))
         return st;
-    if (T == 1 && L->gu.w && g->fused) { /* one row: gate|up, gated in its epilogue */
+    if (T == 1 && L->gu.w && g->glu_epilogue) { /* one row: gate|up, gated in its epilogue */
         if ((st = glu(ctx, g, &L->gu, ly->inter, 0, 0, g->hb)))
             return st;
     } else if (T == 1 && L->gu.w) { /* one row: gate|up as one matrix, then the gating */
@@ -400,7 +400,7 @@ static tailor_status layer(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int T, 
     CUdeviceptr pli = off(g->pli, (size_t)i * (size_t)P, g->es); /* this layer's PLE input */
     if ((st = linear_seam(ctx, g, &L->down, g->hb, T, 2, L->post_ff_ln, L->post_ff_ln, L->scalar)))
         return st;
-    if (T == 1 && !L->ple_gate.int4 && g->fused)
+    if (T == 1 && !L->ple_gate.int4 && g->glu_epilogue)
         st = glu(ctx, g, &L->ple_gate, P, pli, LP, g->ph);
     else if ((st = linear(ctx, g, &L->ple_gate, g->y, g->pg, T)) == TAILOR_OK)
         st = gelu(ctx, g, T, P, g->pg, pli, LP, g->ph);

@@ -591,7 +591,8 @@ static void configure(tailor_gemma4_gpu *g, const tailor_gemma4_config *cfg,
                                                                           : fallback;
     g->es = 2;
     g->quantize = o->quantize;
-    g->fused = o->fused;
+    g->glu_epilogue = !o->separate_gating;
+    g->seam_epilogue = o->fused_seams;
     g->all_logits = o->all_logits;
     g->max_tokens = o->max_tokens;
     int W = cfg->sliding_window > 0 ? cfg->sliding_window : 512;

@@ -30,9 +30,12 @@ __device__ __forceinline__ T2 from_f32x2(float2 v) { return __float22half2_rn(v)
 
 // Programmatic dependent launch (sm_90+). The host may launch a kernel while its predecessor
 // is still draining (tailor_kernels_set_pdl); every template therefore calls tailor_grid_begin()
-// first, before it reads or writes global memory: it waits until the predecessor has finished
-// and its writes are visible, then lets the next kernel start launching into free SMs. On older
-// architectures (and without PDL) it costs nothing.
+// before it reads or writes global memory: it waits until the predecessor has finished and its
+// writes are visible, then lets the next kernel start launching into free SMs. On older
+// architectures (and without PDL) it costs nothing. One exception: a kernel may load into
+// registers, before it, data that no kernel of a forward writes (weights, scales), so that their
+// DRAM latency overlaps the predecessor's tail (the GEMVs' first step). Never prefetch more than
+// that: an L2 prefetch of whole weight slices there cost 12 % of decode (docs/perf/model.md).
 __device__ __forceinline__ void tailor_grid_begin()
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
