@@ -87,14 +87,15 @@ static void model_usage(void)
 {
     printf("usage: tailor bench model (--model DIR | --preset NAME) [--quantize w4a16]\n"
            "         [--prompt-len N] [--decode N] [--cache FILE] [--profile] [--no-pdl]\n"
-           "         [--separate-gating] [--fused-seams] [--json]\n\n"
+           "         [--separate-gating] [--seams kernel|prologue|epilogue] [--json]\n\n"
            "Gemma 4 end to end on the GPU: prefill and decode tok/s, time to first token, peak host\n"
            "memory of the load, GPU memory, decode against the bandwidth bound (weight bytes per\n"
            "token over the copy bandwidth measured in the same run). Without --model, random\n"
            "weights of the preset's shapes are made on the GPU. --profile: one decode step kernel\n"
            "by kernel; --no-pdl: no programmatic dependent launch; --separate-gating: the MLP and PLE\n"
-           "gating as their own kernels instead of GEMV epilogues; --fused-seams: the layer seams\n"
-           "as GEMV epilogues instead of their own kernels (all for comparisons).\n");
+           "gating as their own kernels instead of GEMV epilogues; --seams: the layer seams as\n"
+           "their own kernels, in the next GEMV (the default) or in the projection's last block\n"
+           "(all for comparisons).\n");
 }
 
 int bench_model(int argc, char **argv)
@@ -108,12 +109,12 @@ int bench_model(int argc, char **argv)
                                          {"cache", required_argument, 0, 'c'},
                                          {"profile", no_argument, 0, 'P'},
                                          {"no-pdl", no_argument, 0, 'N'},
-                                         {"fused-seams", no_argument, 0, 'U'},
+                                         {"seams", required_argument, 0, 'U'},
                                          {"separate-gating", no_argument, 0, 'G'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     const char *model = NULL, *preset = NULL, *quant = NULL, *cache_file = NULL;
-    int plen = 512, ndec = 128, json = 0, profile = 0, no_pdl = 0, fused = 0, sepgate = 0, c;
+    int plen = 512, ndec = 128, json = 0, profile = 0, no_pdl = 0, seams = 0, sepgate = 0, c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
@@ -126,7 +127,12 @@ int bench_model(int argc, char **argv)
         case 'c': cache_file = optarg; break;
         case 'P': profile = 1; break;
         case 'N': no_pdl = 1; break;
-        case 'U': fused = 1; break;
+        case 'U':
+            seams = strcmp(optarg, "kernel") == 0     ? TAILOR_GEMMA4_SEAMS_KERNEL
+                    : strcmp(optarg, "prologue") == 0 ? TAILOR_GEMMA4_SEAMS_PROLOGUE
+                    : strcmp(optarg, "epilogue") == 0 ? TAILOR_GEMMA4_SEAMS_EPILOGUE
+                                                      : -1;
+            break;
         case 'G': sepgate = 1; break;
         case 'h': model_usage(); return 0;
         default: return cli_bad_flag("bench model", argc, argv);
@@ -135,6 +141,8 @@ int bench_model(int argc, char **argv)
     if (!model == !preset || plen < 1 || ndec < 1 || (quant && strcmp(quant, "w4a16") != 0))
         return cli_usage_error("bench model", "give --model DIR or --preset NAME, a positive "
                                "--prompt-len and --decode, and --quantize w4a16 or nothing");
+    if (seams < 0)
+        return cli_usage_error("bench model", "--seams takes kernel, prologue or epilogue");
     tailor_ctx *ctx = cli_ctx();
     double base_rss = vm_hwm();
     tailor_gemma4 *m = NULL;
@@ -164,7 +172,7 @@ int bench_model(int argc, char **argv)
     if (s == TAILOR_OK)
         s = tailor_kernels_create(ctx, gpu, cache, NULL, 1, &ks);
     tailor_gemma4_gpu_opts o = {.max_tokens = plen + ndec + 1, .dtype = -1, .quantize = quant != NULL,
-                                .no_pdl = no_pdl, .fused_seams = fused,
+                                .no_pdl = no_pdl, .seams = seams,
                                 .separate_gating = sepgate};
     double tl0 = now_s();
     if (s == TAILOR_OK)

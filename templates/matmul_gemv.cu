@@ -16,6 +16,13 @@
 // to finish (atomic ticket on counters[blockIdx.y], put back to 0 by it) runs the seam of
 // include/seam.cuh on those rows: x += RMSNorm_{w_post}(t) [* scalar], y = RMSNorm_{w_next}(x)
 // (or y = T(x)). One launch instead of two.
+// PRO (op matmul_pro, decode, one row): the layer seam that precedes the product runs first, in
+// every block: x_new = x_in + RMSNorm_{w_post}(t) [* scalar], a = RMSNorm_{w_next}(x_new) (or
+// T(x_new)) into shared memory (include/seam.cuh); block 0 stores x_new to x_out (the other
+// residual buffer: every block must read the old x) and a to y, so that later kernels see what
+// the seam kernel would have left. The seam then costs no launch of its own,
+// and its L2 round trips overlap the weights requested before griddepcontrol.wait. The GEMV
+// (plain or GLU) reads its activations from that shared row; PRO_COLS (= K), PRO_MODE, PRO_VEC.
 // Defines: THREADS (block size), KWARPS (warps splitting k for the same rows), ROWS (rows per
 // warp), MT (activation rows per block), UNROLL (16-byte pieces per row in flight per lane),
 // GLU (0 plain, 1 stacked gate|up, 2 gate with u from a buffer), SEAM (0/1) with SEAM_COLS (= N),
@@ -28,6 +35,12 @@
 #endif
 #ifndef SEAM
 #define SEAM 0
+#endif
+#ifndef PRO
+#define PRO 0
+#endif
+#if PRO
+static_assert(MT == 1, "the seam prologue serves one row (decode)");
 #endif
 
 #define DN_WARPS (THREADS / 32)
@@ -52,8 +65,13 @@ __device__ __forceinline__ void dot_piece(float (&acc)[NMT][NROWS], const uint4 
     for (int mi = 0; mi < NMT; mi++) {
         float xf[8];
         uint4 xv = make_uint4(0, 0, 0, 0); // rows past M: zeros, never stored
+#if PRO // the row the prologue left in shared memory
+        if (mi <= mlast)
+            xv = *reinterpret_cast<const uint4 *>(abase + (size_t)piece * 8);
+#else
         if (mi <= mlast)
             xv = dn_load_shared_by_block(abase + (size_t)mi * K + (size_t)piece * 8);
+#endif
         dn_unpack8(xv, xf);
 #pragma unroll
         for (int r = 0; r < NROWS; r++)
@@ -107,8 +125,17 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const T *__restrict_
               const T *__restrict__ w_next, const float *__restrict__ scalar,
               int *__restrict__ counters, float eps,
 #endif
+#if PRO
+              const T *__restrict__ t, const float *__restrict__ x_in, float *__restrict__ x_out,
+              T *__restrict__ y, const T *__restrict__ w_post, const T *__restrict__ w_next,
+              const float *__restrict__ scalar, float eps,
+#endif
               int M, int N, int K)
 {
+#if PRO
+    __shared__ __align__(16) T pro_a[PRO_COLS];
+    __shared__ float pro_scratch[DN_WARPS];
+#endif
 #if KWARPS > 1
     __shared__ float red[DN_WARPS * MT * DN_NR];
 #endif
@@ -119,7 +146,12 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const T *__restrict_
     const int pieces = K / 8;
     constexpr int STRIDE = 32 * KWARPS; // pieces between one lane's consecutive pieces
     const int nlast = N - 1 - n0;
+#if PRO
+    const T *abase = pro_a;
+    (void)a;
+#else
     const T *abase = a + (size_t)m0 * K;
+#endif
     const int mlast = M - 1 - m0;
 
     // The first step's weights are requested before waiting for the previous kernel: no kernel
@@ -132,6 +164,15 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const T *__restrict_
         dn::load_step<STRIDE>(wv, w, n0, nlast, N, K, c);
 
     tailor_grid_begin();
+#if PRO
+    seam_row<THREADS, PRO_COLS, PRO_VEC, PRO_MODE, false>(
+        pro_a, x_in, blockIdx.x == 0 ? x_out : nullptr, t, w_post, w_next, scalar, eps,
+        pro_scratch);
+    __syncthreads();
+    if (blockIdx.x == 0)
+        for (int i = threadIdx.x; i < PRO_COLS / 8; i += THREADS)
+            reinterpret_cast<uint4 *>(y)[i] = reinterpret_cast<const uint4 *>(pro_a)[i];
+#endif
 
     float acc[MT][DN_NR];
 #pragma unroll

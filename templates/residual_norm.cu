@@ -13,6 +13,6 @@ TAILOR_KERNEL(T *__restrict__ y, float *__restrict__ x, const T *__restrict__ a,
     tailor_grid_begin();
     __shared__ float scratch[THREADS / 32 > 0 ? THREADS / 32 : 1];
     const size_t row = blockIdx.x;
-    seam_row<THREADS, COLS, VEC, MODE, false>(y + row * COLS, x + row * COLS, a + row * COLS, w_post,
-                                       w_next, scalar, eps, scratch);
+    seam_row<THREADS, COLS, VEC, MODE, false>(y + row * COLS, x + row * COLS, x + row * COLS,
+                                              a + row * COLS, w_post, w_next, scalar, eps, scratch);
 }

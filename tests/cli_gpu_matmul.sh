@@ -4,7 +4,8 @@
 # (GEMMA4.md §3: q/k/v/o, gate/up/down incl. the 12288-wide MLP, per_layer_input_gate,
 # per_layer_projection, the PLE model projection) at m=1, 16 and 512, the LM head at m=1, odd
 # shapes that are no multiple of a tile, both dtypes, and the T4 rehearsal (compute_75 PTX, fp16);
-# and matmul_glu / matmul_seam, the same GEMV with Gemma 4's gating or layer seam as epilogue.
+# and matmul_glu / matmul_seam / matmul_pro, the same GEMV with Gemma 4's gating or layer seam as
+# epilogue, or the layer seam before it as prologue.
 # MATMUL_QUICK=1 keeps one shape per group of the list (a smoke run).
 set -u
 T=${TAILOR_BIN:?}
@@ -26,6 +27,7 @@ tune_op() { # tune_op OP SHAPE DTYPE [extra flags...]: every survivor checked
 tune() { tune_op matmul "$@"; }
 glu() { tune_op matmul_glu "$@"; }
 seam() { tune_op matmul_seam "$@"; }
+pro() { tune_op matmul_pro "$@"; }
 quick=${MATMUL_QUICK:-0}
 
 # n,k of every 16-bit linear (out, in): q (sliding, full), k/v (sliding, full), o (sliding,
@@ -93,6 +95,18 @@ for s in "m=1,n=1536,k=2048,mode=0" "m=1,n=1536,k=12288,mode=2" "m=1,n=1536,k=25
 done
 seam "m=1,n=1536,k=2048,mode=0" fp16 --rehearse t4
 seam "m=2,n=2560,k=256,mode=1" fp16 --rehearse t4
+
+# matmul_pro (the seam before a decode GEMV, in every block): every survivor, each seam mode,
+# plain and both gated forms, the E2B/E4B/31B widths, an odd k, both dtypes, the T4 rehearsal.
+for s in "m=1,n=12288,k=1536,mode=0,glu=1" "m=1,n=256,k=1536,mode=2,glu=2,u_ld=8960" \
+         "m=1,n=2560,k=1536,mode=1" "m=1,n=4096,k=2560,mode=1" "m=1,n=16384,k=5376,mode=1" \
+         "m=1,n=97,k=1544,mode=0,glu=1" "m=1,n=200,k=328,mode=2,glu=2,u_ld=300"; do
+  pro "$s" bf16
+  pro "$s" fp16
+  [ "$quick" = 1 ] && break
+done
+pro "m=1,n=6144,k=1536,mode=0,glu=1" fp16 --rehearse t4
+pro "m=1,n=2048,k=1536,mode=1" fp16 --rehearse t4
 
 # bf16 has no place on a T4: refused, with a sentence naming bf16
 if "$T" tune --op matmul --shape m=1,n=256,k=1536 --dtype bf16 --rehearse t4 \

@@ -309,6 +309,112 @@ static void check_glu_refusals(tailor_ctx *ctx)
     }
 }
 
+/* matmul_pro against the two ops it replaces: residual_norm's reference on t (x and the row a),
+ * a rounded to the dtype, then matmul's (glu 0) or matmul_glu's reference on a; bit for bit.
+ * Also that x left as it was fails, and its refusals. */
+static void check_pro(tailor_ctx *ctx, const char *text, tailor_dtype dt, uint64_t seed)
+{
+    const tailor_op *pro = tailor_op_find("matmul_pro"), *rn = tailor_op_find("residual_norm");
+    const tailor_op *mm = tailor_op_find("matmul"), *glu = tailor_op_find("matmul_glu");
+    CHECK(pro && rn && mm && glu);
+    if (!pro || !rn || !mm || !glu)
+        return;
+    test_op_inst in;
+    int ok = test_op_inst_make(ctx, pro, text, dt, &in);
+    CHECKF(ok, "%s: %s", text, tailor_ctx_message(ctx));
+    if (!ok) {
+        test_op_inst_free(&in);
+        return;
+    }
+    long long n = tailor_shape_get(&in.shape, "n", 0), k = tailor_shape_get(&in.shape, "k", 0);
+    long long mode = tailor_shape_get(&in.shape, "mode", 0), g = tailor_shape_get(&in.shape, "glu", 0);
+    long long uld = tailor_shape_get(&in.shape, "u_ld", 0);
+    pro->fill(&in.shape, dt, &in.bufs, in.host, seed);
+    CHECK_OK(ctx, pro->reference(ctx, &in.shape, dt, &in.bufs, in.host, in.ref));
+
+    /* the seam as residual_norm, in place on a copy of x_in */
+    char rtext[96];
+    snprintf(rtext, sizeof rtext, "rows=1,cols=%lld,mode=%lld", k, mode);
+    test_op_inst ri;
+    CHECK(test_op_inst_make(ctx, rn, rtext, dt, &ri));
+    const char *from[] = {"x_in", "w_post", "w_next", "scalar", "t"};
+    const char *to[] = {"x", "w_post", "w_next", "scalar", "a"};
+    for (int i = 0; i < 5; i++) {
+        int a = test_op_inst_buffer(&in, from[i]), b = test_op_inst_buffer(&ri, to[i]);
+        CHECK(a >= 0 && b >= 0 && in.bufs.b[a].count == ri.bufs.b[b].count);
+        if (a >= 0 && b >= 0)
+            memcpy(ri.host[b], in.host[a], in.bufs.b[a].count * tailor_dtype_size(in.bufs.b[a].dtype));
+    }
+    CHECK_OK(ctx, rn->reference(ctx, &ri.shape, dt, &ri.bufs, ri.host, ri.ref));
+    int ix = test_op_inst_buffer(&in, "x_out"), rx = test_op_inst_buffer(&ri, "x");
+    int ry = test_op_inst_buffer(&ri, "y");
+    double worst = 0;
+    for (long long i = 0; i < k; i++) {
+        double d = fabs((double)in.ref[ix][i] - ri.ref[rx][i]);
+        worst = d > worst ? d : worst;
+    }
+
+    /* the product on the row as residual_norm stores it */
+    char mtext[128];
+    if (g == 0)
+        snprintf(mtext, sizeof mtext, "m=1,n=%lld,k=%lld", n, k);
+    else
+        snprintf(mtext, sizeof mtext, "m=1,n=%lld,k=%lld,ext=%d,u_ld=%lld", n, k, g == 2, uld);
+    const tailor_op *prod = g ? glu : mm;
+    test_op_inst mi;
+    CHECK(test_op_inst_make(ctx, prod, mtext, dt, &mi));
+    int ma = test_op_inst_buffer(&mi, "a"), mw = test_op_inst_buffer(&mi, "w");
+    int iw = test_op_inst_buffer(&in, "w");
+    for (long long i = 0; i < k; i++)
+        tailor_dtype_store(dt, mi.host[ma], (size_t)i, ri.ref[ry][i]);
+    CHECK(mi.bufs.b[mw].count == in.bufs.b[iw].count);
+    memcpy(mi.host[mw], in.host[iw], in.bufs.b[iw].count * 2);
+    if (g == 2)
+        memcpy(mi.host[test_op_inst_buffer(&mi, "u")], in.host[test_op_inst_buffer(&in, "u")],
+               in.bufs.b[test_op_inst_buffer(&in, "u")].count * 2);
+    CHECK_OK(ctx, prod->reference(ctx, &mi.shape, dt, &mi.bufs, mi.host, mi.ref));
+    int io = test_op_inst_buffer(&in, "out"), mo = test_op_inst_buffer(&mi, "out");
+    for (long long i = 0; i < n; i++) {
+        double d = fabs((double)in.ref[io][i] - mi.ref[mo][i]);
+        worst = d > worst ? d : worst;
+    }
+    int iy = test_op_inst_buffer(&in, "y");
+    for (long long i = 0; i < k; i++) {
+        double d = fabs((double)in.ref[iy][i] - ri.ref[ry][i]);
+        worst = d > worst ? d : worst;
+    }
+    CHECKF(worst == 0, "%s %s: the prologue's reference differs from residual_norm + %s by %g",
+           text, tailor_dtype_name(dt), prod->name, worst);
+    /* a kernel that left x_out as x_in fails on x_out */
+    CHECK(tailor_op_compare(ctx, &in.bufs.b[ix], in.host[test_op_inst_buffer(&in, "x_in")],
+                            in.ref[ix]) == TAILOR_ERR_VERIFY);
+    test_op_inst_free(&mi);
+    test_op_inst_free(&ri);
+    test_op_inst_free(&in);
+}
+
+static void check_pro_refusals(tailor_ctx *ctx)
+{
+    const tailor_op *pro = tailor_op_find("matmul_pro");
+    const struct { const char *shape, *needle; } cases[] = {
+        {"m=2,n=64,k=64", "m=2"},
+        {"m=1,n=64,k=64,mode=3", "mode=3"},
+        {"m=1,n=64,k=64,glu=3", "glu=3"},
+        {"m=1,n=64,k=64,glu=2,u_ld=32", "u_ld=32"},
+    };
+    for (size_t i = 0; pro && i < sizeof cases / sizeof cases[0]; i++) {
+        tailor_shape sh;
+        tailor_op_buffers b;
+        CHECK_OK(ctx, tailor_shape_parse(ctx, cases[i].shape, &sh));
+        CHECK_OK(ctx, tailor_op_complete_shape(ctx, pro, &sh));
+        CHECKF(pro->describe(ctx, &sh, TAILOR_DTYPE_BF16, &b) == TAILOR_ERR_MISUSE, "%s accepted",
+               cases[i].shape);
+        CHECKF(strstr(tailor_ctx_message(ctx), cases[i].needle) &&
+                   strstr(tailor_ctx_message(ctx), "matmul_pro"),
+               "%s: '%s'", cases[i].shape, tailor_ctx_message(ctx));
+    }
+}
+
 int main(void)
 {
     tailor_ctx *ctx = test_ctx();
@@ -333,6 +439,11 @@ int main(void)
     check_glu(ctx, "m=1,n=256,k=256,ext=1", TAILOR_DTYPE_F16, seed++);
     check_glu_refusals(ctx);
     check_seam(ctx, "m=1,n=256,k=328,mode=0", TAILOR_DTYPE_BF16, seed++);
+    check_pro(ctx, "m=1,n=96,k=328,mode=0", TAILOR_DTYPE_BF16, seed++);
+    check_pro(ctx, "m=1,n=200,k=1536,mode=1", TAILOR_DTYPE_F16, seed++);
+    check_pro(ctx, "m=1,n=64,k=256,mode=0,glu=1", TAILOR_DTYPE_BF16, seed++);
+    check_pro(ctx, "m=1,n=40,k=1536,mode=2,glu=2,u_ld=100", TAILOR_DTYPE_F16, seed++);
+    check_pro_refusals(ctx);
     check_seam(ctx, "m=3,n=200,k=64,mode=1", TAILOR_DTYPE_F16, seed++);
     check_seam(ctx, "m=2,n=1536,k=256,mode=2", TAILOR_DTYPE_BF16, seed++);
     {

@@ -418,3 +418,174 @@ const tailor_op tailor_op_matmul_seam = {
     .bytes = seam_bytes,
     .flops = seam_flops,
 };
+
+/* ---- matmul_pro: the layer seam before a 16-bit projection, then the product ------------------
+ *
+ * Decode (m = 1): x_out = x_in + RMSNorm_{w_post}(t) [* scalar] and a = RMSNorm_{w_next}(x_out)
+ * (mode 0, 1), or a = T(x_out) (mode 2), as residual_norm's reference; a rounded to the dtype;
+ * then out = a · w^T (glu 0), gelu_tanh(a · w[j]) * (a · w[n + j]) (glu 1, stacked gate|up) or
+ * gelu_tanh(a · w[j]) * u[j] (glu 2), as matmul / matmul_glu. The seam's row width is k.
+ * Buffers: t [k], x_in [k] fp32, x_out [k] fp32 OUT, y [k] OUT (a as the seam kernel stores
+ * it), w_post, w_next [k], scalar [1] fp32,
+ * w [n or 2n, k], u [n] (glu 2: one row of the PLE input, stride u_ld), out [n]. */
+
+enum { PRO_T = 0, PRO_X_IN, PRO_X_OUT, PRO_Y, PRO_W_POST, PRO_W_NEXT, PRO_SCALAR, PRO_W, PRO_OUT,
+       PRO_U };
+
+static const tailor_shape_key pro_keys[] = {
+    {"m", -1, "rows of the activation (1: decode)"},
+    {"n", -1, "output features (gate rows with glu 1 or 2)"},
+    {"k", -1, "input features: the hidden size, the seam's row width (a multiple of 8)"},
+    {"mode", 0, "the seam before: 0 x += norm(t), a = norm(x); 1 also x *= scalar; 2 a = x"},
+    {"glu", 0, "0 plain; 1 gate|up stacked in w, gated; 2 gate gated with u from a buffer"},
+    {"u_ld", 0, "glu=2: length of u's row (0: n)"},
+    {NULL, 0, NULL},
+};
+
+static tailor_status pro_describe(tailor_ctx *ctx, const tailor_shape *shape, tailor_dtype dtype,
+                                  tailor_op_buffers *out)
+{
+    long long mode = tailor_shape_get(shape, "mode", 0), glu = tailor_shape_get(shape, "glu", 0);
+    long long uld = tailor_shape_get(shape, "u_ld", 0);
+    tailor_status st = matmul_describe(ctx, shape, dtype, out);
+    if (st)
+        return tailor_wrap_error(ctx, "matmul_pro");
+    matmul_dims d = dims_of(shape);
+    if (d.m != 1)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                                "matmul_pro: m=%lld, but the seam prologue serves one row (m=1)",
+                                d.m);
+    if (mode < 0 || mode > 2)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                                "matmul_pro: mode=%lld must be 0, 1 or 2 (a seam after a product)",
+                                mode);
+    if (glu < 0 || glu > 2)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "matmul_pro: glu=%lld must be 0, 1 or 2",
+                                glu);
+    if (uld == 0)
+        uld = d.n;
+    if (glu == 2 && uld < d.n)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                                "matmul_pro: u_ld=%lld is less than n=%lld", uld, d.n);
+    size_t n = (size_t)d.n, k = (size_t)d.k;
+    int bf = dtype == TAILOR_DTYPE_BF16;
+    /* out as matmul (glu 0) or matmul_glu; a (the seam's output) may differ from the reference
+     * by one rounding step where the fp32 statistics round differently, a change far inside
+     * those tolerances. x_out as matmul_seam's x. */
+    double atol, rtol;
+    tolerance(&d, dtype, &atol, &rtol);
+    if (glu) {
+        atol = bf ? 4e-3 : 5e-4;
+        rtol = bf ? 1.0 / 32 : 1.0 / 256;
+    }
+    memset(out, 0, sizeof *out);
+    out->count = glu == 2 ? 10 : 9;
+    out->b[PRO_T] = (tailor_buffer_spec){"t", dtype, k, TAILOR_BUF_IN, 0, 0};
+    out->b[PRO_X_IN] = (tailor_buffer_spec){"x_in", TAILOR_DTYPE_F32, k, TAILOR_BUF_IN, 0, 0};
+    out->b[PRO_X_OUT] = (tailor_buffer_spec){"x_out", TAILOR_DTYPE_F32, k, TAILOR_BUF_OUT,
+                                             bf ? 0.05 : 0.01, 1e-4};
+    out->b[PRO_Y] = (tailor_buffer_spec){"y", dtype, k, TAILOR_BUF_OUT, bf ? 0.02 : 0.004,
+                                         bf ? 1.0 / 64 : 1.0 / 256};
+    out->b[PRO_W_POST] = (tailor_buffer_spec){"w_post", dtype, k, TAILOR_BUF_IN, 0, 0};
+    out->b[PRO_W_NEXT] = (tailor_buffer_spec){"w_next", dtype, k, TAILOR_BUF_IN, 0, 0};
+    out->b[PRO_SCALAR] = (tailor_buffer_spec){"scalar", TAILOR_DTYPE_F32, 1, TAILOR_BUF_IN, 0, 0};
+    out->b[PRO_W] = (tailor_buffer_spec){"w", dtype, (glu == 1 ? 2 : 1) * n * k, TAILOR_BUF_IN,
+                                         0, 0};
+    out->b[PRO_OUT] = (tailor_buffer_spec){"out", dtype, n, TAILOR_BUF_OUT, atol, rtol};
+    if (glu == 2)
+        out->b[PRO_U] = (tailor_buffer_spec){"u", dtype, n, TAILOR_BUF_IN, 0, 0}; /* one row */
+    return TAILOR_OK;
+}
+
+static void pro_fill(const tailor_shape *shape, tailor_dtype dtype, const tailor_op_buffers *bufs,
+                     void *const *host, uint64_t seed)
+{
+    (void)shape;
+    uint64_t s = seed;
+    for (size_t i = 0; i < bufs->b[PRO_T].count; i++) /* a sublayer output, with outliers */
+        tailor_dtype_store(dtype, host[PRO_T], i, next_unit(&s) * (i % 61 == 7 ? 8.0f : 1.0f));
+    for (size_t i = 0; i < bufs->b[PRO_W].count; i++)
+        tailor_dtype_store(dtype, host[PRO_W], i, next_unit(&s) * (float)MATMUL_W_SIGMA);
+    tailor_fill_seam(dtype, host[PRO_X_IN], bufs->b[PRO_X_IN].count, host[PRO_W_POST],
+                     host[PRO_W_NEXT], bufs->b[PRO_W_POST].count, host[PRO_SCALAR],
+                     seed ^ 0x9e3779b9u);
+    if (bufs->count > PRO_U)
+        for (size_t i = 0; i < bufs->b[PRO_U].count; i++)
+            tailor_dtype_store(dtype, host[PRO_U], i, next_unit(&s) * 2.0f);
+}
+
+static tailor_status pro_reference(tailor_ctx *ctx, const tailor_shape *shape, tailor_dtype dtype,
+                                   const tailor_op_buffers *bufs, void *const *host,
+                                   float *const *ref)
+{
+    (void)bufs;
+    matmul_dims d = dims_of(shape);
+    size_t n = (size_t)d.n, k = (size_t)d.k;
+    int glu = (int)tailor_shape_get(shape, "glu", 0);
+    float *t = malloc(k * sizeof *t), *a = malloc(k * sizeof *a), *w = malloc(k * sizeof *w);
+    float *u = malloc(k * sizeof *u);
+    tailor_status st = TAILOR_OK;
+    if (!t || !a || !w || !u)
+        st = tailor_set_error(ctx, TAILOR_ERR_NOMEM, "matmul_pro reference: out of memory");
+    if (st == TAILOR_OK) {
+        for (size_t i = 0; i < k; i++)
+            t[i] = tailor_dtype_load(dtype, host[PRO_T], i);
+        st = tailor_ref_seam(ctx, dtype, (int)tailor_shape_get(shape, "mode", 0), 1, k, t,
+                             host[PRO_X_IN], host[PRO_W_POST], host[PRO_W_NEXT],
+                             ((const float *)host[PRO_SCALAR])[0], ref[PRO_X_OUT], a);
+    }
+    for (size_t i = 0; st == TAILOR_OK && i < k; i++) {
+        ref[PRO_Y][i] = a[i];
+        a[i] = round_to(dtype, a[i]); /* the GEMV reads the row in the dtype */
+    }
+    for (size_t j = 0; st == TAILOR_OK && j < n; j++) {
+        rows_to_f32(dtype, host[PRO_W], j, 1, k, w);
+        float g = dot_f32(a, w, k);
+        if (glu == 0) {
+            ref[PRO_OUT][j] = g;
+            continue;
+        }
+        float uv;
+        if (glu == 1) {
+            rows_to_f32(dtype, host[PRO_W], n + j, 1, k, u);
+            uv = round_to(dtype, dot_f32(a, u, k));
+        } else {
+            uv = tailor_dtype_load(dtype, host[PRO_U], j);
+        }
+        ref[PRO_OUT][j] = round_to(dtype, glu_gelu(round_to(dtype, g))) * uv;
+    }
+    free(t);
+    free(a);
+    free(w);
+    free(u);
+    return st;
+}
+
+static double pro_bytes(const tailor_shape *shape, tailor_dtype dtype)
+{
+    matmul_dims d = dims_of(shape);
+    double n = (double)d.n, k = (double)d.k, e = (double)tailor_dtype_size(dtype);
+    double rows = tailor_shape_get(shape, "glu", 0) == 1 ? 2 * n : n;
+    /* the weight, t, y, x in and out, the two norm weights, the output (and u) */
+    return (rows * k + 4 * k + n) * e + 8 * k + (tailor_shape_get(shape, "glu", 0) == 2 ? n * e : 0);
+}
+
+static double pro_flops(const tailor_shape *shape, tailor_dtype dtype)
+{
+    (void)dtype;
+    matmul_dims d = dims_of(shape);
+    double rows = tailor_shape_get(shape, "glu", 0) == 1 ? 2.0 : 1.0;
+    return 2.0 * rows * (double)d.n * (double)d.k + 10.0 * (double)d.k;
+}
+
+const tailor_op tailor_op_matmul_pro = {
+    .name = "matmul_pro",
+    .summary = "the layer seam before a 16-bit projection as its prologue (decode): x += "
+               "RMSNorm(t), a = RMSNorm(x), then out = a w^T (or gated, as matmul_glu)",
+    .keys = pro_keys,
+    .describe = pro_describe,
+    .fill = pro_fill,
+    .reference = pro_reference,
+    .bytes = pro_bytes,
+    .flops = pro_flops,
+};

@@ -167,6 +167,15 @@ struct tailor_kernels;
 /* A model resident on one GPU with its KV cache, activations and decode graph. */
 typedef struct tailor_gemma4_gpu tailor_gemma4_gpu;
 
+/* tailor_gemma4_gpu_opts.seams */
+enum {
+    TAILOR_GEMMA4_SEAMS_DEFAULT = 0,
+    TAILOR_GEMMA4_SEAMS_KERNEL,   /* residual_norm kernels after the projections */
+    TAILOR_GEMMA4_SEAMS_PROLOGUE, /* in the next 16-bit GEMV, which every block begins with it
+                                     (matmul_pro): 105 fewer launches per E2B token */
+    TAILOR_GEMMA4_SEAMS_EPILOGUE  /* in the projection's last block (matmul_seam, w4a16_seam) */
+};
+
 typedef struct tailor_gemma4_gpu_opts {
     int max_tokens;   /* positions the KV cache holds (prompt + generation), >= 1 */
     int dtype;        /* compute dtype: TAILOR_DTYPE_F16 or TAILOR_DTYPE_BF16 (op.h); -1 (or 0):
@@ -181,11 +190,9 @@ typedef struct tailor_gemma4_gpu_opts {
     int separate_gating; /* 1: decode runs the MLP and PLE gating as gelu_gate kernels after
                             their GEMVs; 0 (default): in the 16-bit GEMV's epilogue (matmul_glu,
                             70 fewer launches per E2B token) */
-    int fused_seams;  /* 1: decode (one row, 16-bit or int4 weights) ends o, down and the PLE
-                         projection in the layer seam (matmul_seam, w4a16_seam): 105 fewer
-                         launches per E2B token, but measured slower in the CUDA graph on the
-                         H200 (docs/perf/model.md), so off by default; `tailor bench model
-                         --fused-seams` compares */
+    int seams;        /* where decode runs the layer seams (residual add and norms after o,
+                         down and the PLE projection): a TAILOR_GEMMA4_SEAMS_* value, 0 = the
+                         default (docs/perf/model.md has the same-run comparison) */
 } tailor_gemma4_gpu_opts;
 
 /* What a created model holds (for logs and benchmarks). */

@@ -47,7 +47,13 @@ struct tailor_gemma4_gpu {
     size_t es;                  /* bytes per dtype element */
     int max_tokens, chunk, all_logits, logit_rows, quantize, w4a16;
     int glu_epilogue;           /* !opts.separate_gating: decode gating in the GEMV epilogue */
-    int seam_epilogue;          /* opts.fused_seams: decode seams in the GEMV epilogue */
+    int seam_epilogue;          /* opts.seams EPILOGUE: decode seams in the GEMV epilogue */
+    int seam_prologue;          /* opts.seams PROLOGUE: decode seams in the next GEMV */
+    struct {                    /* a decode seam owed to the next GEMV's prologue (matmul_pro) */
+        int mode;
+        CUdeviceptr t, w_post, w_next, scalar;
+    } owed;
+    int owing;
     int tchunk;                 /* the width prefill kernels are tuned at: chunk before the
                                    max_tokens cap, so that every run shares the tuned shapes */
     int pos;                    /* positions processed */
@@ -57,7 +63,9 @@ struct tailor_gemma4_gpu {
     CUdeviceptr final_norm, ple_norm;
     g4g_mat ple_model_proj;     /* [L*P, H] */
     /* activations, chunk rows each */
-    CUdeviceptr x;              /* [C, H] fp32 residual stream */
+    CUdeviceptr x;              /* [C, H] fp32 residual stream: x_main, or during a decode
+                                   pass with seam prologues x_main and x_spare by turns */
+    CUdeviceptr x_main, x_spare, x_next; /* x_spare [1, H]; x_next the other of the pair */
     CUdeviceptr y, h0, tb;      /* [C, H] dtype: normed input, scaled embedding, sublayer output */
     CUdeviceptr qb, att;        /* [C, heads * max head_dim] */
     CUdeviceptr kb, vb;         /* [C, max kv_heads * head_dim] raw K, V */

@@ -116,10 +116,69 @@ static tailor_status run_rows(tailor_ctx *ctx, tailor_gemma4_gpu *g, const char 
 
 static CUdeviceptr off(CUdeviceptr p, size_t elems, size_t esize) { return p + elems * esize; }
 
+static tailor_status seam(tailor_ctx *ctx, tailor_gemma4_gpu *g, int mode, int T, CUdeviceptr a,
+                          CUdeviceptr w_post, CUdeviceptr w_next, CUdeviceptr scalar);
+
+/* ---- decode seams as the next GEMV's prologue (opts.seams PROLOGUE) -------------------------
+ * linear_seam leaves the seam after a one-row projection owed (g->owing); the next 16-bit GEMV
+ * of the normed row g->y runs it first in every block (op matmul_pro, glu 0/1/2), reading the
+ * residual from g->x and writing it to g->x_next, which then swap. Anything else that needs
+ * g->x or g->y settles the debt first with the seam kernel (seam_settle). */
+
+static tailor_status seam_settle(tailor_ctx *ctx, tailor_gemma4_gpu *g)
+{
+    if (!g->owing)
+        return TAILOR_OK;
+    g->owing = 0;
+    return seam(ctx, g, g->owed.mode, 1, g->owed.t, g->owed.w_post, g->owed.w_next,
+                g->owed.scalar);
+}
+
+/* Whether the owed seam can be the prologue of w's one-row GEMV of g->y. */
+static int seam_payable(const tailor_gemma4_gpu *g, const g4g_mat *w, CUdeviceptr a, int m)
+{
+    return g->owing && m == 1 && a == g->y && !w->int4 && w->k == g->cfg.hidden;
+}
+
+/* The owed seam, then h = (w's product of the normed row): plain (glu 0) or gated (1: w a
+ * stacked gate|up of n gate rows; 2: u from the PLE input, row length u_ld). */
+static tailor_status pay_seam(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4g_mat *w, int n,
+                              int glu, CUdeviceptr u, int u_ld, CUdeviceptr out)
+{
+    tailor_shape s = {0};
+    g4g_put(&s, "m", 1);
+    g4g_put(&s, "n", n);
+    g4g_put(&s, "k", w->k);
+    g4g_put(&s, "mode", g->owed.mode);
+    g4g_put(&s, "glu", glu);
+    g4g_put(&s, "u_ld", glu == 2 ? u_ld : 0);
+    tailor_binding b[] = {{"out", out},
+                          {"w", w->w},
+                          {"u", u ? u : w->w},
+                          {"t", g->owed.t},
+                          {"x_in", g->x},
+                          {"x_out", g->x_next},
+                          {"y", g->y},
+                          {"w_post", g->owed.w_post},
+                          {"w_next", g->owed.w_next},
+                          {"scalar", g->owed.scalar}};
+    g->owing = 0;
+    tailor_status st = g4g_run(ctx, g, "matmul_pro", &s, &s, b, 10);
+    CUdeviceptr x = g->x;
+    g->x = g->x_next;
+    g->x_next = x;
+    return st;
+}
+
 /* out[m, n] = a[m, k] W^T. */
 static tailor_status linear(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4g_mat *w, CUdeviceptr a,
                             CUdeviceptr out, int m)
 {
+    if (seam_payable(g, w, a, m))
+        return pay_seam(ctx, g, w, w->n, 0, 0, 0, out);
+    tailor_status st = seam_settle(ctx, g);
+    if (st)
+        return st;
     tailor_shape s = {0};
     g4g_put(&s, "m", m);
     g4g_put(&s, "n", w->n);
@@ -149,13 +208,24 @@ static tailor_status seam(tailor_ctx *ctx, tailor_gemma4_gpu *g, int mode, int r
     return run_rows(ctx, g, "residual_norm", &s, "rows", g->tchunk, b, 6);
 }
 
-/* A projection back to the hidden size, g->tb = a W^T, then seam(mode, g->tb, ...): with
- * opts.fused_seams and one row in the same launch (op matmul_seam, or w4a16_seam for int4 weights),
- * else (the default, and prefill) as two ops. */
+/* A projection back to the hidden size, g->tb = a W^T, then seam(mode, g->tb, ...). One row
+ * (decode): with seams in the epilogue in the same launch (op matmul_seam, or w4a16_seam for
+ * int4 weights), with seams in the prologue owed to the next GEMV; else (prefill, seams as
+ * kernels) as two ops. */
 static tailor_status linear_seam(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4g_mat *w,
                                  CUdeviceptr a, int T, int mode, CUdeviceptr w_post,
                                  CUdeviceptr w_next, CUdeviceptr scalar)
 {
+    if (T == 1 && g->seam_prologue) {
+        tailor_status st = linear(ctx, g, w, a, g->tb, T);
+        g->owing = 1;
+        g->owed.mode = mode;
+        g->owed.t = g->tb;
+        g->owed.w_post = w_post;
+        g->owed.w_next = w_next;
+        g->owed.scalar = scalar;
+        return st;
+    }
     if (T != 1 || !g->seam_epilogue) {
         tailor_status st = linear(ctx, g, w, a, g->tb, T);
         return st ? st : seam(ctx, g, mode, T, g->tb, w_post, w_next, scalar);
@@ -193,6 +263,11 @@ static tailor_status gelu(tailor_ctx *ctx, tailor_gemma4_gpu *g, int rows, int i
 static tailor_status glu(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4g_mat *w, int n,
                          CUdeviceptr u, int u_ld, CUdeviceptr h)
 {
+    if (seam_payable(g, w, g->y, 1))
+        return pay_seam(ctx, g, w, n, u ? 2 : 1, u, u_ld, h);
+    tailor_status st = seam_settle(ctx, g);
+    if (st)
+        return st;
     tailor_shape s = {0};
     g4g_put(&s, "m", 1);
     g4g_put(&s, "n", n);
@@ -414,7 +489,9 @@ static tailor_status head(tailor_ctx *ctx, tailor_gemma4_gpu *g, int r0, int row
 {
     const tailor_gemma4_config *c = &g->cfg;
     g4g_mat lm = {.n = c->vocab, .k = c->hidden, .w = g->embed};
-    tailor_status st = linear(ctx, g, &lm, off(g->y, (size_t)r0 * (size_t)c->hidden, g->es),
+    tailor_status st = seam_settle(ctx, g); /* the LM head is no place for a prologue */
+    if (st == TAILOR_OK)
+        st = linear(ctx, g, &lm, off(g->y, (size_t)r0 * (size_t)c->hidden, g->es),
                               g->logits, rows);
     if (st)
         return st;
@@ -433,6 +510,9 @@ static tailor_status head(tailor_ctx *ctx, tailor_gemma4_gpu *g, int r0, int row
 tailor_status g4g_pass(tailor_ctx *ctx, tailor_gemma4_gpu *g, int T, int p0, int decode,
                        int n_layers, int all_rows)
 {
+    g->x = g->x_main; /* seam prologues swap x with x_next */
+    g->x_next = g->x_spare;
+    g->owing = 0;
     tailor_status st = embed_rows(ctx, g, T);
     if (st == TAILOR_OK)
         st = seam(ctx, g, 3, T, g->tb, g->layers[0].input_ln, g->layers[0].input_ln,

@@ -558,10 +558,12 @@ static tailor_status alloc_acts(tailor_ctx *ctx, tailor_gemma4_gpu *g)
         {&g->hb, C * maxi * es}, {&g->dec, (Q + 2 * maxkv > 2 * maxi ? Q + 2 * maxkv : 2 * maxi) * es}, {&g->pg, C * P * es}, {&g->ph, C * P * es},
         {&g->pc, C * LP * es}, {&g->pe, C * LP * es}, {&g->pli, C * LP * es},
         {&g->logits, LR * V * es}, {&g->capped, LR * V * 4}, {&g->ids, C * 4},
-        {&g->tok, C * 4}, {&g->posb, C * 4}};
+        {&g->tok, C * 4}, {&g->posb, C * 4}, {&g->x_spare, H * 4}};
     tailor_status st = TAILOR_OK;
     for (size_t i = 0; i < sizeof a / sizeof a[0] && st == TAILOR_OK; i++)
         st = dalloc(ctx, g, a[i].bytes, &g->act_bytes, a[i].p);
+    g->x_main = g->x;
+    g->x_next = g->x_spare;
     void *p = NULL;
     size_t host = C * 12 + C * LP * es;
     if (g->dry)
@@ -592,7 +594,9 @@ static void configure(tailor_gemma4_gpu *g, const tailor_gemma4_config *cfg,
     g->es = 2;
     g->quantize = o->quantize;
     g->glu_epilogue = !o->separate_gating;
-    g->seam_epilogue = o->fused_seams;
+    g->seam_epilogue = o->seams == TAILOR_GEMMA4_SEAMS_EPILOGUE;
+    g->seam_prologue = o->seams == TAILOR_GEMMA4_SEAMS_PROLOGUE ||
+                       o->seams == TAILOR_GEMMA4_SEAMS_DEFAULT;
     g->all_logits = o->all_logits;
     g->max_tokens = o->max_tokens;
     int W = cfg->sliding_window > 0 ? cfg->sliding_window : 512;

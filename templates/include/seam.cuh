@@ -1,9 +1,12 @@
 // seam.cuh — one decoder-layer seam of Gemma 4 (GEMMA4.md §2.4) for one row, by one block, the
-// row held in registers: x (fp32 residual, in place) += RMSNorm_{w_post}(a); optionally
+// row held in registers: x (fp32 residual; read from xin, written to xout: the same row in place,
+// another buffer, or nowhere when xout is null) += RMSNorm_{w_post}(a); optionally
 // x *= scalar[0] (the layer scalar); y = RMSNorm_{w_next}(x) rounded once to T. All arithmetic
 // in fp32 (statistics, weights multiplied as w itself, eps passed in). Shared by the
-// residual_norm kernel (a block per row) and the GEMVs that end in a seam (matmul_seam: the
-// last block to finish runs it on the rows the kernel just produced, so `a` is read through L2).
+// residual_norm kernel (a block per row), the GEMVs that end in a seam (matmul_seam: the last
+// block to finish runs it on the rows the kernel just produced, so `a` is read through L2) and
+// those that begin with one (matmul_pro: every block computes y into its shared memory, one
+// block writes x to the other residual buffer).
 // Template arguments (named apart from the host's -D defines): SN_NT (threads of the block),
 // SN_COLS (row width), SN_VEC (elements per load), SN_MODE (0 add+norm, 1 add+scale+norm,
 // 2 add then y = T(x), 3 norm only: x untouched), SN_CG (a is read through L2 only: written by
@@ -60,7 +63,7 @@ __device__ __forceinline__ TVec<SN_VEC> seam_load(const T *p)
 
 // `scratch` holds SN_NT/32 floats; every thread of the block must call it.
 template <int SN_NT, int SN_COLS, int SN_VEC, int SN_MODE, bool SN_CG>
-__device__ __forceinline__ void seam_row(T *__restrict__ yrow, float *__restrict__ xrow,
+__device__ __forceinline__ void seam_row(T *__restrict__ yrow, const float *xin, float *xout,
                                          const T *__restrict__ arow,
                                          const T *__restrict__ w_post,
                                          const T *__restrict__ w_next,
@@ -69,7 +72,8 @@ __device__ __forceinline__ void seam_row(T *__restrict__ yrow, float *__restrict
 {
     constexpr int SN_NVEC = SN_COLS / SN_VEC, SN_NIT = (SN_NVEC + SN_NT - 1) / SN_NT;
     static_assert(SN_COLS % SN_VEC == 0, "SN_VEC must divide SN_COLS");
-    FVec<SN_VEC> *xr = reinterpret_cast<FVec<SN_VEC> *>(xrow);
+    const FVec<SN_VEC> *xr = reinterpret_cast<const FVec<SN_VEC> *>(xin);
+    FVec<SN_VEC> *xw = reinterpret_cast<FVec<SN_VEC> *>(xout);
     float xv[SN_NIT][SN_VEC];
     if (SN_MODE == 3) {
 #pragma unroll
@@ -118,7 +122,8 @@ __device__ __forceinline__ void seam_row(T *__restrict__ yrow, float *__restrict
                     xv[it][j] = v;
                     f.v[j] = v;
                 }
-                xr[i] = f;
+                if (xw)
+                    xw[i] = f;
             } else {
 #pragma unroll
                 for (int j = 0; j < SN_VEC; j++)
@@ -191,8 +196,8 @@ __device__ __forceinline__ void seam_after_gemv(int *__restrict__ counters, int 
     __threadfence();
     for (int mi = 0; mi < mt && m0 + mi < M; mi++) {
         const size_t row = (size_t)(m0 + mi) * SN_COLS;
-        seam_row<SN_NT, SN_COLS, SN_VEC, SN_MODE, true>(y + row, x + row, t + row, w_post, w_next,
-                                                        scalar, eps, scratch);
+        seam_row<SN_NT, SN_COLS, SN_VEC, SN_MODE, true>(y + row, x + row, x + row, t + row, w_post,
+                                                        w_next, scalar, eps, scratch);
     }
     if (threadIdx.x == 0)
         counters[blockIdx.y] = 0;
