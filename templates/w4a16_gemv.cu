@@ -7,14 +7,22 @@
 // fp32 throughout; one rounding to the dtype at the end.
 // SEAM (op w4a16_seam, decode): the product (N = the hidden size) is a sublayer's output and the
 // layer seam follows in the same launch, run by the last block to finish (include/seam.cuh).
+// PRO (op w4a16_pro, decode, one row): the layer seam before the product runs first in every
+// block, into shared memory, as in matmul_gemv.cu (block 0 stores x to x_out and the row to y).
 // Defines: THREADS (block size), KWARPS (warps splitting k for the same rows), ROWS (rows per
 // warp), MT (activation rows per block), GROUP (columns per scale), HAS_ZP; SEAM (0/1) with
-// SEAM_COLS (= N), SEAM_MODE and SEAM_VEC.
+// SEAM_COLS (= N), SEAM_MODE and SEAM_VEC; PRO (0/1) with PRO_COLS (= K), PRO_MODE, PRO_VEC.
 #include "seam.cuh"
 #include "w4a16_common.cuh"
 
 #ifndef SEAM
 #define SEAM 0
+#endif
+#ifndef PRO
+#define PRO 0
+#endif
+#if PRO
+static_assert(MT == 1, "the seam prologue serves one row (decode)");
 #endif
 
 #define W4_WARPS (THREADS / 32)
@@ -58,8 +66,21 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
               const T *__restrict__ w_next, const float *__restrict__ scalar,
               int *__restrict__ counters, float eps,
 #endif
+#if PRO
+              const T *__restrict__ t, const float *__restrict__ x_in, float *__restrict__ x_out,
+              T *__restrict__ y, const T *__restrict__ w_post, const T *__restrict__ w_next,
+              const float *__restrict__ scalar, float eps,
+#endif
               int M, int N, int K, int n_pad)
 {
+#if PRO
+    __shared__ __align__(16) T pro_a[PRO_COLS];
+    __shared__ float pro_scratch[W4_WARPS];
+    const T *act = pro_a; // the kernel's a is not read: the row comes from the prologue
+    (void)a;
+#else
+    const T *act = a;
+#endif
 #if KWARPS > 1
     __shared__ float red[W4_WARPS * MT * ROWS];
 #endif
@@ -84,6 +105,15 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
         w4g::load_chunk(w, s, zb, qweight, scales, zp, n0, N, K, n_pad, c);
 
     tailor_grid_begin();
+#if PRO
+    seam_row<THREADS, PRO_COLS, PRO_VEC, PRO_MODE, false>(
+        pro_a, x_in, blockIdx.x == 0 ? x_out : nullptr, t, w_post, w_next, scalar, eps,
+        pro_scratch);
+    __syncthreads();
+    if (blockIdx.x == 0)
+        for (int i = threadIdx.x; i < PRO_COLS / 8; i += THREADS)
+            reinterpret_cast<uint4 *>(y)[i] = reinterpret_cast<const uint4 *>(pro_a)[i];
+#endif
 
     float acc[MT][ROWS];
 #pragma unroll
@@ -106,7 +136,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
             for (int r = 0; r < ROWS; r++)
                 p[mi][r] = 0.f;
             const int m = m0 + mi < M ? m0 + mi : M - 1; // rows past M compute garbage, unstored
-            const TVec<8> *ar = reinterpret_cast<const TVec<8> *>(a + (size_t)m * K) + 4 * c;
+            const TVec<8> *ar = reinterpret_cast<const TVec<8> *>(act + (size_t)m * K) + 4 * c;
 #pragma unroll
             for (int j = 0; j < 4; j++)
                 x[mi][j] = ar[j];

@@ -22,6 +22,7 @@ tune_op() { # tune_op OP SHAPE DTYPE [extra flags...]: every survivor checked
 }
 tune() { tune_op w4a16_matmul "$@"; }
 wseam() { tune_op w4a16_seam "$@"; }
+wpro() { tune_op w4a16_pro "$@"; }
 quick=${W4A16_QUICK:-0}
 
 # n,k of every quantizable linear (out, in): q (sliding, full), k/v (sliding, full), o, MLP,
@@ -77,6 +78,16 @@ for s in "m=1,n=1536,k=2048,group=128,mode=0" "m=1,n=1536,k=12288,group=128,mode
   [ "$quick" = 1 ] && break
 done
 wseam "m=1,n=1536,k=2048,group=128,mode=0" fp16 --rehearse t4
+# w4a16_pro (the layer seam before an int4 decode GEMV, in every block): every survivor, the
+# three seams, groups, zero points, the E2B/E4B/31B widths, both dtypes, the T4.
+for s in "m=1,n=6144,k=1536,group=128,mode=0" "m=1,n=2048,k=1536,group=64,zp=1,mode=1" \
+         "m=1,n=10240,k=2560,group=128,zp=1,mode=0" "m=1,n=21504,k=5376,group=128,mode=1" \
+         "m=1,n=200,k=352,group=32,zp=1,mode=2"; do
+  wpro "$s" bf16
+  wpro "$s" fp16
+  [ "$quick" = 1 ] && break
+done
+wpro "m=1,n=2048,k=1536,group=128,mode=1" fp16 --rehearse t4
 
 # bf16 has no place on a T4: refused, with a sentence naming bf16
 if "$T" tune --op w4a16_matmul --shape m=1,n=256,k=1536,group=128 --dtype bf16 --rehearse t4 \

@@ -28,6 +28,11 @@ t4 fp16 matmul_glu m=3,n=256,k=1536,ext=1,u_ld=8960
 h200 bf16 matmul_seam m=1,n=1536,k=2048,mode=0
 t4 fp16 matmul_seam m=2,n=2560,k=256,mode=1
 h200 bf16 w4a16_seam m=1,n=1536,k=2048,group=128,zp=1,mode=2
+h200 bf16 matmul_pro m=1,n=12288,k=1536,mode=0,glu=1
+t4 fp16 matmul_pro m=1,n=256,k=1536,mode=2,glu=2,u_ld=8960
+h200 bf16 matmul_pro m=1,n=16384,k=5376,mode=1
+h200 bf16 w4a16_pro m=1,n=6144,k=1536,group=64,zp=1,mode=0
+t4 fp16 w4a16_pro m=1,n=2048,k=2560,group=128,mode=1
 t4 fp16 matmul m=512,n=2048,k=1536
 h200 bf16 w4a16_matmul m=1,n=2048,k=1536,group=128
 h200 bf16 w4a16_matmul m=16,n=2048,k=1536,group=64,zp=1

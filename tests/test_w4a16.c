@@ -297,6 +297,64 @@ static void check_seam_op(tailor_ctx *ctx, const char *text, tailor_dtype dt, ui
     test_op_inst_free(&in);
 }
 
+/* w4a16_pro against the two ops it replaces: residual_norm's reference on t (x and the row),
+ * the row rounded, then w4a16_matmul's reference on it; bit for bit. */
+static void check_pro_op(tailor_ctx *ctx, const char *text, tailor_dtype dt, uint64_t seed)
+{
+    const tailor_op *wp = tailor_op_find("w4a16_pro"), *wm = tailor_op_find("w4a16_matmul");
+    const tailor_op *rn = tailor_op_find("residual_norm");
+    CHECK(wp && wm && rn);
+    if (!wp || !wm || !rn)
+        return;
+    test_op_inst in, mi, ri;
+    CHECKF(test_op_inst_make(ctx, wp, text, dt, &in), "%s: %s", text, tailor_ctx_message(ctx));
+    wp->fill(&in.shape, dt, &in.bufs, in.host, seed);
+    CHECK_OK(ctx, wp->reference(ctx, &in.shape, dt, &in.bufs, in.host, in.ref));
+    long long n = tailor_shape_get(&in.shape, "n", 0), k = tailor_shape_get(&in.shape, "k", 0);
+    char mtext[128], rtext[96];
+    snprintf(mtext, sizeof mtext, "m=1,n=%lld,k=%lld,group=%lld,zp=%lld", n, k,
+             tailor_shape_get(&in.shape, "group", 0), tailor_shape_get(&in.shape, "zp", 0));
+    snprintf(rtext, sizeof rtext, "rows=1,cols=%lld,mode=%lld", k,
+             tailor_shape_get(&in.shape, "mode", 0));
+    CHECK(test_op_inst_make(ctx, wm, mtext, dt, &mi));
+    CHECK(test_op_inst_make(ctx, rn, rtext, dt, &ri));
+    const char *from[] = {"x_in", "w_post", "w_next", "scalar", "t"};
+    const char *to[] = {"x", "w_post", "w_next", "scalar", "a"};
+    for (int i = 0; i < 5; i++) {
+        int a = test_op_inst_buffer(&in, from[i]), b = test_op_inst_buffer(&ri, to[i]);
+        CHECK(a >= 0 && b >= 0);
+        if (a >= 0 && b >= 0)
+            memcpy(ri.host[b], in.host[a], in.bufs.b[a].count * tailor_dtype_size(in.bufs.b[a].dtype));
+    }
+    CHECK_OK(ctx, rn->reference(ctx, &ri.shape, dt, &ri.bufs, ri.host, ri.ref));
+    for (int b = 0; b < mi.bufs.count; b++) { /* the weights */
+        int j = test_op_inst_buffer(&in, mi.bufs.b[b].name);
+        if (mi.bufs.b[b].role == TAILOR_BUF_IN && j >= 0)
+            memcpy(mi.host[b], in.host[j], in.bufs.b[j].count * tailor_dtype_size(in.bufs.b[j].dtype));
+    }
+    int ma = test_op_inst_buffer(&mi, "a"), ry = test_op_inst_buffer(&ri, "y");
+    for (long long i = 0; i < k; i++)
+        tailor_dtype_store(dt, mi.host[ma], (size_t)i, ri.ref[ry][i]);
+    CHECK_OK(ctx, wm->reference(ctx, &mi.shape, dt, &mi.bufs, mi.host, mi.ref));
+    double worst = 0;
+    const char *mine[] = {"x_out", "y", "out"}, *theirs[] = {"x", "y", "out"};
+    for (int o = 0; o < 3; o++) {
+        int a = test_op_inst_buffer(&in, mine[o]);
+        const test_op_inst *src = o < 2 ? &ri : &mi;
+        int b = test_op_inst_buffer(src, theirs[o]);
+        long long cnt = o < 2 ? k : n;
+        for (long long i = 0; i < cnt; i++) {
+            double d = fabs((double)in.ref[a][i] - src->ref[b][i]);
+            worst = d > worst ? d : worst;
+        }
+    }
+    CHECKF(worst == 0, "%s: the prologue's reference differs from residual_norm + w4a16_matmul "
+           "by %g", text, worst);
+    test_op_inst_free(&ri);
+    test_op_inst_free(&mi);
+    test_op_inst_free(&in);
+}
+
 int main(void)
 {
     tailor_ctx *ctx = test_ctx();
@@ -317,6 +375,9 @@ int main(void)
     check_seam_op(ctx, "m=1,n=256,k=512,group=128,mode=0", TAILOR_DTYPE_BF16, SEED + 100);
     check_seam_op(ctx, "m=3,n=200,k=320,group=32,zp=1,mode=1", TAILOR_DTYPE_F16, SEED + 101);
     check_seam_op(ctx, "m=2,n=1536,k=256,group=64,mode=2", TAILOR_DTYPE_BF16, SEED + 102);
+    check_pro_op(ctx, "m=1,n=256,k=512,group=128,mode=0", TAILOR_DTYPE_BF16, SEED + 103);
+    check_pro_op(ctx, "m=1,n=200,k=320,group=32,zp=1,mode=1", TAILOR_DTYPE_F16, SEED + 104);
+    check_pro_op(ctx, "m=1,n=96,k=1536,group=64,mode=2", TAILOR_DTYPE_BF16, SEED + 105);
 
     const tailor_op *op = tailor_op_find("w4a16_matmul");
     CHECK(op != NULL);

@@ -210,16 +210,37 @@ static void w4a16_ref_task(void *user, int task)
     free(wt);
 }
 
-static tailor_status w4a16_reference(tailor_ctx *ctx, const tailor_shape *shape,
-                                     tailor_dtype dtype, const tailor_op_buffers *bufs,
-                                     void *const *host, float *const *ref)
+/* out[m, n] = a · W^T, a given as floats [m, k]. */
+static tailor_status w4a16_ref_product(tailor_ctx *ctx, const tailor_shape *shape,
+                                       tailor_dtype dtype, const tailor_op_buffers *bufs,
+                                       void *const *host, const float *a, float *out)
 {
     w4a16_dims d = dims_of(shape);
     tailor_w4a16_layout lay;
     tailor_status st = tailor_w4a16_layout_init(ctx, d.n, d.k, d.group, d.zp, &lay);
     if (st != TAILOR_OK)
         return st;
-    int ia = find_buffer(bufs, "a"), iz = find_buffer(bufs, "zeros"), io = find_buffer(bufs, "out");
+    int iz = find_buffer(bufs, "zeros");
+    w4a16_ref_job j = {
+        .lay = &lay, .d = d, .dtype = dtype,
+        .qw = host[find_buffer(bufs, "qweight")], .scales = host[find_buffer(bufs, "scales")],
+        .zeros = iz >= 0 ? host[iz] : NULL, .a = a, .out = out,
+    };
+    tailor_parallel_for((d.n + REF_TILE - 1) / REF_TILE, w4a16_ref_task, &j);
+    if (j.failed)
+        return tailor_set_error(ctx, TAILOR_ERR_NOMEM,
+                                "w4a16_matmul reference: a tile of %d x %d could not be "
+                                "dequantized (out of memory)",
+                                REF_TILE, d.k);
+    return TAILOR_OK;
+}
+
+static tailor_status w4a16_reference(tailor_ctx *ctx, const tailor_shape *shape,
+                                     tailor_dtype dtype, const tailor_op_buffers *bufs,
+                                     void *const *host, float *const *ref)
+{
+    w4a16_dims d = dims_of(shape);
+    int ia = find_buffer(bufs, "a"), io = find_buffer(bufs, "out");
     if (io < 0)
         io = find_buffer(bufs, "t"); /* w4a16_seam's product */
     size_t mk = (size_t)d.m * (size_t)d.k;
@@ -230,19 +251,9 @@ static tailor_status w4a16_reference(tailor_ctx *ctx, const tailor_shape *shape,
                                 d.m, d.k);
     for (size_t i = 0; i < mk; i++)
         a[i] = tailor_dtype_load(dtype, host[ia], i);
-    w4a16_ref_job j = {
-        .lay = &lay, .d = d, .dtype = dtype,
-        .qw = host[find_buffer(bufs, "qweight")], .scales = host[find_buffer(bufs, "scales")],
-        .zeros = iz >= 0 ? host[iz] : NULL, .a = a, .out = ref[io],
-    };
-    tailor_parallel_for((d.n + REF_TILE - 1) / REF_TILE, w4a16_ref_task, &j);
+    tailor_status st = w4a16_ref_product(ctx, shape, dtype, bufs, host, a, ref[io]);
     free(a);
-    if (j.failed)
-        return tailor_set_error(ctx, TAILOR_ERR_NOMEM,
-                                "w4a16_matmul reference: a tile of %d x %d could not be "
-                                "dequantized (out of memory)",
-                                REF_TILE, d.k);
-    return TAILOR_OK;
+    return st;
 }
 
 static double w4a16_bytes(const tailor_shape *shape, tailor_dtype dtype)
@@ -375,4 +386,126 @@ const tailor_op tailor_op_w4a16_seam = {
     .reference = w4a16_seam_reference,
     .bytes = w4a16_seam_bytes,
     .flops = w4a16_seam_flops,
+};
+
+/* ---- w4a16_pro: the layer seam before an int4 projection, then the product --------------------
+ *
+ * Decode (m = 1), as matmul_pro (tuner/op_matmul.c) with w4a16_matmul's weights: x_out = x_in +
+ * RMSNorm_{w_post}(t) [* scalar], a = RMSNorm_{w_next}(x_out) (mode 0, 1) or T(x_out) (mode 2),
+ * y = a as the seam kernel stores it, out = a (rounded) · W^T. Buffers: those of w4a16_matmul
+ * with the activation named t [k], then x_in [k] fp32, x_out [k] fp32 OUT, y [k] OUT, w_post,
+ * w_next [k], scalar [1] fp32. Tolerances of x_out and y as matmul_seam's. */
+
+static const tailor_shape_key w4a16_pro_keys[] = {
+    {"m", -1, "rows of the activation (1: decode)"},
+    {"n", -1, "output features"},
+    {"k", -1, "input features: the hidden size, the seam's row width (a multiple of 32)"},
+    {"group", 128, "columns per scale (a multiple of 32 dividing k)"},
+    {"zp", 0, "1: asymmetric, with packed zero points; 0: symmetric"},
+    {"mode", 0, "the seam before: 0 x += norm(t), a = norm(x); 1 also x *= scalar; 2 a = x"},
+    {NULL, 0, NULL},
+};
+
+static tailor_status w4a16_pro_describe(tailor_ctx *ctx, const tailor_shape *shape,
+                                        tailor_dtype dtype, tailor_op_buffers *out)
+{
+    long long mode = tailor_shape_get(shape, "mode", 0);
+    tailor_status st = w4a16_describe(ctx, shape, dtype, out);
+    if (st)
+        return tailor_wrap_error(ctx, "w4a16_pro");
+    w4a16_dims d = dims_of(shape);
+    if (d.m != 1)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                                "w4a16_pro: m=%d, but the seam prologue serves one row (m=1)", d.m);
+    if (mode < 0 || mode > 2)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                                "w4a16_pro: mode=%lld must be 0, 1 or 2 (a seam after a product)",
+                                mode);
+    size_t k = (size_t)d.k;
+    int bf = dtype == TAILOR_DTYPE_BF16, i = out->count;
+    snprintf(out->b[find_buffer(out, "a")].name, sizeof out->b[0].name, "t");
+    out->b[i++] = (tailor_buffer_spec){"x_in", TAILOR_DTYPE_F32, k, TAILOR_BUF_IN, 0, 0};
+    out->b[i++] = (tailor_buffer_spec){"x_out", TAILOR_DTYPE_F32, k, TAILOR_BUF_OUT,
+                                       bf ? 0.05 : 0.01, 1e-4};
+    out->b[i++] = (tailor_buffer_spec){"y", dtype, k, TAILOR_BUF_OUT, bf ? 0.02 : 0.004,
+                                       bf ? 1.0 / 64 : 1.0 / 256};
+    out->b[i++] = (tailor_buffer_spec){"w_post", dtype, k, TAILOR_BUF_IN, 0, 0};
+    out->b[i++] = (tailor_buffer_spec){"w_next", dtype, k, TAILOR_BUF_IN, 0, 0};
+    out->b[i++] = (tailor_buffer_spec){"scalar", TAILOR_DTYPE_F32, 1, TAILOR_BUF_IN, 0, 0};
+    out->count = i;
+    return TAILOR_OK;
+}
+
+static void w4a16_pro_fill(const tailor_shape *shape, tailor_dtype dtype,
+                           const tailor_op_buffers *bufs, void *const *host, uint64_t seed)
+{
+    w4a16_dims d = dims_of(shape);
+    tailor_w4a16_layout lay;
+    if (tailor_w4a16_layout_init(NULL, d.n, d.k, d.group, d.zp, &lay) != TAILOR_OK)
+        return; /* describe refused this shape already */
+    uint64_t s = seed;
+    int it = find_buffer(bufs, "t"), iz = find_buffer(bufs, "zeros");
+    for (size_t i = 0; i < bufs->b[it].count; i++) /* a sublayer output */
+        tailor_dtype_store(dtype, host[it], i, next_normal(&s));
+    fill_weights(&lay, dtype, host[find_buffer(bufs, "qweight")],
+                 host[find_buffer(bufs, "scales")], iz >= 0 ? host[iz] : NULL, &s);
+    int ix = find_buffer(bufs, "x_in"), ip = find_buffer(bufs, "w_post");
+    tailor_fill_seam(dtype, host[ix], bufs->b[ix].count, host[ip], host[find_buffer(bufs, "w_next")],
+                     bufs->b[ip].count, host[find_buffer(bufs, "scalar")], seed ^ 0x9e3779b9u);
+}
+
+static tailor_status w4a16_pro_reference(tailor_ctx *ctx, const tailor_shape *shape,
+                                         tailor_dtype dtype, const tailor_op_buffers *bufs,
+                                         void *const *host, float *const *ref)
+{
+    w4a16_dims d = dims_of(shape);
+    size_t k = (size_t)d.k;
+    int it = find_buffer(bufs, "t"), iy = find_buffer(bufs, "y");
+    float *t = malloc(k * sizeof *t), *a = malloc(k * sizeof *a);
+    tailor_status st = TAILOR_OK;
+    if (!t || !a)
+        st = tailor_set_error(ctx, TAILOR_ERR_NOMEM, "w4a16_pro reference: out of memory");
+    for (size_t i = 0; st == TAILOR_OK && i < k; i++)
+        t[i] = tailor_dtype_load(dtype, host[it], i);
+    if (st == TAILOR_OK)
+        st = tailor_ref_seam(ctx, dtype, (int)tailor_shape_get(shape, "mode", 0), 1, k, t,
+                             host[find_buffer(bufs, "x_in")], host[find_buffer(bufs, "w_post")],
+                             host[find_buffer(bufs, "w_next")],
+                             ((const float *)host[find_buffer(bufs, "scalar")])[0],
+                             ref[find_buffer(bufs, "x_out")], ref[iy]);
+    for (size_t i = 0; st == TAILOR_OK && i < k; i++) { /* the GEMV reads the row in the dtype */
+        uint16_t r;
+        tailor_dtype_store(dtype, &r, 0, ref[iy][i]);
+        a[i] = tailor_dtype_load(dtype, &r, 0);
+    }
+    if (st == TAILOR_OK)
+        st = w4a16_ref_product(ctx, shape, dtype, bufs, host, a, ref[find_buffer(bufs, "out")]);
+    free(t);
+    free(a);
+    return st;
+}
+
+static double w4a16_pro_bytes(const tailor_shape *shape, tailor_dtype dtype)
+{
+    w4a16_dims d = dims_of(shape);
+    double k = (double)d.k, e = (double)tailor_dtype_size(dtype);
+    return w4a16_bytes(shape, dtype) + k * (8 + 3 * e); /* + x in and out, y, the norm weights */
+}
+
+static double w4a16_pro_flops(const tailor_shape *shape, tailor_dtype dtype)
+{
+    w4a16_dims d = dims_of(shape);
+    return w4a16_flops(shape, dtype) + 10.0 * (double)d.k;
+}
+
+const tailor_op tailor_op_w4a16_pro = {
+    .name = "w4a16_pro",
+    .summary = "the layer seam before an int4 projection as its prologue (decode): x += "
+               "RMSNorm(t), a = RMSNorm(x), then out = a W^T (W4A16)",
+    .keys = w4a16_pro_keys,
+    .describe = w4a16_pro_describe,
+    .fill = w4a16_pro_fill,
+    .reference = w4a16_pro_reference,
+    .bytes = w4a16_pro_bytes,
+    .flops = w4a16_pro_flops,
 };

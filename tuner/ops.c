@@ -10,6 +10,7 @@ extern const tailor_op tailor_op_matmul;
 extern const tailor_op tailor_op_matmul_glu;
 extern const tailor_op tailor_op_matmul_seam;
 extern const tailor_op tailor_op_matmul_pro;
+extern const tailor_op tailor_op_w4a16_pro;
 extern const tailor_op tailor_op_attention_prefill;
 extern const tailor_op tailor_op_attention_decode;
 extern const tailor_op tailor_op_residual_norm;
@@ -31,6 +32,7 @@ static const tailor_op *const all_ops[] = {
     &tailor_op_matmul_glu,
     &tailor_op_matmul_seam,
     &tailor_op_matmul_pro,
+    &tailor_op_w4a16_pro,
     &tailor_op_attention_prefill,
     &tailor_op_attention_decode,
     &tailor_op_residual_norm,

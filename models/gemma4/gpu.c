@@ -122,7 +122,8 @@ static tailor_status seam(tailor_ctx *ctx, tailor_gemma4_gpu *g, int mode, int T
 /* ---- decode seams as the next GEMV's prologue (opts.seams PROLOGUE) -------------------------
  * linear_seam leaves the seam after a one-row projection owed (g->owing); the next 16-bit GEMV
  * of the normed row g->y runs it first in every block (op matmul_pro, glu 0/1/2), reading the
- * residual from g->x and writing it to g->x_next, which then swap. Anything else that needs
+ * residual from g->x and writing it to g->x_next, which then swap (w4a16_pro for int4 weights;
+ * both also leave g->y as the seam kernel would). Anything else that needs
  * g->x or g->y settles the debt first with the seam kernel (seam_settle). */
 
 static tailor_status seam_settle(tailor_ctx *ctx, tailor_gemma4_gpu *g)
@@ -137,7 +138,7 @@ static tailor_status seam_settle(tailor_ctx *ctx, tailor_gemma4_gpu *g)
 /* Whether the owed seam can be the prologue of w's one-row GEMV of g->y. */
 static int seam_payable(const tailor_gemma4_gpu *g, const g4g_mat *w, CUdeviceptr a, int m)
 {
-    return g->owing && m == 1 && a == g->y && !w->int4 && w->k == g->cfg.hidden;
+    return g->owing && m == 1 && a == g->y && w->k == g->cfg.hidden;
 }
 
 /* The owed seam, then h = (w's product of the normed row): plain (glu 0) or gated (1: w a
@@ -150,11 +151,19 @@ static tailor_status pay_seam(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4g_m
     g4g_put(&s, "n", n);
     g4g_put(&s, "k", w->k);
     g4g_put(&s, "mode", g->owed.mode);
-    g4g_put(&s, "glu", glu);
-    g4g_put(&s, "u_ld", glu == 2 ? u_ld : 0);
+    if (w->int4) { /* int4: the plain product only (glu is 0 for them) */
+        g4g_put(&s, "group", w->group);
+        g4g_put(&s, "zp", w->zp);
+    } else {
+        g4g_put(&s, "glu", glu);
+        g4g_put(&s, "u_ld", glu == 2 ? u_ld : 0);
+    }
     tailor_binding b[] = {{"out", out},
                           {"w", w->w},
                           {"u", u ? u : w->w},
+                          {"qweight", w->qw},
+                          {"scales", w->sc},
+                          {"zeros", w->zp ? w->zs : w->sc},
                           {"t", g->owed.t},
                           {"x_in", g->x},
                           {"x_out", g->x_next},
@@ -163,7 +172,7 @@ static tailor_status pay_seam(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4g_m
                           {"w_next", g->owed.w_next},
                           {"scalar", g->owed.scalar}};
     g->owing = 0;
-    tailor_status st = g4g_run(ctx, g, "matmul_pro", &s, &s, b, 10);
+    tailor_status st = g4g_run(ctx, g, w->int4 ? "w4a16_pro" : "matmul_pro", &s, &s, b, 13);
     CUdeviceptr x = g->x;
     g->x = g->x_next;
     g->x_next = x;

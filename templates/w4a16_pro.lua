@@ -1,0 +1,53 @@
+-- w4a16_pro.lua — search space of templates/w4a16_gemv.cu built as op "w4a16_pro" (decode: the
+-- layer seam that precedes an int4 projection, run as the GEMV's prologue; shape keys m, n, k,
+-- group, zp, mode). Every block recomputes the seam of the k-wide row (m = 1) into shared memory
+-- with the block's THREADS (at most 32 values per thread), then runs the GEMV of w4a16_gemv.lua.
+
+return {
+  op = "w4a16_pro",
+  source = "w4a16_gemv.cu",
+  dtypes = { "fp16", "bf16" },
+
+  params = {
+    THREADS = { 128, 256 }, -- 64 would hold 24 values of a 1536-wide row per thread: spills
+    KWARPS = { 1, 2, 4 },
+    ROWS = { 1, 2, 4 },
+    MT = { 1 },
+  },
+
+  defines = function(p, shape, dtype, device)
+    return { GROUP = shape.group, HAS_ZP = shape.zp, PRO = 1, PRO_COLS = shape.k,
+             PRO_MODE = shape.mode, PRO_VEC = tailor.vec_dividing(shape.k) }
+  end,
+
+  valid = function(p, shape, dtype, device, purpose)
+    local ok, why = tailor.w4a16_gemv_valid(p, shape, purpose)
+    if not ok then return false, why end
+    return tailor.seam_fits(p, shape.k)
+  end,
+
+  requires = function(p, shape, dtype, device) return tailor.dtype_requires(dtype) end,
+
+  threads = function(p, shape, dtype, device) return p.THREADS end,
+  -- the GEMV's reduction, then the prologue's row (2 bytes a value) and block_sum's scratch
+  smem_static = function(p, shape, dtype, device)
+    return tailor.gemv_smem_static(p, 1, false) + 2 * shape.k + 4 * (p.THREADS // 32)
+  end,
+  smem_dynamic = function(p, shape, dtype, device) return 0 end,
+  grid = function(p, shape, dtype, device) return tailor.gemv_grid(p, shape) end,
+
+  args = function(p, shape, dtype, device)
+    local n_pad = (shape.n + 15) // 16 * 16
+    local a = { "out", "t", "qweight", "scales" } -- the kernel's a: unused (the prologue's row)
+    if shape.zp ~= 0 then a[#a + 1] = "zeros" end
+    for _, b in ipairs({ "t", "x_in", "x_out", "y", "w_post", "w_next", "scalar" }) do
+      a[#a + 1] = b
+    end
+    a[#a + 1] = { f32 = 1e-6 }
+    a[#a + 1] = { i32 = "m" }
+    a[#a + 1] = { i32 = "n" }
+    a[#a + 1] = { i32 = "k" }
+    a[#a + 1] = { i32 = n_pad }
+    return a
+  end,
+}
