@@ -355,6 +355,134 @@ static void check_pro_op(tailor_ctx *ctx, const char *text, tailor_dtype dt, uin
     test_op_inst_free(&in);
 }
 
+/* What a GEMV kernel computes: each weight as (q - zp) * scale exactly in fp32 (the scale
+ * applied after the sum, no rounding of the weight to the dtype as the reference does), the
+ * sum in another order; a the activations as floats [k], out [n] rounded to the dtype. */
+static void emulate_exact_gemv(const test_op_inst *in, tailor_dtype dt, const float *a, int n,
+                               int k, int group, int zp, float *out)
+{
+    tailor_w4a16_layout lay;
+    CHECK_OK(NULL, tailor_w4a16_layout_init(NULL, n, k, group, zp, &lay));
+    const uint32_t *qw = in->host[test_op_inst_buffer(in, "qweight")];
+    const void *sc = in->host[test_op_inst_buffer(in, "scales")];
+    int iz = test_op_inst_buffer(in, "zeros");
+    const uint8_t *zs = iz >= 0 ? in->host[iz] : NULL;
+    for (int j = 0; j < n; j++) {
+        float acc = 0;
+        for (int g = 0; g < k / group; g++) {
+            size_t si = (size_t)g * (size_t)lay.n_pad + (size_t)j;
+            float part = 0;
+            for (int c = g * group + group - 1; c >= g * group; c--) { /* reversed order */
+                int nib;
+                size_t pos = tailor_w4a16_kernel_pos(&lay, j, c, &nib);
+                int q = (int)((qw[pos] >> (4 * nib)) & 0xfu) - (zs ? zs[si] : 8);
+                part += a[c] * (float)q;
+            }
+            acc += part * tailor_dtype_load(dt, sc, si);
+        }
+        out[j] = round_to(dt, acc);
+    }
+}
+
+/* The tolerance holds what a correct kernel may differ by: the exact-weight GEMV of the same
+ * inputs passes, over many seeds, at the shape whose single heavy term once failed on the H200
+ * (m=8 rows of k=64 with zero points, bf16); and a misplaced nibble still fails. */
+static void check_tolerance_covers_exact_weights(tailor_ctx *ctx, tailor_dtype dt)
+{
+    const tailor_op *op = tailor_op_find("w4a16_matmul");
+    const int m = 8, n = 1024, k = 64, group = 64;
+    double worst = 0;
+    for (uint64_t seed = 1; seed <= 24; seed++) {
+        test_op_inst in;
+        CHECK(test_op_inst_make(ctx, op, "m=8,n=1024,k=64,group=64,zp=1", dt, &in));
+        op->fill(&in.shape, dt, &in.bufs, in.host, seed);
+        CHECK_OK(ctx, op->reference(ctx, &in.shape, dt, &in.bufs, in.host, in.ref));
+        int ia = test_op_inst_buffer(&in, "a"), io = test_op_inst_buffer(&in, "out");
+        float *a = malloc((size_t)k * sizeof *a), *row = malloc((size_t)n * sizeof *row);
+        uint16_t *got = malloc((size_t)m * (size_t)n * sizeof *got);
+        CHECK(a && row && got);
+        for (int r = 0; a && row && got && r < m; r++) {
+            for (int c = 0; c < k; c++)
+                a[c] = tailor_dtype_load(dt, in.host[ia], (size_t)(r * k + c));
+            emulate_exact_gemv(&in, dt, a, n, k, group, 1, row);
+            for (int j = 0; j < n; j++) {
+                tailor_dtype_store(dt, got, (size_t)(r * n + j), row[j]);
+                const tailor_buffer_spec *b = &in.bufs.b[io];
+                double tol = b->atol + b->rtol * fabs(in.ref[io][r * n + j]);
+                double e = fabs((double)tailor_dtype_load(dt, got, (size_t)(r * n + j)) -
+                                in.ref[io][r * n + j]) / tol;
+                worst = e > worst ? e : worst;
+            }
+        }
+        if (got) {
+            CHECKF(tailor_op_compare(ctx, &in.bufs.b[io], got, in.ref[io]) == TAILOR_OK,
+                   "%s seed %llu: exact-weight GEMV outside the tolerance: %s",
+                   tailor_dtype_name(dt), (unsigned long long)seed, tailor_ctx_message(ctx));
+            /* one weight off by 8 steps (a nibble's top bit) where the activation is largest
+             * still fails */
+            int big = 0;
+            for (int c = 1; c < k; c++)
+                if (fabsf(tailor_dtype_load(dt, in.host[ia], (size_t)c)) >
+                    fabsf(tailor_dtype_load(dt, in.host[ia], (size_t)big)))
+                    big = c;
+            size_t si = 0; /* group 0, row 0 */
+            float bad = tailor_dtype_load(dt, got, 0) +
+                        8.0f * tailor_dtype_load(dt, in.host[ia], (size_t)big) *
+                            tailor_dtype_load(dt, in.host[test_op_inst_buffer(&in, "scales")], si);
+            if (fabsf(tailor_dtype_load(dt, in.host[test_op_inst_buffer(&in, "scales")], si)) > 0.01f) {
+                tailor_dtype_store(dt, got, 0, bad);
+                CHECK(tailor_op_compare(ctx, &in.bufs.b[io], got, in.ref[io]) == TAILOR_ERR_VERIFY);
+            }
+        }
+        free(a);
+        free(row);
+        free(got);
+        test_op_inst_free(&in);
+    }
+    printf("w4a16 %s: exact-weight GEMV worst |diff|/tol %.3f over 24 seeds\n",
+           tailor_dtype_name(dt), worst);
+}
+
+/* w4a16_pro's tolerance holds what a correct kernel may compute: the seam's row with other
+ * fp32 statistics (test_emulate_seam_row) and exact weights, every mode, both dtypes, over
+ * seeds; the shapes of the H200 failures (k=64 group 64 with zero points; k=352 group 32). */
+static void check_pro_tolerance(tailor_ctx *ctx, const char *text, tailor_dtype dt)
+{
+    const tailor_op *op = tailor_op_find("w4a16_pro");
+    double worst = 0;
+    for (uint64_t seed = 1; seed <= 12; seed++) {
+        test_op_inst in;
+        CHECK(test_op_inst_make(ctx, op, text, dt, &in));
+        op->fill(&in.shape, dt, &in.bufs, in.host, seed);
+        CHECK_OK(ctx, op->reference(ctx, &in.shape, dt, &in.bufs, in.host, in.ref));
+        int n = (int)tailor_shape_get(&in.shape, "n", 0), k = (int)tailor_shape_get(&in.shape, "k", 0);
+        int mode = (int)tailor_shape_get(&in.shape, "mode", 0);
+        int group = (int)tailor_shape_get(&in.shape, "group", 0);
+        int zp = (int)tailor_shape_get(&in.shape, "zp", 0), io = test_op_inst_buffer(&in, "out");
+        float *a = malloc((size_t)k * sizeof *a), *out = malloc((size_t)n * sizeof *out);
+        uint16_t *got = malloc((size_t)n * sizeof *got);
+        for (int p = -1; a && out && got && p <= 1; p += 2) {
+            test_emulate_seam_row(&in, dt, mode, k, p * 2e-6, a);
+            emulate_exact_gemv(&in, dt, a, n, k, group, zp, out);
+            for (int j = 0; j < n; j++) {
+                tailor_dtype_store(dt, got, (size_t)j, out[j]);
+                const tailor_buffer_spec *b = &in.bufs.b[io];
+                double e = fabs((double)out[j] - in.ref[io][j]) /
+                           (b->atol + b->rtol * fabs(in.ref[io][j]));
+                worst = e > worst ? e : worst;
+            }
+            CHECKF(tailor_op_compare(ctx, &in.bufs.b[io], got, in.ref[io]) == TAILOR_OK,
+                   "%s %s seed %llu: %s", text, tailor_dtype_name(dt), (unsigned long long)seed,
+                   tailor_ctx_message(ctx));
+        }
+        free(a);
+        free(out);
+        free(got);
+        test_op_inst_free(&in);
+    }
+    printf("w4a16_pro %s %s: worst |diff|/tol %.3f\n", text, tailor_dtype_name(dt), worst);
+}
+
 int main(void)
 {
     tailor_ctx *ctx = test_ctx();
@@ -375,6 +503,15 @@ int main(void)
     check_seam_op(ctx, "m=1,n=256,k=512,group=128,mode=0", TAILOR_DTYPE_BF16, SEED + 100);
     check_seam_op(ctx, "m=3,n=200,k=320,group=32,zp=1,mode=1", TAILOR_DTYPE_F16, SEED + 101);
     check_seam_op(ctx, "m=2,n=1536,k=256,group=64,mode=2", TAILOR_DTYPE_BF16, SEED + 102);
+    check_tolerance_covers_exact_weights(ctx, TAILOR_DTYPE_BF16);
+    check_tolerance_covers_exact_weights(ctx, TAILOR_DTYPE_F16);
+    for (int d = 0; d < 2; d++) {
+        tailor_dtype dt = d ? TAILOR_DTYPE_F16 : TAILOR_DTYPE_BF16;
+        check_pro_tolerance(ctx, "m=1,n=200,k=352,group=32,zp=1,mode=2", dt);
+        check_pro_tolerance(ctx, "m=1,n=32,k=64,group=64,zp=1,mode=2", dt);
+        check_pro_tolerance(ctx, "m=1,n=512,k=1536,group=128,mode=0", dt);
+        check_pro_tolerance(ctx, "m=1,n=256,k=1536,group=64,zp=1,mode=1", dt);
+    }
     check_pro_op(ctx, "m=1,n=256,k=512,group=128,mode=0", TAILOR_DTYPE_BF16, SEED + 103);
     check_pro_op(ctx, "m=1,n=200,k=320,group=32,zp=1,mode=1", TAILOR_DTYPE_F16, SEED + 104);
     check_pro_op(ctx, "m=1,n=96,k=1536,group=64,mode=2", TAILOR_DTYPE_BF16, SEED + 105);

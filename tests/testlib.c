@@ -161,3 +161,36 @@ double test_proc_status_bytes(const char *field)
     fclose(f);
     return v;
 }
+
+void test_emulate_seam_row(const test_op_inst *in, tailor_dtype dt, int mode, int k, double pert,
+                           float *a)
+{
+    const void *t = in->host[test_op_inst_buffer(in, "t")];
+    const float *x = in->host[test_op_inst_buffer(in, "x_in")];
+    const void *wp = in->host[test_op_inst_buffer(in, "w_post")];
+    const void *wn = in->host[test_op_inst_buffer(in, "w_next")];
+    float scalar = ((const float *)in->host[test_op_inst_buffer(in, "scalar")])[0];
+    float ss = 0;
+    for (int i = k - 1; i >= 0; i--) { /* fp32, reversed */
+        float v = tailor_dtype_load(dt, t, (size_t)i);
+        ss += v * v;
+    }
+    float inv = (float)((1.0 + pert) / sqrt((double)ss / k + 1e-6));
+    for (int i = 0; i < k; i++) {
+        float v = x[i] + tailor_dtype_load(dt, t, (size_t)i) * inv * tailor_dtype_load(dt, wp, (size_t)i);
+        a[i] = mode == 1 ? v * scalar : v;
+    }
+    if (mode != 2) {
+        float sx = 0;
+        for (int i = k - 1; i >= 0; i--)
+            sx += a[i] * a[i];
+        float invx = (float)((1.0 + pert) / sqrt((double)sx / k + 1e-6));
+        for (int i = 0; i < k; i++)
+            a[i] = a[i] * invx * tailor_dtype_load(dt, wn, (size_t)i);
+    }
+    for (int i = 0; i < k; i++) {
+        uint16_t r;
+        tailor_dtype_store(dt, &r, 0, a[i]);
+        a[i] = tailor_dtype_load(dt, &r, 0);
+    }
+}

@@ -137,6 +137,16 @@ tailor_status tailor_ref_seam(tailor_ctx *ctx, tailor_dtype dtype, int mode, siz
 void tailor_fill_seam(tailor_dtype dtype, float *x, size_t n, void *w_post, void *w_next,
                       size_t cols, float *scalar, uint64_t seed);
 
+/* The inputs of one seam whose output row feeds a product (matmul_pro, w4a16_pro): the
+ * sublayer output t (dtype) and the residual x at unit scale (uniform in +-sqrt(3), no
+ * outliers), the norm weights and scalar as tailor_fill_seam. The row a then stays within
+ * TAILOR_PRO_A_MAX in every mode (|norm(t) * w_post| <= 3.5, |x| <= 5.3, norm(x) * w_next
+ * <= 7), which the products' tolerances count on: an outlier of the residual would make one
+ * rounding step of a (two correct kernels may round a differently) larger than the check. */
+#define TAILOR_PRO_A_MAX 8.0
+void tailor_fill_seam_row(tailor_dtype dtype, void *t, float *x, size_t cols, void *w_post,
+                          void *w_next, float *scalar, uint64_t seed);
+
 /* Compares `count` elements of `got` (dtype) against `ref`; on the first element out of
  * tolerance (or NaN) returns TAILOR_ERR_VERIFY with index, values and the tolerance. */
 tailor_status tailor_op_compare(tailor_ctx *ctx, const tailor_buffer_spec *spec, const void *got,

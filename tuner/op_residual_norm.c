@@ -76,6 +76,17 @@ void tailor_fill_seam(tailor_dtype dtype, float *x, size_t n, void *w_post, void
     *scalar = 0.25f + tailor_fill_uniform01(&s);
 }
 
+void tailor_fill_seam_row(tailor_dtype dtype, void *t, float *x, size_t cols, void *w_post,
+                          void *w_next, float *scalar, uint64_t seed)
+{
+    tailor_fill_seam(dtype, x, cols, w_post, w_next, cols, scalar, seed);
+    uint64_t s = seed ^ 0x2545f4914f6cdd1dull;
+    for (size_t i = 0; i < cols; i++) { /* unit scale: uniform in +-sqrt(3), no outliers */
+        x[i] = (tailor_fill_uniform01(&s) * 2 - 1) * 1.7320508f;
+        tailor_dtype_store(dtype, t, i, (tailor_fill_uniform01(&s) * 2 - 1) * 1.7320508f);
+    }
+}
+
 static void residual_norm_fill(const tailor_shape *shape, tailor_dtype dtype,
                                const tailor_op_buffers *bufs, void *const *host, uint64_t seed)
 {
