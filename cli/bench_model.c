@@ -94,8 +94,8 @@ static void model_usage(void)
            "weights of the preset's shapes are made on the GPU. --profile: one decode step kernel\n"
            "by kernel; --no-pdl: no programmatic dependent launch; --separate-gating: the MLP and PLE\n"
            "gating as their own kernels instead of GEMV epilogues; --seams: the layer seams as\n"
-           "their own kernels, in the next GEMV (the default) or in the projection's last block\n"
-           "(all for comparisons).\n");
+           "their own kernels, in the next GEMV (the default before 16-bit ones) or in the\n"
+           "projection's last block (all for comparisons).\n");
 }
 
 int bench_model(int argc, char **argv)

@@ -12,6 +12,17 @@ check "e2b lists the double-wide MLP down_proj for W4A16" grep -q "^w4a16_matmul
 check "e2b lists the dense LM head" grep -q "^matmul .*k=1536,m=1,n=262144" <<<"$out"
 check "e2b lists head_dim 512 decode attention (MQA)" grep -q "^attention_decode .*head_dim=512,heads=8,kv_heads=1" <<<"$out"
 check "e2b lists the sliding window of 512" grep -q "^attention_prefill .*head_dim=256.*window=512" <<<"$out"
+# decode seams run as the next 16-bit GEMV's prologue: after o into the gated gate|up (mode 0),
+# after down into the PLE gate (mode 2), after the PLE projection into the next q|k|v (mode 1);
+# a one-row seam kernel is left only for the first layer's input norm (3) and the final norm
+# (1), and the W4A16 pass's seams before its int4 gate (0) and q/k/v (1; its PLE gate stays
+# 16-bit and pays the down seam)
+check "e2b pays the o seam in the gate|up GEMV" grep -q "^matmul_pro .*glu=1,k=1536,m=1,mode=0,n=6144" <<<"$out"
+check "e2b pays the down seam in the PLE gate" grep -q "^matmul_pro .*glu=2,k=1536,m=1,mode=2,n=256,u_ld=8960" <<<"$out"
+check "e2b pays the layer-end seam in the next q|k|v" grep -q "^matmul_pro .*glu=0,k=1536,m=1,mode=1,n=2560" <<<"$out"
+check "e2b: no int4 prologue by default" test -z "$(grep '^w4a16_pro' <<<"$out")"
+check "e2b: one-row seam kernels only where no GEMV follows (16-bit pass) or an int4 one does" \
+  test "$(grep -E '^residual_norm .*rows=1$' <<<"$out" | sed 's/.*mode=\([0-9]\).*/\1/' | sort | tr -d '\n')" = "013"
 out=$("$T" tune --preset gemma-4-31b --list 2>&1)
 check "31b lists K=V full layers with 4 KV heads" grep -q "^attention_decode .*head_dim=512,heads=32,kv_heads=4" <<<"$out"
 out=$("$T" tune --model "$S/tests/fixtures/e2b_flat" --list 2>&1)
@@ -55,6 +66,10 @@ fi
 "$T" bench model --help >"$TMPDIR_ERR" 2>&1; rc=$?
 check "bench model --help exits 0" test $rc -eq 0
 check "bench model --help lists --profile and --no-pdl" grep -q -- "--profile.*--no-pdl" "$TMPDIR_ERR"
+check "bench model --help lists --seams" grep -q -- "--seams kernel|prologue|epilogue" "$TMPDIR_ERR"
+"$T" bench model --preset gemma-4-e2b --seams sideways 2>"$TMPDIR_ERR"; rc=$?
+check "bench model: a bad --seams exits 2" test $rc -eq 2
+check "bench model: a bad --seams says what it takes" grep -q "kernel, prologue or epilogue" "$TMPDIR_ERR"
 "$T" bench model --preset gemma-4-e2b --frobnicate 2>"$TMPDIR_ERR"; rc=$?
 check "bench model: a bad flag exits 2" test $rc -eq 2
 check "bench model: a bad flag is named" grep -q -- "--frobnicate" "$TMPDIR_ERR"

@@ -169,10 +169,11 @@ typedef struct tailor_gemma4_gpu tailor_gemma4_gpu;
 
 /* tailor_gemma4_gpu_opts.seams */
 enum {
-    TAILOR_GEMMA4_SEAMS_DEFAULT = 0,
+    TAILOR_GEMMA4_SEAMS_DEFAULT = 0, /* PROLOGUE before a 16-bit GEMV, KERNEL before an int4 one
+                                        (w4a16_pro measured no faster; docs/perf/model.md) */
     TAILOR_GEMMA4_SEAMS_KERNEL,   /* residual_norm kernels after the projections */
-    TAILOR_GEMMA4_SEAMS_PROLOGUE, /* in the next 16-bit GEMV, which every block begins with it
-                                     (matmul_pro): 105 fewer launches per E2B token */
+    TAILOR_GEMMA4_SEAMS_PROLOGUE, /* in the next GEMV, which every block begins with it
+                                     (matmul_pro, w4a16_pro): 105 fewer launches per E2B token */
     TAILOR_GEMMA4_SEAMS_EPILOGUE  /* in the projection's last block (matmul_seam, w4a16_seam) */
 };
 

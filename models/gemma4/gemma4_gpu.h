@@ -48,7 +48,9 @@ struct tailor_gemma4_gpu {
     int max_tokens, chunk, all_logits, logit_rows, quantize, w4a16;
     int glu_epilogue;           /* !opts.separate_gating: decode gating in the GEMV epilogue */
     int seam_epilogue;          /* opts.seams EPILOGUE: decode seams in the GEMV epilogue */
-    int seam_prologue;          /* opts.seams PROLOGUE: decode seams in the next GEMV */
+    int seam_prologue;          /* opts.seams PROLOGUE or DEFAULT: decode seams in the next
+                                   16-bit GEMV */
+    int seam_prologue_int4;     /* opts.seams PROLOGUE: also in the next int4 GEMV */
     struct {                    /* a decode seam owed to the next GEMV's prologue (matmul_pro) */
         int mode;
         CUdeviceptr t, w_post, w_next, scalar;

@@ -138,7 +138,8 @@ static tailor_status seam_settle(tailor_ctx *ctx, tailor_gemma4_gpu *g)
 /* Whether the owed seam can be the prologue of w's one-row GEMV of g->y. */
 static int seam_payable(const tailor_gemma4_gpu *g, const g4g_mat *w, CUdeviceptr a, int m)
 {
-    return g->owing && m == 1 && a == g->y && w->k == g->cfg.hidden;
+    return g->owing && m == 1 && a == g->y && w->k == g->cfg.hidden &&
+           (!w->int4 || g->seam_prologue_int4);
 }
 
 /* The owed seam, then h = (w's product of the normed row): plain (glu 0) or gated (1: w a

@@ -597,6 +597,7 @@ static void configure(tailor_gemma4_gpu *g, const tailor_gemma4_config *cfg,
     g->seam_epilogue = o->seams == TAILOR_GEMMA4_SEAMS_EPILOGUE;
     g->seam_prologue = o->seams == TAILOR_GEMMA4_SEAMS_PROLOGUE ||
                        o->seams == TAILOR_GEMMA4_SEAMS_DEFAULT;
+    g->seam_prologue_int4 = o->seams == TAILOR_GEMMA4_SEAMS_PROLOGUE;
     g->all_logits = o->all_logits;
     g->max_tokens = o->max_tokens;
     int W = cfg->sliding_window > 0 ? cfg->sliding_window : 512;
