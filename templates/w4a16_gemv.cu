@@ -106,13 +106,8 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
 
     tailor_grid_begin();
 #if PRO
-    seam_row<THREADS, PRO_COLS, PRO_VEC, PRO_MODE, false>(
-        pro_a, x_in, blockIdx.x == 0 ? x_out : nullptr, t, w_post, w_next, scalar, eps,
-        pro_scratch);
-    __syncthreads();
-    if (blockIdx.x == 0)
-        for (int i = threadIdx.x; i < PRO_COLS / 8; i += THREADS)
-            reinterpret_cast<uint4 *>(y)[i] = reinterpret_cast<const uint4 *>(pro_a)[i];
+    seam_prologue<THREADS, PRO_COLS, PRO_VEC, PRO_MODE>(pro_a, x_in, x_out, y, t, w_post, w_next,
+                                                        scalar, eps, pro_scratch);
 #endif
 
     float acc[MT][ROWS];

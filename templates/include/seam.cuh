@@ -202,3 +202,22 @@ __device__ __forceinline__ void seam_after_gemv(int *__restrict__ counters, int 
     if (threadIdx.x == 0)
         counters[blockIdx.y] = 0;
 }
+
+// The seam before a one-row GEMV (PRO: matmul_pro, w4a16_pro), run by every block: the row a
+// into shared memory `row` (SN_COLS values, 16-byte aligned), x_in + RMSNorm(t) to x_out and a
+// to y by block 0 only (the other blocks must still read the old x, hence another buffer).
+// `scratch` holds SN_NT/32 floats; every thread of the block calls it; `row` is ready after it.
+template <int SN_NT, int SN_COLS, int SN_VEC, int SN_MODE>
+__device__ __forceinline__ void seam_prologue(T *row, const float *x_in, float *x_out, T *y,
+                                              const T *t, const T *w_post, const T *w_next,
+                                              const float *scalar, float eps, float *scratch)
+{
+    static_assert(SN_COLS % 8 == 0, "the row is copied to y in 16-byte pieces");
+    const bool first = blockIdx.x == 0; // one row: gridDim.y is 1
+    seam_row<SN_NT, SN_COLS, SN_VEC, SN_MODE, false>(row, x_in, first ? x_out : nullptr, t, w_post,
+                                                     w_next, scalar, eps, scratch);
+    __syncthreads();
+    if (first)
+        for (int i = threadIdx.x; i < SN_COLS / 8; i += SN_NT)
+            reinterpret_cast<uint4 *>(y)[i] = reinterpret_cast<const uint4 *>(row)[i];
+}
