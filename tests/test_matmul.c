@@ -439,9 +439,8 @@ static void check_pro_tolerance(tailor_ctx *ctx, const char *text, tailor_dtype 
                 for (int c = k - 1; c >= 0; c--)
                     acc += a[c] * tailor_dtype_load(dt, w, (size_t)j * (size_t)k + (size_t)c);
                 tailor_dtype_store(dt, got, (size_t)j, acc);
-                const tailor_buffer_spec *b = &in.bufs.b[io];
-                double e = fabs((double)tailor_dtype_load(dt, got, (size_t)j) - in.ref[io][j]) /
-                           (b->atol + b->rtol * fabs(in.ref[io][j]));
+                double e = test_tol_ratio(&in.bufs.b[io], tailor_dtype_load(dt, got, (size_t)j),
+                                          in.ref[io][j]);
                 worst = e > worst ? e : worst;
             }
             CHECKF(tailor_op_compare(ctx, &in.bufs.b[io], got, in.ref[io]) == TAILOR_OK,

@@ -407,10 +407,7 @@ static void check_tolerance_covers_exact_weights(tailor_ctx *ctx, tailor_dtype d
             emulate_exact_gemv(&in, dt, a, n, k, group, 1, row);
             for (int j = 0; j < n; j++) {
                 tailor_dtype_store(dt, got, (size_t)(r * n + j), row[j]);
-                const tailor_buffer_spec *b = &in.bufs.b[io];
-                double tol = b->atol + b->rtol * fabs(in.ref[io][r * n + j]);
-                double e = fabs((double)tailor_dtype_load(dt, got, (size_t)(r * n + j)) -
-                                in.ref[io][r * n + j]) / tol;
+                double e = test_tol_ratio(&in.bufs.b[io], row[j], in.ref[io][r * n + j]);
                 worst = e > worst ? e : worst;
             }
         }
@@ -466,9 +463,7 @@ static void check_pro_tolerance(tailor_ctx *ctx, const char *text, tailor_dtype 
             emulate_exact_gemv(&in, dt, a, n, k, group, zp, out);
             for (int j = 0; j < n; j++) {
                 tailor_dtype_store(dt, got, (size_t)j, out[j]);
-                const tailor_buffer_spec *b = &in.bufs.b[io];
-                double e = fabs((double)out[j] - in.ref[io][j]) /
-                           (b->atol + b->rtol * fabs(in.ref[io][j]));
+                double e = test_tol_ratio(&in.bufs.b[io], out[j], in.ref[io][j]);
                 worst = e > worst ? e : worst;
             }
             CHECKF(tailor_op_compare(ctx, &in.bufs.b[io], got, in.ref[io]) == TAILOR_OK,

@@ -194,3 +194,8 @@ void test_emulate_seam_row(const test_op_inst *in, tailor_dtype dt, int mode, in
         a[i] = tailor_dtype_load(dt, &r, 0);
     }
 }
+
+double test_tol_ratio(const tailor_buffer_spec *b, double got, double ref)
+{
+    return fabs(got - ref) / (b->atol + b->rtol * fabs(ref));
+}

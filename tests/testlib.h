@@ -97,6 +97,9 @@ void test_op_inst_free(test_op_inst *in);
 /* Index of the buffer called `name`, -1 when the op has none. */
 int test_op_inst_buffer(const test_op_inst *in, const char *name);
 
+/* |got - ref| in units of b's tolerance (atol + rtol |ref|): 1 is the edge of passing. */
+double test_tol_ratio(const tailor_buffer_spec *b, double got, double ref);
+
 /* The row a of a seam prologue (matmul_pro, w4a16_pro: buffers t, x_in, w_post, w_next,
  * scalar) as another correct kernel may compute it: fp32 sums in another order and both
  * 1/rms scaled by (1 + pert), the way a GPU's rsqrtf and block reduction differ from the C

@@ -137,6 +137,17 @@ tailor_status tailor_ref_seam(tailor_ctx *ctx, tailor_dtype dtype, int mode, siz
 void tailor_fill_seam(tailor_dtype dtype, float *x, size_t n, void *w_post, void *w_next,
                       size_t cols, float *scalar, uint64_t seed);
 
+/* The specs of a fused seam's outputs (matmul_seam, w4a16_seam, matmul_pro, w4a16_pro): the
+ * residual x (fp32, `count` values, role INOUT in place or OUT into another buffer) and the
+ * next input y (dtype). The product before the seam (or the seam's own fp32 statistics) may
+ * differ from the reference by a rounding step in a few elements (summation order); through
+ * norm(t) * w_post that moves x by up to ~ulp * |w_post| * |t| / rms(t) (< 0.05 in bf16 for
+ * the fills) and y by about as much relative to its scale. Dropping the add, the scalar or a
+ * row moves x by O(1) against values of ~20. */
+tailor_buffer_spec tailor_seam_x_spec(const char *name, tailor_dtype dtype, size_t count,
+                                      tailor_buffer_role role);
+tailor_buffer_spec tailor_seam_y_spec(tailor_dtype dtype, size_t count);
+
 /* The inputs of one seam whose output row feeds a product (matmul_pro, w4a16_pro): the
  * sublayer output t (dtype) and the residual x at unit scale (uniform in +-sqrt(3), no
  * outliers), the norm weights and scalar as tailor_fill_seam. The row a then stays within

@@ -344,22 +344,16 @@ static tailor_status seam_describe(tailor_ctx *ctx, const tailor_shape *shape, t
     size_t m = (size_t)d.m, n = (size_t)d.n, k = (size_t)d.k;
     double atol, rtol;
     tolerance(&d, dtype, &atol, &rtol);
-    int bf = dtype == TAILOR_DTYPE_BF16;
-    /* t may differ from the reference by one rounding step in a few elements (summation order);
-     * through norm(t) * w_post that moves x by up to ~ulp * |w_post| * |t| / rms(t) (< 0.05 in
-     * bf16 for this fill) and y by about as much relative to its scale. Dropping the add, the
-     * scalar or a row moves x by O(1) against values of ~20. */
+    /* x and y: tailor_seam_x_spec / tailor_seam_y_spec (op.h) say why */
     out->count = 8;
     out->b[SM_A] = (tailor_buffer_spec){"a", dtype, m * k, TAILOR_BUF_IN, 0, 0};
     out->b[SM_W] = (tailor_buffer_spec){"w", dtype, n * k, TAILOR_BUF_IN, 0, 0};
     out->b[SM_T] = (tailor_buffer_spec){"t", dtype, m * n, TAILOR_BUF_OUT, atol, rtol};
-    out->b[SM_X] = (tailor_buffer_spec){"x", TAILOR_DTYPE_F32, m * n, TAILOR_BUF_INOUT,
-                                        bf ? 0.05 : 0.01, 1e-4};
+    out->b[SM_X] = tailor_seam_x_spec("x", dtype, m * n, TAILOR_BUF_INOUT);
     out->b[SM_W_POST] = (tailor_buffer_spec){"w_post", dtype, n, TAILOR_BUF_IN, 0, 0};
     out->b[SM_W_NEXT] = (tailor_buffer_spec){"w_next", dtype, n, TAILOR_BUF_IN, 0, 0};
     out->b[SM_SCALAR] = (tailor_buffer_spec){"scalar", TAILOR_DTYPE_F32, 1, TAILOR_BUF_IN, 0, 0};
-    out->b[SM_Y] = (tailor_buffer_spec){"y", dtype, m * n, TAILOR_BUF_OUT, bf ? 0.02 : 0.004,
-                                        bf ? 1.0 / 64 : 1.0 / 256};
+    out->b[SM_Y] = tailor_seam_y_spec(dtype, m * n);
     return TAILOR_OK;
 }
 
@@ -486,10 +480,8 @@ static tailor_status pro_describe(tailor_ctx *ctx, const tailor_shape *shape, ta
     out->count = glu == 2 ? 10 : 9;
     out->b[PRO_T] = (tailor_buffer_spec){"t", dtype, k, TAILOR_BUF_IN, 0, 0};
     out->b[PRO_X_IN] = (tailor_buffer_spec){"x_in", TAILOR_DTYPE_F32, k, TAILOR_BUF_IN, 0, 0};
-    out->b[PRO_X_OUT] = (tailor_buffer_spec){"x_out", TAILOR_DTYPE_F32, k, TAILOR_BUF_OUT,
-                                             bf ? 0.05 : 0.01, 1e-4};
-    out->b[PRO_Y] = (tailor_buffer_spec){"y", dtype, k, TAILOR_BUF_OUT, bf ? 0.02 : 0.004,
-                                         bf ? 1.0 / 64 : 1.0 / 256};
+    out->b[PRO_X_OUT] = tailor_seam_x_spec("x_out", dtype, k, TAILOR_BUF_OUT);
+    out->b[PRO_Y] = tailor_seam_y_spec(dtype, k);
     out->b[PRO_W_POST] = (tailor_buffer_spec){"w_post", dtype, k, TAILOR_BUF_IN, 0, 0};
     out->b[PRO_W_NEXT] = (tailor_buffer_spec){"w_next", dtype, k, TAILOR_BUF_IN, 0, 0};
     out->b[PRO_SCALAR] = (tailor_buffer_spec){"scalar", TAILOR_DTYPE_F32, 1, TAILOR_BUF_IN, 0, 0};

@@ -16,6 +16,7 @@
  * Numerics: everything in fp32 (mean of squares, eps 1e-6, times w itself, add, scale); y is
  * rounded once; x is never rounded to T. Unused buffers of a mode are still bound. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,6 +75,22 @@ void tailor_fill_seam(tailor_dtype dtype, float *x, size_t n, void *w_post, void
         tailor_dtype_store(dtype, w_next, i, tailor_fill_uniform01(&s) * 2.5f - 0.5f);
     }
     *scalar = 0.25f + tailor_fill_uniform01(&s);
+}
+
+tailor_buffer_spec tailor_seam_x_spec(const char *name, tailor_dtype dtype, size_t count,
+                                      tailor_buffer_role role)
+{
+    tailor_buffer_spec s = {"", TAILOR_DTYPE_F32, count, role, dtype == TAILOR_DTYPE_BF16 ? 0.05 : 0.01,
+                            1e-4};
+    snprintf(s.name, sizeof s.name, "%s", name);
+    return s;
+}
+
+tailor_buffer_spec tailor_seam_y_spec(tailor_dtype dtype, size_t count)
+{
+    int bf = dtype == TAILOR_DTYPE_BF16;
+    return (tailor_buffer_spec){"y", dtype, count, TAILOR_BUF_OUT, bf ? 0.02 : 0.004,
+                                bf ? 1.0 / 64 : 1.0 / 256};
 }
 
 void tailor_fill_seam_row(tailor_dtype dtype, void *t, float *x, size_t cols, void *w_post,

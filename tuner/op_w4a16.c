@@ -340,15 +340,13 @@ static tailor_status w4a16_seam_describe(tailor_ctx *ctx, const tailor_shape *sh
                                 "product)", mode);
     w4a16_dims d = dims_of(shape);
     size_t mn = (size_t)d.m * (size_t)d.n, n = (size_t)d.n;
-    int bf = dtype == TAILOR_DTYPE_BF16, i = out->count;
+    int i = out->count;
     snprintf(out->b[i - 1].name, sizeof out->b[i - 1].name, "t");
-    out->b[i++] = (tailor_buffer_spec){"x", TAILOR_DTYPE_F32, mn, TAILOR_BUF_INOUT,
-                                       bf ? 0.05 : 0.01, 1e-4};
+    out->b[i++] = tailor_seam_x_spec("x", dtype, mn, TAILOR_BUF_INOUT);
     out->b[i++] = (tailor_buffer_spec){"w_post", dtype, n, TAILOR_BUF_IN, 0, 0};
     out->b[i++] = (tailor_buffer_spec){"w_next", dtype, n, TAILOR_BUF_IN, 0, 0};
     out->b[i++] = (tailor_buffer_spec){"scalar", TAILOR_DTYPE_F32, 1, TAILOR_BUF_IN, 0, 0};
-    out->b[i++] = (tailor_buffer_spec){"y", dtype, mn, TAILOR_BUF_OUT, bf ? 0.02 : 0.004,
-                                       bf ? 1.0 / 64 : 1.0 / 256};
+    out->b[i++] = tailor_seam_y_spec(dtype, mn);
     out->count = i;
     return TAILOR_OK;
 }
@@ -457,10 +455,8 @@ static tailor_status w4a16_pro_describe(tailor_ctx *ctx, const tailor_shape *sha
     tolerance_scaled(&d, dtype, 2.0, TAILOR_PRO_A_MAX, &out->b[io].atol, &rtol);
     out->b[io].atol += ldexp(w_max, (int)floor(log2(TAILOR_PRO_A_MAX)) - (bf ? 7 : 10));
     out->b[i++] = (tailor_buffer_spec){"x_in", TAILOR_DTYPE_F32, k, TAILOR_BUF_IN, 0, 0};
-    out->b[i++] = (tailor_buffer_spec){"x_out", TAILOR_DTYPE_F32, k, TAILOR_BUF_OUT,
-                                       bf ? 0.05 : 0.01, 1e-4};
-    out->b[i++] = (tailor_buffer_spec){"y", dtype, k, TAILOR_BUF_OUT, bf ? 0.02 : 0.004,
-                                       bf ? 1.0 / 64 : 1.0 / 256};
+    out->b[i++] = tailor_seam_x_spec("x_out", dtype, k, TAILOR_BUF_OUT);
+    out->b[i++] = tailor_seam_y_spec(dtype, k);
     out->b[i++] = (tailor_buffer_spec){"w_post", dtype, k, TAILOR_BUF_IN, 0, 0};
     out->b[i++] = (tailor_buffer_spec){"w_next", dtype, k, TAILOR_BUF_IN, 0, 0};
     out->b[i++] = (tailor_buffer_spec){"scalar", TAILOR_DTYPE_F32, 1, TAILOR_BUF_IN, 0, 0};
