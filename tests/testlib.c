@@ -2,6 +2,8 @@
 #include "testlib.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -198,4 +200,40 @@ void test_emulate_seam_row(const test_op_inst *in, tailor_dtype dt, int mode, in
 double test_tol_ratio(const tailor_buffer_spec *b, double got, double ref)
 {
     return fabs(got - ref) / (b->atol + b->rtol * fabs(ref));
+}
+
+double test_pro_tolerance(tailor_ctx *ctx, const char *op_name, const char *text,
+                          tailor_dtype dt, test_pro_product product)
+{
+    const tailor_op *op = tailor_op_find(op_name);
+    double worst = 0;
+    for (uint64_t seed = 1; op && seed <= 12; seed++) {
+        test_op_inst in;
+        CHECK(test_op_inst_make(ctx, op, text, dt, &in));
+        op->fill(&in.shape, dt, &in.bufs, in.host, seed);
+        CHECK_OK(ctx, op->reference(ctx, &in.shape, dt, &in.bufs, in.host, in.ref));
+        int n = (int)tailor_shape_get(&in.shape, "n", 0), k = (int)tailor_shape_get(&in.shape, "k", 0);
+        int mode = (int)tailor_shape_get(&in.shape, "mode", 0), io = test_op_inst_buffer(&in, "out");
+        float *a = malloc((size_t)k * sizeof *a), *out = malloc((size_t)n * sizeof *out);
+        uint16_t *got = malloc((size_t)n * sizeof *got);
+        CHECK(a && out && got);
+        for (int p = -1; a && out && got && p <= 1; p += 2) {
+            test_emulate_seam_row(&in, dt, mode, k, p * 2e-6, a);
+            product(&in, dt, a, out);
+            for (int j = 0; j < n; j++) {
+                tailor_dtype_store(dt, got, (size_t)j, out[j]);
+                double e = test_tol_ratio(&in.bufs.b[io], out[j], in.ref[io][j]);
+                worst = e > worst ? e : worst;
+            }
+            CHECKF(tailor_op_compare(ctx, &in.bufs.b[io], got, in.ref[io]) == TAILOR_OK,
+                   "%s %s %s seed %llu: %s", op_name, text, tailor_dtype_name(dt),
+                   (unsigned long long)seed, tailor_ctx_message(ctx));
+        }
+        free(a);
+        free(out);
+        free(got);
+        test_op_inst_free(&in);
+    }
+    printf("%s %s %s: worst |diff|/tol %.3f\n", op_name, text, tailor_dtype_name(dt), worst);
+    return worst;
 }

@@ -97,6 +97,17 @@ void test_op_inst_free(test_op_inst *in);
 /* Index of the buffer called `name`, -1 when the op has none. */
 int test_op_inst_buffer(const test_op_inst *in, const char *name);
 
+/* The product of a prologue op (out [n] as floats, rounded to the dtype) on the row a [k], as a
+ * correct kernel other than the reference may compute it. */
+typedef void (*test_pro_product)(const test_op_inst *in, tailor_dtype dt, const float *a,
+                                 float *out);
+
+/* A prologue op's tolerance (matmul_pro, w4a16_pro) holds what such a kernel may compute: over
+ * 12 seeds, the seam's row with other fp32 statistics (test_emulate_seam_row, 1/rms off by
+ * +-2e-6) and `product` on it pass the op's check. Returns the worst |diff| / tolerance. */
+double test_pro_tolerance(tailor_ctx *ctx, const char *op_name, const char *text,
+                          tailor_dtype dt, test_pro_product product);
+
 /* |got - ref| in units of b's tolerance (atol + rtol |ref|): 1 is the edge of passing. */
 double test_tol_ratio(const tailor_buffer_spec *b, double got, double ref);
 
