@@ -4,7 +4,8 @@
 #   bash scripts/gpu-check.sh [tests|quick|bench|model|all] [ctest -R regex]
 # quick: the GPU tests with the long scripts in their smoke subsets (MATMUL_QUICK, W4A16_QUICK,
 # ATTN_QUICK), fitting one 10-minute device call; model: Gemma 4 E2B decode and prefill figures
-# with the same-run comparisons (PDL off, fused epilogues).
+# with the same-run comparisons (PDL off, gating kernels, each place of the seams, W4A16 with and
+# without int4 prologues, 31B).
 set -uo pipefail
 what=${1:-all}
 filter=${2:-}
@@ -52,11 +53,18 @@ if [[ $what == model || $what == all ]]; then
   : >"$M"
   B="$T bench model --preset gemma-4-e2b --cache /tmp/model.sqlite"
   for flags in "--prompt-len 1 --decode 128" "--prompt-len 1 --decode 128 --no-pdl" \
-               "--prompt-len 1 --decode 128 --separate-gating" "--prompt-len 1 --decode 128 --fused-seams" "--prompt-len 512 --decode 32" \
-               "--prompt-len 1 --decode 128 --quantize w4a16"; do
+               "--prompt-len 1 --decode 128 --separate-gating" \
+               "--prompt-len 1 --decode 128 --seams kernel" \
+               "--prompt-len 1 --decode 128 --seams epilogue" "--prompt-len 512 --decode 32" \
+               "--prompt-len 1 --decode 128 --quantize w4a16" \
+               "--prompt-len 1 --decode 128 --quantize w4a16 --seams prologue" \
+               "--prompt-len 1 --decode 128 --profile"; do
     echo "== bench model $flags" >>"$M"
     $B $flags 2>&1 | grep -vE '^tailor: (tuning|gemma4 gpu)' >>"$M"
   done
+  echo "== bench model --preset gemma-4-31b --prompt-len 1 --decode 8" >>"$M"
+  "$T" bench model --preset gemma-4-31b --prompt-len 1 --decode 8 --cache /tmp/model31.sqlite 2>&1 |
+    grep -vE '^tailor: (tuning|gemma4 gpu)' >>"$M"
   summary+=("model: $(grep -c '^decode' "$M") decode figures in model.txt")
 fi
 printf '%s\n' "${summary[@]}"
