@@ -122,9 +122,9 @@ static tailor_status seam(tailor_ctx *ctx, tailor_gemma4_gpu *g, int mode, int T
 /* ---- decode seams as the next GEMV's prologue (opts.seams PROLOGUE) -------------------------
  * linear_seam leaves the seam after a one-row projection owed (g->owing); the next 16-bit GEMV
  * of the normed row g->y runs it first in every block (op matmul_pro, glu 0/1/2), reading the
- * residual from g->x and writing it to g->x_next, which then swap (w4a16_pro for int4 weights;
- * both also leave g->y as the seam kernel would). Anything else that needs
- * g->x or g->y settles the debt first with the seam kernel (seam_settle). */
+ * residual from g->x and writing it to g->x_next, which then swap (w4a16_pro for int4 weights
+ * with --seams prologue; both also leave g->y as the seam kernel would). Anything else that
+ * needs g->x or g->y settles the debt first with the seam kernel (seam_settle). */
 
 static tailor_status seam_settle(tailor_ctx *ctx, tailor_gemma4_gpu *g)
 {
@@ -228,13 +228,15 @@ static tailor_status linear_seam(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4
 {
     if (T == 1 && g->seam_prologue) {
         tailor_status st = linear(ctx, g, w, a, g->tb, T);
+        if (st)
+            return st;
         g->owing = 1;
         g->owed.mode = mode;
         g->owed.t = g->tb;
         g->owed.w_post = w_post;
         g->owed.w_next = w_next;
         g->owed.scalar = scalar;
-        return st;
+        return TAILOR_OK;
     }
     if (T != 1 || !g->seam_epilogue) {
         tailor_status st = linear(ctx, g, w, a, g->tb, T);
@@ -501,8 +503,8 @@ static tailor_status head(tailor_ctx *ctx, tailor_gemma4_gpu *g, int r0, int row
     g4g_mat lm = {.n = c->vocab, .k = c->hidden, .w = g->embed};
     tailor_status st = seam_settle(ctx, g); /* the LM head is no place for a prologue */
     if (st == TAILOR_OK)
-        st = linear(ctx, g, &lm, off(g->y, (size_t)r0 * (size_t)c->hidden, g->es),
-                              g->logits, rows);
+        st = linear(ctx, g, &lm, off(g->y, (size_t)r0 * (size_t)c->hidden, g->es), g->logits,
+                    rows);
     if (st)
         return st;
     tailor_shape s = {0};
