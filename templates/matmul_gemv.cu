@@ -189,11 +189,11 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const T *__restrict_
     // what is left: fewer than UNROLL pieces per lane
 #if UNROLL > 1
     for (; c < pieces; c += STRIDE) {
-        uint4 wv[DN_NR];
+        uint4 wr[DN_NR];
 #pragma unroll
         for (int r = 0; r < DN_NR; r++)
-            wv[r] = dn_load_stream(dn::row_of(w, n0, nlast, N, K, r) + (size_t)c * 8);
-        dn::dot_piece<MT, DN_NR>(acc, wv, abase, mlast, K, c);
+            wr[r] = dn_load_stream(dn::row_of(w, n0, nlast, N, K, r) + (size_t)c * 8);
+        dn::dot_piece<MT, DN_NR>(acc, wr, abase, mlast, K, c);
     }
 #endif
 
