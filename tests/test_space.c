@@ -282,6 +282,51 @@ static void test_launch_purpose(tailor_ctx *ctx)
     expect_valid(ctx, "attention_decode_wide", aw, at, 1, 1);
 }
 
+/* The launch of a configuration as a text: "threads smem grid | arg arg ..." (buffers by name,
+ * scalars as i:value or f:value), for comparing what a space hands the kernel. */
+static void launch_text(tailor_ctx *ctx, const char *space, const char *cfg_json,
+                        const char *shape_text, char *out, size_t size)
+{
+    tailor_space *s = NULL;
+    tailor_config cfg;
+    tailor_shape shape;
+    tailor_launch l;
+    out[0] = 0;
+    CHECK_OK(ctx, tailor_space_load(ctx, space, &s));
+    CHECK_OK(ctx, tailor_config_parse_json(ctx, cfg_json, &cfg));
+    CHECK_OK(ctx, tailor_shape_parse(ctx, shape_text, &shape));
+    if (!s)
+        return;
+    const tailor_op *op = tailor_op_find(tailor_space_op(s));
+    CHECK(op && tailor_op_complete_shape(ctx, op, &shape) == TAILOR_OK);
+    CHECK_OK(ctx, tailor_space_evaluate(ctx, s, &cfg, &shape, TAILOR_DTYPE_BF16,
+                                        tailor_device_profile_find("h200"), 0, &l));
+    size_t n = (size_t)snprintf(out, size, "%d %lld %u |", l.threads, l.smem_static, l.grid[0]);
+    for (int a = 0; a < l.nargs && n < size; a++) {
+        const tailor_arg *g = &l.args[a];
+        n += (size_t)(g->kind == TAILOR_ARG_BUFFER ? snprintf(out + n, size - n, " %s", g->name)
+                      : g->kind == TAILOR_ARG_F32  ? snprintf(out + n, size - n, " f:%g", g->f)
+                                                   : snprintf(out + n, size - n, " i:%lld", g->i));
+    }
+    tailor_space_destroy(s);
+}
+
+/* The seam prologue's spaces hand their kernels the arguments in the order of the templates'
+ * signatures (matmul_gemv.cu, w4a16_gemv.cu with PRO), with the shared memory of the GEMV, the
+ * row and the reduction scratch. */
+static void test_prologue_launch(tailor_ctx *ctx)
+{
+    char got[600];
+    launch_text(ctx, "matmul_pro", "{\"KWARPS\":2,\"MT\":1,\"ROWS\":2,\"THREADS\":256,\"UNROLL\":1}",
+                "m=1,n=256,k=1536,mode=2,glu=2,u_ld=8960", got, sizeof got);
+    CHECKF(strcmp(got, "256 3168 32 | out t w u i:8960 t x_in x_out y w_post w_next scalar "
+                       "f:1e-06 i:1 i:256 i:1536") == 0, "matmul_pro launch: %s", got);
+    launch_text(ctx, "w4a16_pro", "{\"KWARPS\":1,\"MT\":1,\"ROWS\":2,\"THREADS\":128}",
+                "m=1,n=200,k=352,group=32,zp=1,mode=1", got, sizeof got);
+    CHECKF(strcmp(got, "128 720 25 | out t qweight scales zeros t x_in x_out y w_post w_next "
+                       "scalar f:1e-06 i:1 i:200 i:352 i:208") == 0, "w4a16_pro launch: %s", got);
+}
+
 /* The helper library (templates/include/spacelib.lua, the global `tailor`): spaces use it, it is
  * part of their hash, and a broken one is named. */
 static void test_space_lib(tailor_ctx *ctx)
@@ -341,6 +386,7 @@ int main(void)
     test_variant_and_budget(ctx);
     test_plan_errors(ctx);
     test_launch_purpose(ctx);
+    test_prologue_launch(ctx);
     test_space_lib(ctx);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
