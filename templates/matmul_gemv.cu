@@ -33,15 +33,6 @@
 #ifndef GLU
 #define GLU 0
 #endif
-#ifndef SEAM
-#define SEAM 0
-#endif
-#ifndef PRO
-#define PRO 0
-#endif
-#if PRO
-static_assert(MT == 1, "the seam prologue serves one row (decode)");
-#endif
 
 #define DN_WARPS (THREADS / 32)
 #define DN_RGROUPS (DN_WARPS / KWARPS)        // row groups per block

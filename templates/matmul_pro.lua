@@ -19,8 +19,9 @@ return {
   },
 
   defines = function(p, shape, dtype, device)
-    return { GLU = shape.glu, PRO = 1, PRO_COLS = shape.k, PRO_MODE = shape.mode,
-             PRO_VEC = tailor.vec_dividing(shape.k) }
+    local d = tailor.pro_defines(shape.k, shape.mode)
+    d.GLU = shape.glu
+    return d
   end,
 
   valid = function(p, shape, dtype, device, purpose)
@@ -33,10 +34,9 @@ return {
   requires = function(p, shape, dtype, device) return tailor.dtype_requires(dtype) end,
 
   threads = function(p, shape, dtype, device) return p.THREADS end,
-  -- the GEMV's reduction, then the prologue's row (2 bytes a value) and block_sum's scratch
   smem_static = function(p, shape, dtype, device)
     local nr = shape.glu == 1 and 2 or 1
-    return tailor.gemv_smem_static(p, nr, false) + 2 * shape.k + 4 * (p.THREADS // 32)
+    return tailor.gemv_smem_static(p, nr, false) + tailor.pro_smem(p, shape.k)
   end,
   smem_dynamic = function(p, shape, dtype, device) return 0 end,
   grid = function(p, shape, dtype, device) return tailor.gemv_grid(p, shape) end,
@@ -47,10 +47,7 @@ return {
       a[#a + 1] = "u"
       a[#a + 1] = { i32 = shape.u_ld > 0 and shape.u_ld or shape.n }
     end
-    for _, name in ipairs({ "t", "x_in", "x_out", "y", "w_post", "w_next", "scalar" }) do
-      a[#a + 1] = name
-    end
-    a[#a + 1] = { f32 = 1e-6 }
+    tailor.pro_args(a)
     a[#a + 1] = { i32 = "m" }
     a[#a + 1] = { i32 = "n" }
     a[#a + 1] = { i32 = "k" }

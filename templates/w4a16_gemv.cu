@@ -15,15 +15,6 @@
 #include "seam.cuh"
 #include "w4a16_common.cuh"
 
-#ifndef SEAM
-#define SEAM 0
-#endif
-#ifndef PRO
-#define PRO 0
-#endif
-#if PRO
-static_assert(MT == 1, "the seam prologue serves one row (decode)");
-#endif
 
 #define W4_WARPS (THREADS / 32)
 #define W4_RGROUPS (W4_WARPS / KWARPS) // row groups per block

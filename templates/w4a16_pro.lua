@@ -16,8 +16,9 @@ return {
   },
 
   defines = function(p, shape, dtype, device)
-    return { GROUP = shape.group, HAS_ZP = shape.zp, PRO = 1, PRO_COLS = shape.k,
-             PRO_MODE = shape.mode, PRO_VEC = tailor.vec_dividing(shape.k) }
+    local d = tailor.pro_defines(shape.k, shape.mode)
+    d.GROUP, d.HAS_ZP = shape.group, shape.zp
+    return d
   end,
 
   valid = function(p, shape, dtype, device, purpose)
@@ -29,9 +30,8 @@ return {
   requires = function(p, shape, dtype, device) return tailor.dtype_requires(dtype) end,
 
   threads = function(p, shape, dtype, device) return p.THREADS end,
-  -- the GEMV's reduction, then the prologue's row (2 bytes a value) and block_sum's scratch
   smem_static = function(p, shape, dtype, device)
-    return tailor.gemv_smem_static(p, 1, false) + 2 * shape.k + 4 * (p.THREADS // 32)
+    return tailor.gemv_smem_static(p, 1, false) + tailor.pro_smem(p, shape.k)
   end,
   smem_dynamic = function(p, shape, dtype, device) return 0 end,
   grid = function(p, shape, dtype, device) return tailor.gemv_grid(p, shape) end,
@@ -40,10 +40,7 @@ return {
     local n_pad = (shape.n + 15) // 16 * 16
     local a = { "out", "t", "qweight", "scales" } -- the kernel's a: unused (the prologue's row)
     if shape.zp ~= 0 then a[#a + 1] = "zeros" end
-    for _, b in ipairs({ "t", "x_in", "x_out", "y", "w_post", "w_next", "scalar" }) do
-      a[#a + 1] = b
-    end
-    a[#a + 1] = { f32 = 1e-6 }
+    tailor.pro_args(a)
     a[#a + 1] = { i32 = "m" }
     a[#a + 1] = { i32 = "n" }
     a[#a + 1] = { i32 = "k" }

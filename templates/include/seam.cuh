@@ -15,6 +15,18 @@
 
 #include "tailor_common.cuh"
 
+// The GEMV templates that end in a seam (SEAM) or begin with one (PRO) build without them by
+// default; a prologue serves one row.
+#ifndef SEAM
+#define SEAM 0
+#endif
+#ifndef PRO
+#define PRO 0
+#endif
+#if PRO
+static_assert(MT == 1, "the seam prologue serves one row (decode)");
+#endif
+
 template <int N>
 struct alignas(4 * N > 16 ? 16 : 4 * N) FVec {
     float v[N];

@@ -131,6 +131,24 @@ function lib.seam_defines(n, mode)
   return { SEAM = 1, SEAM_COLS = n, SEAM_MODE = mode, SEAM_VEC = lib.vec_dividing(n) }
 end
 
+-- The seam prologue before a one-row GEMV (matmul_pro, w4a16_pro: PRO in the GEMV templates):
+-- its defines for a k-wide row and seam mode; its shared memory (the row, 2 bytes a value, and
+-- block_sum's scratch, a float per warp); its arguments after the GEMV's own, in the templates'
+-- order, appended to the list `a`.
+function lib.pro_defines(k, mode)
+  return { PRO = 1, PRO_COLS = k, PRO_MODE = mode, PRO_VEC = lib.vec_dividing(k) }
+end
+
+function lib.pro_smem(p, k) return 2 * k + 4 * (p.THREADS // 32) end
+
+function lib.pro_args(a)
+  for _, name in ipairs({ "t", "x_in", "x_out", "y", "w_post", "w_next", "scalar" }) do
+    a[#a + 1] = name
+  end
+  a[#a + 1] = { f32 = 1e-6 }
+  return a
+end
+
 -- ---- the tensor-core GEMMs (templates/matmul_mma.cu, templates/w4a16_mma.cu) ----
 
 -- Block tiles of BM x BN over the output.
