@@ -227,28 +227,39 @@ static void test_plan_errors(tailor_ctx *ctx)
     CHECK(tailor_shape_parse(ctx, "m1", &s) == TAILOR_ERR_MISUSE);
 }
 
+/* What space says for one configuration (JSON) at a shape, for bf16 on the H200 profile; at
+ * launch or at plan time. 0 when the space could not be evaluated (the checks say why). */
+static int evaluate(tailor_ctx *ctx, const char *space, const char *cfg_json,
+                    const char *shape_text, int at_launch, tailor_launch *l)
+{
+    tailor_space *s = NULL;
+    tailor_config cfg;
+    tailor_shape shape;
+    CHECK_OK(ctx, tailor_space_load(ctx, space, &s));
+    CHECK_OK(ctx, tailor_config_parse_json(ctx, cfg_json, &cfg));
+    CHECK_OK(ctx, tailor_shape_parse(ctx, shape_text, &shape));
+    if (!s)
+        return 0;
+    const tailor_op *op = tailor_op_find(tailor_space_op(s));
+    CHECK(op && tailor_op_complete_shape(ctx, op, &shape) == TAILOR_OK);
+    tailor_status st = tailor_space_evaluate(ctx, s, &cfg, &shape, TAILOR_DTYPE_BF16,
+                                             tailor_device_profile_find("h200"), at_launch, l);
+    CHECK_OK(ctx, st);
+    tailor_space_destroy(s);
+    return st == TAILOR_OK;
+}
+
 /* `valid`'s purpose: a winner chosen at the prefill chunk (matmul_mma BM=128 at m=512; the GEMV
  * with MT=8 at m=8) runs narrower widths at launch, while choosing for those widths still prunes
  * it, and a rule of correctness holds at launch too (the wide W4A16 GEMV stages MP rows). */
 static void expect_valid(tailor_ctx *ctx, const char *space, const char *cfg_json,
                          const char *shape_text, int at_launch, int want)
 {
-    tailor_space *s = NULL;
-    tailor_config cfg;
-    tailor_shape shape;
     tailor_launch l;
-    CHECK_OK(ctx, tailor_space_load(ctx, space, &s));
-    CHECK_OK(ctx, tailor_config_parse_json(ctx, cfg_json, &cfg));
-    CHECK_OK(ctx, tailor_shape_parse(ctx, shape_text, &shape));
-    if (!s)
+    if (!evaluate(ctx, space, cfg_json, shape_text, at_launch, &l))
         return;
-    const tailor_op *op = tailor_op_find(tailor_space_op(s));
-    CHECK(op && tailor_op_complete_shape(ctx, op, &shape) == TAILOR_OK);
-    CHECK_OK(ctx, tailor_space_evaluate(ctx, s, &cfg, &shape, TAILOR_DTYPE_BF16,
-                                        tailor_device_profile_find("h200"), at_launch, &l));
     CHECKF(l.valid == want, "%s %s at %s (%s): valid=%d, want %d (%s)", space, cfg_json,
            shape_text, at_launch ? "launch" : "plan", l.valid, want, l.invalid_reason);
-    tailor_space_destroy(s);
 }
 
 static void test_launch_purpose(tailor_ctx *ctx)
@@ -287,20 +298,10 @@ static void test_launch_purpose(tailor_ctx *ctx)
 static void launch_text(tailor_ctx *ctx, const char *space, const char *cfg_json,
                         const char *shape_text, char *out, size_t size)
 {
-    tailor_space *s = NULL;
-    tailor_config cfg;
-    tailor_shape shape;
     tailor_launch l;
     out[0] = 0;
-    CHECK_OK(ctx, tailor_space_load(ctx, space, &s));
-    CHECK_OK(ctx, tailor_config_parse_json(ctx, cfg_json, &cfg));
-    CHECK_OK(ctx, tailor_shape_parse(ctx, shape_text, &shape));
-    if (!s)
+    if (!evaluate(ctx, space, cfg_json, shape_text, 0, &l))
         return;
-    const tailor_op *op = tailor_op_find(tailor_space_op(s));
-    CHECK(op && tailor_op_complete_shape(ctx, op, &shape) == TAILOR_OK);
-    CHECK_OK(ctx, tailor_space_evaluate(ctx, s, &cfg, &shape, TAILOR_DTYPE_BF16,
-                                        tailor_device_profile_find("h200"), 0, &l));
     size_t n = (size_t)snprintf(out, size, "%d %lld %u |", l.threads, l.smem_static, l.grid[0]);
     for (int a = 0; a < l.nargs && n < size; a++) {
         const tailor_arg *g = &l.args[a];
@@ -308,7 +309,6 @@ static void launch_text(tailor_ctx *ctx, const char *space, const char *cfg_json
                       : g->kind == TAILOR_ARG_F32  ? snprintf(out + n, size - n, " f:%g", g->f)
                                                    : snprintf(out + n, size - n, " i:%lld", g->i));
     }
-    tailor_space_destroy(s);
 }
 
 /* The seam prologue's spaces hand their kernels the arguments in the order of the templates'
