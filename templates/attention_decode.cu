@@ -16,7 +16,11 @@
 // still hold finite values (P = 0 multiplies them).
 // Workspace (zeroed once when allocated; left zeroed): ws = partial outputs
 // [pairs, nsplit, GROUP, HEAD_DIM] then (max, sum) [pairs, nsplit, GROUP, 2] fp32; cnt [pairs] u32.
-// Grid: (nsplit, kv_heads, batch); block i covers slots [i * chunk, min(slots, (i + 1) * chunk)).
+// Grid: (nsplit, kv_heads, batch); `chunk` (a multiple of BN) covers all slots in nsplit blocks.
+// Slot contract: the slot of position p is p mod slots, so while qpos + 1 < slots nothing at or
+// past qpos + 1 is visible; only the live min(slots, qpos + 1) slots are streamed, re-split over
+// the blocks (attn_live_split: block i covers [i * c, min(live, (i + 1) * c)), c <= chunk), and
+// blocks past them leave at once; the nact live blocks' partials are merged.
 // Dynamic shared memory, in order: float sMax[WN * BM]; int sPos[STAGES * BN];
 //   T sQ[BM * (HEAD_DIM + 8)] (absent with Q_REGS); T sK[STAGES * BN * (HEAD_DIM + 8)]; T sV[same];
 //   T sP[BM * (BN + 8)].
@@ -39,24 +43,24 @@ __device__ __forceinline__ void attn_copy_pos(int *dst, const int *src, bool ok)
 #endif
 }
 
-// The last block of a (sequence, KV head): merges the nsplit partials into out. sW holds
-// GROUP * (nsplit + 1) floats.
+// The last block of a (sequence, KV head): merges the n live partials into out. sW holds
+// GROUP * (n + 1) floats.
 __device__ __forceinline__ void attn_merge(T *out, const float *wso, const float *wsml, float *sW,
-                                           int nsplit)
+                                           int n)
 {
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    float *sInv = sW + GROUP * nsplit;
+    float *sInv = sW + GROUP * n;
     for (int r = warp; r < GROUP; r += ATTN_NT / 32) {
         float M = -ATTN_INF;
-        for (int s = lane; s < nsplit; s += 32)
+        for (int s = lane; s < n; s += 32)
             M = fmaxf(M, __ldcg(wsml + ((size_t)s * GROUP + r) * 2));
         M = warp_max(M);
         float L = 0.f;
-        for (int s = lane; s < nsplit; s += 32) {
+        for (int s = lane; s < n; s += 32) {
             const float m = __ldcg(wsml + ((size_t)s * GROUP + r) * 2);
             const float w = m == -ATTN_INF ? 0.f : __expf(m - M);
             L += w * __ldcg(wsml + ((size_t)s * GROUP + r) * 2 + 1);
-            sW[r * nsplit + s] = w;
+            sW[r * n + s] = w;
         }
         L = warp_sum(L);
         if (lane == 0)
@@ -68,8 +72,8 @@ __device__ __forceinline__ void attn_merge(T *out, const float *wso, const float
         const float *src = wso + (size_t)r * HEAD_DIM + c;
         float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll 8
-        for (int s = 0; s < nsplit; s++) {
-            const float w = sW[r * nsplit + s];
+        for (int s = 0; s < n; s++) {
+            const float w = sW[r * n + s];
             const float4 o = __ldcg(reinterpret_cast<const float4 *>(
                 src + (size_t)s * GROUP * HEAD_DIM));
             a.x += w * o.x;
@@ -103,9 +107,12 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
     const int wm = warp / WN, wn = warp % WN;
     const int split = blockIdx.x, nsplit = gridDim.x, kvh = blockIdx.y, b = blockIdx.z;
     const int pair = b * kv_heads + kvh, npairs = gridDim.y * gridDim.z;
-    const int s0 = split * chunk, s1 = min(slots, s0 + chunk);
-    const int ntiles = s1 > s0 ? (s1 - s0 + BN - 1) / BN : 0;
     const int t = qpos[b];
+    const AttnLive live = attn_live_split(slots, t, split, nsplit, BN, chunk);
+    if (split >= live.nact)
+        return; // past the filled part of the cache
+    const int s0 = live.s0, s1 = live.s1, nact = live.nact;
+    const int ntiles = (s1 - s0 + BN - 1) / BN;
     const T *qb = q + ((size_t)b * heads + (size_t)kvh * GROUP) * HEAD_DIM;
     const size_t cache_off = (size_t)pair * slots * HEAD_DIM;
     const T *kh = k_cache + cache_off, *vh = v_cache + cache_off;
@@ -177,7 +184,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
 
     const int g = lane >> 2, tq = lane & 3;
     T *ob = out + ((size_t)b * heads + (size_t)kvh * GROUP) * HEAD_DIM;
-    if (nsplit == 1) { // nothing to merge
+    if (nact == 1) { // nothing to merge
 #pragma unroll
         for (int i = 0; i < 2; i++) {
             const int r = wm * 16 + g + 8 * i;
@@ -217,7 +224,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
     __syncthreads();
     if (tid == 0) {
         const unsigned ticket = atomicAdd(cnt + pair, 1u);
-        const int last = ticket == (unsigned)nsplit - 1u;
+        const int last = ticket == (unsigned)nact - 1u;
         if (last)
             cnt[pair] = 0u;
         *sFlag = last;
@@ -226,5 +233,5 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
     if (!*sFlag)
         return;
     __threadfence();
-    attn_merge(ob, wso, wsml, reinterpret_cast<float *>(sK), nsplit);
+    attn_merge(ob, wso, wsml, reinterpret_cast<float *>(sK), nact);
 }

@@ -11,11 +11,14 @@
 //   q [batch, heads, HEAD_DIM]; k_cache, v_cache [batch, kv_heads, slots, HEAD_DIM];
 //   positions [batch, slots] int32 (-1 = empty); qpos [batch] int32; out [batch, heads, HEAD_DIM].
 //   Slot s is visible when 0 <= positions[s] <= qpos and (window == 0 or positions[s] > qpos - window).
-// Grid (nsplit, kv_heads, batch); block KW * WMQ * WN warps; split i covers slots
-// [i * chunk, min(slots, (i + 1) * chunk)), chunk a multiple of KW * BN.
-// Tree: level sizes n0 = nsplit, n(l+1) = ceil(n(l) / F); nodes of every level with more than one
-// node are stored (level l at node offset n0 + ... + n(l-1)); the single node of the last level
-// is `out`. Workspace (zeroed once at allocation; counters put back to 0 by their last user):
+// Grid (nsplit, kv_heads, batch); block KW * WMQ * WN warps; `chunk` (a multiple of KW * BN)
+// covers all slots in nsplit blocks. As in attention_decode.cu only the live min(slots, qpos + 1)
+// slots are streamed (slot contract: position p lives in slot p mod slots), re-split over the
+// blocks by attn_live_split; blocks past them leave at once and the tree is built over the nact
+// live leaves (its levels and offsets never exceed those of nsplit leaves).
+// Tree: level sizes n0 = nact (at most nsplit), n(l+1) = ceil(n(l) / F); nodes of every level
+// with more than one node are stored (level l at node offset n0 + ... + n(l-1)); the single node
+// of the last level is `out`. Workspace (zeroed once at allocation; counters put back to 0 by their last user):
 //   ws  = node outputs [pairs][nnodes][GROUP][HEAD_DIM] fp32 (unnormalised), then node
 //         (max, sum) [pairs][nnodes][GROUP][2] fp32;   cnt = [pairs][ncnt] u32, one per node of
 //         levels >= 1 (the root included).
@@ -281,9 +284,12 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
     const int kg = wm / WMQ, wq = wm % WMQ;
     const int split = blockIdx.x, nsplit = gridDim.x, kvh = blockIdx.y, b = blockIdx.z;
     const int pair = b * kv_heads + kvh, npairs = gridDim.y * gridDim.z;
-    const int s0 = split * chunk, s1 = min(slots, s0 + chunk);
-    const int ntiles = s1 > s0 ? (s1 - s0 + WIDE_KB - 1) / WIDE_KB : 0;
     const int t = qpos[b];
+    const AttnLive live = attn_live_split(slots, t, split, nsplit, WIDE_KB, chunk);
+    if (split >= live.nact)
+        return; // past the filled part of the cache
+    const int s0 = live.s0, s1 = live.s1, nact = live.nact;
+    const int ntiles = (s1 - s0 + WIDE_KB - 1) / WIDE_KB;
     const T *qb = q + ((size_t)b * heads + (size_t)kvh * GROUP) * HEAD_DIM;
     const size_t cache_off = (size_t)pair * slots * HEAD_DIM;
     const T *kh = k_cache + cache_off, *vh = v_cache + cache_off;
@@ -394,7 +400,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
             a.z += w * o.z;
             a.w += w * o.w;
         }
-        if (nsplit == 1) { // nothing to merge: normalise straight into out
+        if (nact == 1) { // nothing to merge: normalise straight into out
             const float inv = L > 0.f ? 1.f / L : 0.f;
             T *dst = ob + (size_t)r * HEAD_DIM + c4 * 4;
             *reinterpret_cast<T2 *>(dst) = from_f32x2(make_float2(a.x * inv, a.y * inv));
@@ -407,14 +413,14 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
             }
         }
     }
-    if (nsplit == 1)
+    if (nact == 1)
         return;
 
     // ---- the merge tree: the last of each group of `fan` children merges them ----
     int *sFlag = sPos;
     float *sW = slab; // the slabs were read before the first barrier below
     unsigned *pc = cnt + (size_t)pair * ncnt;
-    int n = nsplit, off = 0, coff = 0, idx = split;
+    int n = nact, off = 0, coff = 0, idx = split; // the tree over the live leaves
     for (;;) {
         const int pn = (n + fan - 1) / fan, parent = idx / fan;
         const int c0 = parent * fan, nc = min(fan, n - c0);

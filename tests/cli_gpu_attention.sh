@@ -51,8 +51,8 @@ fi
 # ---- decode ----
 # E2B sliding ring (W=512) far past the window: position 99,999, wrapped ~195 times
 tune attention_decode "kv_len=100000,head_dim=256,heads=8,kv_heads=1,window=512,batch=3" bf16
-# E2B full layer, MQA, 8k linear cache
-tune attention_decode "kv_len=8192,head_dim=512,heads=8,kv_heads=1,window=0,batch=1" bf16
+# E2B full layer, MQA, 8k linear cache; sequence 1 at position < 3 streams only its live slots
+tune attention_decode "kv_len=8192,head_dim=512,heads=8,kv_heads=1,window=0,batch=2" bf16
 if [ "$quick" != 1 ]; then
   # 31B full layer (GQA 8), several sequences; fp16
   tune attention_decode "kv_len=4097,head_dim=512,heads=32,kv_heads=4,window=0,batch=4" fp16

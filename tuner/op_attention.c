@@ -10,8 +10,10 @@
  *   q [batch, heads, head_dim], k_cache and v_cache [batch, kv_heads, slots, head_dim],
  *   positions [batch, slots] int32 (-1 = empty slot), qpos [batch] int32, out like q;
  *   slots = window for a sliding layer's ring buffer (slot = position mod window), kv_len for a
- *   full layer's linear cache (slot = position). Slot s is visible when 0 <= positions[s] <= qpos
- *   and (window == 0 or positions[s] > qpos - window).
+ *   full layer's linear cache (slot = position): the slot of position p is p mod slots, so
+ *   while qpos + 1 < slots no slot at or past qpos + 1 holds a visible position (kernels may
+ *   stream only the first min(slots, qpos + 1) slots). Slot s is visible when
+ *   0 <= positions[s] <= qpos and (window == 0 or positions[s] > qpos - window).
  * Query head h reads KV head h / (heads / kv_heads). */
 #include <math.h>
 #include <stdlib.h>

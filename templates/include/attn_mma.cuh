@@ -36,6 +36,29 @@
 #error "attn_mma.cuh: m16n8k8 is used for fp16 only"
 #endif
 
+// Decode's live split. Under the op's slot contract (the slot of position p is p mod slots: a
+// ring of W slots, or a linear cache of at least qpos + 1) no slot at or past qpos + 1 holds a
+// visible position while the cache is not full, so only live = min(slots, qpos + 1) slots are
+// streamed, re-split over the same nsplit blocks: chunk = ceil(live / nsplit) rounded up to the
+// stream's granularity `gran` (never more than the launch's chunk, which covers all slots).
+// Blocks past the live part (split >= nact) have nothing to do and leave at once; the merge
+// counts only the nact live ones.
+struct AttnLive {
+    int chunk, nact, s0, s1;
+};
+__device__ __forceinline__ AttnLive attn_live_split(int slots, int qpos, int split, int nsplit,
+                                                    int gran, int chunk)
+{
+    const int live = max(1, min(slots, qpos + 1));
+    const int per = (live + nsplit - 1) / nsplit;
+    AttnLive l;
+    l.chunk = min(chunk, (per + gran - 1) / gran * gran);
+    l.nact = (live + l.chunk - 1) / l.chunk;
+    l.s0 = split * l.chunk;
+    l.s1 = min(live, l.s0 + l.chunk);
+    return l;
+}
+
 __device__ __forceinline__ unsigned attn_smem_addr(const void *p)
 {
     return (unsigned)__cvta_generic_to_shared(p);
