@@ -10,6 +10,8 @@
 //   qpos      [batch]                             int32: position of the new query (its own K/V
 //                                                 are already in the cache)
 //   out       [batch, heads, HEAD_DIM]            T
+//   PREP (shape key prep = 1): q is the raw projection, prepared in every block (RMSNorm with
+//   q_w [HEAD_DIM], RoPE at qpos with inv_freq [HEAD_DIM / 2] fp32: attn_prep_q, attn_mma.cuh).
 // A sliding layer's ring buffer has slots = window (slot = position mod window), a full layer's
 // linear cache slots = its capacity (slot = position). Key slot s is visible when
 // 0 <= positions[s] <= qpos and (window == 0 or positions[s] > qpos - window). Empty slots must
@@ -92,7 +94,7 @@ extern "C" __global__ void __launch_bounds__(ATTN_NT, 1)
 TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict__ k_cache,
               const T *__restrict__ v_cache, const int *__restrict__ positions,
               const int *__restrict__ qpos, float *__restrict__ ws, unsigned *__restrict__ cnt,
-              int heads, int kv_heads, int slots, int window, int chunk)
+              int heads, int kv_heads, int slots, int window, int chunk ATTN_PREP_PARAMS)
 {
     tailor_grid_begin();
     extern __shared__ __align__(16) unsigned char attn_smem[];
@@ -118,9 +120,13 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
     const T *kh = k_cache + cache_off, *vh = v_cache + cache_off;
     const int *ph = positions + (size_t)b * slots;
 
-#if Q_REGS
+#if Q_REGS && PREP
+#error "attention_decode.cu: PREP prepares Q in shared memory (Q_REGS 0)"
+#elif Q_REGS
     unsigned qf[HEAD_DIM / 16][4];
     attn_load_q_regs(qf, qb, HEAD_DIM, wm * 16, GROUP, lane);
+#elif PREP
+    const unsigned(*qf)[4] = nullptr; // prepared after the first tiles are requested
 #else
     const unsigned(*qf)[4] = nullptr;
     for (int c = tid; c < ATTN_BM * (HEAD_DIM / 8); c += ATTN_NT) {
@@ -154,6 +160,9 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
             load_tile(s, s);
         attn_commit();
     }
+#if PREP // overlaps the first tiles' loads; the loop's first barrier publishes it
+    attn_prep_q(sQ, ATTN_BM, GROUP, qb, q_w, inv_freq, t, eps);
+#endif
     for (int i = 0; i < ntiles; i++) {
         attn_wait<STAGES - 2>();
         __syncthreads();
@@ -162,6 +171,9 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
         attn_commit();
         const int slot = i % STAGES, kb = s0 + i * BN;
 #else
+#if PREP
+    attn_prep_q(sQ, ATTN_BM, GROUP, qb, q_w, inv_freq, t, eps);
+#endif
     for (int i = 0; i < ntiles; i++) {
         __syncthreads();
         load_tile(i, 0);

@@ -1,5 +1,5 @@
 -- attention_decode.lua — search space of templates/attention_decode.cu (op "attention_decode";
--- shape keys kv_len, head_dim, heads, kv_heads, window, batch). A block serves all GROUP query
+-- shape keys kv_len, head_dim, heads, kv_heads, window, batch, prep). A block serves all GROUP query
 -- heads of one KV head (the 16-row mma tile) over a chunk of cache slots; SPLITS is the target
 -- number of chunks per (sequence, KV head); the last block to finish merges the partials.
 
@@ -57,7 +57,8 @@ return {
   },
 
   defines = function(p, shape, dtype, device)
-    return { HEAD_DIM = shape.head_dim, GROUP = tailor.attn_group(shape), WM = wm(shape), Q_REGS = 0 }
+    return { HEAD_DIM = shape.head_dim, GROUP = tailor.attn_group(shape), WM = wm(shape), Q_REGS = 0,
+             PREP = shape.prep }
   end,
 
   valid = function(p, shape, dtype, device, purpose)
@@ -113,8 +114,9 @@ return {
   end,
 
   args = function(p, shape, dtype, device)
-    return { "out", "q", "k_cache", "v_cache", "positions", "qpos", "ws", "cnt",
+    return tailor.attn_prep_args(shape, {
+             "out", "q", "k_cache", "v_cache", "positions", "qpos", "ws", "cnt",
              { i32 = "heads" }, { i32 = "kv_heads" }, { i32 = slots(shape) }, { i32 = "window" },
-             { i32 = chunk_of(p.SPLITS, p.BN, shape) } }
+             { i32 = chunk_of(p.SPLITS, p.BN, shape) } })
   end,
 }

@@ -10,6 +10,8 @@
 // attention_decode.cu:
 //   q [batch, heads, HEAD_DIM]; k_cache, v_cache [batch, kv_heads, slots, HEAD_DIM];
 //   positions [batch, slots] int32 (-1 = empty); qpos [batch] int32; out [batch, heads, HEAD_DIM].
+//   PREP (shape key prep = 1): q is the raw projection, prepared in every block with q_w
+//   [HEAD_DIM] and inv_freq [HEAD_DIM / 2] fp32 (attn_prep_q in attn_mma.cuh).
 //   Slot s is visible when 0 <= positions[s] <= qpos and (window == 0 or positions[s] > qpos - window).
 // Grid (nsplit, kv_heads, batch); block KW * WMQ * WN warps; `chunk` (a multiple of KW * BN)
 // covers all slots in nsplit blocks. As in attention_decode.cu only the live min(slots, qpos + 1)
@@ -268,7 +270,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
               const T *__restrict__ v_cache, const int *__restrict__ positions,
               const int *__restrict__ qpos, float *__restrict__ ws, unsigned *__restrict__ cnt,
               int heads, int kv_heads, int slots, int window, int chunk, int fan, int nnodes,
-              int ncnt)
+              int ncnt ATTN_PREP_PARAMS)
 {
     tailor_grid_begin();
     extern __shared__ __align__(16) unsigned char attn_smem[];
@@ -295,11 +297,13 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
     const T *kh = k_cache + cache_off, *vh = v_cache + cache_off;
     const int *ph = positions + (size_t)b * slots;
 
+#if !PREP // with PREP, Q is prepared after the first tiles are requested
     for (int c = tid; c < 16 * WMQ * (HEAD_DIM / 8); c += ATTN_NT) {
         const int r = c / (HEAD_DIM / 8), col = (c % (HEAD_DIM / 8)) * 8;
         attn_copy16(sQ + r * ATTN_KSTR + col, qb + (size_t)(r < GROUP ? r : 0) * HEAD_DIM + col,
                     r < GROUP);
     }
+#endif
 
     auto load_tile = [&](int tile, int stage) {
         const int kb = s0 + tile * WIDE_KB;
@@ -326,6 +330,9 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
             load_tile(s, s);
         attn_commit();
     }
+#if PREP // overlaps the first tiles' loads; the loop's first barrier publishes it
+    attn_prep_q(sQ, 16 * WMQ, GROUP, qb, q_w, inv_freq, t, eps);
+#endif
     for (int i = 0; i < ntiles; i++) {
         attn_wait<STAGES - 2>();
         __syncthreads();
@@ -334,6 +341,9 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
         attn_commit();
         const int stage = i % STAGES;
 #else
+#if PREP
+    attn_prep_q(sQ, 16 * WMQ, GROUP, qb, q_w, inv_freq, t, eps);
+#endif
     for (int i = 0; i < ntiles; i++) {
         __syncthreads();
         load_tile(i, 0);

@@ -1,8 +1,9 @@
 -- attention_decode_wide.lua — search space of templates/attention_decode_wide.cu (op
--- "attention_decode"; shape keys kv_len, head_dim, heads, kv_heads, window, batch). A block is KW
--- key groups x WMQ row groups x WN warps; each stage holds KW x BN keys, STAGES deep (cp.async
--- from sm_80); one partial per block; a merge tree of fan-in ceil(sqrt(nsplit)). QWAVES is the
--- number of blocks in quarter waves: nsplit = QWAVES/4 x (blocks per SM) x SMs / (batch x kv_heads).
+-- "attention_decode"; shape keys kv_len, head_dim, heads, kv_heads, window, batch, prep). A
+-- block is KW key groups x WMQ row groups x WN warps; each stage holds KW x BN keys, STAGES deep
+-- (cp.async from sm_80); one partial per block; a merge tree of fan-in ceil(sqrt(nsplit)).
+-- QWAVES is the number of blocks in quarter waves: nsplit = QWAVES/4 x (blocks per SM) x SMs /
+-- (batch x kv_heads).
 
 local function slots(shape) return shape.window > 0 and shape.window or shape.kv_len end
 local function wmq(shape) return (tailor.attn_group(shape) + 15) // 16 end
@@ -87,7 +88,7 @@ return {
 
   defines = function(p, shape, dtype, device)
     return { HEAD_DIM = shape.head_dim, GROUP = tailor.attn_group(shape), WMQ = wmq(shape),
-             WM = p.KW * wmq(shape), Q_REGS = 0 }
+             WM = p.KW * wmq(shape), Q_REGS = 0, PREP = shape.prep }
   end,
 
   valid = function(p, shape, dtype, device, purpose)
@@ -155,8 +156,9 @@ return {
     local n = nsplit_for(p.QWAVES, p, shape, device)
     local f = fan_of(n)
     local nodes, cnts = tree_sizes(n, f)
-    return { "out", "q", "k_cache", "v_cache", "positions", "qpos", "ws", "cnt",
+    return tailor.attn_prep_args(shape, {
+             "out", "q", "k_cache", "v_cache", "positions", "qpos", "ws", "cnt",
              { i32 = "heads" }, { i32 = "kv_heads" }, { i32 = slots(shape) }, { i32 = "window" },
-             { i32 = chunk_of(n, p, shape) }, { i32 = f }, { i32 = nodes }, { i32 = cnts } }
+             { i32 = chunk_of(n, p, shape) }, { i32 = f }, { i32 = nodes }, { i32 = cnts } })
   end,
 }

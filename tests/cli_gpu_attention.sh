@@ -53,6 +53,11 @@ fi
 tune attention_decode "kv_len=100000,head_dim=256,heads=8,kv_heads=1,window=512,batch=3" bf16
 # E2B full layer, MQA, 8k linear cache; sequence 1 at position < 3 streams only its live slots
 tune attention_decode "kv_len=8192,head_dim=512,heads=8,kv_heads=1,window=0,batch=2" bf16
+# q prepared in the kernel (prep=1, the runtime's decode): E2B sliding (a partly filled ring)
+# and full; the 31B shape (GQA 8) far past the window
+tune attention_decode "kv_len=130,head_dim=256,heads=8,kv_heads=1,window=512,batch=2,prep=1" bf16
+tune attention_decode "kv_len=4096,head_dim=512,heads=8,kv_heads=1,window=0,batch=2,prep=1" bf16
+tune attention_decode "kv_len=9000,head_dim=256,heads=32,kv_heads=4,window=1024,batch=2,prep=1" fp16
 if [ "$quick" != 1 ]; then
   # 31B full layer (GQA 8), several sequences; fp16
   tune attention_decode "kv_len=4097,head_dim=512,heads=32,kv_heads=4,window=0,batch=4" fp16
@@ -75,6 +80,7 @@ fi
 # ---- T4 rehearsal: compute_75 PTX on this GPU, fp16, the T4's budget ----
 tune attention_prefill "q_len=200,kv_len=300,head_dim=512,heads=8,kv_heads=1,window=0" fp16 --rehearse t4
 tune attention_decode "kv_len=10000,head_dim=512,heads=8,kv_heads=1,window=0,batch=2" fp16 --rehearse t4
+tune attention_decode "kv_len=600,head_dim=256,heads=8,kv_heads=1,window=512,batch=2,prep=1" fp16 --rehearse t4
 if [ "$quick" != 1 ]; then
   tune attention_prefill "q_len=257,kv_len=600,head_dim=256,heads=8,kv_heads=2,window=512" fp16 --rehearse t4
   tune attention_decode "kv_len=70000,head_dim=256,heads=8,kv_heads=1,window=512,batch=3" fp16 --rehearse t4

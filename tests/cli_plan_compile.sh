@@ -38,6 +38,8 @@ h200 bf16 w4a16_matmul m=1,n=2048,k=1536,group=128
 h200 bf16 w4a16_matmul m=16,n=2048,k=1536,group=64,zp=1
 t4 fp16 w4a16_matmul m=16,n=2048,k=1536,group=128
 h200 bf16 attention_decode kv_len=4096,head_dim=512,heads=8,kv_heads=1,window=0,batch=1
+h200 bf16 attention_decode kv_len=512,head_dim=256,heads=8,kv_heads=1,window=512,batch=1,prep=1
+t4 fp16 attention_decode kv_len=4096,head_dim=512,heads=8,kv_heads=1,window=0,batch=1,prep=1
 t4 fp16 attention_decode kv_len=512,head_dim=256,heads=8,kv_heads=1,window=512,batch=1
 h200 bf16 attention_prefill q_len=512,kv_len=512,head_dim=256,heads=8,kv_heads=1,window=512
 t4 fp16 attention_prefill q_len=512,kv_len=512,head_dim=512,heads=8,kv_heads=1,window=0

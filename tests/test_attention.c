@@ -226,6 +226,27 @@ static void check_prefill_counts(tailor_ctx *ctx)
 
 /* ---- decode ---- */
 
+/* prep = 1: q' = RoPE(RMSNorm(q) * w) of one raw head row, all in double, rounded to the dtype
+ * once (what qk_norm_rope computes before a prep = 0 decode). */
+static void naive_prep(tailor_dtype dtype, const instance *in, size_t off, long long hd,
+                       long long pos, float *q)
+{
+    double ss = 0, lo, hi;
+    for (long long d = 0; d < hd; d++) {
+        double x = load(in, 0, off + (size_t)d);
+        ss += x * x;
+    }
+    double inv = 1.0 / sqrt(ss / (double)hd + 1e-6);
+    const float *inv_freq = in->t.host[7];
+    for (long long j = 0; j < hd / 2; j++) {
+        lo = load(in, 0, off + (size_t)j) * inv * load(in, 6, (size_t)j);
+        hi = load(in, 0, off + (size_t)(j + hd / 2)) * inv * load(in, 6, (size_t)(j + hd / 2));
+        double a = (double)(float)((float)pos * inv_freq[j]);
+        q[j] = round_to(dtype, lo * cos(a) - hi * sin(a));
+        q[j + hd / 2] = round_to(dtype, hi * cos(a) + lo * sin(a));
+    }
+}
+
 static void check_decode(tailor_ctx *ctx, const char *shape, tailor_dtype dtype)
 {
     instance in;
@@ -235,8 +256,9 @@ static void check_decode(tailor_ctx *ctx, const char *shape, tailor_dtype dtype)
     }
     long long kl = dim(&in, "kv_len"), hd = dim(&in, "head_dim"), heads = dim(&in, "heads");
     long long kvh = dim(&in, "kv_heads"), w = dim(&in, "window"), batch = dim(&in, "batch");
-    long long slots = w > 0 ? w : kl;
+    long long slots = w > 0 ? w : kl, prep = dim(&in, "prep");
     const int32_t *pos = in.t.host[3], *qpos = in.t.host[4];
+    double raw_moves = 0; /* prep: how far the output is from attending with the raw q */
     CHECKF(qpos[0] == kl - 1, "%s: sequence 0 is at the last position", shape);
     int stale = 0, single = 0;
     float *q = malloc((size_t)hd * sizeof *q), *k = malloc((size_t)(slots * hd) * sizeof *k);
@@ -254,6 +276,8 @@ static void check_decode(tailor_ctx *ctx, const char *shape, tailor_dtype dtype)
             if (w > 0 && p >= 0)
                 CHECKF(p % w == s, "%s: slot %lld holds position %lld", shape, s, p);
             vis[s] = p >= 0 && t - p >= 0 && (w == 0 || t - p < w);
+            /* the kernels stream only min(slots, t + 1) slots (attn_live_split) */
+            CHECKF(!(vis[s] && s > t), "%s: slot %lld past qpos %lld is visible", shape, s, t);
             stale += p >= 0 && !vis[s];
             nvis += vis[s];
         }
@@ -268,6 +292,12 @@ static void check_decode(tailor_ctx *ctx, const char *shape, tailor_dtype dtype)
                 }
             for (long long d = 0; d < hd; d++)
                 q[d] = load(&in, 0, (size_t)((b * heads + h) * hd + d));
+            if (prep) {
+                naive_row(dtype, q, k, v, vis, (int)slots, (int)hd, row);
+                for (long long d = 0; d < hd; d++)
+                    raw_moves = fmax(raw_moves, fabs(row[d] - in.t.ref[5][(b * heads + h) * hd + d]));
+                naive_prep(dtype, &in, (size_t)((b * heads + h) * hd), hd, t, q);
+            }
             naive_row(dtype, q, k, v, vis, (int)slots, (int)hd, row);
             worst = fmax(worst, compare_row(&in, 5, (size_t)((b * heads + h) * hd), row, (int)hd,
                                             shape));
@@ -284,6 +314,9 @@ static void check_decode(tailor_ctx *ctx, const char *shape, tailor_dtype dtype)
         CHECKF(stale > 0, "%s: the fill leaves stale slots for the mask to drop", shape);
     if (w == 1)
         CHECKF(single == batch, "%s: window 1 leaves one visible key per sequence", shape);
+    if (prep)
+        CHECKF(raw_moves > 10 * in.t.bufs.b[5].atol, "%s: preparing q changes the output (%g)",
+               shape, raw_moves);
     printf("decode  %-62s %s worst %.3g stale %d single-key %d\n", shape,
            tailor_dtype_name(dtype), worst, stale, single);
     free(q);
@@ -387,6 +420,11 @@ int main(void)
         check_decode(ctx, "kv_len=77,head_dim=512,heads=8,kv_heads=4,window=0,batch=3", dt);
         /* window 1: one visible key everywhere */
         check_decode(ctx, "kv_len=1000,head_dim=256,heads=4,kv_heads=2,window=1,batch=2", dt);
+        /* q prepared in the kernel (prep=1): E2B's sliding and full layers, GQA, a far position */
+        check_decode(ctx, "kv_len=130,head_dim=256,heads=8,kv_heads=1,window=512,batch=2,prep=1", dt);
+        check_decode(ctx, "kv_len=300,head_dim=512,heads=8,kv_heads=2,window=0,batch=3,prep=1", dt);
+        check_decode(ctx, "kv_len=70000,head_dim=256,heads=4,kv_heads=1,window=64,batch=1,prep=1",
+                     dt);
     }
     check_prefill_counts(ctx);
     check_budgets(ctx);

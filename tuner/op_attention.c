@@ -334,6 +334,8 @@ static const tailor_shape_key decode_keys[] = {
     {"kv_heads", -1, "KV heads (divides heads; 1 = MQA)"},
     {"window", 0, "sliding window W: a ring buffer of W slots; 0 = full layer, kv_len slots"},
     {"batch", 1, "sequences, one new query each"},
+    {"prep", 0, "1: q is the raw projection, RMS-normed (q_w) and rotated (inv_freq, at qpos) in "
+                "the kernel"},
     {NULL, 0, NULL},
 };
 
@@ -358,10 +360,16 @@ static tailor_status decode_describe(tailor_ctx *ctx, const tailor_shape *shape,
     size_t heads = (size_t)tailor_shape_get(shape, "heads", 0);
     size_t kvh = (size_t)tailor_shape_get(shape, "kv_heads", 0);
     size_t b = (size_t)batch, slots = (size_t)decode_slots(shape);
+    long long prep = tailor_shape_get(shape, "prep", 0);
+    if (prep != 0 && prep != 1)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "attention_decode: prep=%lld is not 0 or 1",
+                                prep);
     double atol, rtol;
     attn_tolerance(dtype, &atol, &rtol);
+    if (prep) /* q rounded once more, maybe the other way than the reference: one step of u */
+        atol += attn_unit(dtype) * ATTN_VCLIP;
     *out = (tailor_op_buffers){
-        .count = 6,
+        .count = prep ? 8 : 6,
         .b = {
             {"q", dtype, b * heads * hd, TAILOR_BUF_IN, 0, 0},
             {"k_cache", dtype, b * kvh * slots * hd, TAILOR_BUF_IN, 0, 0},
@@ -369,9 +377,50 @@ static tailor_status decode_describe(tailor_ctx *ctx, const tailor_shape *shape,
             {"positions", TAILOR_DTYPE_I32, b * slots, TAILOR_BUF_IN, 0, 0},
             {"qpos", TAILOR_DTYPE_I32, b, TAILOR_BUF_IN, 0, 0},
             {"out", dtype, b * heads * hd, TAILOR_BUF_OUT, atol, rtol},
+            {"q_w", dtype, hd, TAILOR_BUF_IN, 0, 0},
+            {"inv_freq", TAILOR_DTYPE_F32, hd / 2, TAILOR_BUF_IN, 0, 0},
         },
     };
     return TAILOR_OK;
+}
+
+/* prep = 1: raw q rows of any scale (the kernel normalises them); weights q_w around the scale
+ * attn_fill_qk gives q, so the scores keep their spread; frequencies of GEMMA4.md §2.5's form for
+ * the first three quarters of the pairs and 0 (identity) for the rest, as a proportional
+ * (partial) RoPE has. */
+static void decode_fill_prep(tailor_dtype dtype, void *q, size_t count, void *w, float *inv_freq,
+                             long long hd, uint64_t *s)
+{
+    for (size_t i = 0; i < count; i++)
+        tailor_dtype_store(dtype, q, i, attn_normal(s) * (0.25f + 8.0f * attn_uniform(s)));
+    float sigma = sqrtf(2.5f / sqrtf((float)hd));
+    for (long long j = 0; j < hd; j++)
+        tailor_dtype_store(dtype, w, (size_t)j, sigma * (0.5f + attn_uniform(s)));
+    for (long long j = 0; j < hd / 2; j++)
+        inv_freq[j] = j < 3 * hd / 8 ? 1.0f / powf(10000.0f, (float)(2 * j) / (float)hd) : 0.0f;
+}
+
+/* The reference of prep = 1, in place on the fp32 copy of q: per head row, RMSNorm (fp32
+ * statistics, eps 1e-6, times w), NeoX RoPE at the sequence's qpos, one rounding to the dtype. */
+static void decode_prep_reference(tailor_dtype dtype, float *q, long long rows, long long heads,
+                                  long long hd, const float *w, const float *inv_freq,
+                                  const int32_t *qpos)
+{
+    long long half = hd / 2;
+    for (long long r = 0; r < rows; r++) {
+        float *x = q + r * hd, ss = 0.0f;
+        for (long long j = 0; j < hd; j++)
+            ss += x[j] * x[j];
+        float inv = 1.0f / sqrtf(ss / (float)hd + 1e-6f);
+        float p = (float)qpos[r / heads];
+        for (long long j = 0; j < half; j++) {
+            float a = x[j] * inv * w[j], b = x[j + half] * inv * w[j + half];
+            float ang = p * inv_freq[j];
+            float c = (float)cos((double)ang), sn = (float)sin((double)ang);
+            x[j] = attn_round(dtype, a * c - b * sn);
+            x[j + half] = attn_round(dtype, b * c + a * sn);
+        }
+    }
 }
 
 /* Position of sequence b's new query: sequence 0 is the longest (kv_len - 1: with a window much
@@ -415,6 +464,8 @@ static void decode_fill(const tailor_shape *shape, tailor_dtype dtype,
     attn_fill_qk(dtype, host[0], bufs->b[0].count, hd, &s);
     attn_fill_qk(dtype, host[1], bufs->b[1].count, hd, &s); /* empty slots too: finite */
     attn_fill_v(dtype, host[2], bufs->b[2].count, &s);
+    if (bufs->count > 6)
+        decode_fill_prep(dtype, host[0], bufs->b[0].count, host[6], host[7], hd, &s);
     int32_t *pos = host[3], *qpos = host[4];
     for (long long b = 0; b < batch; b++) {
         long long t = decode_qpos(b, kl, &s);
@@ -437,15 +488,18 @@ static tailor_status decode_reference(tailor_ctx *ctx, const tailor_shape *shape
     float *q = attn_to_f32(dtype, host[0], bufs->b[0].count);
     float *k = attn_to_f32(dtype, host[1], bufs->b[1].count);
     float *v = attn_to_f32(dtype, host[2], bufs->b[2].count);
+    float *qw = bufs->count > 6 ? attn_to_f32(dtype, host[6], bufs->b[6].count) : NULL;
     const float **kr = malloc((size_t)slots * sizeof *kr);
     const float **vr = malloc((size_t)slots * sizeof *vr);
     float *scores = malloc((size_t)slots * sizeof *scores);
     tailor_status st = TAILOR_OK;
-    if (!q || !k || !v || !kr || !vr || !scores) {
+    if (!q || !k || !v || !kr || !vr || !scores || (bufs->count > 6 && !qw)) {
         st = tailor_set_error(ctx, TAILOR_ERR_NOMEM,
                               "attention_decode: no memory for the reference (%lld slots)", slots);
         goto done;
     }
+    if (qw)
+        decode_prep_reference(dtype, q, batch * heads, heads, hd, qw, host[7], qpos);
     long long group = heads / kvh;
     for (long long b = 0; b < batch; b++) {
         for (long long h = 0; h < heads; h++) {
@@ -466,6 +520,7 @@ done:
     free(q);
     free(k);
     free(v);
+    free(qw);
     free(kr);
     free(vr);
     free(scores);

@@ -401,8 +401,11 @@ static tailor_status kv_update(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int
     return g4g_run(ctx, g, "gemma4_kv_store", &t, &s, b, 10);
 }
 
-/* Attention of layer i: q (normed, rotated) against its source's cache into g->att. */
-static tailor_status attend(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int T, int p0, int decode)
+/* Attention of layer i: q against its source's cache into g->att. q is normed and rotated
+ * (g->qb), or with raw_q (decode only) the raw projection that attention_decode prepares
+ * itself (prep=1). */
+static tailor_status attend(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int T, int p0, int decode,
+                            CUdeviceptr raw_q)
 {
     const tailor_gemma4_config *c = &g->cfg;
     const tailor_gemma4_layer *ly = &c->layer[i];
@@ -418,11 +421,15 @@ static tailor_status attend(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int T,
          * G4G_DECODE_KV whatever max_tokens is */
         g4g_put(&s, "kv_len", S->slots);
         g4g_put(&s, "batch", 1);
+        g4g_put(&s, "prep", raw_q ? 1 : 0);
         t = s;
         g4g_put(&t, "kv_len", tuned_slots(g, ly->kv_source));
-        tailor_binding b[] = {{"q", g->qb},           {"k_cache", S->kc}, {"v_cache", S->vc},
-                              {"positions", S->positions}, {"qpos", g->posb}, {"out", g->att}};
-        return g4g_run(ctx, g, "attention_decode", &t, &s, b, 6);
+        const g4g_layer *L = &g->layers[i];
+        tailor_binding b[] = {{"q", raw_q ? raw_q : g->qb}, {"k_cache", S->kc},
+                              {"v_cache", S->vc},           {"positions", S->positions},
+                              {"qpos", g->posb},            {"out", g->att},
+                              {"q_w", L->q_norm},           {"inv_freq", L->inv_freq}};
+        return g4g_run(ctx, g, "attention_decode", &t, &s, b, raw_q ? 8 : 6);
     }
     int nh = hist_rows(g, ly->kv_source, p0);
     g4g_put(&s, "q_len", T);
@@ -449,22 +456,26 @@ static tailor_status layer(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int T, 
                                : linear(ctx, g, &L->q, g->y, g->qb, T);
     if (st)
         return st;
-    tailor_shape s = {0};
-    g4g_put(&s, "tokens", T);
-    g4g_put(&s, "heads", c->n_heads);
-    g4g_put(&s, "head_dim", ly->head_dim);
-    g4g_put(&s, "weight", 1);
-    g4g_put(&s, "rope", ly->full ? 2 : 1);
-    g4g_put(&s, "inplace", stacked ? 0 : 1);
-    tailor_binding qb[] = {{"x", stacked ? g->dec : g->qb}, {"w", L->q_norm}, {"pos", g->posb},
-                           {"inv_freq", L->inv_freq}, {"out", g->qb}};
-    if ((st = run_rows(ctx, g, "qk_norm_rope", &s, "tokens", g->tchunk, qb, 5)))
-        return st;
+    /* one decode row: attention_decode normalises and rotates q itself (prep=1) */
+    CUdeviceptr raw_q = decode && T == 1 && g->q_prep_in_attention ? (stacked ? g->dec : g->qb) : 0;
+    if (!raw_q) {
+        tailor_shape s = {0};
+        g4g_put(&s, "tokens", T);
+        g4g_put(&s, "heads", c->n_heads);
+        g4g_put(&s, "head_dim", ly->head_dim);
+        g4g_put(&s, "weight", 1);
+        g4g_put(&s, "rope", ly->full ? 2 : 1);
+        g4g_put(&s, "inplace", stacked ? 0 : 1);
+        tailor_binding qb[] = {{"x", stacked ? g->dec : g->qb}, {"w", L->q_norm},
+                               {"pos", g->posb}, {"inv_freq", L->inv_freq}, {"out", g->qb}};
+        if ((st = run_rows(ctx, g, "qk_norm_rope", &s, "tokens", g->tchunk, qb, 5)))
+            return st;
+    }
     CUdeviceptr kraw = stacked ? off(g->dec, qn, g->es) : 0;
     CUdeviceptr vraw = stacked ? off(g->dec, qn + kvn, g->es) : 0;
     if (!ly->kv_shared && (st = kv_update(ctx, g, i, T, p0, decode, kraw, vraw)))
         return st;
-    if ((st = attend(ctx, g, i, T, p0, decode)))
+    if ((st = attend(ctx, g, i, T, p0, decode, raw_q)))
         return st;
     if ((st = linear_seam(ctx, g, &L->o, g->att, T, 0, L->post_attn_ln, L->pre_ff_ln, L->scalar)))
         return st;

@@ -59,6 +59,59 @@ __device__ __forceinline__ AttnLive attn_live_split(int slots, int qpos, int spl
     return l;
 }
 
+#ifndef PREP
+#define PREP 0
+#endif
+#if PREP
+// Decode with prep = 1: q arrives as the raw projection and every block prepares its rows the
+// way qk_norm_rope.cu does (GEMMA4.md §2.5): RMSNorm of each head row (fp32 statistics, times w),
+// NeoX RoPE at position pos (pair j with j + HEAD_DIM/2, angle pos * inv_freq[j]; a frequency of
+// 0 leaves its pair exactly as it is), one rounding to T, into the Q tile (row stride ATTN_KSTR;
+// rows >= valid are zero). One warp per row; each lane owns the same pairs of every row, so the
+// angles and weights are computed once.
+#define ATTN_PREP_PARAMS , const T *__restrict__ q_w, const float *__restrict__ inv_freq, float eps
+__device__ __forceinline__ void attn_prep_q(T *sQ, int rows, int valid, const T *q,
+                                            const T *__restrict__ w,
+                                            const float *__restrict__ inv_freq, int pos, float eps)
+{
+    constexpr int HALF = HEAD_DIM / 2, PER = HALF / 32;
+    const int lane = threadIdx.x & 31;
+    float cs[PER], sn[PER], wl[PER], wh[PER];
+#pragma unroll
+    for (int i = 0; i < PER; i++) {
+        const int j = lane + 32 * i;
+        sincosf((float)pos * inv_freq[j], &sn[i], &cs[i]);
+        wl[i] = to_f32(w[j]);
+        wh[i] = to_f32(w[j + HALF]);
+    }
+    for (int r = threadIdx.x >> 5; r < rows; r += ATTN_NT / 32) {
+        T *dst = sQ + r * ATTN_KSTR;
+        if (r >= valid) {
+            for (int j = lane; j < HEAD_DIM; j += 32)
+                dst[j] = from_f32(0.f);
+            continue;
+        }
+        const T *src = q + (size_t)r * HEAD_DIM;
+        float lo[PER], hi[PER], ss = 0.f;
+#pragma unroll
+        for (int i = 0; i < PER; i++) {
+            lo[i] = to_f32(src[lane + 32 * i]);
+            hi[i] = to_f32(src[lane + 32 * i + HALF]);
+            ss += lo[i] * lo[i] + hi[i] * hi[i];
+        }
+        const float inv = rsqrtf(warp_sum(ss) / (float)HEAD_DIM + eps);
+#pragma unroll
+        for (int i = 0; i < PER; i++) {
+            const float a = lo[i] * inv * wl[i], b = hi[i] * inv * wh[i];
+            dst[lane + 32 * i] = from_f32(a * cs[i] - b * sn[i]);
+            dst[lane + 32 * i + HALF] = from_f32(b * cs[i] + a * sn[i]);
+        }
+    }
+}
+#else
+#define ATTN_PREP_PARAMS
+#endif
+
 __device__ __forceinline__ unsigned attn_smem_addr(const void *p)
 {
     return (unsigned)__cvta_generic_to_shared(p);

@@ -198,7 +198,7 @@ function lib.roomy(device) return device.smem_optin >= 100000 end
 function lib.attn_group(shape) return shape.heads // shape.kv_heads end
 
 -- The geometry every attention kernel needs: head_dim 256 or 512, heads a multiple of kv_heads;
--- decode also a positive batch and kv_len.
+-- decode also a positive batch and kv_len, and prep 0 or 1.
 function lib.attn_shape_valid(shape, decode)
   local d = shape.head_dim
   if d ~= 256 and d ~= 512 then
@@ -211,7 +211,21 @@ function lib.attn_shape_valid(shape, decode)
   if decode and (shape.batch < 1 or shape.kv_len < 1) then
     return false, "batch and kv_len must be positive"
   end
+  if decode and shape.prep ~= 0 and shape.prep ~= 1 then
+    return false, string.format("prep=%d is not 0 or 1", shape.prep)
+  end
   return true
+end
+
+-- Decode with prep = 1 (q arrives raw; attn_prep_q in attn_mma.cuh): the arguments it appends
+-- to a decode kernel's (q_w, inv_freq, eps; eps is Gemma 4's 1e-6 as in qk_norm_rope.lua).
+function lib.attn_prep_args(shape, args)
+  if shape.prep == 1 then
+    args[#args + 1] = "q_w"
+    args[#args + 1] = "inv_freq"
+    args[#args + 1] = { f32 = 1e-6 }
+  end
+  return args
 end
 
 -- The instructions of attn_mma.cuh: ldmatrix, the mma of MMA_K, cp.async when ASYNC.
