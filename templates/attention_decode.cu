@@ -96,6 +96,9 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
               const int *__restrict__ qpos, float *__restrict__ ws, unsigned *__restrict__ cnt,
               int heads, int kv_heads, int slots, int window, int chunk ATTN_PREP_PARAMS)
 {
+#if PREP
+    const AttnPrepWeights prep_w = attn_prep_weights(q_w, inv_freq); // weights: before the wait
+#endif
     tailor_grid_begin();
     extern __shared__ __align__(16) unsigned char attn_smem[];
     float *sMax = reinterpret_cast<float *>(attn_smem);
@@ -109,6 +112,10 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
     const int wm = warp / WN, wn = warp % WN;
     const int split = blockIdx.x, nsplit = gridDim.x, kvh = blockIdx.y, b = blockIdx.z;
     const int pair = b * kv_heads + kvh, npairs = gridDim.y * gridDim.z;
+#if PREP
+    AttnPrepRows prep_q; // the raw q rows, requested before qpos (they do not depend on it)
+    attn_prep_load(prep_q, q + ((size_t)b * heads + (size_t)kvh * GROUP) * HEAD_DIM);
+#endif
     const int t = qpos[b];
     const AttnLive live = attn_live_split(slots, t, split, nsplit, BN, chunk);
     if (split >= live.nact)
@@ -160,8 +167,8 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
             load_tile(s, s);
         attn_commit();
     }
-#if PREP // overlaps the first tiles' loads; the loop's first barrier publishes it
-    attn_prep_q(sQ, ATTN_BM, GROUP, qb, q_w, inv_freq, t, eps);
+#if PREP // after the first tiles are requested; the loop's first barrier publishes it
+    attn_prep_q(sQ, ATTN_BM, prep_q, prep_w, t, eps);
 #endif
     for (int i = 0; i < ntiles; i++) {
         attn_wait<STAGES - 2>();
@@ -172,7 +179,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
         const int slot = i % STAGES, kb = s0 + i * BN;
 #else
 #if PREP
-    attn_prep_q(sQ, ATTN_BM, GROUP, qb, q_w, inv_freq, t, eps);
+    attn_prep_q(sQ, ATTN_BM, prep_q, prep_w, t, eps);
 #endif
     for (int i = 0; i < ntiles; i++) {
         __syncthreads();

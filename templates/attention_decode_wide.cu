@@ -272,6 +272,9 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
               int heads, int kv_heads, int slots, int window, int chunk, int fan, int nnodes,
               int ncnt ATTN_PREP_PARAMS)
 {
+#if PREP
+    const AttnPrepWeights prep_w = attn_prep_weights(q_w, inv_freq); // weights: before the wait
+#endif
     tailor_grid_begin();
     extern __shared__ __align__(16) unsigned char attn_smem[];
     float *sMax = reinterpret_cast<float *>(attn_smem);
@@ -286,6 +289,10 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
     const int kg = wm / WMQ, wq = wm % WMQ;
     const int split = blockIdx.x, nsplit = gridDim.x, kvh = blockIdx.y, b = blockIdx.z;
     const int pair = b * kv_heads + kvh, npairs = gridDim.y * gridDim.z;
+#if PREP
+    AttnPrepRows prep_q; // the raw q rows, requested before qpos (they do not depend on it)
+    attn_prep_load(prep_q, q + ((size_t)b * heads + (size_t)kvh * GROUP) * HEAD_DIM);
+#endif
     const int t = qpos[b];
     const AttnLive live = attn_live_split(slots, t, split, nsplit, WIDE_KB, chunk);
     if (split >= live.nact)
@@ -330,8 +337,8 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
             load_tile(s, s);
         attn_commit();
     }
-#if PREP // overlaps the first tiles' loads; the loop's first barrier publishes it
-    attn_prep_q(sQ, 16 * WMQ, GROUP, qb, q_w, inv_freq, t, eps);
+#if PREP // after the first tiles are requested; the loop's first barrier publishes it
+    attn_prep_q(sQ, 16 * WMQ, prep_q, prep_w, t, eps);
 #endif
     for (int i = 0; i < ntiles; i++) {
         attn_wait<STAGES - 2>();
@@ -342,7 +349,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
         const int stage = i % STAGES;
 #else
 #if PREP
-    attn_prep_q(sQ, 16 * WMQ, GROUP, qb, q_w, inv_freq, t, eps);
+    attn_prep_q(sQ, 16 * WMQ, prep_q, prep_w, t, eps);
 #endif
     for (int i = 0; i < ntiles; i++) {
         __syncthreads();

@@ -67,46 +67,81 @@ __device__ __forceinline__ AttnLive attn_live_split(int slots, int qpos, int spl
 // way qk_norm_rope.cu does (GEMMA4.md §2.5): RMSNorm of each head row (fp32 statistics, times w),
 // NeoX RoPE at position pos (pair j with j + HEAD_DIM/2, angle pos * inv_freq[j]; a frequency of
 // 0 leaves its pair exactly as it is), one rounding to T, into the Q tile (row stride ATTN_KSTR;
-// rows >= valid are zero). One warp per row; each lane owns the same pairs of every row, so the
-// angles and weights are computed once.
+// rows GROUP..rows-1 are zero). Lane l of a warp owns pairs l + 32 i of every row. The weights
+// and frequencies are loaded before the grid dependency wait (attn_prep_weights: data no kernel
+// writes); right after it each warp requests all of its rows at once (attn_prep_load: one L2
+// round trip, overlapping the qpos load and the first K/V tiles), then reduces and rotates.
 #define ATTN_PREP_PARAMS , const T *__restrict__ q_w, const float *__restrict__ inv_freq, float eps
-__device__ __forceinline__ void attn_prep_q(T *sQ, int rows, int valid, const T *q,
-                                            const T *__restrict__ w,
-                                            const float *__restrict__ inv_freq, int pos, float eps)
+#define ATTN_PREP_PER (HEAD_DIM / 64)                          // pairs per lane
+#define ATTN_PREP_RPW ((GROUP + ATTN_NT / 32 - 1) / (ATTN_NT / 32)) // rows per warp
+struct AttnPrepWeights {
+    float wl[ATTN_PREP_PER], wh[ATTN_PREP_PER], f[ATTN_PREP_PER];
+};
+__device__ __forceinline__ AttnPrepWeights attn_prep_weights(const T *__restrict__ w,
+                                                             const float *__restrict__ inv_freq)
 {
-    constexpr int HALF = HEAD_DIM / 2, PER = HALF / 32;
+    AttnPrepWeights pw;
     const int lane = threadIdx.x & 31;
-    float cs[PER], sn[PER], wl[PER], wh[PER];
 #pragma unroll
-    for (int i = 0; i < PER; i++) {
+    for (int i = 0; i < ATTN_PREP_PER; i++) {
         const int j = lane + 32 * i;
-        sincosf((float)pos * inv_freq[j], &sn[i], &cs[i]);
-        wl[i] = to_f32(w[j]);
-        wh[i] = to_f32(w[j + HALF]);
+        pw.wl[i] = to_f32(w[j]);
+        pw.wh[i] = to_f32(w[j + HEAD_DIM / 2]);
+        pw.f[i] = inv_freq[j];
     }
-    for (int r = threadIdx.x >> 5; r < rows; r += ATTN_NT / 32) {
-        T *dst = sQ + r * ATTN_KSTR;
-        if (r >= valid) {
-            for (int j = lane; j < HEAD_DIM; j += 32)
-                dst[j] = from_f32(0.f);
+    return pw;
+}
+// This warp's raw q rows (r = warp + NW k), requested right after the wait: they do not depend
+// on qpos, so their L2 round trip overlaps the qpos load and the first K/V tiles.
+struct AttnPrepRows {
+    float lo[ATTN_PREP_RPW][ATTN_PREP_PER], hi[ATTN_PREP_RPW][ATTN_PREP_PER];
+};
+__device__ __forceinline__ void attn_prep_load(AttnPrepRows &q, const T *qb)
+{
+    constexpr int NW = ATTN_NT / 32;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+    for (int k = 0; k < ATTN_PREP_RPW; k++) {
+        const int r = warp + NW * k;
+        if (r < GROUP) {
+            const T *src = qb + (size_t)r * HEAD_DIM;
+#pragma unroll
+            for (int i = 0; i < ATTN_PREP_PER; i++) {
+                q.lo[k][i] = to_f32(src[lane + 32 * i]);
+                q.hi[k][i] = to_f32(src[lane + 32 * i + HEAD_DIM / 2]);
+            }
+        }
+    }
+}
+__device__ __forceinline__ void attn_prep_q(T *sQ, int rows, const AttnPrepRows &q,
+                                            const AttnPrepWeights &pw, int pos, float eps)
+{
+    constexpr int HALF = HEAD_DIM / 2, PER = ATTN_PREP_PER, NW = ATTN_NT / 32;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    float cs[PER], sn[PER];
+#pragma unroll
+    for (int i = 0; i < PER; i++)
+        sincosf((float)pos * pw.f[i], &sn[i], &cs[i]);
+#pragma unroll
+    for (int k = 0; k < ATTN_PREP_RPW; k++) {
+        const int r = warp + NW * k;
+        if (r >= GROUP)
             continue;
-        }
-        const T *src = q + (size_t)r * HEAD_DIM;
-        float lo[PER], hi[PER], ss = 0.f;
+        float ss = 0.f;
 #pragma unroll
-        for (int i = 0; i < PER; i++) {
-            lo[i] = to_f32(src[lane + 32 * i]);
-            hi[i] = to_f32(src[lane + 32 * i + HALF]);
-            ss += lo[i] * lo[i] + hi[i] * hi[i];
-        }
+        for (int i = 0; i < PER; i++)
+            ss += q.lo[k][i] * q.lo[k][i] + q.hi[k][i] * q.hi[k][i];
         const float inv = rsqrtf(warp_sum(ss) / (float)HEAD_DIM + eps);
+        T *dst = sQ + r * ATTN_KSTR;
 #pragma unroll
         for (int i = 0; i < PER; i++) {
-            const float a = lo[i] * inv * wl[i], b = hi[i] * inv * wh[i];
+            const float a = q.lo[k][i] * inv * pw.wl[i], b = q.hi[k][i] * inv * pw.wh[i];
             dst[lane + 32 * i] = from_f32(a * cs[i] - b * sn[i]);
             dst[lane + 32 * i + HALF] = from_f32(b * cs[i] + a * sn[i]);
         }
     }
+    for (int c = threadIdx.x; c < (rows - GROUP) * HEAD_DIM; c += ATTN_NT)
+        sQ[(GROUP + c / HEAD_DIM) * ATTN_KSTR + c % HEAD_DIM] = from_f32(0.f);
 }
 #else
 #define ATTN_PREP_PARAMS
