@@ -182,8 +182,8 @@ typedef struct w4_work {
     const tailor_w4a16_layout *lay;
     tailor_dtype out_dtype;
     int block_rows;         /* rows per block (a multiple of 16) */
-    unsigned char *full_sc; /* [groups, n_pad] out_dtype */
-    uint8_t *full_z;        /* [groups, n_pad] or NULL */
+    unsigned char *full_sc; /* [groups, ld] out_dtype */
+    uint8_t *full_z;        /* [groups, ld] or NULL */
     unsigned char *blk_sc;  /* [groups, block_rows] out_dtype */
     uint8_t *blk_z;
 } w4_work;
@@ -242,10 +242,10 @@ static tailor_status w4_block(tailor_ctx *ctx, tailor_upload *u, w4_work *w, int
     if (st)
         return st;
     for (int g = 0; g < lay->groups; g++) {
-        memcpy(w->full_sc + 2 * ((size_t)g * lay->n_pad + (size_t)row0),
+        memcpy(w->full_sc + 2 * ((size_t)g * lay->ld + (size_t)row0),
                w->blk_sc + 2 * ((size_t)g * sub.n_pad), 2 * (size_t)rows);
         if (lay->has_zp)
-            memcpy(w->full_z + (size_t)g * lay->n_pad + (size_t)row0,
+            memcpy(w->full_z + (size_t)g * lay->ld + (size_t)row0,
                    w->blk_z + (size_t)g * sub.n_pad, (size_t)rows);
     }
     size_t row_words = (size_t)lay->k / 8;
@@ -255,9 +255,22 @@ static tailor_status w4_block(tailor_ctx *ctx, tailor_upload *u, w4_work *w, int
 static tailor_status w4_finish(tailor_ctx *ctx, tailor_upload *u, w4_work *w,
                                const tailor_upload_w4a16_dst *dst)
 {
-    tailor_status st = upload_raw(ctx, u, dst->scales, w->full_sc, w->lay->scale_count * 2);
-    if (st == TAILOR_OK && w->lay->has_zp)
-        st = upload_raw(ctx, u, dst->zeros, w->full_z, w->lay->zero_count);
+    const tailor_w4a16_layout *lay = w->lay;
+    tailor_status st = TAILOR_OK;
+    if (lay->ld == lay->n_pad) {
+        st = upload_raw(ctx, u, dst->scales, w->full_sc, lay->scale_count * 2);
+        if (st == TAILOR_OK && lay->has_zp)
+            st = upload_raw(ctx, u, dst->zeros, w->full_z, lay->zero_count);
+    }
+    /* one part of a stack: only its own n_pad columns of each row; the others are its
+     * neighbours' */
+    size_t ld = (size_t)lay->ld, np = (size_t)lay->n_pad;
+    for (int g = 0; lay->ld != lay->n_pad && g < lay->groups && st == TAILOR_OK; g++) {
+        st = upload_raw(ctx, u, dst->scales + (CUdeviceptr)(g * ld * 2), w->full_sc + g * ld * 2,
+                        np * 2);
+        if (st == TAILOR_OK && lay->has_zp)
+            st = upload_raw(ctx, u, dst->zeros + (CUdeviceptr)(g * ld), w->full_z + g * ld, np);
+    }
     if (st == TAILOR_OK) /* the host arrays are freed next: wait for their copies */
         st = tailor_upload_finish(ctx, u);
     return st;

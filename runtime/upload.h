@@ -45,7 +45,9 @@ tailor_status tailor_upload_convert(tailor_ctx *ctx, tailor_upload *u, CUdevicep
                                     const void *src, tailor_dtype src_dtype,
                                     tailor_dtype dst_dtype, size_t count);
 
-/* Device buffers of one W4A16 weight in the kernel layout (runtime/w4a16.h). */
+/* Device buffers of one W4A16 weight in the kernel layout (runtime/w4a16.h). With lay->ld >
+ * lay->n_pad the weight is one part of a stack: scales and zeros point at its first column of
+ * the stack's [G, ld] rows, and only its own columns are written. */
 typedef struct tailor_upload_w4a16_dst {
     CUdeviceptr qweight; /* lay->qweight_words uint32 */
     CUdeviceptr scales;  /* lay->scale_count of the scale dtype */

@@ -26,11 +26,24 @@ tailor_status tailor_w4a16_layout_init(tailor_ctx *ctx, int n, int k, int group,
     out->has_zp = has_zp != 0;
     out->groups = k / group;
     out->n_pad = (n + 15) / 16 * 16;
+    out->ld = out->n_pad;
     out->ct_words = (size_t)n * (size_t)((k + 7) / 8);
     out->ct_zero_words = has_zp ? (size_t)((n + 7) / 8) * (size_t)out->groups : 0;
     out->qweight_words = (size_t)n * (size_t)(k / 8);
     out->scale_count = (size_t)out->groups * (size_t)out->n_pad;
     out->zero_count = has_zp ? out->scale_count : 0;
+    return TAILOR_OK;
+}
+
+tailor_status tailor_w4a16_layout_set_ld(tailor_ctx *ctx, tailor_w4a16_layout *lay, int ld)
+{
+    if (ld < lay->n_pad || ld % 16 != 0)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                                "w4a16: a scale row stride of %d is not a multiple of 16 of at "
+                                "least n_pad=%d", ld, lay->n_pad);
+    lay->ld = ld;
+    lay->scale_count = (size_t)lay->groups * (size_t)ld;
+    lay->zero_count = lay->has_zp ? lay->scale_count : 0;
     return TAILOR_OK;
 }
 
@@ -79,7 +92,7 @@ static void repack_weight_rows(const tailor_w4a16_layout *lay, int row0, int row
         }
 }
 
-/* Transposes scales (and unpacks zero points) of rows [row0, end) into [groups, n_pad];
+/* Transposes scales (and unpacks zero points) of rows [row0, end) into [groups, ld];
  * `end` may run past n into the padding, which gets scale 0 and zero point 0 (u = 8). */
 static void repack_scale_rows(const tailor_w4a16_layout *lay, int row0, int end,
                               const void *scales, tailor_dtype scale_dtype, const int32_t *zeros,
@@ -89,7 +102,7 @@ static void repack_scale_rows(const tailor_w4a16_layout *lay, int row0, int end,
     for (int n = row0; n < end; n++) {
         int r = n - row0; /* row inside the block */
         for (int g = 0; g < g_count; g++) {
-            size_t dst = (size_t)g * (size_t)lay->n_pad + (size_t)n;
+            size_t dst = (size_t)g * (size_t)lay->ld + (size_t)n;
             float s = 0.0f;
             uint32_t z = 8;
             if (n < lay->n) {
@@ -165,7 +178,7 @@ tailor_status tailor_w4a16_dequantize(tailor_ctx *ctx, const tailor_w4a16_layout
             int nib;
             size_t pos = tailor_w4a16_kernel_pos(lay, n, k, &nib);
             int u = (int)((qweight[pos] >> (4 * nib)) & 0xfu);
-            size_t si = (size_t)(k / lay->group) * (size_t)lay->n_pad + (size_t)n;
+            size_t si = (size_t)(k / lay->group) * (size_t)lay->ld + (size_t)n;
             int z = lay->has_zp ? zeros[si] : 8;
             float v = (float)(u - z) * load_scale(dtype, scales, si);
             w[(size_t)r * (size_t)lay->k + (size_t)k] =

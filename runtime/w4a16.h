@@ -16,6 +16,7 @@
  *       So (word >> 4p) & 0x000f000f isolates pair p as two 16-bit lanes (the magic-number trick).
  *   scales  T [G, Np]  (T = the activation dtype, G = K/group, Np = N rounded up to 16, padding 0)
  *   zeros   uint8 [G, Np] = zp + 8 (0..15) (asymmetric only; padding 8)
+ *   (row stride Np, or a larger `ld` for one part of a stack: its columns of the stack's [G, ld])
  * Restrictions: K % 32 == 0, group % 32 == 0 and K % group == 0 (every Gemma 4 linear qualifies;
  * partial last groups, as 26B's K=2112 with group 128 would need, are refused). */
 #ifndef TAILOR_W4A16_H
@@ -32,7 +33,9 @@ typedef struct tailor_w4a16_layout {
     int n, k, group;      /* W is [n, k]; group columns share a scale */
     int has_zp;           /* 1: asymmetric (zero points stored) */
     int groups;           /* k / group */
-    int n_pad;            /* n rounded up to 16: the row stride of scales and zeros */
+    int n_pad;            /* n rounded up to 16 */
+    int ld;               /* row stride of scales and zeros: n_pad, or more for one part of
+                             several matrices stacked along n (tailor_w4a16_layout_set_ld) */
     size_t ct_words;      /* checkpoint: int32 words of `packed` (n * ceil(k/8)) */
     size_t ct_zero_words; /* checkpoint: int32 words of `zeros` (ceil(n/8) * groups), 0 if none */
     size_t qweight_words; /* kernel: uint32 words of qweight (n * k / 8) */
@@ -45,6 +48,12 @@ typedef struct tailor_w4a16_layout {
  * sizes. */
 tailor_status tailor_w4a16_layout_init(tailor_ctx *ctx, int n, int k, int group, int has_zp,
                                        tailor_w4a16_layout *out);
+
+/* Makes the row stride of scales and zeros ld (a multiple of 16, at least n_pad), as one part
+ * of matrices stacked along n sees them: its scales are columns [c, c + n_pad) of the stack's
+ * [G, ld]. scale_count and zero_count then cover [G, ld]. TAILOR_ERR_MISUSE (one sentence)
+ * otherwise; *lay unchanged then. */
+tailor_status tailor_w4a16_layout_set_ld(tailor_ctx *ctx, tailor_w4a16_layout *lay, int ld);
 
 /* Repacks one checkpoint weight into the kernel layout. packed: [n, ceil(k/8)] int32;
  * scales: [n, groups] of scale_dtype (F32, F16 or BF16); zeros: [ceil(n/8), groups] int32, or

@@ -31,7 +31,7 @@ return {
   grid = function(p, shape, dtype, device) return tailor.gemv_grid(p, shape) end,
 
   args = function(p, shape, dtype, device)
-    local n_pad = (shape.n + 15) // 16 * 16
+    local n_pad = tailor.w4_scale_ld(shape) -- the scales' row stride
     local a = { "out", "a", "qweight", "scales" }
     if shape.zp ~= 0 then a[#a + 1] = "zeros" end
     a[#a + 1] = { i32 = "m" }

@@ -155,7 +155,7 @@ return {
     a[#a + 1] = { i32 = "m" }
     a[#a + 1] = { i32 = "n" }
     a[#a + 1] = { i32 = "k" }
-    a[#a + 1] = { i32 = (shape.n + 15) // 16 * 16 }
+    a[#a + 1] = { i32 = tailor.w4_scale_ld(shape) } -- the scales' row stride
     return a
   end,
 }

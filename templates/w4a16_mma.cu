@@ -66,16 +66,18 @@ __device__ __forceinline__ void load_tile(const Stage &s, int kt, const T *a, co
         const bool ok = gn < N && gc * 32 < K;
         w4_copy16(s.b + r * B_LD + c * 4, ok ? qw + (size_t)gn * (K / 8) + gc * 4 : qw, ok);
     }
-    const int groups = K / GROUP;
+    // n_pad is the scales' row stride (a stack's part has more); columns stay inside the part's
+    // own N rounded up to 16, which its row always holds
+    const int groups = K / GROUP, ncols = (N + 15) / 16 * 16;
     for (int i = tid; i < SROWS * (BN / 8); i += W4_THREADS) {
         const int r = i / (BN / 8), c = i % (BN / 8), g = k0 / GROUP + r, gn = n0 + c * 8;
-        const bool ok = g < groups && gn < n_pad;
+        const bool ok = g < groups && gn < ncols;
         w4_copy16(s.s + r * BN + c * 8, ok ? scales + (size_t)g * n_pad + gn : scales, ok);
     }
 #if HAS_ZP
     for (int i = tid; i < SROWS * (BN / 16); i += W4_THREADS) {
         const int r = i / (BN / 16), c = i % (BN / 16), g = k0 / GROUP + r, gn = n0 + c * 16;
-        const bool ok = g < groups && gn < n_pad;
+        const bool ok = g < groups && gn < ncols;
         w4_copy16(s.z + r * BN + c * 16, ok ? zeros + (size_t)g * n_pad + gn : zeros, ok);
     }
 #else

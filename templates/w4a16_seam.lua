@@ -36,7 +36,7 @@ return {
   grid = function(p, shape, dtype, device) return tailor.gemv_grid(p, shape) end,
 
   args = function(p, shape, dtype, device)
-    local n_pad = (shape.n + 15) // 16 * 16
+    local n_pad = tailor.w4_scale_ld(shape) -- the scales' row stride
     local a = { "t", "a", "qweight", "scales" }
     if shape.zp ~= 0 then a[#a + 1] = "zeros" end
     for _, b in ipairs({ "y", "x", "w_post", "w_next", "scalar", "counters" }) do a[#a + 1] = b end

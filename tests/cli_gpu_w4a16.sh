@@ -58,6 +58,10 @@ for g in 32 64 128; do
   done
 done
 tune "m=5,n=1000,k=352,group=32,zp=1" bf16
+# one part of a stack (q of q|k|v, gate of gate|up): scale rows with the stack's stride
+tune "m=1,n=2048,k=1536,group=128,s_ld=2560" bf16
+tune "m=16,n=6144,k=1536,group=128,s_ld=12288" fp16
+tune "m=512,n=256,k=1536,group=64,zp=1,s_ld=2560" bf16
 tune "m=129,n=264,k=2112,group=64,zp=1" fp16
 tune "m=16,n=6144,k=1536,group=64,zp=1" fp16
 

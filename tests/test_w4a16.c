@@ -167,17 +167,24 @@ static void check_layout_refusals(tailor_ctx *ctx)
     CHECK_OK(ctx, tailor_w4a16_layout_init(ctx, 16, 32, 32, 0, &lay));
     CHECK(tailor_w4a16_repack_rows(ctx, &lay, 4, 1, packed, sc, TAILOR_DTYPE_BF16, NULL,
                                    TAILOR_DTYPE_BF16, qw, sc, NULL) == TAILOR_ERR_MISUSE);
+    /* a stack's stride: a multiple of 16 of at least n_pad, and the counts follow it */
+    CHECK_OK(ctx, tailor_w4a16_layout_init(ctx, 200, 352, 32, 1, &lay));
+    CHECK(tailor_w4a16_layout_set_ld(ctx, &lay, 200) == TAILOR_ERR_MISUSE);
+    CHECK(tailor_w4a16_layout_set_ld(ctx, &lay, 216) == TAILOR_ERR_MISUSE);
+    CHECK(strstr(tailor_ctx_message(ctx), "216") != NULL && lay.ld == 208);
+    CHECK_OK(ctx, tailor_w4a16_layout_set_ld(ctx, &lay, 224));
+    CHECK(lay.ld == 224 && lay.scale_count == 224u * 11u && lay.zero_count == 224u * 11u);
 }
 
 /* The op's reference on a small case against a naive triple loop over the naive dequantized
  * weight (read back through the documented kernel layout), and a perturbed output that the
  * tolerance must reject. */
 static void check_op(tailor_ctx *ctx, const tailor_op *op, int m, int n, int k, int group, int zp,
-                     tailor_dtype dt, uint64_t seed)
+                     int s_ld, tailor_dtype dt, uint64_t seed)
 {
     test_op_inst in;
     char text[128];
-    snprintf(text, sizeof text, "m=%d,n=%d,k=%d,group=%d,zp=%d", m, n, k, group, zp);
+    snprintf(text, sizeof text, "m=%d,n=%d,k=%d,group=%d,zp=%d,s_ld=%d", m, n, k, group, zp, s_ld);
     int made = test_op_inst_make(ctx, op, text, dt, &in);
     CHECKF(made, "describe %s: %s", text, tailor_ctx_message(ctx));
     if (!made) {
@@ -193,7 +200,9 @@ static void check_op(tailor_ctx *ctx, const tailor_op *op, int m, int n, int k, 
     CHECK(ia == 0 && iq == 1 && is == 2 && io == in.bufs.count - 1 && (zp ? iz == 3 : iz < 0));
     const uint32_t *qw = in.host[iq];
     const uint8_t *zk = iz >= 0 ? in.host[iz] : NULL;
-    int n_pad = (n + 15) / 16 * 16, nonzero_q = 0;
+    int n_pad = s_ld ? s_ld : (n + 15) / 16 * 16, nonzero_q = 0; /* the scales' row stride */
+    CHECKF(in.bufs.b[is].count == (size_t)n_pad * (size_t)(k / group), "%s: scales hold [G, %d]",
+           text, n_pad);
     double worst = 0, ss = 0;
     for (int j = 0; j < n; j++)
         for (int i = 0; i < m; i++) {
@@ -487,12 +496,15 @@ int main(void)
     CHECK(op != NULL);
     if (op) {
         uint64_t seed = SEED;
-        check_op(ctx, op, 3, 200, 352, 32, 0, TAILOR_DTYPE_BF16, seed++);
-        check_op(ctx, op, 3, 200, 352, 32, 1, TAILOR_DTYPE_F16, seed++);
-        check_op(ctx, op, 1, 67, 256, 64, 0, TAILOR_DTYPE_F16, seed++);
-        check_op(ctx, op, 5, 130, 512, 128, 1, TAILOR_DTYPE_BF16, seed++);
-        check_op(ctx, op, 70, 33, 768, 128, 0, TAILOR_DTYPE_BF16, seed++);
-        check_op(ctx, op, 2, 17, 4096, 4096, 0, TAILOR_DTYPE_BF16, seed++);
+        check_op(ctx, op, 3, 200, 352, 32, 0, 0, TAILOR_DTYPE_BF16, seed++);
+        check_op(ctx, op, 3, 200, 352, 32, 1, 0, TAILOR_DTYPE_F16, seed++);
+        check_op(ctx, op, 1, 67, 256, 64, 0, 0, TAILOR_DTYPE_F16, seed++);
+        check_op(ctx, op, 5, 130, 512, 128, 1, 0, TAILOR_DTYPE_BF16, seed++);
+        check_op(ctx, op, 70, 33, 768, 128, 0, 0, TAILOR_DTYPE_BF16, seed++);
+        check_op(ctx, op, 2, 17, 4096, 4096, 0, 0, TAILOR_DTYPE_BF16, seed++);
+        /* one part of a stack: scale rows of stride s_ld (the stack's n) */
+        check_op(ctx, op, 3, 256, 352, 32, 1, 2560, TAILOR_DTYPE_BF16, seed++);
+        check_op(ctx, op, 1, 200, 256, 64, 0, 528, TAILOR_DTYPE_F16, seed++);
         tailor_shape sh;
         tailor_op_buffers bufs;
         CHECK_OK(ctx, tailor_shape_parse(ctx, "m=1,n=64,k=200,group=8", &sh));

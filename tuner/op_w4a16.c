@@ -18,12 +18,14 @@ static const tailor_shape_key w4a16_keys[] = {
     {"k", -1, "input features (a multiple of 32)"},
     {"group", 128, "columns per scale (a multiple of 32 dividing k)"},
     {"zp", 0, "1: asymmetric, with packed zero points; 0: symmetric"},
+    {"s_ld", 0, "row stride of scales and zeros: 0 = n rounded up to 16; more = one part of "
+               "matrices stacked along n"},
     {NULL, 0, NULL},
 };
 
 /* Shape values of one instance. */
 typedef struct w4a16_dims {
-    int m, n, k, group, zp;
+    int m, n, k, group, zp, s_ld;
 } w4a16_dims;
 
 static w4a16_dims dims_of(const tailor_shape *shape)
@@ -31,9 +33,18 @@ static w4a16_dims dims_of(const tailor_shape *shape)
     w4a16_dims d = {
         (int)tailor_shape_get(shape, "m", 0),     (int)tailor_shape_get(shape, "n", 0),
         (int)tailor_shape_get(shape, "k", 0),     (int)tailor_shape_get(shape, "group", 128),
-        (int)tailor_shape_get(shape, "zp", 0) != 0,
+        (int)tailor_shape_get(shape, "zp", 0) != 0, (int)tailor_shape_get(shape, "s_ld", 0),
     };
     return d;
+}
+
+/* The kernel layout of an instance: its own, or with s_ld the stride of a stack's part. */
+static tailor_status layout_of(tailor_ctx *ctx, const w4a16_dims *d, tailor_w4a16_layout *lay)
+{
+    tailor_status st = tailor_w4a16_layout_init(ctx, d->n, d->k, d->group, d->zp, lay);
+    if (st == TAILOR_OK && d->s_ld != 0)
+        st = tailor_w4a16_layout_set_ld(ctx, lay, d->s_ld);
+    return st;
 }
 
 static int find_buffer(const tailor_op_buffers *bufs, const char *name)
@@ -89,7 +100,7 @@ static tailor_status w4a16_describe(tailor_ctx *ctx, const tailor_shape *shape,
     if (dtype != TAILOR_DTYPE_F16 && dtype != TAILOR_DTYPE_BF16)
         return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "w4a16_matmul: dtype must be fp16 or bf16");
     tailor_w4a16_layout lay;
-    tailor_status st = tailor_w4a16_layout_init(ctx, d.n, d.k, d.group, d.zp, &lay);
+    tailor_status st = layout_of(ctx, &d, &lay);
     if (st != TAILOR_OK)
         return tailor_wrap_error(ctx, "w4a16_matmul");
     double atol, rtol;
@@ -174,7 +185,7 @@ static void w4a16_fill(const tailor_shape *shape, tailor_dtype dtype,
 {
     w4a16_dims d = dims_of(shape);
     tailor_w4a16_layout lay;
-    if (tailor_w4a16_layout_init(NULL, d.n, d.k, d.group, d.zp, &lay) != TAILOR_OK)
+    if (layout_of(NULL, &d, &lay) != TAILOR_OK)
         return; /* describe refused this shape already */
     uint64_t s = seed;
     int ia = find_buffer(bufs, "a"), iz = find_buffer(bufs, "zeros");
@@ -242,7 +253,7 @@ static tailor_status w4a16_ref_product(tailor_ctx *ctx, const tailor_shape *shap
 {
     w4a16_dims d = dims_of(shape);
     tailor_w4a16_layout lay;
-    tailor_status st = tailor_w4a16_layout_init(ctx, d.n, d.k, d.group, d.zp, &lay);
+    tailor_status st = layout_of(ctx, &d, &lay);
     if (st != TAILOR_OK)
         return st;
     int iz = find_buffer(bufs, "zeros");
@@ -323,6 +334,8 @@ static const tailor_shape_key w4a16_seam_keys[] = {
     {"k", -1, "input features (a multiple of 32)"},
     {"group", 128, "columns per scale (a multiple of 32 dividing k)"},
     {"zp", 0, "1: asymmetric, with packed zero points; 0: symmetric"},
+    {"s_ld", 0, "row stride of scales and zeros: 0 = n rounded up to 16; more = one part of "
+               "matrices stacked along n"},
     {"mode", 0, "the seam: 0 x += norm(t), y = norm(x); 1 also x *= scalar; 2 y = x"},
     {NULL, 0, NULL},
 };
@@ -425,6 +438,8 @@ static const tailor_shape_key w4a16_pro_keys[] = {
     {"k", -1, "input features: the hidden size, the seam's row width (a multiple of 32)"},
     {"group", 128, "columns per scale (a multiple of 32 dividing k)"},
     {"zp", 0, "1: asymmetric, with packed zero points; 0: symmetric"},
+    {"s_ld", 0, "row stride of scales and zeros: 0 = n rounded up to 16; more = one part of "
+               "matrices stacked along n"},
     {"mode", 0, "the seam before: 0 x += norm(t), a = norm(x); 1 also x *= scalar; 2 a = x"},
     {NULL, 0, NULL},
 };
@@ -469,7 +484,7 @@ static void w4a16_pro_fill(const tailor_shape *shape, tailor_dtype dtype,
 {
     w4a16_dims d = dims_of(shape);
     tailor_w4a16_layout lay;
-    if (tailor_w4a16_layout_init(NULL, d.n, d.k, d.group, d.zp, &lay) != TAILOR_OK)
+    if (layout_of(NULL, &d, &lay) != TAILOR_OK)
         return; /* describe refused this shape already */
     uint64_t s = seed;
     int it = find_buffer(bufs, "t"), iz = find_buffer(bufs, "zeros");

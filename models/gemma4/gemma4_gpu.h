@@ -13,8 +13,12 @@
 typedef struct g4g_mat {
     int n, k;
     int int4, group, zp;
+    int s_ld; /* int4 part of a stack: its scales' row stride (the stack's n); 0: its own */
     CUdeviceptr w, qw, sc, zs;
 } g4g_mat;
+
+/* 1 when m holds a matrix (dense or int4). */
+static inline int g4g_mat_present(const g4g_mat *m) { return m->w != 0 || m->qw != 0; }
 
 typedef struct g4g_layer {
     CUdeviceptr input_ln, post_attn_ln, pre_ff_ln, post_ff_ln, post_ple_ln; /* [H] dtype */
@@ -22,8 +26,9 @@ typedef struct g4g_layer {
     CUdeviceptr scalar;         /* [1] fp32 layer_scalar */
     CUdeviceptr inv_freq;       /* [head_dim / 2] fp32 */
     g4g_mat q, k, v, o, gate, up, down, ple_gate, ple_proj;
-    /* dense q|k|v and gate|up stacked along n in one buffer (q, k, v, gate, up are views into
-     * it): decode runs each stack as one matrix; 0 when a part is int4 */
+    /* q|k|v and gate|up stacked along n (q, k, v, gate, up are views into it; int4 parts read
+     * their scales with the stack's row stride): decode runs each stack as one matrix; absent
+     * (g4g_mat_present 0) when the parts land in different forms */
     g4g_mat qkv, gu;
     /* KV cache, owning layers only: [kv_heads, slots, head_dim] dtype, positions [slots] i32 */
     CUdeviceptr kc, vc, positions;

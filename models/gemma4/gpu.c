@@ -155,6 +155,7 @@ static tailor_status pay_seam(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4g_m
     if (w->int4) { /* int4: the plain product only (glu is 0 for them) */
         g4g_put(&s, "group", w->group);
         g4g_put(&s, "zp", w->zp);
+        g4g_put(&s, "s_ld", w->s_ld);
     } else {
         g4g_put(&s, "glu", glu);
         g4g_put(&s, "u_ld", glu == 2 ? u_ld : 0);
@@ -196,6 +197,7 @@ static tailor_status linear(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4g_mat
     if (w->int4) {
         g4g_put(&s, "group", w->group);
         g4g_put(&s, "zp", w->zp);
+        g4g_put(&s, "s_ld", w->s_ld);
         tailor_binding b[] = {{"a", a}, {"qweight", w->qw}, {"scales", w->sc},
                               {"zeros", w->zp ? w->zs : w->sc}, {"out", out}};
         return run_rows(ctx, g, "w4a16_matmul", &s, "m", g->tchunk, b, 5);
@@ -250,6 +252,7 @@ static tailor_status linear_seam(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4
     if (w->int4) {
         g4g_put(&s, "group", w->group);
         g4g_put(&s, "zp", w->zp);
+        g4g_put(&s, "s_ld", w->s_ld);
     }
     tailor_binding b[] = {{"a", a},           {"t", g->tb},          {"x", g->x},
                           {"y", g->y},        {"w_post", w_post},    {"w_next", w_next},
@@ -449,7 +452,7 @@ static tailor_status layer(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int T, 
     g4g_layer *L = &g->layers[i];
     /* decode (one row) runs a dense q|k|v stack as one matrix into g->dec: q, k, v follow each
      * other there; prefill runs the parts (views into the stack) into their own buffers */
-    int stacked = decode && T == 1 && L->qkv.w;
+    int stacked = decode && T == 1 && g4g_mat_present(&L->qkv);
     size_t qn = (size_t)c->n_heads * (size_t)ly->head_dim;
     size_t kvn = (size_t)ly->n_kv_heads * (size_t)ly->head_dim;
     tailor_status st = stacked ? linear(ctx, g, &L->qkv, g->y, g->dec, T)
@@ -479,10 +482,10 @@ static tailor_status layer(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int T, 
         return st;
     if ((st = linear_seam(ctx, g, &L->o, g->att, T, 0, L->post_attn_ln, L->pre_ff_ln, L->scalar)))
         return st;
-    if (T == 1 && L->gu.w && g->glu_epilogue) { /* one row: gate|up, gated in its epilogue */
+    if (T == 1 && L->gu.w && g->glu_epilogue) { /* one row: 16-bit gate|up, gated in it */
         if ((st = glu(ctx, g, &L->gu, ly->inter, 0, 0, g->hb)))
             return st;
-    } else if (T == 1 && L->gu.w) { /* one row: gate|up as one matrix, then the gating */
+    } else if (T == 1 && g4g_mat_present(&L->gu)) { /* one row: gate|up as one matrix, gating */
         if ((st = linear(ctx, g, &L->gu, g->y, g->dec, T)) ||
             (st = gelu(ctx, g, T, ly->inter, g->dec, off(g->dec, (size_t)ly->inter, g->es),
                        ly->inter, g->hb)))

@@ -42,6 +42,14 @@ static int st_to_dtype(tailor_st_dtype d, tailor_dtype *out)
     }
 }
 
+/* Where a matrix that is part of a stack (q|k|v, gate|up) lands: its rows of the stack's dense
+ * buffer (w), or of its int4 buffers (qw; sc and zs at its first column of the stack's [G, s_ld]
+ * scale rows). All zero: a buffer of its own. */
+typedef struct g4g_place {
+    CUdeviceptr w, qw, sc, zs;
+    int s_ld;
+} g4g_place;
+
 /* ---- from a checkpoint ------------------------------------------------------------------------ */
 
 static tailor_status up_vec(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_upload *u,
@@ -61,14 +69,25 @@ static tailor_status up_f32(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_upload
                                            (size_t)n);
 }
 
-static tailor_status alloc_w4(tailor_ctx *ctx, tailor_gemma4_gpu *g, const tailor_w4a16_layout *lay,
-                              g4g_mat *out, tailor_upload_w4a16_dst *dst)
+/* The int4 buffers of one matrix: its own, or (at != NULL with at->qw) its place in a stack,
+ * whose stride lay takes on. */
+static tailor_status alloc_w4(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_w4a16_layout *lay,
+                              const g4g_place *at, g4g_mat *out, tailor_upload_w4a16_dst *dst)
 {
-    tailor_status st = dalloc(ctx, g, lay->qweight_words * 4, &g->weight_bytes, &out->qw);
-    if (st == TAILOR_OK)
-        st = dalloc(ctx, g, lay->scale_count * g->es, &g->weight_bytes, &out->sc);
-    if (st == TAILOR_OK && lay->has_zp)
-        st = dalloc(ctx, g, lay->zero_count, &g->weight_bytes, &out->zs);
+    tailor_status st = TAILOR_OK;
+    if (at && at->qw) {
+        st = tailor_w4a16_layout_set_ld(ctx, lay, at->s_ld);
+        out->qw = at->qw;
+        out->sc = at->sc;
+        out->zs = at->zs;
+        out->s_ld = at->s_ld;
+    } else {
+        st = dalloc(ctx, g, lay->qweight_words * 4, &g->weight_bytes, &out->qw);
+        if (st == TAILOR_OK)
+            st = dalloc(ctx, g, lay->scale_count * g->es, &g->weight_bytes, &out->sc);
+        if (st == TAILOR_OK && lay->has_zp)
+            st = dalloc(ctx, g, lay->zero_count, &g->weight_bytes, &out->zs);
+    }
     dst->qweight = out->qw;
     dst->scales = out->sc;
     dst->zeros = out->zs;
@@ -123,7 +142,7 @@ static void release_mat(const tailor_gemma4_gpu *g, const g4_mat *m)
 /* One matrix. quantizable: --quantize applies (q/k/v/o/gate/up/down). */
 static tailor_status up_mat_unreleased(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_upload *u,
                                         const g4_mat *m, int quantizable, const char *what,
-                                        CUdeviceptr into, g4g_mat *out)
+                                        const g4g_place *into, g4g_mat *out)
 {
     memset(out, 0, sizeof *out);
     out->n = m->n;
@@ -141,7 +160,7 @@ static tailor_status up_mat_unreleased(tailor_ctx *ctx, tailor_gemma4_gpu *g, ta
                                     tailor_st_dtype_name(m->scale->dtype));
         if ((st = tailor_w4a16_layout_init(ctx, m->n, m->k, m->group, m->zp != NULL, &lay)))
             return tailor_wrap_error(ctx, "gemma4 gpu: %s", what);
-        if ((st = alloc_w4(ctx, g, &lay, out, &dst)))
+        if ((st = alloc_w4(ctx, g, &lay, into, out, &dst)))
             return st;
         return tailor_upload_w4a16(ctx, u, &lay, m->packed->data, m->scale->data, sd,
                                    m->zp ? m->zp->data : NULL, g->dt, &dst);
@@ -152,12 +171,12 @@ static tailor_status up_mat_unreleased(tailor_ctx *ctx, tailor_gemma4_gpu *g, ta
                                 what, tailor_st_dtype_name(m->w->dtype));
     if (g->quantize && quantizable &&
         tailor_w4a16_layout_init(NULL, m->n, m->k, 128, 0, &lay) == TAILOR_OK) {
-        if ((st = alloc_w4(ctx, g, &lay, out, &dst)))
+        if ((st = alloc_w4(ctx, g, &lay, into, out, &dst)))
             return st;
         return tailor_upload_quantize(ctx, u, &lay, m->w->data, wd, g->dt, &dst);
     }
-    if (into) /* a place in a stack (see stack_alloc) */
-        out->w = into;
+    if (into && into->w) /* a place in a stack (see stack_alloc) */
+        out->w = into->w;
     else if ((st = dalloc(ctx, g, (size_t)m->n * (size_t)m->k * g->es, &g->weight_bytes, &out->w)))
         return st;
     return tailor_upload_convert(ctx, u, out->w, m->w->data, wd, g->dt,
@@ -165,71 +184,117 @@ static tailor_status up_mat_unreleased(tailor_ctx *ctx, tailor_gemma4_gpu *g, ta
 }
 
 static tailor_status up_mat(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_upload *u,
-                            const g4_mat *m, int quantizable, const char *what, CUdeviceptr into,
-                            g4g_mat *out)
+                            const g4_mat *m, int quantizable, const char *what,
+                            const g4g_place *into, g4g_mat *out)
 {
     tailor_status st = up_mat_unreleased(ctx, g, u, m, quantizable, what, into, out);
     release_mat(g, m);
     return st;
 }
 
-/* 1 when a matrix lands on the GPU as a dense 16-bit matrix (m NULL: random weights). */
-static int lands_dense(const tailor_gemma4_gpu *g, const g4_mat *m, int quantizable)
+/* How a [n, k] matrix lands on the GPU (m NULL: random weights): 0 a dense 16-bit matrix, 1
+ * int4 in the kernel layout (*group, *zp), -1 another way (an activation-ordered int4 matrix,
+ * dequantized into a buffer of its own): never part of a stack. The same decisions as up_mat
+ * and rnd_mat. */
+static int form_of(const tailor_gemma4_gpu *g, const g4_mat *m, int n, int k, int quantizable,
+                   int *group, int *zp)
 {
-    if (m && m->int4)
-        return 0;
-    return !(g->quantize && quantizable);
+    tailor_w4a16_layout lay;
+    if (m && m->int4) {
+        if (m->g_idx || tailor_w4a16_layout_init(NULL, n, k, m->group, m->zp != NULL, &lay))
+            return -1;
+        *group = m->group;
+        *zp = m->zp != NULL;
+        return 1;
+    }
+    if (g->quantize && quantizable && tailor_w4a16_layout_init(NULL, n, k, 128, 0, &lay) == 0) {
+        *group = 128;
+        *zp = 0;
+        return 1;
+    }
+    return 0;
 }
 
-/* One buffer for `count` dense [ns[i], k] matrices stacked along n: into[i] is each one's place,
- * *whole the stack as one [sum ns, k] matrix. */
+/* One stack of `count` [ns[i], k] matrices along n that all land in one form (0 dense, 1 int4
+ * with group and zp): *whole is the stack as one [sum ns, k] matrix, into[i] each part's place.
+ * An int4 stack needs every part a multiple of 16 rows (its scale columns start at a multiple of
+ * 16); 0 and nothing allocated otherwise. */
 static tailor_status stack_alloc(tailor_ctx *ctx, tailor_gemma4_gpu *g, const int *ns, int count,
-                                 int k, CUdeviceptr *into, g4g_mat *whole)
+                                 int k, int form, int group, int zp, g4g_place *into,
+                                 g4g_mat *whole)
 {
     memset(whole, 0, sizeof *whole);
     int n = 0;
-    for (int i = 0; i < count; i++)
+    for (int i = 0; i < count; i++) {
+        if (form == 1 && ns[i] % 16 != 0)
+            return TAILOR_OK;
         n += ns[i];
-    tailor_status st = dalloc(ctx, g, (size_t)n * (size_t)k * g->es, &g->weight_bytes, &whole->w);
-    if (st)
-        return st;
+    }
     whole->n = n;
     whole->k = k;
+    tailor_status st;
+    if (form == 1) {
+        tailor_w4a16_layout lay;
+        tailor_upload_w4a16_dst dst;
+        if ((st = tailor_w4a16_layout_init(ctx, n, k, group, zp, &lay)) ||
+            (st = alloc_w4(ctx, g, &lay, NULL, whole, &dst)))
+            return st;
+    } else if ((st = dalloc(ctx, g, (size_t)n * (size_t)k * g->es, &g->weight_bytes, &whole->w))) {
+        return st;
+    }
     size_t off = 0;
     for (int i = 0; i < count; i++) {
-        into[i] = whole->w + off * (size_t)k * g->es;
+        if (form == 1)
+            into[i] = (g4g_place){.qw = whole->qw + off * (size_t)(k / 8) * 4,
+                                  .sc = whole->sc + off * g->es,
+                                  .zs = whole->zs ? whole->zs + off : 0,
+                                  .s_ld = n};
+        else
+            into[i] = (g4g_place){.w = whole->w + off * (size_t)k * g->es};
         off += (size_t)ns[i];
     }
     return TAILOR_OK;
 }
 
-/* Places for q|k|v (when the layer owns its KV) and gate|up when every part lands dense;
- * into[] is indexed like up_layer's matrices (0 q, 1 k, 2 v, 4 gate, 5 up), 0 = own buffer. */
+/* The form shared by every one of `count` matrices, or -1. */
+static int common_form(const tailor_gemma4_gpu *g, const g4_mat *const *ms, const int *ns,
+                       int count, int k, int *group, int *zp)
+{
+    int form = -1;
+    for (int i = 0; i < count; i++) {
+        int gr = 0, z = 0, f = form_of(g, ms[i], ns[i], k, 1, &gr, &z);
+        if (f < 0 || (i > 0 && (f != form || (f == 1 && (gr != *group || z != *zp)))))
+            return -1;
+        form = f;
+        *group = gr;
+        *zp = z;
+    }
+    return form;
+}
+
+/* Places for q|k|v (when the layer owns its KV) and gate|up when every part lands in the same
+ * form (dense, or int4 with one group size and zero-point kind); into[] is indexed like
+ * up_layer's matrices (0 q, 1 k, 2 v, 4 gate, 5 up), all zero = a buffer of its own. */
 static tailor_status plan_stacks(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, const g4_mat *q,
                                  const g4_mat *k, const g4_mat *v, const g4_mat *gate,
-                                 const g4_mat *up, CUdeviceptr into[9])
+                                 const g4_mat *up, g4g_place into[9])
 {
     const tailor_gemma4_layer *ly = &g->cfg.layer[i];
     g4g_layer *L = &g->layers[i];
-    int H = g->cfg.hidden, hd = ly->head_dim, kvd = ly->n_kv_heads * hd;
+    int H = g->cfg.hidden, hd = ly->head_dim, kvd = ly->n_kv_heads * hd, group = 0, zp = 0;
     tailor_status st = TAILOR_OK;
     memset(into, 0, 9 * sizeof *into);
-    if (!ly->kv_shared && lands_dense(g, q, 1) && lands_dense(g, k, 1) &&
-        (!ly->has_v_proj || lands_dense(g, v, 1))) {
-        int ns[3] = {g->cfg.n_heads * hd, kvd, kvd};
-        CUdeviceptr at[3] = {0, 0, 0};
-        st = stack_alloc(ctx, g, ns, ly->has_v_proj ? 3 : 2, H, at, &L->qkv);
-        into[0] = at[0];
-        into[1] = at[1];
-        into[2] = ly->has_v_proj ? at[2] : 0;
-    }
-    if (st == TAILOR_OK && lands_dense(g, gate, 1) && lands_dense(g, up, 1)) {
-        int ns[2] = {ly->inter, ly->inter};
-        CUdeviceptr at[2] = {0, 0};
-        st = stack_alloc(ctx, g, ns, 2, H, at, &L->gu);
-        into[4] = at[0];
-        into[5] = at[1];
-    }
+    int nq = ly->has_v_proj ? 3 : 2;
+    const g4_mat *qkv[3] = {q, k, v};
+    int ns[3] = {g->cfg.n_heads * hd, kvd, kvd};
+    int form = ly->kv_shared ? -1 : common_form(g, qkv, ns, nq, H, &group, &zp);
+    if (form >= 0)
+        st = stack_alloc(ctx, g, ns, nq, H, form, group, zp, into, &L->qkv);
+    const g4_mat *gu[2] = {gate, up};
+    int ng[2] = {ly->inter, ly->inter};
+    form = common_form(g, gu, ng, 2, H, &group, &zp);
+    if (st == TAILOR_OK && form >= 0)
+        st = stack_alloc(ctx, g, ng, 2, H, form, group, zp, into + 4, &L->gu);
     return st;
 }
 
@@ -263,7 +328,7 @@ static tailor_status up_layer(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_uplo
         {&w->gate, &L->gate, 1, "gate_proj"}, {&w->up, &L->up, 1, "up_proj"},
         {&w->down, &L->down, 1, "down_proj"}, {&w->ple_gate, &L->ple_gate, 0, "per_layer_input_gate"},
         {&w->ple_proj, &L->ple_proj, 0, "per_layer_projection"}};
-    CUdeviceptr into[9];
+    g4g_place into[9];
     if (st == TAILOR_OK)
         st = plan_stacks(ctx, g, i, &w->q, &w->k, &w->v, &w->gate, &w->up, into);
     for (int k = 0; k < 9 && st == TAILOR_OK; k++) {
@@ -274,7 +339,7 @@ static tailor_status up_layer(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_uplo
         if (k >= 7 && c->ple_dim <= 0)
             continue;
         snprintf(what, sizeof what, "layers.%d.%s", i, mats[k].n);
-        st = up_mat(ctx, g, u, mats[k].m, mats[k].q, what, into[k], mats[k].d);
+        st = up_mat(ctx, g, u, mats[k].m, mats[k].q, what, &into[k], mats[k].d);
     }
     return st;
 }
@@ -308,7 +373,7 @@ static tailor_status up_model(tailor_ctx *ctx, tailor_gemma4_gpu *g)
     if (st == TAILOR_OK && c->ple_dim > 0) {
         st = up_vec(ctx, g, u, m->ple_proj_norm, c->ple_dim, &g->ple_norm);
         if (st == TAILOR_OK)
-            st = up_mat(ctx, g, u, &m->ple_model_proj, 0, "per_layer_model_projection", 0,
+            st = up_mat(ctx, g, u, &m->ple_model_proj, 0, "per_layer_model_projection", NULL,
                         &g->ple_model_proj);
     }
     for (int i = 0; i < c->n_layers && st == TAILOR_OK; i++)
@@ -349,7 +414,7 @@ static tailor_status rnd_vec(tailor_ctx *ctx, tailor_gemma4_gpu *g, int n, CUdev
  * the kernels read, else when quantizing a quantizable matrix; otherwise dense (at `into` when
  * it is part of a stack). */
 static tailor_status rnd_mat(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4_mat *like, int n,
-                             int k, int quantizable, CUdeviceptr into, g4g_mat *out)
+                             int k, int quantizable, const g4g_place *into, g4g_mat *out)
 {
     memset(out, 0, sizeof *out);
     out->n = n;
@@ -362,18 +427,34 @@ static tailor_status rnd_mat(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4_mat
                    : (!like || !like->int4) && g->quantize && quantizable &&
                          tailor_w4a16_layout_init(NULL, n, k, 128, 0, &lay) == TAILOR_OK;
     if (int4) {
-        if ((st = alloc_w4(ctx, g, &lay, out, &dst)))
+        if ((st = alloc_w4(ctx, g, &lay, into, out, &dst)))
             return st;
+        if (into && into->qw) /* filled with its stack (fill_stack) */
+            return TAILOR_OK;
         if ((st = rnd_fill(ctx, g, out->qw, lay.qweight_words * 4, 0, 0, 0)))
             return st;
         return rnd_fill(ctx, g, out->sc, (lay.scale_count * g->es + 3) & ~(size_t)3, 1, 1000, 4000);
     }
     size_t bytes = (size_t)n * (size_t)k * g->es;
-    if (into)
-        out->w = into;
+    if (into && into->w)
+        out->w = into->w;
     else if ((st = dalloc(ctx, g, bytes, &g->weight_bytes, &out->w)))
         return st;
     return rnd_fill(ctx, g, out->w, bytes & ~(size_t)3, 1, 30000, 0); /* +- 0.03 */
+}
+
+/* Random values for a whole int4 stack at once (its parts skip their own fill: their scale
+ * columns are strided); nothing for a dense stack, whose parts fill their own rows. */
+static tailor_status fill_stack(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4g_mat *s)
+{
+    if (!s->int4)
+        return TAILOR_OK;
+    tailor_w4a16_layout lay;
+    tailor_status st = tailor_w4a16_layout_init(ctx, s->n, s->k, s->group, s->zp, &lay);
+    if (st == TAILOR_OK)
+        st = rnd_fill(ctx, g, s->qw, lay.qweight_words * 4, 0, 0, 0);
+    return st ? st : rnd_fill(ctx, g, s->sc, (lay.scale_count * g->es + 3) & ~(size_t)3, 1, 1000,
+                              4000);
 }
 
 static tailor_status rnd_model(tailor_ctx *ctx, tailor_gemma4_gpu *g)
@@ -390,7 +471,7 @@ static tailor_status rnd_model(tailor_ctx *ctx, tailor_gemma4_gpu *g)
     if (st == TAILOR_OK && P > 0) {
         st = rnd_vec(ctx, g, P, &g->ple_norm);
         if (st == TAILOR_OK)
-            st = rnd_mat(ctx, g, m ? &m->ple_model_proj : NULL, L * P, H, 0, 0,
+            st = rnd_mat(ctx, g, m ? &m->ple_model_proj : NULL, L * P, H, 0, NULL,
                          &g->ple_model_proj);
     }
     for (int i = 0; i < L && st == TAILOR_OK; i++) {
@@ -417,28 +498,32 @@ static tailor_status rnd_model(tailor_ctx *ctx, tailor_gemma4_gpu *g)
             st = dalloc(ctx, g, (size_t)hd * 2, &g->weight_bytes, &Ly->inv_freq);
         if (st == TAILOR_OK && !g->dry)
             st = tailor_gpu_upload(ctx, g->gpu, Ly->inv_freq, inv_freq, (size_t)hd * 2);
-        CUdeviceptr into[9];
+        g4g_place into[9];
         if (st == TAILOR_OK)
             st = plan_stacks(ctx, g, i, w ? &w->q : NULL, w ? &w->k : NULL, w ? &w->v : NULL,
                              w ? &w->gate : NULL, w ? &w->up : NULL, into);
         if (st == TAILOR_OK)
-            st = rnd_mat(ctx, g, w ? &w->q : NULL, c->n_heads * hd, H, 1, into[0], &Ly->q);
+            st = fill_stack(ctx, g, &Ly->qkv);
+        if (st == TAILOR_OK)
+            st = fill_stack(ctx, g, &Ly->gu);
+        if (st == TAILOR_OK)
+            st = rnd_mat(ctx, g, w ? &w->q : NULL, c->n_heads * hd, H, 1, &into[0], &Ly->q);
         if (st == TAILOR_OK && !ly->kv_shared)
-            st = rnd_mat(ctx, g, w ? &w->k : NULL, kvd, H, 1, into[1], &Ly->k);
+            st = rnd_mat(ctx, g, w ? &w->k : NULL, kvd, H, 1, &into[1], &Ly->k);
         if (st == TAILOR_OK && !ly->kv_shared && ly->has_v_proj)
-            st = rnd_mat(ctx, g, w ? &w->v : NULL, kvd, H, 1, into[2], &Ly->v);
+            st = rnd_mat(ctx, g, w ? &w->v : NULL, kvd, H, 1, &into[2], &Ly->v);
         if (st == TAILOR_OK)
-            st = rnd_mat(ctx, g, w ? &w->o : NULL, H, c->n_heads * hd, 1, 0, &Ly->o);
+            st = rnd_mat(ctx, g, w ? &w->o : NULL, H, c->n_heads * hd, 1, NULL, &Ly->o);
         if (st == TAILOR_OK)
-            st = rnd_mat(ctx, g, w ? &w->gate : NULL, ly->inter, H, 1, into[4], &Ly->gate);
+            st = rnd_mat(ctx, g, w ? &w->gate : NULL, ly->inter, H, 1, &into[4], &Ly->gate);
         if (st == TAILOR_OK)
-            st = rnd_mat(ctx, g, w ? &w->up : NULL, ly->inter, H, 1, into[5], &Ly->up);
+            st = rnd_mat(ctx, g, w ? &w->up : NULL, ly->inter, H, 1, &into[5], &Ly->up);
         if (st == TAILOR_OK)
-            st = rnd_mat(ctx, g, w ? &w->down : NULL, H, ly->inter, 1, 0, &Ly->down);
+            st = rnd_mat(ctx, g, w ? &w->down : NULL, H, ly->inter, 1, NULL, &Ly->down);
         if (st == TAILOR_OK && P > 0)
-            st = rnd_mat(ctx, g, w ? &w->ple_gate : NULL, P, H, 0, 0, &Ly->ple_gate);
+            st = rnd_mat(ctx, g, w ? &w->ple_gate : NULL, P, H, 0, NULL, &Ly->ple_gate);
         if (st == TAILOR_OK && P > 0)
-            st = rnd_mat(ctx, g, w ? &w->ple_proj : NULL, H, P, 0, 0, &Ly->ple_proj);
+            st = rnd_mat(ctx, g, w ? &w->ple_proj : NULL, H, P, 0, NULL, &Ly->ple_proj);
     }
     return st;
 }

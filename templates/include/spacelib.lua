@@ -238,6 +238,13 @@ end
 
 -- ---- the CUDA-core GEMVs (matmul_gemv.cu, w4a16_gemv.cu) and their seam epilogue ----
 
+-- The row stride of a W4A16 weight's scales and zeros (runtime/w4a16.h): n rounded up to 16, or
+-- the shape's s_ld for one part of matrices stacked along n.
+function lib.w4_scale_ld(shape)
+  if shape.s_ld and shape.s_ld > 0 then return shape.s_ld end
+  return (shape.n + 15) // 16 * 16
+end
+
 -- Only the dtype's own feature: bf16 needs sm_80.
 function lib.dtype_requires(dtype)
   if dtype == "bf16" then return { "bf16" } end
