@@ -87,15 +87,15 @@ static void model_usage(void)
 {
     printf("usage: tailor bench model (--model DIR | --preset NAME) [--quantize w4a16]\n"
            "         [--prompt-len N] [--decode N] [--cache FILE] [--profile] [--no-pdl]\n"
-           "         [--separate-gating] [--separate-q-prep] [--seams kernel|prologue|epilogue]\n"
+           "         [--separate-gating] [--attention-q-prep] [--seams kernel|prologue|epilogue]\n"
            "         [--json]\n\n"
            "Gemma 4 end to end on the GPU: prefill and decode tok/s, time to first token, peak host\n"
            "memory of the load, GPU memory, decode against the bandwidth bound (weight bytes per\n"
            "token over the copy bandwidth measured in the same run). Without --model, random\n"
            "weights of the preset's shapes are made on the GPU. --profile: one decode step kernel\n"
            "by kernel; --no-pdl: no programmatic dependent launch; --separate-gating: the MLP and PLE\n"
-           "gating as their own kernels instead of GEMV epilogues; --separate-q-prep: q's norm and\n"
-           "RoPE as a kernel before decode attention instead of inside it; --seams: the layer seams as\n"
+           "gating as their own kernels instead of GEMV epilogues; --attention-q-prep: q's norm and\n"
+           "RoPE inside decode attention instead of a kernel before it; --seams: the layer seams as\n"
            "their own kernels, in the next GEMV (the default before 16-bit ones) or in the\n"
            "projection's last block (all for comparisons).\n");
 }
@@ -113,11 +113,11 @@ int bench_model(int argc, char **argv)
                                          {"no-pdl", no_argument, 0, 'N'},
                                          {"seams", required_argument, 0, 'U'},
                                          {"separate-gating", no_argument, 0, 'G'},
-                                         {"separate-q-prep", no_argument, 0, 'Q'},
+                                         {"attention-q-prep", no_argument, 0, 'Q'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     const char *model = NULL, *preset = NULL, *quant = NULL, *cache_file = NULL;
-    int plen = 512, ndec = 128, json = 0, profile = 0, no_pdl = 0, seams = 0, sepgate = 0, sepq = 0, c;
+    int plen = 512, ndec = 128, json = 0, profile = 0, no_pdl = 0, seams = 0, sepgate = 0, qprep = 0, c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
@@ -137,7 +137,7 @@ int bench_model(int argc, char **argv)
                                                       : -1;
             break;
         case 'G': sepgate = 1; break;
-        case 'Q': sepq = 1; break;
+        case 'Q': qprep = 1; break;
         case 'h': model_usage(); return 0;
         default: return cli_bad_flag("bench model", argc, argv);
         }
@@ -177,7 +177,7 @@ int bench_model(int argc, char **argv)
         s = tailor_kernels_create(ctx, gpu, cache, NULL, 1, &ks);
     tailor_gemma4_gpu_opts o = {.max_tokens = plen + ndec + 1, .dtype = -1, .quantize = quant != NULL,
                                 .no_pdl = no_pdl, .seams = seams,
-                                .separate_gating = sepgate, .separate_q_prep = sepq};
+                                .separate_gating = sepgate, .attention_q_prep = qprep};
     double tl0 = now_s();
     if (s == TAILOR_OK)
         s = create(ctx, m, &cfg, gpu, ks, &o, &g);

@@ -4,8 +4,8 @@
 #   bash scripts/gpu-check.sh [tests|quick|bench|model|all] [ctest -R regex]
 # quick: the GPU tests with the long scripts in their smoke subsets (MATMUL_QUICK, W4A16_QUICK,
 # ATTN_QUICK), fitting one 10-minute device call; model: Gemma 4 E2B decode and prefill figures
-# with the same-run comparisons (PDL off, gating kernels, each place of the seams, W4A16 with and
-# without int4 prologues, 31B).
+# with the same-run comparisons (PDL off, gating kernels, each place of the seams, q prepared
+# inside attention, W4A16 with and without int4 prologues, 31B).
 set -uo pipefail
 what=${1:-all}
 filter=${2:-}
@@ -55,7 +55,8 @@ if [[ $what == model || $what == all ]]; then
   for flags in "--prompt-len 1 --decode 128" "--prompt-len 1 --decode 128 --no-pdl" \
                "--prompt-len 1 --decode 128 --separate-gating" \
                "--prompt-len 1 --decode 128 --seams kernel" \
-               "--prompt-len 1 --decode 128 --seams epilogue" "--prompt-len 512 --decode 32" \
+               "--prompt-len 1 --decode 128 --seams epilogue" \
+               "--prompt-len 1 --decode 128 --attention-q-prep" "--prompt-len 512 --decode 32" \
                "--prompt-len 1 --decode 128 --quantize w4a16" \
                "--prompt-len 1 --decode 128 --quantize w4a16 --seams prologue" \
                "--prompt-len 1 --decode 128 --profile"; do

@@ -191,9 +191,10 @@ typedef struct tailor_gemma4_gpu_opts {
     int separate_gating; /* 1: decode runs the MLP and PLE gating as gelu_gate kernels after
                             their GEMVs; 0 (default): in the 16-bit GEMV's epilogue (matmul_glu,
                             70 fewer launches per E2B token) */
-    int separate_q_prep; /* 1: decode normalises and rotates q in a qk_norm_rope kernel before
-                            attention; 0 (default): inside attention_decode (prep=1, 35 fewer
-                            launches per E2B token) */
+    int attention_q_prep; /* 1: decode attention normalises and rotates the raw q itself
+                             (attention_decode prep=1, 35 fewer launches per E2B token); 0
+                             (default): a qk_norm_rope kernel before it, which measured faster
+                             (docs/perf/attention.md, session 5) */
     int seams;        /* where decode runs the layer seams (residual add and norms after o,
                          down and the PLE projection): a TAILOR_GEMMA4_SEAMS_* value, 0 = the
                          default (docs/perf/model.md has the same-run comparison) */

@@ -52,7 +52,7 @@ struct tailor_gemma4_gpu {
     size_t es;                  /* bytes per dtype element */
     int max_tokens, chunk, all_logits, logit_rows, quantize, w4a16;
     int glu_epilogue;           /* !opts.separate_gating: decode gating in the GEMV epilogue */
-    int q_prep_in_attention;    /* !opts.separate_q_prep: decode attention prepares raw q */
+    int q_prep_in_attention;    /* opts.attention_q_prep: decode attention prepares raw q */
     int seam_epilogue;          /* opts.seams EPILOGUE: decode seams in the GEMV epilogue */
     int seam_prologue;          /* opts.seams PROLOGUE or DEFAULT: decode seams in the next
                                    16-bit GEMV */

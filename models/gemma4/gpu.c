@@ -459,7 +459,7 @@ static tailor_status layer(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int T, 
                                : linear(ctx, g, &L->q, g->y, g->qb, T);
     if (st)
         return st;
-    /* one decode row: attention_decode normalises and rotates q itself (prep=1) */
+    /* one decode row, when asked: attention_decode normalises and rotates q itself (prep=1) */
     CUdeviceptr raw_q = decode && T == 1 && g->q_prep_in_attention ? (stacked ? g->dec : g->qb) : 0;
     if (!raw_q) {
         tailor_shape s = {0};

@@ -679,7 +679,7 @@ static void configure(tailor_gemma4_gpu *g, const tailor_gemma4_config *cfg,
     g->es = 2;
     g->quantize = o->quantize;
     g->glu_epilogue = !o->separate_gating;
-    g->q_prep_in_attention = !o->separate_q_prep;
+    g->q_prep_in_attention = o->attention_q_prep != 0;
     g->seam_epilogue = o->seams == TAILOR_GEMMA4_SEAMS_EPILOGUE;
     g->seam_prologue = o->seams == TAILOR_GEMMA4_SEAMS_PROLOGUE ||
                        o->seams == TAILOR_GEMMA4_SEAMS_DEFAULT;
