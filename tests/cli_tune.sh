@@ -12,6 +12,16 @@ check "e2b lists the double-wide MLP down_proj for W4A16" grep -q "^w4a16_matmul
 check "e2b lists the dense LM head" grep -q "^matmul .*k=1536,m=1,n=262144" <<<"$out"
 check "e2b lists head_dim 512 decode attention (MQA)" grep -q "^attention_decode .*head_dim=512,heads=8,kv_heads=1" <<<"$out"
 check "e2b lists the sliding window of 512" grep -q "^attention_prefill .*head_dim=256.*window=512" <<<"$out"
+# W4A16 decode runs q|k|v and gate|up as stacks (one GEMV each); prefill runs their parts with
+# the stack's scale row stride
+check "e2b W4A16 decode runs the q|k|v stack as one GEMV" \
+  grep -q "^w4a16_matmul .*k=1536,m=1,n=2560,s_ld=0" <<<"$out"
+check "e2b W4A16 decode runs the 12288-wide gate|up stack as one GEMV" \
+  grep -q "^w4a16_matmul .*k=1536,m=1,n=24576,s_ld=0" <<<"$out"
+check "e2b W4A16 prefill runs q as a part of its stack" \
+  grep -q "^w4a16_matmul .*k=1536,m=512,n=2048,s_ld=2560" <<<"$out"
+check "e2b decode attention takes q prepared by qk_norm_rope by default" \
+  grep -q "^attention_decode .*prep=0" <<<"$out"
 # decode seams run as the next 16-bit GEMV's prologue: after o into the gated gate|up (mode 0),
 # after down into the PLE gate (mode 2), after the PLE projection into the next q|k|v (mode 1);
 # a one-row seam kernel is left only for the first layer's input norm (3) and the final norm
@@ -67,6 +77,7 @@ fi
 check "bench model --help exits 0" test $rc -eq 0
 check "bench model --help lists --profile and --no-pdl" grep -q -- "--profile.*--no-pdl" "$TMPDIR_ERR"
 check "bench model --help lists --seams" grep -q -- "--seams kernel|prologue|epilogue" "$TMPDIR_ERR"
+check "bench model --help lists --attention-q-prep" grep -q -- "--attention-q-prep" "$TMPDIR_ERR"
 "$T" bench model --preset gemma-4-e2b --seams sideways 2>"$TMPDIR_ERR"; rc=$?
 check "bench model: a bad --seams exits 2" test $rc -eq 2
 check "bench model: a bad --seams says what it takes" grep -q "kernel, prologue or epilogue" "$TMPDIR_ERR"
