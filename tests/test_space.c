@@ -327,6 +327,39 @@ static void test_prologue_launch(tailor_ctx *ctx)
                        "scalar f:1e-06 i:1 i:200 i:352 i:208") == 0, "w4a16_pro launch: %s", got);
 }
 
+/* Decode attention with prep = 1 appends q_w, inv_freq and eps to both templates' arguments
+ * (ATTN_PREP_PARAMS); prep = 0 hands neither. A W4A16 part of a stack passes the stack's scale
+ * row stride where a whole matrix passes its own n rounded up to 16. */
+static void test_stride_and_prep_launch(tailor_ctx *ctx)
+{
+    char got[600];
+    const char *dec = "kv_len=512,head_dim=256,heads=8,kv_heads=1,window=512,batch=1,prep=";
+    const char *v1 = "{\"ASYNC\":1,\"BN\":64,\"MMA_K\":16,\"SPLITS\":8,\"STAGES\":2,\"WN\":4}";
+    char shape[160];
+    snprintf(shape, sizeof shape, "%s1", dec);
+    launch_text(ctx, "attention_decode", v1, shape, got, sizeof got);
+    CHECKF(strstr(got, "| out q k_cache v_cache positions qpos ws cnt i:8 i:1 i:512 i:512 i:64 "
+                       "q_w inv_freq f:1e-06") != NULL, "attention_decode prep=1 launch: %s", got);
+    snprintf(shape, sizeof shape, "%s0", dec);
+    launch_text(ctx, "attention_decode", v1, shape, got, sizeof got);
+    CHECKF(strstr(got, "i:64") != NULL && strstr(got, "q_w") == NULL,
+           "attention_decode prep=0 launch: %s", got);
+    const char *wide = "{\"ASYNC\":1,\"BN\":16,\"KW\":2,\"MMA_K\":16,\"QWAVES\":4,\"STAGES\":2,"
+                       "\"WN\":2}";
+    launch_text(ctx, "attention_decode_wide", wide,
+                "kv_len=4096,head_dim=512,heads=8,kv_heads=1,window=0,batch=1,prep=1", got,
+                sizeof got);
+    const char *tail = " q_w inv_freq f:1e-06";
+    size_t len = strlen(got), tl = strlen(tail);
+    CHECKF(len > tl && strcmp(got + len - tl, tail) == 0,
+           "attention_decode_wide prep=1 launch ends with q_w inv_freq eps: %s", got);
+    const char *gemv = "{\"KWARPS\":2,\"MT\":1,\"ROWS\":2,\"THREADS\":256}";
+    launch_text(ctx, "w4a16_gemv", gemv, "m=1,n=2048,k=1536,group=128,s_ld=2560", got, sizeof got);
+    CHECKF(strstr(got, "i:1 i:2048 i:1536 i:2560") != NULL, "w4a16 part launch: %s", got);
+    launch_text(ctx, "w4a16_gemv", gemv, "m=1,n=200,k=1536,group=128", got, sizeof got);
+    CHECKF(strstr(got, "i:1 i:200 i:1536 i:208") != NULL, "w4a16 whole launch: %s", got);
+}
+
 /* The helper library (templates/include/spacelib.lua, the global `tailor`): spaces use it, it is
  * part of their hash, and a broken one is named. */
 static void test_space_lib(tailor_ctx *ctx)
@@ -387,6 +420,7 @@ int main(void)
     test_plan_errors(ctx);
     test_launch_purpose(ctx);
     test_prologue_launch(ctx);
+    test_stride_and_prep_launch(ctx);
     test_space_lib(ctx);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
