@@ -86,14 +86,15 @@ static tailor_status print_profile(tailor_ctx *ctx, tailor_gemma4_gpu *g, int32_
 static void model_usage(void)
 {
     printf("usage: tailor bench model (--model DIR | --preset NAME) [--quantize w4a16]\n"
-           "         [--prompt-len N] [--decode N] [--cache FILE] [--profile] [--no-pdl]\n"
-           "         [--separate-gating] [--attention-q-prep] [--seams kernel|prologue|epilogue]\n"
-           "         [--json]\n\n"
+           "         [--quantize-head] [--prompt-len N] [--decode N] [--cache FILE]\n"
+           "         [--profile] [--no-pdl] [--separate-gating] [--attention-q-prep]\n"
+           "         [--seams kernel|prologue|epilogue] [--json]\n\n"
            "Gemma 4 end to end on the GPU: prefill and decode tok/s, time to first token, peak host\n"
            "memory of the load, GPU memory, decode against the bandwidth bound (weight bytes per\n"
            "token over the copy bandwidth measured in the same run). Without --model, random\n"
            "weights of the preset's shapes are made on the GPU. --profile: one decode step kernel\n"
-           "by kernel; --no-pdl: no programmatic dependent launch; --separate-gating: the MLP and PLE\n"
+           "by kernel; --quantize-head: the LM head as an int4 copy of the embedding (group 128);\n"
+           "--no-pdl: no programmatic dependent launch; --separate-gating: the MLP and PLE\n"
            "gating as their own kernels instead of GEMV epilogues; --attention-q-prep: q's norm and\n"
            "RoPE inside decode attention instead of a kernel before it; --seams: the layer seams as\n"
            "their own kernels, in the next GEMV (the default before 16-bit ones) or in the\n"
@@ -114,10 +115,11 @@ int bench_model(int argc, char **argv)
                                          {"seams", required_argument, 0, 'U'},
                                          {"separate-gating", no_argument, 0, 'G'},
                                          {"attention-q-prep", no_argument, 0, 'Q'},
+                                         {"quantize-head", no_argument, 0, 'H'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     const char *model = NULL, *preset = NULL, *quant = NULL, *cache_file = NULL;
-    int plen = 512, ndec = 128, json = 0, profile = 0, no_pdl = 0, seams = 0, sepgate = 0, qprep = 0, c;
+    int plen = 512, ndec = 128, json = 0, profile = 0, no_pdl = 0, seams = 0, sepgate = 0, qprep = 0, qhead = 0, c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
@@ -138,6 +140,7 @@ int bench_model(int argc, char **argv)
             break;
         case 'G': sepgate = 1; break;
         case 'Q': qprep = 1; break;
+        case 'H': qhead = 1; break;
         case 'h': model_usage(); return 0;
         default: return cli_bad_flag("bench model", argc, argv);
         }
@@ -177,7 +180,8 @@ int bench_model(int argc, char **argv)
         s = tailor_kernels_create(ctx, gpu, cache, NULL, 1, &ks);
     tailor_gemma4_gpu_opts o = {.max_tokens = plen + ndec + 1, .dtype = -1, .quantize = quant != NULL,
                                 .no_pdl = no_pdl, .seams = seams,
-                                .separate_gating = sepgate, .attention_q_prep = qprep};
+                                .separate_gating = sepgate, .attention_q_prep = qprep,
+                                .quantize_head = qhead};
     double tl0 = now_s();
     if (s == TAILOR_OK)
         s = create(ctx, m, &cfg, gpu, ks, &o, &g);

@@ -27,13 +27,17 @@ static void usage(FILE *out)
             "                  [--max-tokens N] [--greedy | --temperature T --top-p P --top-k K "
             "--seed S]\n"
             "                  [--print-ids] [--dump-logits FILE] [--dtype fp16|bf16]\n"
-            "                  [--quantize w4a16] [--rehearse PROFILE] [--cache FILE]\n\n"
+            "                  [--quantize w4a16] [--quantize-head] [--rehearse PROFILE]\n"
+            "                  [--cache FILE]\n\n"
             "  --device gpu|cpu  tuned kernels on GPU 0 (the default when there is one) or the "
             "plain-C\n"
             "                    fp32 reference forward\n"
             "  --dtype D         GPU compute dtype (default: fp16 below sm_80, else bf16)\n"
             "  --quantize w4a16  quantize a 16-bit checkpoint's linears to int4 on load (group "
             "128)\n"
+            "  --quantize-head   the LM head reads an int4 copy of the embedding (group 128): a "
+            "quarter\n"
+            "                    of its bytes per token; logits of the quantized head\n"
             "  --rehearse P      use the kernels chosen under profile P's budget (e.g. t4)\n"
             "  --cache FILE      the kernel cache (default: the user's cache)\n"
             "  --ids LIST        prompt token ids, comma-separated (no BOS added)\n"
@@ -50,7 +54,7 @@ static void usage(FILE *out)
 
 typedef struct run_args {
     const char *model, *device, *ids, *prompt, *dump, *dtype, *quantize, *rehearse, *cache;
-    int chat, max_tokens, print_ids, sampling;
+    int chat, max_tokens, print_ids, sampling, quantize_head;
     tailor_sampler_params sp;
 } run_args;
 
@@ -90,7 +94,8 @@ static int parse_ids(const char *s, int32_t **out, size_t *n)
 static int parse_args(int argc, char **argv, run_args *a)
 {
     enum { O_MODEL = 1, O_DEVICE, O_IDS, O_PROMPT, O_CHAT, O_MAX, O_GREEDY, O_TEMP, O_TOPP,
-           O_TOPK, O_SEED, O_PRINT, O_DUMP, O_HELP, O_DTYPE, O_QUANT, O_REHEARSE, O_CACHE };
+           O_TOPK, O_SEED, O_PRINT, O_DUMP, O_HELP, O_DTYPE, O_QUANT, O_REHEARSE, O_CACHE,
+           O_QHEAD };
     static const struct option opts[] = {
         {"model", required_argument, 0, O_MODEL},     {"device", required_argument, 0, O_DEVICE},
         {"ids", required_argument, 0, O_IDS},         {"prompt", required_argument, 0, O_PROMPT},
@@ -101,6 +106,7 @@ static int parse_args(int argc, char **argv, run_args *a)
         {"dump-logits", required_argument, 0, O_DUMP}, {"help", no_argument, 0, O_HELP},
         {"dtype", required_argument, 0, O_DTYPE},     {"quantize", required_argument, 0, O_QUANT},
         {"rehearse", required_argument, 0, O_REHEARSE}, {"cache", required_argument, 0, O_CACHE},
+        {"quantize-head", no_argument, 0, O_QHEAD},
         {0, 0, 0, 0}};
     memset(a, 0, sizeof *a);
     a->device = NULL;
@@ -152,6 +158,7 @@ static int parse_args(int argc, char **argv, run_args *a)
         case O_QUANT: a->quantize = optarg; break;
         case O_REHEARSE: a->rehearse = optarg; break;
         case O_CACHE: a->cache = optarg; break;
+        case O_QHEAD: a->quantize_head = 1; break;
         case O_HELP: usage(stdout); return -1;
         default: return cli_bad_flag("run", argc, argv);
         }
@@ -339,7 +346,8 @@ static tailor_status generate_gpu(tailor_ctx *ctx, const run_args *a, tailor_gem
     if (s == TAILOR_OK)
         s = tailor_kernels_create(ctx, gpu, cache, reh, 1, &ks);
     tailor_gemma4_gpu_opts o = {.max_tokens = (int)n + a->max_tokens + 1, .dtype = -1,
-                                .quantize = a->quantize != NULL, .all_logits = a->dump != NULL};
+                                .quantize = a->quantize != NULL, .quantize_head = a->quantize_head,
+                                .all_logits = a->dump != NULL};
     if (a->dtype)
         o.dtype = strcmp(a->dtype, "fp16") == 0 ? TAILOR_DTYPE_F16 : TAILOR_DTYPE_BF16;
     else if (reh)

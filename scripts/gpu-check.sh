@@ -5,7 +5,7 @@
 # quick: the GPU tests with the long scripts in their smoke subsets (MATMUL_QUICK, W4A16_QUICK,
 # ATTN_QUICK), fitting one 10-minute device call; model: Gemma 4 E2B decode and prefill figures
 # with the same-run comparisons (PDL off, gating kernels, each place of the seams, q prepared
-# inside attention, W4A16 with and without int4 prologues, 31B).
+# inside attention, W4A16 with and without int4 prologues, the int4 LM head, 31B).
 set -uo pipefail
 what=${1:-all}
 filter=${2:-}
@@ -58,6 +58,8 @@ if [[ $what == model || $what == all ]]; then
                "--prompt-len 1 --decode 128 --seams epilogue" \
                "--prompt-len 1 --decode 128 --attention-q-prep" "--prompt-len 512 --decode 32" \
                "--prompt-len 1 --decode 128 --quantize w4a16" \
+               "--prompt-len 1 --decode 128 --quantize w4a16 --quantize-head" \
+               "--prompt-len 1 --decode 128 --quantize-head" \
                "--prompt-len 1 --decode 128 --quantize w4a16 --seams prologue" \
                "--prompt-len 1 --decode 128 --profile"; do
     echo "== bench model $flags" >>"$M"

@@ -20,6 +20,8 @@ check "e2b W4A16 decode runs the 12288-wide gate|up stack as one GEMV" \
   grep -q "^w4a16_matmul .*k=1536,m=1,n=24576,s_ld=0" <<<"$out"
 check "e2b W4A16 prefill runs q as a part of its stack" \
   grep -q "^w4a16_matmul .*k=1536,m=512,n=2048,s_ld=2560" <<<"$out"
+check "e2b W4A16 lists the int4 LM head (--quantize-head)" \
+  grep -q "^w4a16_matmul .*k=1536,m=1,n=262144" <<<"$out"
 check "e2b decode attention takes q prepared by qk_norm_rope by default" \
   grep -q "^attention_decode .*prep=0" <<<"$out"
 # decode seams run as the next 16-bit GEMV's prologue: after o into the gated gate|up (mode 0),
@@ -78,6 +80,7 @@ check "bench model --help exits 0" test $rc -eq 0
 check "bench model --help lists --profile and --no-pdl" grep -q -- "--profile.*--no-pdl" "$TMPDIR_ERR"
 check "bench model --help lists --seams" grep -q -- "--seams kernel|prologue|epilogue" "$TMPDIR_ERR"
 check "bench model --help lists --attention-q-prep" grep -q -- "--attention-q-prep" "$TMPDIR_ERR"
+check "bench model --help lists --quantize-head" grep -q -- "--quantize-head" "$TMPDIR_ERR"
 "$T" bench model --preset gemma-4-e2b --seams sideways 2>"$TMPDIR_ERR"; rc=$?
 check "bench model: a bad --seams exits 2" test $rc -eq 2
 check "bench model: a bad --seams says what it takes" grep -q "kernel, prologue or epilogue" "$TMPDIR_ERR"

@@ -48,7 +48,9 @@ static tailor_status add(tailor_ctx *ctx, target_list *l, const char *op, const 
 static tailor_status add_pass(tailor_ctx *ctx, target_list *l, const tailor_gemma4_config *cfg,
                               const tailor_gemma4 *m, int quantize)
 {
-    tailor_gemma4_gpu_opts o = {.max_tokens = TARGET_MAX_TOKENS, .quantize = quantize};
+    /* the quantized pass also lists the int4 LM head (--quantize-head) */
+    tailor_gemma4_gpu_opts o = {.max_tokens = TARGET_MAX_TOKENS, .quantize = quantize,
+                                .quantize_head = quantize};
     tailor_gemma4_kernel_use *uses = NULL;
     int n = 0;
     tailor_status st = tailor_gemma4_gpu_kernels(ctx, cfg, m, &o, &uses, &n);

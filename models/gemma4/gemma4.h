@@ -183,6 +183,10 @@ typedef struct tailor_gemma4_gpu_opts {
                          follow the device (fp16 below sm_80, else bf16) */
     int quantize;     /* 1: dense q/k/v/o/gate/up/down become W4A16 on load (group 128,
                          symmetric round-to-nearest); embeddings, LM head and PLE stay 16-bit */
+    int quantize_head; /* 1: the LM head reads an int4 copy of the tied embedding (group 128,
+                          symmetric round-to-nearest as --quantize, when hidden is a multiple of
+                          128; lookups keep the 16-bit rows): a quarter of the head's bytes per
+                          token, its logits no longer those of the 16-bit weights */
     int all_logits;   /* 1: prefill returns the logits of every prompt position (--dump-logits,
                          tests); 0: only the last one's */
     int chunk;        /* prefill rows per chunk (0: min(sliding window, 512); never above W) */

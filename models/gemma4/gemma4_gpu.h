@@ -51,6 +51,8 @@ struct tailor_gemma4_gpu {
     tailor_dtype dt;
     size_t es;                  /* bytes per dtype element */
     int max_tokens, chunk, all_logits, logit_rows, quantize, w4a16;
+    int quantize_head;          /* opts.quantize_head: the LM head is `lm`, int4 */
+    g4g_mat lm;                 /* the int4 LM head (an int4 copy of the embedding), or empty */
     int glu_epilogue;           /* !opts.separate_gating: decode gating in the GEMV epilogue */
     int q_prep_in_attention;    /* opts.attention_q_prep: decode attention prepares raw q */
     int seam_epilogue;          /* opts.seams EPILOGUE: decode seams in the GEMV epilogue */

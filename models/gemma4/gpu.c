@@ -514,11 +514,11 @@ static tailor_status layer(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int T, 
 static tailor_status head(tailor_ctx *ctx, tailor_gemma4_gpu *g, int r0, int rows)
 {
     const tailor_gemma4_config *c = &g->cfg;
-    g4g_mat lm = {.n = c->vocab, .k = c->hidden, .w = g->embed};
+    g4g_mat lm = {.n = c->vocab, .k = c->hidden, .w = g->embed}; /* tied to the embedding */
     tailor_status st = seam_settle(ctx, g); /* the LM head is no place for a prologue */
     if (st == TAILOR_OK)
-        st = linear(ctx, g, &lm, off(g->y, (size_t)r0 * (size_t)c->hidden, g->es), g->logits,
-                    rows);
+        st = linear(ctx, g, g->lm.qw ? &g->lm : &lm,
+                    off(g->y, (size_t)r0 * (size_t)c->hidden, g->es), g->logits, rows);
     if (st)
         return st;
     tailor_shape s = {0};

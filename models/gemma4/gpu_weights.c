@@ -32,6 +32,25 @@ static tailor_status dalloc(tailor_ctx *ctx, tailor_gemma4_gpu *g, size_t bytes,
     return tailor_gpu_memset8(ctx, g->gpu, *out, 0, bytes);
 }
 
+/* Deterministic pseudo-random device data (op gemma4_fill: mode 0 hashed words, mode 1 dtype
+ * values around off_e6 / 1e6 spread by amp_e6 / 1e9 per step), for random-weight models. */
+static tailor_status rnd_fill(tailor_ctx *ctx, tailor_gemma4_gpu *g, CUdeviceptr p, size_t bytes,
+                              int mode, long long amp_e6, long long off_e6)
+{
+    if (g->dry && g->like)
+        return TAILOR_OK; /* mirroring a checkpoint: its weights are uploaded, not made */
+    tailor_shape s = {0}, t = {0};
+    g4g_put(&s, "words", (long long)(bytes / 4));
+    g4g_put(&s, "mode", mode);
+    g4g_put(&s, "seed", (long long)(g->seed++ & 0x7fffffff));
+    g4g_put(&s, "amp_e6", amp_e6);
+    g4g_put(&s, "off_e6", off_e6);
+    g4g_put(&t, "words", 1 << 20);
+    g4g_put(&t, "mode", 1);
+    tailor_binding b[] = {{"out", p}};
+    return g4g_run(ctx, g, "gemma4_fill", &t, &s, b, 1);
+}
+
 static int st_to_dtype(tailor_st_dtype d, tailor_dtype *out)
 {
     switch (d) {
@@ -349,6 +368,31 @@ static void release_source(void *arg, const void *src, size_t bytes)
     tailor_st_release((const tailor_st *)arg, src, bytes);
 }
 
+/* opts.quantize_head: the LM head as an int4 copy of the tied embedding (group 128, symmetric
+ * round-to-nearest, as --quantize), from the checkpoint's rows (embed, of dtype ed) or random
+ * (embed NULL); a hidden size that is not a multiple of 128 keeps the 16-bit head, as
+ * --quantize keeps such linears. It leaves g->w4a16 alone: that says the linears are int4. */
+static tailor_status up_head(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_upload *u,
+                             const void *embed, tailor_dtype ed)
+{
+    tailor_w4a16_layout lay;
+    tailor_upload_w4a16_dst dst;
+    int was_w4a16 = g->w4a16;
+    if (tailor_w4a16_layout_init(NULL, g->cfg.vocab, g->cfg.hidden, 128, 0, &lay) != TAILOR_OK)
+        return TAILOR_OK; /* the 16-bit head stays, as --quantize's linears do */
+    g->lm.n = g->cfg.vocab;
+    g->lm.k = g->cfg.hidden;
+    tailor_status st = alloc_w4(ctx, g, &lay, NULL, &g->lm, &dst);
+    g->w4a16 = was_w4a16;
+    if (st)
+        return st;
+    if (embed)
+        return tailor_upload_quantize(ctx, u, &lay, embed, ed, g->dt, &dst);
+    st = rnd_fill(ctx, g, g->lm.qw, lay.qweight_words * 4, 0, 0, 0);
+    return st ? st : rnd_fill(ctx, g, g->lm.sc, (lay.scale_count * g->es + 3) & ~(size_t)3, 1,
+                              1000, 4000);
+}
+
 static tailor_status up_model(tailor_ctx *ctx, tailor_gemma4_gpu *g)
 {
     const tailor_gemma4 *m = g->model;
@@ -367,6 +411,8 @@ static tailor_status up_model(tailor_ctx *ctx, tailor_gemma4_gpu *g)
         st = dalloc(ctx, g, ne * g->es, &g->weight_bytes, &g->embed);
     if (st == TAILOR_OK)
         st = tailor_upload_convert(ctx, u, g->embed, m->embed->data, ed, g->dt, ne);
+    if (st == TAILOR_OK && g->quantize_head)
+        st = up_head(ctx, g, u, m->embed->data, ed);
     tailor_st_release(m->st, m->embed->data, m->embed->nbytes);
     if (st == TAILOR_OK)
         st = up_vec(ctx, g, u, m->final_norm, c->hidden, &g->final_norm);
@@ -385,23 +431,6 @@ static tailor_status up_model(tailor_ctx *ctx, tailor_gemma4_gpu *g)
 }
 
 /* ---- random weights made on the GPU ----------------------------------------------------------- */
-
-static tailor_status rnd_fill(tailor_ctx *ctx, tailor_gemma4_gpu *g, CUdeviceptr p, size_t bytes,
-                              int mode, long long amp_e6, long long off_e6)
-{
-    if (g->dry && g->like)
-        return TAILOR_OK; /* mirroring a checkpoint: its weights are uploaded, not made */
-    tailor_shape s = {0}, t = {0};
-    g4g_put(&s, "words", (long long)(bytes / 4));
-    g4g_put(&s, "mode", mode);
-    g4g_put(&s, "seed", (long long)(g->seed++ & 0x7fffffff));
-    g4g_put(&s, "amp_e6", amp_e6);
-    g4g_put(&s, "off_e6", off_e6);
-    g4g_put(&t, "words", 1 << 20);
-    g4g_put(&t, "mode", 1);
-    tailor_binding b[] = {{"out", p}};
-    return g4g_run(ctx, g, "gemma4_fill", &t, &s, b, 1);
-}
 
 static tailor_status rnd_vec(tailor_ctx *ctx, tailor_gemma4_gpu *g, int n, CUdeviceptr *out)
 {
@@ -465,6 +494,8 @@ static tailor_status rnd_model(tailor_ctx *ctx, tailor_gemma4_gpu *g)
     tailor_status st = dalloc(ctx, g, ne, &g->weight_bytes, &g->embed);
     if (st == TAILOR_OK)
         st = rnd_fill(ctx, g, g->embed, ne, 1, 30000, 0);
+    if (st == TAILOR_OK && g->quantize_head)
+        st = up_head(ctx, g, NULL, NULL, TAILOR_DTYPE_BF16);
     if (st == TAILOR_OK)
         st = rnd_vec(ctx, g, H, &g->final_norm);
     const tailor_gemma4 *m = g->like;
@@ -678,6 +709,7 @@ static void configure(tailor_gemma4_gpu *g, const tailor_gemma4_config *cfg,
                                                                           : fallback;
     g->es = 2;
     g->quantize = o->quantize;
+    g->quantize_head = o->quantize_head;
     g->glu_epilogue = !o->separate_gating;
     g->q_prep_in_attention = o->attention_q_prep != 0;
     g->seam_epilogue = o->seams == TAILOR_GEMMA4_SEAMS_EPILOGUE;
@@ -778,13 +810,15 @@ static tailor_status create(tailor_ctx *ctx, const tailor_gemma4 *m, const tailo
     g->seed = (uint32_t)seed;
     configure(g, cfg, o, dev->cc_major >= 8 ? TAILOR_DTYPE_BF16 : TAILOR_DTYPE_F16);
     tailor_log(ctx, TAILOR_LOG_INFO,
-               "gemma4 gpu: %s, sm_%d, compute %s (%s), weights %s%s; kernels from the cache, "
-               "tuned on demand when missing", dev->name, dev->cc_major * 10 + dev->cc_minor, tailor_dtype_name(g->dt),
+               "gemma4 gpu: %s, sm_%d, compute %s (%s), weights %s%s%s; kernels from the cache, "
+               "tuned on demand when missing", dev->name, dev->cc_major * 10 + dev->cc_minor,
+               tailor_dtype_name(g->dt),
                o->dtype == TAILOR_DTYPE_F16 || o->dtype == TAILOR_DTYPE_BF16 ? "--dtype"
                                                                              : "follows the device",
                m ? (tailor_gemma4_is_w4a16(m) ? "W4A16 checkpoint" : "16-bit checkpoint")
                  : "random (made on the GPU)",
-               o->quantize ? ", quantized to W4A16 on load" : "");
+               o->quantize ? ", quantized to W4A16 on load" : "",
+               o->quantize_head ? ", an int4 copy of the embedding as the LM head" : "");
     tailor_status st = m ? up_model(ctx, g) : rnd_model(ctx, g);
     if (st == TAILOR_OK)
         st = alloc_kv(ctx, g);
@@ -846,7 +880,10 @@ void tailor_gemma4_gpu_get_info(const tailor_gemma4_gpu *g, tailor_gemma4_gpu_in
     info->dtype = (int)g->dt;
     info->w4a16 = g->w4a16;
     info->weight_bytes = g->weight_bytes;
+    /* the embedding is read whole as the LM head, unless the head is its int4 copy */
     info->weight_bytes_token = g->weight_bytes;
+    if (g->lm.qw)
+        info->weight_bytes_token -= (size_t)g->cfg.vocab * (size_t)g->cfg.hidden * g->es;
     info->kv_bytes = g->kv_bytes;
     info->act_bytes = g->act_bytes;
     info->kernels_cached = g->kernels_cached;
