@@ -404,6 +404,24 @@ static tailor_status kv_update(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int
     return g4g_run(ctx, g, "gemma4_kv_store", &t, &s, b, 10);
 }
 
+/* q of layer i normed and rotated (op qk_norm_rope) from x (g->qb itself, or a q|k|v stack's
+ * output) into g->qb. */
+static tailor_status prep_q(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int T, CUdeviceptr x)
+{
+    const tailor_gemma4_layer *ly = &g->cfg.layer[i];
+    const g4g_layer *L = &g->layers[i];
+    tailor_shape s = {0};
+    g4g_put(&s, "tokens", T);
+    g4g_put(&s, "heads", g->cfg.n_heads);
+    g4g_put(&s, "head_dim", ly->head_dim);
+    g4g_put(&s, "weight", 1);
+    g4g_put(&s, "rope", ly->full ? 2 : 1);
+    g4g_put(&s, "inplace", x == g->qb);
+    tailor_binding b[] = {{"x", x}, {"w", L->q_norm}, {"pos", g->posb},
+                          {"inv_freq", L->inv_freq}, {"out", g->qb}};
+    return run_rows(ctx, g, "qk_norm_rope", &s, "tokens", g->tchunk, b, 5);
+}
+
 /* Attention of layer i: q against its source's cache into g->att. q is normed and rotated
  * (g->qb), or with raw_q (decode only) the raw projection that attention_decode prepares
  * itself (prep=1). */
@@ -450,8 +468,9 @@ static tailor_status layer(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int T, 
     const tailor_gemma4_config *c = &g->cfg;
     const tailor_gemma4_layer *ly = &c->layer[i];
     g4g_layer *L = &g->layers[i];
-    /* decode (one row) runs a dense q|k|v stack as one matrix into g->dec: q, k, v follow each
-     * other there; prefill runs the parts (views into the stack) into their own buffers */
+    /* decode (one row) runs a q|k|v stack (dense or int4) as one matrix into g->dec: q, k, v
+     * follow each other there; prefill runs the parts (views into the stack) into their own
+     * buffers */
     int stacked = decode && T == 1 && g4g_mat_present(&L->qkv);
     size_t qn = (size_t)c->n_heads * (size_t)ly->head_dim;
     size_t kvn = (size_t)ly->n_kv_heads * (size_t)ly->head_dim;
@@ -461,19 +480,8 @@ static tailor_status layer(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int T, 
         return st;
     /* one decode row, when asked: attention_decode normalises and rotates q itself (prep=1) */
     CUdeviceptr raw_q = decode && T == 1 && g->q_prep_in_attention ? (stacked ? g->dec : g->qb) : 0;
-    if (!raw_q) {
-        tailor_shape s = {0};
-        g4g_put(&s, "tokens", T);
-        g4g_put(&s, "heads", c->n_heads);
-        g4g_put(&s, "head_dim", ly->head_dim);
-        g4g_put(&s, "weight", 1);
-        g4g_put(&s, "rope", ly->full ? 2 : 1);
-        g4g_put(&s, "inplace", stacked ? 0 : 1);
-        tailor_binding qb[] = {{"x", stacked ? g->dec : g->qb}, {"w", L->q_norm},
-                               {"pos", g->posb}, {"inv_freq", L->inv_freq}, {"out", g->qb}};
-        if ((st = run_rows(ctx, g, "qk_norm_rope", &s, "tokens", g->tchunk, qb, 5)))
-            return st;
-    }
+    if (!raw_q && (st = prep_q(ctx, g, i, T, stacked ? g->dec : g->qb)))
+        return st;
     CUdeviceptr kraw = stacked ? off(g->dec, qn, g->es) : 0;
     CUdeviceptr vraw = stacked ? off(g->dec, qn + kvn, g->es) : 0;
     if (!ly->kv_shared && (st = kv_update(ctx, g, i, T, p0, decode, kraw, vraw)))
