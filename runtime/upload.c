@@ -299,34 +299,6 @@ tailor_status tailor_upload_w4a16(tailor_ctx *ctx, tailor_upload *u, const tailo
     return st;
 }
 
-/* Round-to-nearest symmetric int4 of rows [row0, row0 + rows) into checkpoint layout. */
-static void quantize_rows(const tailor_w4a16_layout *lay, const void *w, tailor_dtype wd,
-                          tailor_dtype out_dtype, int row0, int rows, int32_t *packed,
-                          uint16_t *scales)
-{
-    size_t wpr = (size_t)lay->k / 8;
-    memset(packed, 0, (size_t)rows * wpr * 4);
-    for (int r = 0; r < rows; r++) {
-        size_t base = (size_t)(row0 + r) * (size_t)lay->k;
-        for (int g = 0; g < lay->groups; g++) {
-            float amax = 0;
-            for (int c = g * lay->group; c < (g + 1) * lay->group; c++)
-                amax = fmaxf(amax, fabsf(load_elem(w, wd, base + (size_t)c)));
-            float s = amax / 7.0f;
-            uint16_t sh = out_dtype == TAILOR_DTYPE_BF16 ? tailor_f32_to_bf16(s) : tailor_f32_to_f16(s);
-            s = out_dtype == TAILOR_DTYPE_BF16 ? tailor_bf16_to_f32(sh) : tailor_f16_to_f32(sh);
-            scales[(size_t)r * (size_t)lay->groups + (size_t)g] = sh;
-            for (int c = g * lay->group; c < (g + 1) * lay->group; c++) {
-                float q = s > 0 ? rintf(load_elem(w, wd, base + (size_t)c) / s) : 0.0f;
-                int qi = q < -8 ? -8 : q > 7 ? 7 : (int)q;
-                uint32_t nib = (uint32_t)(qi + 8) & 0xfu;
-                packed[(size_t)r * wpr + (size_t)(c / 8)] =
-                    (int32_t)((uint32_t)packed[(size_t)r * wpr + (size_t)(c / 8)] | (nib << (4 * (c % 8))));
-            }
-        }
-    }
-}
-
 tailor_status tailor_upload_quantize(tailor_ctx *ctx, tailor_upload *u,
                                      const tailor_w4a16_layout *lay, const void *w,
                                      tailor_dtype w_dtype, tailor_dtype out_dtype,
@@ -347,7 +319,7 @@ tailor_status tailor_upload_quantize(tailor_ctx *ctx, tailor_upload *u,
         st = tailor_set_error(ctx, TAILOR_ERR_NOMEM, "upload: out of memory for quantizing");
     for (int row0 = 0; row0 < lay->n && st == TAILOR_OK; row0 += wk.block_rows) {
         int rows = lay->n - row0 < wk.block_rows ? lay->n - row0 : wk.block_rows;
-        quantize_rows(lay, w, w_dtype, out_dtype, row0, rows, packed, scales);
+        tailor_w4a16_quantize_rows(lay, w, w_dtype, out_dtype, row0, rows, packed, scales);
         st = w4_block(ctx, u, &wk, row0, rows, packed, scales, out_dtype, NULL, dst->qweight);
     }
     if (st == TAILOR_OK)

@@ -1,6 +1,7 @@
 /* w4a16.c — repacks compressed-tensors int4 weights into tailor's kernel layout (w4a16.h). */
 #include "w4a16.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "half.h"
@@ -64,7 +65,7 @@ static uint32_t ct_nibble(const int32_t *packed, int words_per_row, int n, int k
 
 static int is_half_dtype(tailor_dtype d) { return d == TAILOR_DTYPE_F16 || d == TAILOR_DTYPE_BF16; }
 
-static float load_scale(tailor_dtype d, const void *buf, size_t i)
+static float load_float(tailor_dtype d, const void *buf, size_t i)
 {
     if (d == TAILOR_DTYPE_F32)
         return ((const float *)buf)[i];
@@ -106,7 +107,7 @@ static void repack_scale_rows(const tailor_w4a16_layout *lay, int row0, int end,
             float s = 0.0f;
             uint32_t z = 8;
             if (n < lay->n) {
-                s = load_scale(scale_dtype, scales, (size_t)r * (size_t)g_count + (size_t)g);
+                s = load_float(scale_dtype, scales, (size_t)r * (size_t)g_count + (size_t)g);
                 if (lay->has_zp) {
                     uint32_t w = (uint32_t)zeros[(size_t)(r / 8) * (size_t)g_count + (size_t)g];
                     z = (w >> (4 * (r % 8))) & 0xfu;
@@ -180,7 +181,7 @@ tailor_status tailor_w4a16_dequantize(tailor_ctx *ctx, const tailor_w4a16_layout
             int u = (int)((qweight[pos] >> (4 * nib)) & 0xfu);
             size_t si = (size_t)(k / lay->group) * (size_t)lay->ld + (size_t)n;
             int z = lay->has_zp ? zeros[si] : 8;
-            float v = (float)(u - z) * load_scale(dtype, scales, si);
+            float v = (float)(u - z) * load_float(dtype, scales, si);
             w[(size_t)r * (size_t)lay->k + (size_t)k] =
                 dtype == TAILOR_DTYPE_BF16 ? tailor_round_bf16(v) : tailor_round_f16(v);
         }
@@ -214,4 +215,30 @@ void tailor_w4a16_ct_pack_zeros(int n, int groups, const int8_t *zp, int32_t *ze
             }
             zeros[(size_t)r * (size_t)groups + (size_t)g] = (int32_t)word;
         }
+}
+
+void tailor_w4a16_quantize_rows(const tailor_w4a16_layout *lay, const void *w, tailor_dtype wd,
+                                tailor_dtype out_dtype, int row0, int rows, int32_t *packed,
+                                uint16_t *scales)
+{
+    size_t wpr = (size_t)lay->k / 8;
+    int bf = out_dtype == TAILOR_DTYPE_BF16;
+    memset(packed, 0, (size_t)rows * wpr * 4);
+    for (int r = 0; r < rows; r++) {
+        size_t base = (size_t)(row0 + r) * (size_t)lay->k;
+        for (int g = 0; g < lay->groups; g++) {
+            float amax = 0;
+            for (int c = g * lay->group; c < (g + 1) * lay->group; c++)
+                amax = fmaxf(amax, fabsf(load_float(wd, w, base + (size_t)c)));
+            uint16_t sh = bf ? tailor_f32_to_bf16(amax / 7.0f) : tailor_f32_to_f16(amax / 7.0f);
+            float s = bf ? tailor_bf16_to_f32(sh) : tailor_f16_to_f32(sh);
+            scales[(size_t)r * (size_t)lay->groups + (size_t)g] = sh;
+            for (int c = g * lay->group; c < (g + 1) * lay->group; c++) {
+                float q = s > 0 ? rintf(load_float(wd, w, base + (size_t)c) / s) : 0.0f;
+                int qi = q < -8 ? -8 : q > 7 ? 7 : (int)q;
+                uint32_t *word = (uint32_t *)&packed[(size_t)r * wpr + (size_t)(c / 8)];
+                *word |= ((uint32_t)(qi + 8) & 0xfu) << (4 * (c % 8));
+            }
+        }
+    }
 }

@@ -92,6 +92,15 @@ void tailor_w4a16_ct_pack(int n, int k, const int8_t *q, int32_t *packed);
 /* Packs zero points zp[n, groups] (-8..7) into the checkpoint layout [ceil(n/8), groups]. */
 void tailor_w4a16_ct_pack_zeros(int n, int groups, const int8_t *zp, int32_t *zeros);
 
+/* Round-to-nearest symmetric int4 (what --quantize and --quantize-head do) of rows
+ * [row0, row0 + rows) of a dense weight w [lay->n, lay->k] (F32, F16 or BF16): per group,
+ * scale = max|w| / 7 rounded to out_dtype (F16 or BF16), q = clamp(rint(w / scale), -8, 7)
+ * (0 where the scale is 0), into the checkpoint layout of those rows: packed [rows, k/8] and
+ * scales [rows, groups] as 16-bit words of out_dtype. Dequantized value: q * scale. */
+void tailor_w4a16_quantize_rows(const tailor_w4a16_layout *lay, const void *w, tailor_dtype wd,
+                                tailor_dtype out_dtype, int row0, int rows, int32_t *packed,
+                                uint16_t *scales);
+
 /* Word index and nibble of column k of row n in the kernel's qweight (used by the repacker and
  * by tests): the value sits in bits [4*nibble, 4*nibble+3] of qweight[word]. */
 size_t tailor_w4a16_kernel_pos(const tailor_w4a16_layout *lay, int n, int k, int *nibble);

@@ -149,6 +149,67 @@ static void check_pack_round_trip(tailor_ctx *ctx, int n, int k, int group, int 
     weight_free(&w);
 }
 
+/* --quantize / --quantize-head's quantizer on a dense fp32 weight: every dequantized value is
+ * within half a scale step of the weight (the largest of a group lands on +-7 steps), scales are
+ * max|w| / 7 in the dtype, a zero group stays zero, and the result goes through the checkpoint
+ * repack and the dequantizer like any compressed-tensors weight. */
+static void check_quantizer(tailor_ctx *ctx, int n, int k, tailor_dtype dt, test_rng *rng)
+{
+    tailor_w4a16_layout lay;
+    CHECK_OK(ctx, tailor_w4a16_layout_init(ctx, n, k, 128, 0, &lay));
+    float *w = malloc((size_t)n * (size_t)k * sizeof *w);
+    float *deq = malloc((size_t)n * (size_t)k * sizeof *deq);
+    int32_t *packed = malloc(lay.ct_words * sizeof *packed);
+    uint16_t *scales = malloc((size_t)n * (size_t)lay.groups * sizeof *scales);
+    uint32_t *qw = malloc(lay.qweight_words * sizeof *qw);
+    uint16_t *ksc = malloc(lay.scale_count * sizeof *ksc);
+    if (!w || !deq || !packed || !scales || !qw || !ksc) {
+        CHECK(!"out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < (size_t)n * (size_t)k; i++)
+        w[i] = 0.05f * test_rng_normal(rng) * (1.0f + (float)(i / (size_t)k % 5));
+    for (int c = 0; c < 128 && k >= 256; c++) /* row 0, group 1: all zero */
+        w[128 + c] = 0.0f;
+    tailor_w4a16_quantize_rows(&lay, w, TAILOR_DTYPE_F32, dt, 0, n, packed, scales);
+    CHECK_OK(ctx, tailor_w4a16_repack(ctx, &lay, packed, scales, dt, NULL, dt, qw, ksc, NULL));
+    CHECK_OK(ctx, tailor_w4a16_dequantize(ctx, &lay, 0, n, qw, ksc, dt, NULL, deq));
+    int bad = 0, bad_scale = 0, at_seven = 0;
+    for (int r = 0; r < n; r++)
+        for (int g = 0; g < lay.groups; g++) {
+            float amax = 0;
+            for (int c = g * 128; c < (g + 1) * 128; c++)
+                amax = fmaxf(amax, fabsf(w[(size_t)r * (size_t)k + (size_t)c]));
+            float s = tailor_dtype_load(dt, scales, (size_t)r * (size_t)lay.groups + (size_t)g);
+            bad_scale += s != round_to(dt, amax / 7.0f);
+            for (int c = g * 128; c < (g + 1) * 128; c++) {
+                size_t i = (size_t)r * (size_t)k + (size_t)c;
+                /* half a step, the dtype's rounding of q * scale, and a scale rounded below
+                 * amax / 7 that clamps the largest values at 7 steps */
+                double lim = 0.5 * s + fabs(deq[i]) / 128.0 + 7.0 * fabs(amax / 7.0 - s) + 1e-12;
+                bad += fabs((double)deq[i] - w[i]) > lim;
+                at_seven += amax > 0 && fabsf(w[i]) == amax && fabsf(deq[i]) == round_to(dt, 7 * s);
+            }
+        }
+    CHECKF(bad == 0 && bad_scale == 0, "quantizer n=%d k=%d %s: %d values off by more than half "
+           "a step, %d scales not max|w|/7", n, k, tailor_dtype_name(dt), bad, bad_scale);
+    CHECKF(at_seven >= n * lay.groups - 1, "quantizer: the largest value of each group is 7 steps "
+           "(%d of %d groups)", at_seven, n * lay.groups);
+    if (k >= 256) {
+        int zero = 1;
+        for (int c = 128; c < 256; c++)
+            zero &= deq[c] == 0.0f;
+        CHECKF(zero && tailor_dtype_load(dt, scales, 1) == 0.0f, "quantizer: a zero group stays zero");
+    }
+done:
+    free(w);
+    free(deq);
+    free(packed);
+    free(scales);
+    free(qw);
+    free(ksc);
+}
+
 static void check_layout_refusals(tailor_ctx *ctx)
 {
     tailor_w4a16_layout lay;
@@ -475,6 +536,8 @@ int main(void)
     check_pack_round_trip(ctx, 1, 32, 32, 1, TAILOR_DTYPE_F16, &rng);
     check_pack_round_trip(ctx, 200, 352, 32, 1, TAILOR_DTYPE_BF16, &rng);
     check_layout_refusals(ctx);
+    check_quantizer(ctx, 40, 384, TAILOR_DTYPE_BF16, &rng);
+    check_quantizer(ctx, 16, 1536, TAILOR_DTYPE_F16, &rng);
 
     check_seam_op(ctx, "m=1,n=256,k=512,group=128,mode=0", TAILOR_DTYPE_BF16, SEED + 100);
     check_seam_op(ctx, "m=3,n=200,k=320,group=32,zp=1,mode=1", TAILOR_DTYPE_F16, SEED + 101);
