@@ -158,6 +158,14 @@ tailor_buffer_spec tailor_seam_y_spec(tailor_dtype dtype, size_t count);
 void tailor_fill_seam_row(tailor_dtype dtype, void *t, float *x, size_t cols, void *w_post,
                           void *w_next, float *scalar, uint64_t seed);
 
+/* One head row of Gemma 4's q/k preparation on the host (GEMMA4.md §2.5), in place on the fp32
+ * row x[hd]: RMSNorm with fp64 statistics and eps 1e-6, times w (hd values of `dtype`) unless w
+ * is NULL, then NeoX RoPE of the first `rot` pairs (j with j + hd/2) at position pos, angle
+ * pos * inv_freq[j] in fp32; no rounding. The references of qk_norm_rope and of
+ * attention_decode with prep = 1. */
+void tailor_ref_norm_rope(float *x, size_t hd, tailor_dtype dtype, const void *w, float pos,
+                          const float *inv_freq, size_t rot);
+
 /* Compares `count` elements of `got` (dtype) against `ref`; on the first element out of
  * tolerance (or NaN) returns TAILOR_ERR_VERIFY with index, values and the tolerance. */
 tailor_status tailor_op_compare(tailor_ctx *ctx, const tailor_buffer_spec *spec, const void *got,

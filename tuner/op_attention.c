@@ -400,26 +400,19 @@ static void decode_fill_prep(tailor_dtype dtype, void *q, size_t count, void *w,
         inv_freq[j] = j < 3 * hd / 8 ? 1.0f / powf(10000.0f, (float)(2 * j) / (float)hd) : 0.0f;
 }
 
-/* The reference of prep = 1, in place on the fp32 copy of q: per head row, RMSNorm (fp32
- * statistics, eps 1e-6, times w), NeoX RoPE at the sequence's qpos, one rounding to the dtype. */
+/* The reference of prep = 1, in place on the fp32 copy of q: each head row prepared as
+ * qk_norm_rope's reference does it (every pair rotates; a frequency of 0 leaves it as it is),
+ * rounded once to the dtype. */
 static void decode_prep_reference(tailor_dtype dtype, float *q, long long rows, long long heads,
-                                  long long hd, const float *w, const float *inv_freq,
+                                  long long hd, const void *w, const float *inv_freq,
                                   const int32_t *qpos)
 {
-    long long half = hd / 2;
     for (long long r = 0; r < rows; r++) {
-        float *x = q + r * hd, ss = 0.0f;
+        float *x = q + r * hd;
+        tailor_ref_norm_rope(x, (size_t)hd, dtype, w, (float)qpos[r / heads], inv_freq,
+                             (size_t)hd / 2);
         for (long long j = 0; j < hd; j++)
-            ss += x[j] * x[j];
-        float inv = 1.0f / sqrtf(ss / (float)hd + 1e-6f);
-        float p = (float)qpos[r / heads];
-        for (long long j = 0; j < half; j++) {
-            float a = x[j] * inv * w[j], b = x[j + half] * inv * w[j + half];
-            float ang = p * inv_freq[j];
-            float c = (float)cos((double)ang), sn = (float)sin((double)ang);
-            x[j] = attn_round(dtype, a * c - b * sn);
-            x[j + half] = attn_round(dtype, b * c + a * sn);
-        }
+            x[j] = attn_round(dtype, x[j]);
     }
 }
 
@@ -461,11 +454,12 @@ static void decode_fill(const tailor_shape *shape, tailor_dtype dtype,
     long long hd = tailor_shape_get(shape, "head_dim", 0), kl = tailor_shape_get(shape, "kv_len", 0);
     long long window = tailor_shape_get(shape, "window", 0);
     long long batch = tailor_shape_get(shape, "batch", 1), slots = decode_slots(shape);
-    attn_fill_qk(dtype, host[0], bufs->b[0].count, hd, &s);
+    if (tailor_shape_get(shape, "prep", 0)) /* a raw q, its norm weight and frequencies */
+        decode_fill_prep(dtype, host[0], bufs->b[0].count, host[6], host[7], hd, &s);
+    else
+        attn_fill_qk(dtype, host[0], bufs->b[0].count, hd, &s);
     attn_fill_qk(dtype, host[1], bufs->b[1].count, hd, &s); /* empty slots too: finite */
     attn_fill_v(dtype, host[2], bufs->b[2].count, &s);
-    if (bufs->count > 6)
-        decode_fill_prep(dtype, host[0], bufs->b[0].count, host[6], host[7], hd, &s);
     int32_t *pos = host[3], *qpos = host[4];
     for (long long b = 0; b < batch; b++) {
         long long t = decode_qpos(b, kl, &s);
@@ -488,18 +482,17 @@ static tailor_status decode_reference(tailor_ctx *ctx, const tailor_shape *shape
     float *q = attn_to_f32(dtype, host[0], bufs->b[0].count);
     float *k = attn_to_f32(dtype, host[1], bufs->b[1].count);
     float *v = attn_to_f32(dtype, host[2], bufs->b[2].count);
-    float *qw = bufs->count > 6 ? attn_to_f32(dtype, host[6], bufs->b[6].count) : NULL;
     const float **kr = malloc((size_t)slots * sizeof *kr);
     const float **vr = malloc((size_t)slots * sizeof *vr);
     float *scores = malloc((size_t)slots * sizeof *scores);
     tailor_status st = TAILOR_OK;
-    if (!q || !k || !v || !kr || !vr || !scores || (bufs->count > 6 && !qw)) {
+    if (!q || !k || !v || !kr || !vr || !scores) {
         st = tailor_set_error(ctx, TAILOR_ERR_NOMEM,
                               "attention_decode: no memory for the reference (%lld slots)", slots);
         goto done;
     }
-    if (qw)
-        decode_prep_reference(dtype, q, batch * heads, heads, hd, qw, host[7], qpos);
+    if (tailor_shape_get(shape, "prep", 0))
+        decode_prep_reference(dtype, q, batch * heads, heads, hd, host[6], host[7], qpos);
     long long group = heads / kvh;
     for (long long b = 0; b < batch; b++) {
         for (long long h = 0; h < heads; h++) {
@@ -520,7 +513,6 @@ done:
     free(q);
     free(k);
     free(v);
-    free(qw);
     free(kr);
     free(vr);
     free(scores);

@@ -229,3 +229,21 @@ uint64_t tailor_fill_u64(uint64_t *s)
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
 }
+
+void tailor_ref_norm_rope(float *x, size_t hd, tailor_dtype dtype, const void *w, float pos,
+                          const float *inv_freq, size_t rot)
+{
+    size_t half = hd / 2;
+    double ss = 0;
+    for (size_t c = 0; c < hd; c++)
+        ss += (double)x[c] * (double)x[c];
+    float inv = (float)(1.0 / sqrt(ss / (double)hd + 1e-6));
+    for (size_t c = 0; c < hd; c++)
+        x[c] = x[c] * inv * (w ? tailor_dtype_load(dtype, w, c) : 1.0f);
+    for (size_t j = 0; j < rot; j++) {
+        float ang = pos * inv_freq[j];
+        float c = cosf(ang), s = sinf(ang), a = x[j], b = x[j + half];
+        x[j] = a * c - b * s;
+        x[j + half] = b * c + a * s;
+    }
+}

@@ -104,7 +104,7 @@ static tailor_status qk_norm_rope_reference(tailor_ctx *ctx, const tailor_shape 
 {
     size_t tokens = (size_t)tailor_shape_get(shape, "tokens", 0);
     size_t heads = (size_t)tailor_shape_get(shape, "heads", 0);
-    size_t hd = (size_t)tailor_shape_get(shape, "head_dim", 0), half = hd / 2;
+    size_t hd = (size_t)tailor_shape_get(shape, "head_dim", 0);
     int weight = tailor_shape_get(shape, "weight", 1) != 0;
     int rot = rot_pairs(tailor_shape_get(shape, "rope", 1), (long long)hd);
     float *dst = ref[bufs->count == 4 ? QR_X : QR_OUT];
@@ -114,21 +114,10 @@ static tailor_status qk_norm_rope_reference(tailor_ctx *ctx, const tailor_shape 
     const int32_t *pos = host[QR_POS];
     const float *inv_freq = host[QR_INV_FREQ];
     for (size_t r = 0; r < tokens * heads; r++) {
-        double ss = 0;
-        for (size_t c = 0; c < hd; c++) {
-            v[c] = tailor_dtype_load(dtype, host[QR_X], r * hd + c);
-            ss += (double)v[c] * (double)v[c];
-        }
-        float inv = (float)(1.0 / sqrt(ss / (double)hd + 1e-6));
         for (size_t c = 0; c < hd; c++)
-            v[c] = v[c] * inv * (weight ? tailor_dtype_load(dtype, host[QR_W], c) : 1.0f);
-        float p = (float)pos[r / heads];
-        for (size_t j = 0; j < (size_t)rot; j++) {
-            float ang = p * inv_freq[j];
-            float c = cosf(ang), s = sinf(ang), a = v[j], b = v[j + half];
-            v[j] = a * c - b * s;
-            v[j + half] = b * c + a * s;
-        }
+            v[c] = tailor_dtype_load(dtype, host[QR_X], r * hd + c);
+        tailor_ref_norm_rope(v, hd, dtype, weight ? host[QR_W] : NULL, (float)pos[r / heads],
+                             inv_freq, (size_t)rot);
         for (size_t c = 0; c < hd; c++)
             dst[r * hd + c] = v[c];
     }

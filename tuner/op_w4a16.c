@@ -12,14 +12,18 @@
 #include "parallel.h"
 #include "w4a16.h"
 
+/* The int4 weight's shape keys, the same in every w4a16 op. */
+#define W4_WEIGHT_KEYS                                                                          \
+    {"group", 128, "columns per scale (a multiple of 32 dividing k)"},                          \
+    {"zp", 0, "1: asymmetric, with packed zero points; 0: symmetric"},                          \
+    {"s_ld", 0, "row stride of scales and zeros: 0 = n rounded up to 16; more = one part of "   \
+                "matrices stacked along n"}
+
 static const tailor_shape_key w4a16_keys[] = {
     {"m", -1, "rows of the activation (tokens)"},
     {"n", -1, "output features (rows of the weight)"},
     {"k", -1, "input features (a multiple of 32)"},
-    {"group", 128, "columns per scale (a multiple of 32 dividing k)"},
-    {"zp", 0, "1: asymmetric, with packed zero points; 0: symmetric"},
-    {"s_ld", 0, "row stride of scales and zeros: 0 = n rounded up to 16; more = one part of "
-               "matrices stacked along n"},
+    W4_WEIGHT_KEYS,
     {NULL, 0, NULL},
 };
 
@@ -332,10 +336,7 @@ static const tailor_shape_key w4a16_seam_keys[] = {
     {"m", -1, "rows of the activation (tokens)"},
     {"n", -1, "output features: the hidden size (the seam's row width)"},
     {"k", -1, "input features (a multiple of 32)"},
-    {"group", 128, "columns per scale (a multiple of 32 dividing k)"},
-    {"zp", 0, "1: asymmetric, with packed zero points; 0: symmetric"},
-    {"s_ld", 0, "row stride of scales and zeros: 0 = n rounded up to 16; more = one part of "
-               "matrices stacked along n"},
+    W4_WEIGHT_KEYS,
     {"mode", 0, "the seam: 0 x += norm(t), y = norm(x); 1 also x *= scalar; 2 y = x"},
     {NULL, 0, NULL},
 };
@@ -436,10 +437,7 @@ static const tailor_shape_key w4a16_pro_keys[] = {
     {"m", -1, "rows of the activation (1: decode)"},
     {"n", -1, "output features"},
     {"k", -1, "input features: the hidden size, the seam's row width (a multiple of 32)"},
-    {"group", 128, "columns per scale (a multiple of 32 dividing k)"},
-    {"zp", 0, "1: asymmetric, with packed zero points; 0: symmetric"},
-    {"s_ld", 0, "row stride of scales and zeros: 0 = n rounded up to 16; more = one part of "
-               "matrices stacked along n"},
+    W4_WEIGHT_KEYS,
     {"mode", 0, "the seam before: 0 x += norm(t), a = norm(x); 1 also x *= scalar; 2 a = x"},
     {NULL, 0, NULL},
 };
