@@ -451,11 +451,9 @@ static tailor_status rnd_mat(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4_mat
     tailor_w4a16_layout lay;
     tailor_upload_w4a16_dst dst;
     tailor_status st;
-    int int4 = like && like->int4 && !like->g_idx
-                   ? tailor_w4a16_layout_init(NULL, n, k, like->group, like->zp != NULL, &lay) == TAILOR_OK
-                   : (!like || !like->int4) && g->quantize && quantizable &&
-                         tailor_w4a16_layout_init(NULL, n, k, 128, 0, &lay) == TAILOR_OK;
-    if (int4) {
+    int group = 0, zp = 0;
+    if (form_of(g, like, n, k, quantizable, &group, &zp) == 1 &&
+        tailor_w4a16_layout_init(NULL, n, k, group, zp, &lay) == TAILOR_OK) {
         if ((st = alloc_w4(ctx, g, &lay, into, out, &dst)))
             return st;
         if (into && into->qw) /* filled with its stack (fill_stack) */
