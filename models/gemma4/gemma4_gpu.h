@@ -50,7 +50,7 @@ struct tailor_gemma4_gpu {
     tailor_gemma4_config cfg;
     tailor_dtype dt;
     size_t es;                  /* bytes per dtype element */
-    int max_tokens, chunk, all_logits, logit_rows, quantize, w4a16;
+    int max_tokens, chunk, all_logits, logit_rows, quantize;
     int quantize_head;          /* opts.quantize_head: the LM head is `lm`, int4 */
     g4g_mat lm;                 /* the int4 LM head (an int4 copy of the embedding), or empty */
     int glu_epilogue;           /* !opts.separate_gating: decode gating in the GEMV epilogue */

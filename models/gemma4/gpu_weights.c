@@ -113,7 +113,6 @@ static tailor_status alloc_w4(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_w4a1
     out->int4 = 1;
     out->group = lay->group;
     out->zp = lay->has_zp;
-    g->w4a16 = 1;
     return st;
 }
 
@@ -371,19 +370,17 @@ static void release_source(void *arg, const void *src, size_t bytes)
 /* opts.quantize_head: the LM head as an int4 copy of the tied embedding (group 128, symmetric
  * round-to-nearest, as --quantize), from the checkpoint's rows (embed, of dtype ed) or random
  * (embed NULL); a hidden size that is not a multiple of 128 keeps the 16-bit head, as
- * --quantize keeps such linears. It leaves g->w4a16 alone: that says the linears are int4. */
+ * --quantize keeps such linears. */
 static tailor_status up_head(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_upload *u,
                              const void *embed, tailor_dtype ed)
 {
     tailor_w4a16_layout lay;
     tailor_upload_w4a16_dst dst;
-    int was_w4a16 = g->w4a16;
     if (tailor_w4a16_layout_init(NULL, g->cfg.vocab, g->cfg.hidden, 128, 0, &lay) != TAILOR_OK)
         return TAILOR_OK; /* the 16-bit head stays, as --quantize's linears do */
     g->lm.n = g->cfg.vocab;
     g->lm.k = g->cfg.hidden;
     tailor_status st = alloc_w4(ctx, g, &lay, NULL, &g->lm, &dst);
-    g->w4a16 = was_w4a16;
     if (st)
         return st;
     if (embed)
@@ -872,11 +869,22 @@ void tailor_gemma4_gpu_destroy(tailor_gemma4_gpu *g)
     free(g);
 }
 
+/* 1 when a layer's linears are int4 (a W4A16 checkpoint or --quantize; not the LM head alone). */
+static int linears_int4(const tailor_gemma4_gpu *g)
+{
+    for (int i = 0; i < g->cfg.n_layers; i++) {
+        const g4g_layer *L = &g->layers[i];
+        if (L->q.int4 || L->o.int4 || L->gate.int4 || L->down.int4)
+            return 1;
+    }
+    return 0;
+}
+
 void tailor_gemma4_gpu_get_info(const tailor_gemma4_gpu *g, tailor_gemma4_gpu_info *info)
 {
     memset(info, 0, sizeof *info);
     info->dtype = (int)g->dt;
-    info->w4a16 = g->w4a16;
+    info->w4a16 = linears_int4(g);
     info->weight_bytes = g->weight_bytes;
     /* the embedding is read whole as the LM head, unless the head is its int4 copy */
     info->weight_bytes_token = g->weight_bytes;
