@@ -83,12 +83,29 @@ static tailor_status print_profile(tailor_ctx *ctx, tailor_gemma4_gpu *g, int32_
     return s;
 }
 
+/* Appends one --knockout item ("OP" or "OP:k=v,...") to list (';'-separated); 1 when the item
+ * is malformed or the list is full. */
+static int add_knockout(char *list, size_t cap, const char *item)
+{
+    const char *colon = strchr(item, ':');
+    size_t name = colon ? (size_t)(colon - item) : strlen(item);
+    tailor_shape sel;
+    if (name == 0 || strchr(item, ';') ||
+        (colon && tailor_shape_parse(NULL, colon + 1, &sel) != TAILOR_OK))
+        return 1;
+    size_t used = strlen(list);
+    if (used + strlen(item) + 2 > cap - 16)
+        return 1;
+    snprintf(list + used, cap - used, "%s%s", used ? ";" : "", item);
+    return 0;
+}
+
 static void model_usage(void)
 {
     printf("usage: tailor bench model (--model DIR | --preset NAME) [--quantize w4a16]\n"
            "         [--quantize-head] [--prompt-len N] [--decode N] [--cache FILE]\n"
            "         [--profile] [--no-pdl] [--separate-gating] [--attention-q-prep]\n"
-           "         [--seams kernel|prologue|epilogue] [--json]\n\n"
+           "         [--seams kernel|prologue|epilogue] [--knockout OP[:k=v,...]]... [--json]\n\n"
            "Gemma 4 end to end on the GPU: prefill and decode tok/s, time to first token, peak host\n"
            "memory of the load, GPU memory, decode against the bandwidth bound (weight bytes per\n"
            "token over the copy bandwidth measured in the same run). Without --model, random\n"
@@ -98,7 +115,10 @@ static void model_usage(void)
            "gating as their own kernels instead of GEMV epilogues; --attention-q-prep: q's norm and\n"
            "RoPE inside decode attention instead of a kernel before it; --seams: the layer seams as\n"
            "their own kernels, in the next GEMV (the default before 16-bit ones) or in the\n"
-           "projection's last block (all for comparisons).\n");
+           "projection's last block (all for comparisons). --knockout (repeatable): skip every\n"
+           "launch of OP (only those whose shape has the given values), so that the decode figure\n"
+           "shows what those kernels cost on the step's critical path; every output is then\n"
+           "meaningless (timing experiments only).\n");
 }
 
 int bench_model(int argc, char **argv)
@@ -116,10 +136,12 @@ int bench_model(int argc, char **argv)
                                          {"separate-gating", no_argument, 0, 'G'},
                                          {"attention-q-prep", no_argument, 0, 'Q'},
                                          {"quantize-head", no_argument, 0, 'H'},
+                                         {"knockout", required_argument, 0, 'K'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     const char *model = NULL, *preset = NULL, *quant = NULL, *cache_file = NULL;
     int plen = 512, ndec = 128, json = 0, profile = 0, no_pdl = 0, seams = 0, sepgate = 0, qprep = 0, qhead = 0, c;
+    char knock[256] = "";
     optind = 1;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
@@ -141,6 +163,11 @@ int bench_model(int argc, char **argv)
         case 'G': sepgate = 1; break;
         case 'Q': qprep = 1; break;
         case 'H': qhead = 1; break;
+        case 'K':
+            if (add_knockout(knock, sizeof knock, optarg))
+                return cli_usage_error("bench model", "--knockout takes OP or OP:key=value,..., "
+                                       "at most 240 characters in all");
+            break;
         case 'h': model_usage(); return 0;
         default: return cli_bad_flag("bench model", argc, argv);
         }
@@ -181,7 +208,7 @@ int bench_model(int argc, char **argv)
     tailor_gemma4_gpu_opts o = {.max_tokens = plen + ndec + 1, .dtype = -1, .quantize = quant != NULL,
                                 .no_pdl = no_pdl, .seams = seams,
                                 .separate_gating = sepgate, .attention_q_prep = qprep,
-                                .quantize_head = qhead};
+                                .quantize_head = qhead, .knockout = knock};
     double tl0 = now_s();
     if (s == TAILOR_OK)
         s = create(ctx, m, &cfg, gpu, ks, &o, &g);
@@ -247,6 +274,9 @@ int bench_model(int argc, char **argv)
                    (double)info.weight_bytes_token / 1e9, bw / 1e9, 100 * dec / bound, rss / 1e9,
                    (rss - base_rss) / 1e9, (double)(free0 - free1) / 1e9, load_s,
                    info.graph ? "yes" : "no", info.w4a16 ? "W4A16" : "16-bit");
+        if (!json && knock[0])
+            printf("knockout: launches of %s skipped (timing only: every output is meaningless)\n",
+                   knock);
         if (!json && tuned > 0)
             printf("tuning: %d kernel shapes were not cached and were tuned on demand (%.1f s); "
                    "the load figures are of a second load from the warm cache\n", tuned, tune_s);

@@ -81,9 +81,13 @@ check "bench model --help lists --profile and --no-pdl" grep -q -- "--profile.*-
 check "bench model --help lists --seams" grep -q -- "--seams kernel|prologue|epilogue" "$TMPDIR_ERR"
 check "bench model --help lists --attention-q-prep" grep -q -- "--attention-q-prep" "$TMPDIR_ERR"
 check "bench model --help lists --quantize-head" grep -q -- "--quantize-head" "$TMPDIR_ERR"
+check "bench model --help lists --knockout" grep -q -- "--knockout OP" "$TMPDIR_ERR"
 "$T" bench model --preset gemma-4-e2b --seams sideways 2>"$TMPDIR_ERR"; rc=$?
 check "bench model: a bad --seams exits 2" test $rc -eq 2
 check "bench model: a bad --seams says what it takes" grep -q "kernel, prologue or epilogue" "$TMPDIR_ERR"
+"$T" bench model --preset gemma-4-e2b --knockout 'matmul:n=two' 2>"$TMPDIR_ERR"; rc=$?
+check "bench model: a malformed --knockout exits 2" test $rc -eq 2
+check "bench model: a malformed --knockout says what it takes" grep -q "OP or OP:key=value" "$TMPDIR_ERR"
 "$T" bench model --preset gemma-4-e2b --frobnicate 2>"$TMPDIR_ERR"; rc=$?
 check "bench model: a bad flag exits 2" test $rc -eq 2
 check "bench model: a bad flag is named" grep -q -- "--frobnicate" "$TMPDIR_ERR"

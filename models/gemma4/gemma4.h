@@ -202,6 +202,11 @@ typedef struct tailor_gemma4_gpu_opts {
     int seams;        /* where decode runs the layer seams (residual add and norms after o,
                          down and the PLE projection): a TAILOR_GEMMA4_SEAMS_* value, 0 = the
                          default (docs/perf/model.md has the same-run comparison) */
+    const char *knockout; /* timing experiments only (bench model --knockout): launches of these
+                             ops are skipped, so every output is meaningless and the inf/NaN
+                             check is off. Items "OP" or "OP:k=v,k=v" (only launches whose
+                             shape has those values), separated by ';'; NULL: none. The string
+                             is copied at create. */
 } tailor_gemma4_gpu_opts;
 
 /* What a created model holds (for logs and benchmarks). */

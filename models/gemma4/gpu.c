@@ -75,12 +75,43 @@ static tailor_status record(tailor_ctx *ctx, tailor_gemma4_gpu *g, const char *o
     return TAILOR_OK;
 }
 
+/* Whether `sel` ("k=v,k=v", or empty) holds for shape s. */
+static int shape_matches(const char *sel, const tailor_shape *s)
+{
+    tailor_shape want;
+    if (!*sel)
+        return 1;
+    if (tailor_shape_parse(NULL, sel, &want) != TAILOR_OK)
+        return 0;
+    for (int i = 0; i < want.count; i++)
+        if (tailor_shape_get(s, want.dims[i].key, -1) != want.dims[i].value)
+            return 0;
+    return 1;
+}
+
+/* opts.knockout: whether this launch of op on `actual` is one to skip. */
+static int knocked_out(const tailor_gemma4_gpu *g, const char *op, const tailor_shape *actual)
+{
+    for (const char *p = g->knockout; *p;) {
+        size_t n = strcspn(p, ";"), name = strcspn(p, ":;");
+        char sel[256] = "";
+        if (name < n)
+            snprintf(sel, sizeof sel, "%.*s", (int)(n - name - 1), p + name + 1);
+        if (strlen(op) == name && strncmp(op, p, name) == 0 && shape_matches(sel, actual))
+            return 1;
+        p += n + (p[n] == ';');
+    }
+    return 0;
+}
+
 tailor_status g4g_run(tailor_ctx *ctx, tailor_gemma4_gpu *g, const char *op,
                       const tailor_shape *tuned, const tailor_shape *actual,
                       const tailor_binding *b, int nb)
 {
     if (g->dry)
         return record(ctx, g, op, tuned);
+    if (knocked_out(g, op, actual))
+        return TAILOR_OK;
     tailor_op_kernel *k = NULL;
     tailor_status st = tailor_kernels_get(ctx, g->ks, op, tuned, g->dt, &k);
     if (st == TAILOR_OK)
@@ -599,14 +630,14 @@ static tailor_status read_out(tailor_ctx *ctx, tailor_gemma4_gpu *g, int rows, f
         st = tailor_gpu_sync(ctx, g->gpu);
     if (st)
         return st;
-    for (int r = 0; r < rows; r++)
+    for (int r = 0; r < rows && !g->knockout[0]; r++)
         if (g->h_ids[r] < 0)
             return tailor_set_error(ctx, TAILOR_ERR_VERIFY,
                                     "gemma4 gpu: inf or NaN in the activations (the logits of "
                                     "position %d are not finite; compute dtype %s)",
                                     p_last - rows + 1 + r, tailor_dtype_name(g->dt));
     if (next)
-        *next = g->h_ids[rows - 1];
+        *next = g->knockout[0] && g->h_ids[rows - 1] < 0 ? 0 : g->h_ids[rows - 1];
     return TAILOR_OK;
 }
 
