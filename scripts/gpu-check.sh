@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # gpu-check.sh — on the GPU machine: build, run every GPU test, then the benchmarks; logs go to
 # $OUT (ctest.txt, bench.txt, model.txt, ...) and a short summary is printed last.
-#   bash scripts/gpu-check.sh [tests|quick|bench|model|all] [ctest -R regex]
+#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|all] [ctest -R regex]
 # quick: the GPU tests with the long scripts in their smoke subsets (MATMUL_QUICK, W4A16_QUICK,
 # ATTN_QUICK), fitting one 10-minute device call; model: Gemma 4 E2B decode and prefill figures
 # with the same-run comparisons (PDL off, gating kernels, each place of the seams, q prepared
-# inside attention, W4A16 with and without int4 prologues, the int4 LM head, 31B).
+# inside attention, W4A16 with and without int4 prologues, the int4 LM head, 31B); knockout:
+# the decode step with families of kernels skipped (what each costs on the critical path).
 set -uo pipefail
 what=${1:-all}
 filter=${2:-}
@@ -69,5 +70,24 @@ if [[ $what == model || $what == all ]]; then
   "$T" bench model --preset gemma-4-31b --prompt-len 1 --decode 8 --cache /tmp/model31.sqlite 2>&1 |
     grep -vE '^tailor: (tuning|gemma4 gpu)' >>"$M"
   summary+=("model: $(grep -c '^decode' "$M") decode figures in model.txt")
+fi
+if [[ $what == knockout ]]; then
+  # what each family of kernels costs on the decode step's critical path: the step with those
+  # launches skipped (bench model --knockout; outputs meaningless), bf16 then W4A16 + int4 head
+  K="$OUT/knockout.txt"
+  : >"$K"
+  B="$T bench model --preset gemma-4-e2b --cache /tmp/model.sqlite --prompt-len 1 --decode 128"
+  rest="--knockout qk_norm_rope --knockout gemma4_kv_store --knockout embed --knockout gemma4_ple"
+  rest="$rest --knockout residual_norm --knockout softcap_argmax --knockout attention_decode"
+  for w in "" "--quantize w4a16 --quantize-head"; do
+    for k in "" "--knockout attention_decode" "--knockout qk_norm_rope --knockout gemma4_kv_store" \
+             "--knockout matmul_pro:n=256 --knockout matmul:k=256 --knockout w4a16_matmul:k=256" \
+             "--knockout matmul:n=262144 --knockout w4a16_matmul:n=262144 --knockout softcap_argmax" \
+             "$rest" "--knockout matmul --knockout matmul_pro --knockout w4a16_matmul" ""; do
+      echo "== $w $k" >>"$K"
+      $B $w $k 2>&1 | grep -E '^(decode|knockout|tailor: bench)' >>"$K"
+    done
+  done
+  summary+=("knockout: $(grep -c '^decode' "$K") decode figures in knockout.txt")
 fi
 printf '%s\n' "${summary[@]}"

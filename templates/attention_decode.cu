@@ -99,7 +99,6 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
 #if PREP
     const AttnPrepWeights prep_w = attn_prep_weights(q_w, inv_freq); // weights: before the wait
 #endif
-    tailor_grid_begin();
     extern __shared__ __align__(16) unsigned char attn_smem[];
     float *sMax = reinterpret_cast<float *>(attn_smem);
     int *sPos = reinterpret_cast<int *>(sMax + WN * ATTN_BM);
@@ -112,10 +111,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
     const int wm = warp / WN, wn = warp % WN;
     const int split = blockIdx.x, nsplit = gridDim.x, kvh = blockIdx.y, b = blockIdx.z;
     const int pair = b * kv_heads + kvh, npairs = gridDim.y * gridDim.z;
-#if PREP
-    AttnPrepRows prep_q; // the raw q rows, requested before qpos (they do not depend on it)
-    attn_prep_load(prep_q, q + ((size_t)b * heads + (size_t)kvh * GROUP) * HEAD_DIM);
-#endif
+    // Before the wait (attn_cur_slot, attn_mma.cuh): qpos, the live split, the first stages.
     const int t = qpos[b];
     const AttnLive live = attn_live_split(slots, t, split, nsplit, BN, chunk);
     if (split >= live.nact)
@@ -126,6 +122,45 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
     const size_t cache_off = (size_t)pair * slots * HEAD_DIM;
     const T *kh = k_cache + cache_off, *vh = v_cache + cache_off;
     const int *ph = positions + (size_t)b * slots;
+    const int cur = attn_cur_slot(slots, t), own = cur >= s0 && cur < s1 ? cur : -1;
+
+    // Requests tile `tile` into stage `slot`; before the wait (early) without the own slot.
+    auto load_tile = [&](int tile, int slot, bool early) {
+        const int kb = s0 + tile * BN;
+        T *dk = sK + slot * BN * ATTN_KSTR, *dv = sV + slot * BN * ATTN_KSTR;
+        for (int c = tid; c < BN * (HEAD_DIM / 8); c += ATTN_NT) {
+            const int r = c / (HEAD_DIM / 8), col = (c % (HEAD_DIM / 8)) * 8;
+            if (early && kb + r == own)
+                continue;
+            const bool ok = kb + r < s1;
+            const size_t off = (size_t)(ok ? kb + r : 0) * HEAD_DIM + col;
+            attn_copy16(dk + r * ATTN_KSTR + col, kh + off, ok);
+            attn_copy16(dv + r * ATTN_KSTR + col, vh + off, ok);
+        }
+        for (int c = tid; c < BN; c += ATTN_NT) {
+            if (kb + c != own)
+                attn_copy_pos(sPos + slot * BN + c, ph + (kb + c < s1 ? kb + c : 0), kb + c < s1);
+            else if (!early) // its L1 line may predate the wait
+                sPos[slot * BN + c] = __ldcg(ph + own);
+        }
+    };
+
+#if STAGES > 1
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; s++) {
+        if (s < ntiles)
+            load_tile(s, s, true);
+        attn_commit();
+    }
+#endif
+    tailor_grid_begin();
+#if STAGES > 1
+    if (own >= 0 && own < s0 + (STAGES - 1) * BN) { // the own slot, left out above
+        const int r = own - s0; // stage r / BN, row r % BN
+        attn_fix_cur(sK + r * ATTN_KSTR, sV + r * ATTN_KSTR, sPos + r, kh + (size_t)own * HEAD_DIM,
+                     vh + (size_t)own * HEAD_DIM, ph + own, tid, ATTN_NT);
+    }
+#endif
 
 #if Q_REGS && PREP
 #error "attention_decode.cu: PREP prepares Q in shared memory (Q_REGS 0)"
@@ -133,40 +168,18 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
     unsigned qf[HEAD_DIM / 16][4];
     attn_load_q_regs(qf, qb, HEAD_DIM, wm * 16, GROUP, lane);
 #elif PREP
-    const unsigned(*qf)[4] = nullptr; // prepared after the first tiles are requested
+    const unsigned(*qf)[4] = nullptr; // prepared below
+    AttnPrepRows prep_q;
+    attn_prep_load(prep_q, qb);
 #else
     const unsigned(*qf)[4] = nullptr;
-    for (int c = tid; c < ATTN_BM * (HEAD_DIM / 8); c += ATTN_NT) {
-        const int r = c / (HEAD_DIM / 8), col = (c % (HEAD_DIM / 8)) * 8;
-        attn_copy16(sQ + r * ATTN_KSTR + col, qb + (size_t)(r < GROUP ? r : 0) * HEAD_DIM + col,
-                    r < GROUP);
-    }
+    attn_load_q_tile(sQ, ATTN_BM, qb, GROUP, tid, ATTN_NT);
 #endif
-
-    auto load_tile = [&](int tile, int slot) {
-        const int kb = s0 + tile * BN;
-        T *dk = sK + slot * BN * ATTN_KSTR, *dv = sV + slot * BN * ATTN_KSTR;
-        for (int c = tid; c < BN * (HEAD_DIM / 8); c += ATTN_NT) {
-            const int r = c / (HEAD_DIM / 8), col = (c % (HEAD_DIM / 8)) * 8;
-            const bool ok = kb + r < s1;
-            const size_t off = (size_t)(ok ? kb + r : 0) * HEAD_DIM + col;
-            attn_copy16(dk + r * ATTN_KSTR + col, kh + off, ok);
-            attn_copy16(dv + r * ATTN_KSTR + col, vh + off, ok);
-        }
-        for (int c = tid; c < BN; c += ATTN_NT)
-            attn_copy_pos(sPos + slot * BN + c, ph + (kb + c < s1 ? kb + c : 0), kb + c < s1);
-    };
 
     AttnAcc acc;
     attn_acc_init(acc);
 
 #if STAGES > 1
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; s++) {
-        if (s < ntiles)
-            load_tile(s, s);
-        attn_commit();
-    }
 #if PREP // after the first tiles are requested; the loop's first barrier publishes it
     attn_prep_q(sQ, ATTN_BM, prep_q, prep_w, t, eps);
 #endif
@@ -174,7 +187,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
         attn_wait<STAGES - 2>();
         __syncthreads();
         if (i + STAGES - 1 < ntiles)
-            load_tile(i + STAGES - 1, (i + STAGES - 1) % STAGES);
+            load_tile(i + STAGES - 1, (i + STAGES - 1) % STAGES, false);
         attn_commit();
         const int slot = i % STAGES, kb = s0 + i * BN;
 #else
@@ -183,7 +196,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
 #endif
     for (int i = 0; i < ntiles; i++) {
         __syncthreads();
-        load_tile(i, 0);
+        load_tile(i, 0, false);
         attn_commit();
         attn_wait<0>();
         __syncthreads();

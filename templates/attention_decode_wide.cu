@@ -275,7 +275,6 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
 #if PREP
     const AttnPrepWeights prep_w = attn_prep_weights(q_w, inv_freq); // weights: before the wait
 #endif
-    tailor_grid_begin();
     extern __shared__ __align__(16) unsigned char attn_smem[];
     float *sMax = reinterpret_cast<float *>(attn_smem);
     int *sPos = reinterpret_cast<int *>(sMax + WN * ATTN_BM);
@@ -289,10 +288,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
     const int kg = wm / WMQ, wq = wm % WMQ;
     const int split = blockIdx.x, nsplit = gridDim.x, kvh = blockIdx.y, b = blockIdx.z;
     const int pair = b * kv_heads + kvh, npairs = gridDim.y * gridDim.z;
-#if PREP
-    AttnPrepRows prep_q; // the raw q rows, requested before qpos (they do not depend on it)
-    attn_prep_load(prep_q, q + ((size_t)b * heads + (size_t)kvh * GROUP) * HEAD_DIM);
-#endif
+    // Before the wait (attn_cur_slot, attn_mma.cuh): qpos, the live split, the first stages.
     const int t = qpos[b];
     const AttnLive live = attn_live_split(slots, t, split, nsplit, WIDE_KB, chunk);
     if (split >= live.nact)
@@ -303,40 +299,58 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
     const size_t cache_off = (size_t)pair * slots * HEAD_DIM;
     const T *kh = k_cache + cache_off, *vh = v_cache + cache_off;
     const int *ph = positions + (size_t)b * slots;
+    const int cur = attn_cur_slot(slots, t), own = cur >= s0 && cur < s1 ? cur : -1;
 
-#if !PREP // with PREP, Q is prepared after the first tiles are requested
-    for (int c = tid; c < 16 * WMQ * (HEAD_DIM / 8); c += ATTN_NT) {
-        const int r = c / (HEAD_DIM / 8), col = (c % (HEAD_DIM / 8)) * 8;
-        attn_copy16(sQ + r * ATTN_KSTR + col, qb + (size_t)(r < GROUP ? r : 0) * HEAD_DIM + col,
-                    r < GROUP);
-    }
-#endif
-
-    auto load_tile = [&](int tile, int stage) {
+    // Requests stage `tile` of keys into `stage`; before the wait (early) without the own slot.
+    auto load_tile = [&](int tile, int stage, bool early) {
         const int kb = s0 + tile * WIDE_KB;
         T *dk = sK + stage * WIDE_KB * ATTN_KSTR, *dv = sV + stage * WIDE_KB * ATTN_KSTR;
 #pragma unroll 4
         for (int c = tid; c < WIDE_KB * (HEAD_DIM / 8); c += ATTN_NT) {
             const int r = c / (HEAD_DIM / 8), col = (c % (HEAD_DIM / 8)) * 8;
+            if (early && kb + r == own)
+                continue;
             const bool ok = kb + r < s1;
             const size_t off = (size_t)(ok ? kb + r : 0) * HEAD_DIM + col;
             attn_copy16(dk + r * ATTN_KSTR + col, kh + off, ok);
             attn_copy16(dv + r * ATTN_KSTR + col, vh + off, ok);
         }
-        for (int c = tid; c < WIDE_KB; c += ATTN_NT)
-            wide_copy_pos(sPos + stage * WIDE_KB + c, ph + (kb + c < s1 ? kb + c : 0), kb + c < s1);
+        for (int c = tid; c < WIDE_KB; c += ATTN_NT) {
+            if (kb + c != own)
+                wide_copy_pos(sPos + stage * WIDE_KB + c, ph + (kb + c < s1 ? kb + c : 0),
+                              kb + c < s1);
+            else if (!early) // its L1 line may predate the wait
+                sPos[stage * WIDE_KB + c] = __ldcg(ph + own);
+        }
     };
-
-    AttnAcc acc;
-    attn_acc_init(acc);
 
 #if STAGES > 1
 #pragma unroll
     for (int s = 0; s < STAGES - 1; s++) {
         if (s < ntiles)
-            load_tile(s, s);
+            load_tile(s, s, true);
         attn_commit();
     }
+#endif
+    tailor_grid_begin();
+#if STAGES > 1
+    if (own >= 0 && own < s0 + (STAGES - 1) * WIDE_KB) { // left out above
+        const int r = own - s0;
+        attn_fix_cur(sK + r * ATTN_KSTR, sV + r * ATTN_KSTR, sPos + r, kh + (size_t)own * HEAD_DIM,
+                     vh + (size_t)own * HEAD_DIM, ph + own, tid, ATTN_NT);
+    }
+#endif
+#if PREP // the raw rows now; Q is prepared after the loop's first tiles are requested
+    AttnPrepRows prep_q;
+    attn_prep_load(prep_q, qb);
+#else
+    attn_load_q_tile(sQ, 16 * WMQ, qb, GROUP, tid, ATTN_NT);
+#endif
+
+    AttnAcc acc;
+    attn_acc_init(acc);
+
+#if STAGES > 1
 #if PREP // after the first tiles are requested; the loop's first barrier publishes it
     attn_prep_q(sQ, 16 * WMQ, prep_q, prep_w, t, eps);
 #endif
@@ -344,7 +358,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
         attn_wait<STAGES - 2>();
         __syncthreads();
         if (i + STAGES - 1 < ntiles)
-            load_tile(i + STAGES - 1, (i + STAGES - 1) % STAGES);
+            load_tile(i + STAGES - 1, (i + STAGES - 1) % STAGES, false);
         attn_commit();
         const int stage = i % STAGES;
 #else
@@ -353,7 +367,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
 #endif
     for (int i = 0; i < ntiles; i++) {
         __syncthreads();
-        load_tile(i, 0);
+        load_tile(i, 0, false);
         attn_commit();
         attn_wait<0>();
         __syncthreads();

@@ -59,6 +59,43 @@ __device__ __forceinline__ AttnLive attn_live_split(int slots, int qpos, int spl
     return l;
 }
 
+// Decode before the grid dependency wait (sm_90 with PDL). Everything a decode block reads was
+// written before its predecessor kernel started, except q and the query's own slot: earlier
+// steps wrote every other slot (K, V, position), the host wrote qpos before the forward, and a
+// step's kernels write only slot qpos mod slots of each cache (the slot contract). So a block
+// reads qpos, splits the live slots and requests its first STAGES - 1 stages of K/V before
+// tailor_grid_begin(), leaving out its own slot (attn_cur_slot), and after it loads q
+// (attn_load_q_tile) and that one row (attn_fix_cur) with L2 loads (.cg: never an L1 line that
+// was filled before the wait). The bytes requested early are a few stages per block, not
+// whole slices (tailor_common.cuh).
+__device__ __forceinline__ int attn_cur_slot(int slots, int qpos) { return qpos % slots; }
+
+// Rows [0, nq) of qb (row stride HEAD_DIM) into a Q tile of `rows` rows (row stride
+// HEAD_DIM + 8), rows nq.. zero; L2 loads and shared stores (after the wait).
+__device__ __forceinline__ void attn_load_q_tile(T *sQ, int rows, const T *qb, int nq, int tid,
+                                                 int nt)
+{
+    for (int c = tid; c < rows * (HEAD_DIM / 8); c += nt) {
+        const int r = c / (HEAD_DIM / 8), col = (c % (HEAD_DIM / 8)) * 8;
+        const uint4 v = r < nq ? __ldcg(reinterpret_cast<const uint4 *>(qb + (size_t)r * HEAD_DIM + col))
+                                  : make_uint4(0u, 0u, 0u, 0u);
+        *reinterpret_cast<uint4 *>(sQ + r * (HEAD_DIM + 8) + col) = v;
+    }
+}
+
+// The own slot's K and V rows and position (written by the predecessor) into the stage row
+// dk / dv / dpos that the early requests left out; after the wait.
+__device__ __forceinline__ void attn_fix_cur(T *dk, T *dv, int *dpos, const T *krow, const T *vrow,
+                                             const int *prow, int tid, int nt)
+{
+    for (int c = tid; c < HEAD_DIM / 8; c += nt) {
+        *reinterpret_cast<uint4 *>(dk + c * 8) = __ldcg(reinterpret_cast<const uint4 *>(krow + c * 8));
+        *reinterpret_cast<uint4 *>(dv + c * 8) = __ldcg(reinterpret_cast<const uint4 *>(vrow + c * 8));
+    }
+    if (tid == 0)
+        *dpos = __ldcg(prow);
+}
+
 #ifndef PREP
 #define PREP 0
 #endif

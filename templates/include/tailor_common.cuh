@@ -36,6 +36,8 @@ __device__ __forceinline__ T2 from_f32x2(float2 v) { return __float22half2_rn(v)
 // registers, before it, data that no kernel of a forward writes (weights, scales), so that their
 // DRAM latency overlaps the predecessor's tail (the GEMVs' first step). Never prefetch more than
 // that: an L2 prefetch of whole weight slices there cost 12 % of decode (docs/perf/model.md).
+// Decode attention also requests its first K/V stages there: every slot but the query's own was
+// written by earlier steps (the rule and its one exception in attn_mma.cuh, attn_cur_slot).
 __device__ __forceinline__ void tailor_grid_begin()
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
