@@ -217,6 +217,15 @@ void tailor_w4a16_ct_pack_zeros(int n, int groups, const int8_t *zp, int32_t *ze
         }
 }
 
+int tailor_w4a16_group_for(int k)
+{
+    static const int groups[] = {128, 64, 32};
+    for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++)
+        if (k > 0 && k % groups[i] == 0)
+            return groups[i];
+    return 0;
+}
+
 void tailor_w4a16_quantize_rows(const tailor_w4a16_layout *lay, const void *w, tailor_dtype wd,
                                 tailor_dtype out_dtype, int row0, int rows, int32_t *packed,
                                 uint16_t *scales)

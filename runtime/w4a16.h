@@ -101,6 +101,11 @@ void tailor_w4a16_quantize_rows(const tailor_w4a16_layout *lay, const void *w, t
                                 tailor_dtype out_dtype, int row0, int rows, int32_t *packed,
                                 uint16_t *scales);
 
+/* The group size an int4 copy of a weight with k columns gets (--quantize-head): 128, or the
+ * largest of 64 and 32 that divides k (small test models); 0 when none does (the weight stays
+ * 16-bit). */
+int tailor_w4a16_group_for(int k);
+
 /* Word index and nibble of column k of row n in the kernel's qweight (used by the repacker and
  * by tests): the value sits in bits [4*nibble, 4*nibble+3] of qweight[word]. */
 size_t tailor_w4a16_kernel_pos(const tailor_w4a16_layout *lay, int n, int k, int *nibble);

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "gemma4.h"
+#include "op.h"
 #include "sampler.h"
 #include "testlib.h"
 
@@ -145,12 +146,69 @@ static int run_fixture(tailor_ctx *ctx, const char *name)
     return 1;
 }
 
+/* opts.quantize_head (the reference of the GPU's --quantize-head): the head's logits move by
+ * the int4 rounding of the embedding (a few percent of their scale at hidden 64, group 64),
+ * never by nothing; a scale dtype that is not 16-bit (int32 here) is refused. */
+static void check_quantize_head(tailor_ctx *ctx, const char *name)
+{
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/tests/fixtures/%s", test_source_dir(), name);
+    if (!exists(dir))
+        return;
+    tailor_gemma4 *m = NULL;
+    CHECK_OK(ctx, tailor_gemma4_open(ctx, dir, &m));
+    if (!m)
+        return;
+    int V = tailor_gemma4_get_config(m)->vocab;
+    tailor_gemma4_cpu *plain = NULL, *q[2] = {NULL, NULL}, *bad = NULL;
+    tailor_gemma4_cpu_opts o = {.max_tokens = 4};
+    CHECK_OK(ctx, tailor_gemma4_cpu_create(ctx, m, &o, &plain));
+    tailor_dtype sd[2] = {TAILOR_DTYPE_BF16, TAILOR_DTYPE_F16};
+    for (int i = 0; i < 2; i++) {
+        tailor_gemma4_cpu_opts oq = {.max_tokens = 4, .quantize_head = (int)sd[i]};
+        CHECK_OK(ctx, tailor_gemma4_cpu_create(ctx, m, &oq, &q[i]));
+    }
+    tailor_gemma4_cpu_opts ob = {.max_tokens = 4, .quantize_head = (int)TAILOR_DTYPE_I32};
+    CHECKF(tailor_gemma4_cpu_create(ctx, m, &ob, &bad) == TAILOR_ERR_MISUSE && !bad,
+           "%s: quantize_head with int32 scales is refused", name);
+    tailor_ctx_clear(ctx);
+    const int32_t toks[3] = {2, 17, 101 % V};
+    double worst = 0;
+    for (int t = 0; plain && q[0] && q[1] && t < 3; t++) {
+        const float *lp = NULL, *lq[2] = {NULL, NULL};
+        CHECK_OK(ctx, tailor_gemma4_cpu_step(ctx, plain, toks[t], &lp));
+        float *keep = lp ? malloc((size_t)V * sizeof *keep) : NULL;
+        if (keep)
+            memcpy(keep, lp, (size_t)V * sizeof *keep);
+        for (int i = 0; i < 2; i++) {
+            CHECK_OK(ctx, tailor_gemma4_cpu_step(ctx, q[i], toks[t], &lq[i]));
+            double md = 0, mr = 0;
+            for (int v = 0; keep && lq[i] && v < V; v++) {
+                md = fmax(md, fabs((double)lq[i][v] - keep[v]));
+                mr = fmax(mr, fabs((double)keep[v]));
+            }
+            worst = fmax(worst, md);
+            CHECKF(md > 1e-4 && md < 0.1 * mr + 0.05, "%s: int4 head (%s scales) at position %d "
+                   "moves logits by %.3g (max |logit| %.3g): want a visible, small change", name,
+                   tailor_dtype_name(sd[i]), t, md, mr);
+        }
+        free(keep);
+    }
+    printf("%s: int4 LM head (quantize_head, bf16 and fp16 scales): logits move by up to %.3g\n",
+           name, worst);
+    for (int i = 0; i < 2; i++)
+        tailor_gemma4_cpu_destroy(q[i]);
+    tailor_gemma4_cpu_destroy(plain);
+    tailor_gemma4_close(m);
+}
+
 int main(void)
 {
     tailor_ctx *ctx = test_ctx();
     int ran = 0;
     for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++)
         ran += run_fixture(ctx, fixtures[i]);
+    check_quantize_head(ctx, "e2b_flat");
     tailor_ctx_destroy(ctx);
     if (!ran)
         test_skip("no transformers fixture in tests/fixtures/ (run tests/fixtures/make_fixtures.py "

@@ -1,8 +1,9 @@
 /* test_gpu_gemma4.c — the GPU forward (models/gemma4/gpu.c) against transformers' float32
  * logits and greedy continuations for every committed fixture, in bf16, in fp16 (the T4 path)
- * and with kernels chosen under the T4 profile (--rehearse t4, fp16). W4A16 fixtures compare
- * with their dequantized reference. Kernels are tuned on demand into a temporary cache (random
- * strategy, few trials). Output: one line per (fixture, mode), and per failing position the
+ * and with kernels chosen under the T4 profile (--rehearse t4, fp16); then with the int4 LM
+ * head (--quantize-head, bf16 and fp16) against the CPU reference with the same head. W4A16
+ * fixtures compare with their dequantized reference. Kernels are tuned on demand into a
+ * temporary cache (random strategy, few trials). Output: one line per (fixture, mode), and per failing position the
  * largest difference and whether the argmax agrees. TAILOR_DEBUG_LAYERS=1 also compares every
  * depth against the CPU reference on the first token. Skips (77) without a GPU. */
 #include <cjson/cJSON.h>
@@ -52,11 +53,48 @@ typedef struct mode {
     const char *name;
     tailor_dtype dtype;
     const char *rehearse; /* profile or NULL */
+    int quantize_head;    /* 1: --quantize-head, against the CPU reference with the same int4
+                             head (tailor_gemma4_cpu_opts.quantize_head) instead of transformers */
 } mode;
 
-static const mode modes[] = {{"bf16", TAILOR_DTYPE_BF16, NULL},
-                             {"fp16", TAILOR_DTYPE_F16, NULL},
-                             {"rehearse-t4", TAILOR_DTYPE_F16, "t4"}};
+static const mode modes[] = {{"bf16", TAILOR_DTYPE_BF16, NULL, 0},
+                             {"fp16", TAILOR_DTYPE_F16, NULL, 0},
+                             {"rehearse-t4", TAILOR_DTYPE_F16, "t4", 0},
+                             {"bf16-qhead", TAILOR_DTYPE_BF16, NULL, 1},
+                             {"fp16-qhead", TAILOR_DTYPE_F16, NULL, 1}};
+
+/* The reference of a quantize_head mode: the CPU forward with the int4 head the GPU makes in
+ * that compute dtype, over the prompt (logits [T, V]) and then greedily for G tokens (ids and
+ * their top-2 gaps). 0 on failure. */
+static int qhead_reference(tailor_ctx *ctx, tailor_gemma4 *m, tailor_dtype dt,
+                           const int32_t *prompt, int T, int G, float *logits, int32_t *ids,
+                           double *gaps)
+{
+    int V = tailor_gemma4_get_config(m)->vocab;
+    tailor_gemma4_cpu *st = NULL;
+    tailor_gemma4_cpu_opts o = {.max_tokens = T + G, .quantize_head = (int)dt};
+    if (tailor_gemma4_cpu_create(ctx, m, &o, &st) != TAILOR_OK)
+        return 0;
+    const float *lg = NULL;
+    int ok = 1;
+    for (int t = 0; ok && t < T + G - 1; t++) {
+        int32_t tok = t < T ? prompt[t] : ids[t - T];
+        ok = tailor_gemma4_cpu_step(ctx, st, tok, &lg) == TAILOR_OK;
+        if (ok && t < T)
+            memcpy(logits + (size_t)t * V, lg, (size_t)V * sizeof *lg);
+        if (ok && t >= T - 1) { /* the next greedy id and its margin */
+            int32_t a = tailor_argmax(lg, V);
+            float second = -INFINITY;
+            for (int v = 0; v < V; v++)
+                if (v != a && lg[v] > second)
+                    second = lg[v];
+            ids[t - T + 1] = a;
+            gaps[t - T + 1] = (double)(lg[a] - second);
+        }
+    }
+    tailor_gemma4_cpu_destroy(st);
+    return ok;
+}
 
 
 static int json_ids(const cJSON *arr, int32_t *out, int cap)
@@ -104,9 +142,12 @@ static void check_logits(const char *tag, tailor_dtype dt, int w4a16, const floa
     printf("  %s: %d positions, worst |diff| / tol = %.3f\n", tag, T, worst);
 }
 
+/* Runs one mode of a fixture: prompt logits against ref, then greedy ids against `greedy` (with
+ * transformers' top-2 gaps, or for quantize_head modes the CPU reference's qgaps). */
 static void run_mode(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, const char *name,
                      const mode *md, tailor_gemma4 *m, const int32_t *prompt, int T,
-                     const int32_t *greedy, int G, const cJSON *gaps, const float *ref)
+                     const int32_t *greedy, int G, const cJSON *gaps, const double *qgaps,
+                     const float *ref)
 {
     char tag[128];
     snprintf(tag, sizeof tag, "%s/%s", name, md->name);
@@ -121,7 +162,8 @@ static void run_mode(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, cons
     if (!ks)
         return;
     tailor_kernels_set_strategy(ks, 1, 2); /* random, 2 trials: tiny shapes tune fast */
-    tailor_gemma4_gpu_opts o = {.max_tokens = T + G + 1, .dtype = (int)md->dtype, .all_logits = 1};
+    tailor_gemma4_gpu_opts o = {.max_tokens = T + G + 1, .dtype = (int)md->dtype, .all_logits = 1,
+                                .quantize_head = md->quantize_head};
     tailor_gemma4_gpu *g = NULL;
     tailor_status st = tailor_gemma4_gpu_create(ctx, m, gpu, ks, &o, &g);
     CHECKF(st == TAILOR_OK, "%s: create failed: %s", tag, tailor_ctx_message(ctx));
@@ -143,6 +185,15 @@ static void run_mode(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, cons
         int same = 1, made = 0;
         for (int i = 0; st == TAILOR_OK && i < G; i++) {
             made++;
+            if (next != greedy[i] && qgaps) {
+                /* a flip is allowed where the reference's own margin is within twice the
+                 * largest tolerance a position can have (|logits| <= 30, the softcap) */
+                CHECKF(qgaps[i] <= 2 * (rel_tol(md->dtype, 1) * 30 + ABS_TOL),
+                       "%s: greedy token %d is %d, the int4-head reference chose %d (its top-2 "
+                       "gap %.3g)", tag, i, (int)next, (int)greedy[i], qgaps[i]);
+                same = 0;
+                break;
+            }
             if (next != greedy[i]) {
                 double gap = gaps && cJSON_GetArrayItem(gaps, i) ? cJSON_GetArrayItem(gaps, i)->valuedouble : -1;
                 CHECKF(0, "%s: greedy token %d is %d, transformers chose %d (its top-2 gap %.3g)",
@@ -157,6 +208,8 @@ static void run_mode(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, cons
         }
         tailor_gemma4_gpu_info info;
         tailor_gemma4_gpu_get_info(g, &info);
+        CHECKF(info.lm_int4 == md->quantize_head, "%s: the LM head is %s, the mode asks for %s",
+               tag, info.lm_int4 ? "int4" : "16-bit", md->quantize_head ? "int4" : "16-bit");
         printf("  %s: greedy %d of %d ids %s; graph %s, chunk %d, %d kernels cached, %d tuned\n",
                tag, made, G, same ? "identical" : "DIFFER", info.graph ? "yes" : "no", info.chunk,
                info.kernels_cached, info.kernels_tuned);
@@ -194,8 +247,27 @@ static void run_fixture(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, c
                lbytes, T, V);
         printf("%s: %d prompt tokens, %d greedy ids, vocab %d%s\n", name, T, G, V,
                tailor_gemma4_is_w4a16(m) ? ", W4A16 (reference: dequantized weights)" : "");
-        for (size_t i = 0; i < sizeof modes / sizeof modes[0] && lbytes == (size_t)T * V * 4; i++)
-            run_mode(ctx, gpu, cache, name, &modes[i], m, prompt, T, greedy, G, gaps, ref);
+        float *qref = malloc((size_t)T * (size_t)V * sizeof *qref);
+        int32_t qids[256];
+        double qgaps[256];
+        for (size_t i = 0; i < sizeof modes / sizeof modes[0] && lbytes == (size_t)T * V * 4; i++) {
+            const mode *md = &modes[i];
+            if (!md->quantize_head) {
+                run_mode(ctx, gpu, cache, name, md, m, prompt, T, greedy, G, gaps, NULL, ref);
+                continue;
+            }
+            int ok = qref && qhead_reference(ctx, m, md->dtype, prompt, T, G, qref, qids, qgaps);
+            CHECKF(ok, "%s/%s: the CPU reference with the int4 head failed: %s", name, md->name,
+                   tailor_ctx_message(ctx));
+            double moved = 0; /* the int4 head must show: the reference differs from transformers */
+            for (size_t j = 0; ok && j < (size_t)T * (size_t)V; j++)
+                moved = fmax(moved, fabs((double)qref[j] - ref[j]));
+            CHECKF(!ok || moved > 1e-3, "%s/%s: the int4-head reference equals transformers' "
+                   "logits (max |diff| %.3g): the head was not quantized", name, md->name, moved);
+            if (ok)
+                run_mode(ctx, gpu, cache, name, md, m, prompt, T, qids, G, NULL, qgaps, qref);
+        }
+        free(qref);
     }
     tailor_gemma4_close(m);
     free(ref);

@@ -520,6 +520,16 @@ static void pro_product(const test_op_inst *in, tailor_dtype dt, const float *a,
                        (int)tailor_shape_get(&in->shape, "zp", 0), out);
 }
 
+/* The int4 head's group: 128 where it divides, else 64 or 32 (test models), else none. */
+static void check_group_for(void)
+{
+    static const int k[] = {1536, 2560, 5376, 64, 96, 192, 32, 48, 0, 8};
+    static const int want[] = {128, 128, 128, 64, 32, 64, 32, 0, 0, 0};
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+        CHECKF(tailor_w4a16_group_for(k[i]) == want[i], "group_for(%d) = %d, want %d", k[i],
+               tailor_w4a16_group_for(k[i]), want[i]);
+}
+
 int main(void)
 {
     tailor_ctx *ctx = test_ctx();
@@ -536,6 +546,7 @@ int main(void)
     check_pack_round_trip(ctx, 1, 32, 32, 1, TAILOR_DTYPE_F16, &rng);
     check_pack_round_trip(ctx, 200, 352, 32, 1, TAILOR_DTYPE_BF16, &rng);
     check_layout_refusals(ctx);
+    check_group_for();
     check_quantizer(ctx, 40, 384, TAILOR_DTYPE_BF16, &rng);
     check_quantizer(ctx, 16, 1536, TAILOR_DTYPE_F16, &rng);
 

@@ -8,6 +8,7 @@
 #include "gemma4.h"
 #include "gemma4_internal.h"
 #include "half.h"
+#include "w4a16.h"
 
 struct tailor_gemma4_cpu {
     const tailor_gemma4 *m;
@@ -35,6 +36,7 @@ struct tailor_gemma4_cpu {
     float *ple_tmp; /* [max(P, 1)] */
     float *logits;  /* [vocab] */
     float *scratch; /* [max k] one dequantized int4 row */
+    float *head;    /* [vocab, H] the dequantized int4 head (opts.quantize_head), or NULL */
     float embed_scale, ple_scale, ple_proj_scale, ple_input_scale;
 };
 
@@ -175,6 +177,47 @@ static float *falloc(size_t n, int *ok)
     return p;
 }
 
+/* opts.quantize_head: the int4 copy of the tied embedding that the GPU's quantize_head makes
+ * (tailor_w4a16_quantize_rows, scales in dtype sd), dequantized to fp32 into st->head. */
+static tailor_status quantized_head(tailor_ctx *ctx, tailor_gemma4_cpu *st, tailor_dtype sd)
+{
+    const tailor_gemma4_config *cfg = &st->m->cfg;
+    const tailor_st_tensor *e = st->m->embed;
+    tailor_dtype ed;
+    tailor_w4a16_layout lay;
+    int group = tailor_w4a16_group_for(cfg->hidden);
+    if ((sd != TAILOR_DTYPE_F16 && sd != TAILOR_DTYPE_BF16) || !g4_st_dtype(e->dtype, &ed) ||
+        !group || tailor_w4a16_layout_init(NULL, cfg->vocab, cfg->hidden, group, 0, &lay))
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                                "gemma4 cpu: quantize_head needs a 16-bit scale dtype, a float "
+                                "embedding and a hidden size 32 divides (hidden %d)", cfg->hidden);
+    enum { ROWS = 256 };
+    size_t H = (size_t)cfg->hidden, wpr = H / 8;
+    st->head = malloc((size_t)cfg->vocab * H * sizeof *st->head);
+    int32_t *packed = malloc(ROWS * wpr * sizeof *packed);
+    uint16_t *scales = malloc(ROWS * (size_t)lay.groups * sizeof *scales);
+    if (!st->head || !packed || !scales) {
+        free(packed);
+        free(scales);
+        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "gemma4 cpu: out of memory");
+    }
+    for (int r0 = 0; r0 < cfg->vocab; r0 += ROWS) {
+        int rows = cfg->vocab - r0 < ROWS ? cfg->vocab - r0 : ROWS;
+        tailor_w4a16_quantize_rows(&lay, e->data, ed, sd, r0, rows, packed, scales);
+        for (int r = 0; r < rows; r++)
+            for (size_t c = 0; c < H; c++) {
+                uint32_t word = (uint32_t)packed[(size_t)r * wpr + c / 8];
+                int q = (int)((word >> (4 * (c % 8))) & 0xfu) - 8;
+                float sc = tailor_dtype_load(sd, scales, (size_t)r * (size_t)lay.groups +
+                                                             c / (size_t)group);
+                st->head[((size_t)r0 + (size_t)r) * H + c] = (float)q * sc;
+            }
+    }
+    free(packed);
+    free(scales);
+    return TAILOR_OK;
+}
+
 tailor_status tailor_gemma4_cpu_create(tailor_ctx *ctx, const tailor_gemma4 *m,
                                        const tailor_gemma4_cpu_opts *opts,
                                        tailor_gemma4_cpu **out)
@@ -257,6 +300,13 @@ tailor_status tailor_gemma4_cpu_create(tailor_ctx *ctx, const tailor_gemma4 *m,
     st->ple_scale = P ? tailor_round_bf16((float)sqrt((double)P)) : 0.0f;
     st->ple_proj_scale = (float)pow((double)H, -0.5);
     st->ple_input_scale = (float)pow(2.0, -0.5);
+    if (opts->quantize_head) {
+        tailor_status qs = quantized_head(ctx, st, (tailor_dtype)opts->quantize_head);
+        if (qs) {
+            tailor_gemma4_cpu_destroy(st);
+            return qs;
+        }
+    }
     tailor_gemma4_cpu_reset(st);
     *out = st;
     return TAILOR_OK;
@@ -283,7 +333,8 @@ void tailor_gemma4_cpu_destroy(tailor_gemma4_cpu *st)
     free(st->slots);
     free(st->inv_freq);
     float *bufs[] = {st->x,   st->y,    st->t,   st->q,    st->kv,      st->vraw,   st->att,
-                     st->scores, st->gate, st->up, st->pli, st->ple_tmp, st->logits, st->scratch};
+                     st->scores, st->gate, st->up, st->pli, st->ple_tmp, st->logits, st->scratch,
+                     st->head};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         free(bufs[i]);
     free(st);
@@ -463,7 +514,9 @@ tailor_status tailor_gemma4_cpu_step(tailor_ctx *ctx, tailor_gemma4_cpu *st, int
         const uint8_t *row = (const uint8_t *)m->embed->data +
                              (size_t)v * (size_t)H * tailor_st_dtype_size(m->embed->dtype);
         float l;
-        if (m->embed->dtype == TAILOR_ST_BF16) {
+        if (st->head) {
+            l = dot_f32(st->head + (size_t)v * (size_t)H, st->y, H);
+        } else if (m->embed->dtype == TAILOR_ST_BF16) {
             l = dot_bf16(row, st->y, H);
         } else {
             dense_row(m->embed, v, H, st->scratch);

@@ -127,6 +127,11 @@ typedef struct tailor_gemma4_cpu_opts {
                          keeps all max_tokens positions (for tests: must give the same logits) */
     int layers;       /* 0 (default): every layer; n: only layers 0..n-1 run before the final
                          norm and the LM head (layer-by-layer debugging) */
+    int quantize_head; /* 0 (default): the tied LM head as stored; TAILOR_DTYPE_F16 or
+                          TAILOR_DTYPE_BF16: the int4 copy the GPU's quantize_head makes in that
+                          compute dtype (tailor_w4a16_quantize_rows of the embedding, group
+                          tailor_w4a16_group_for(hidden), scales in that dtype), dequantized to
+                          fp32: the reference for --quantize-head */
 } tailor_gemma4_cpu_opts;
 
 /* Creates a run state for m (m must outlive it). TAILOR_ERR_UNSUPPORTED for a MoE model,
@@ -183,10 +188,11 @@ typedef struct tailor_gemma4_gpu_opts {
                          follow the device (fp16 below sm_80, else bf16) */
     int quantize;     /* 1: dense q/k/v/o/gate/up/down become W4A16 on load (group 128,
                          symmetric round-to-nearest); embeddings, LM head and PLE stay 16-bit */
-    int quantize_head; /* 1: the LM head reads an int4 copy of the tied embedding (group 128,
-                          symmetric round-to-nearest as --quantize, when hidden is a multiple of
-                          128; lookups keep the 16-bit rows): a quarter of the head's bytes per
-                          token, its logits no longer those of the 16-bit weights */
+    int quantize_head; /* 1: the LM head reads an int4 copy of the tied embedding (symmetric
+                          round-to-nearest as --quantize, group tailor_w4a16_group_for(hidden):
+                          128 for Gemma 4; lookups keep the 16-bit rows): a quarter of the
+                          head's bytes per token, its logits no longer those of the 16-bit
+                          weights (tailor_gemma4_cpu_opts.quantize_head is its reference) */
     int all_logits;   /* 1: prefill returns the logits of every prompt position (--dump-logits,
                          tests); 0: only the last one's */
     int chunk;        /* prefill rows per chunk (0: min(sliding window, 512); never above W) */
@@ -213,6 +219,7 @@ typedef struct tailor_gemma4_gpu_opts {
 typedef struct tailor_gemma4_gpu_info {
     int dtype;                 /* tailor_dtype of the compute */
     int w4a16;                 /* linears are int4 (checkpoint or --quantize) */
+    int lm_int4;               /* the LM head reads an int4 copy of the embedding (quantize_head) */
     size_t weight_bytes;       /* device bytes of weights */
     size_t weight_bytes_token; /* bytes a decode step reads (weights less the unread embedding
                                   rows: the embedding is read whole as the LM head) */

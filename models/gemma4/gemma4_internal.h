@@ -4,6 +4,7 @@
 #define TAILOR_GEMMA4_INTERNAL_H
 
 #include "gemma4.h"
+#include "op.h"
 #include "safetensors.h"
 
 /* A [n, k] matrix left in the mapped file: dense (F32/F16/BF16) or compressed-tensors int4. */
@@ -45,6 +46,17 @@ struct tailor_gemma4 {
     int w4a16;
     int max_k;                         /* widest k of any int4 matrix (dequant scratch) */
 };
+
+/* The tailor_dtype of a safetensors float dtype (F32, F16, BF16); 0 for any other. */
+static inline int g4_st_dtype(tailor_st_dtype d, tailor_dtype *out)
+{
+    switch (d) {
+    case TAILOR_ST_F32: *out = TAILOR_DTYPE_F32; return 1;
+    case TAILOR_ST_F16: *out = TAILOR_DTYPE_F16; return 1;
+    case TAILOR_ST_BF16: *out = TAILOR_DTYPE_BF16; return 1;
+    default: return 0;
+    }
+}
 
 /* Derives the per-layer plan from cfg scalars and cfg->layer[i].full (config.c). */
 tailor_status g4_derive_plan(tailor_ctx *ctx, const char *file, tailor_gemma4_config *cfg,

@@ -51,16 +51,6 @@ static tailor_status rnd_fill(tailor_ctx *ctx, tailor_gemma4_gpu *g, CUdeviceptr
     return g4g_run(ctx, g, "gemma4_fill", &t, &s, b, 1);
 }
 
-static int st_to_dtype(tailor_st_dtype d, tailor_dtype *out)
-{
-    switch (d) {
-    case TAILOR_ST_F32: *out = TAILOR_DTYPE_F32; return 1;
-    case TAILOR_ST_F16: *out = TAILOR_DTYPE_F16; return 1;
-    case TAILOR_ST_BF16: *out = TAILOR_DTYPE_BF16; return 1;
-    default: return 0;
-    }
-}
-
 /* Where a matrix that is part of a stack (q|k|v, gate|up) lands: its rows of the stack's dense
  * buffer (w), or of its int4 buffers (qw; sc and zs at its first column of the stack's [G, s_ld]
  * scale rows). All zero: a buffer of its own. */
@@ -172,7 +162,7 @@ static tailor_status up_mat_unreleased(tailor_ctx *ctx, tailor_gemma4_gpu *g, ta
         tailor_dtype sd;
         if (m->g_idx) /* activation order: the kernels read groups in column order */
             return up_mat_dequantized(ctx, g, u, m, what, out);
-        if (!st_to_dtype(m->scale->dtype, &sd))
+        if (!g4_st_dtype(m->scale->dtype, &sd))
             return tailor_set_error(ctx, TAILOR_ERR_UNSUPPORTED,
                                     "gemma4 gpu: %s.weight_scale is %s, not a float type", what,
                                     tailor_st_dtype_name(m->scale->dtype));
@@ -184,7 +174,7 @@ static tailor_status up_mat_unreleased(tailor_ctx *ctx, tailor_gemma4_gpu *g, ta
                                    m->zp ? m->zp->data : NULL, g->dt, &dst);
     }
     tailor_dtype wd;
-    if (!st_to_dtype(m->w->dtype, &wd))
+    if (!g4_st_dtype(m->w->dtype, &wd))
         return tailor_set_error(ctx, TAILOR_ERR_UNSUPPORTED, "gemma4 gpu: %s is %s, not a float type",
                                 what, tailor_st_dtype_name(m->w->dtype));
     if (g->quantize && quantizable &&
@@ -367,17 +357,18 @@ static void release_source(void *arg, const void *src, size_t bytes)
     tailor_st_release((const tailor_st *)arg, src, bytes);
 }
 
-/* opts.quantize_head: the LM head as an int4 copy of the tied embedding (group 128, symmetric
- * round-to-nearest, as --quantize), from the checkpoint's rows (embed, of dtype ed) or random
- * (embed NULL); a hidden size that is not a multiple of 128 keeps the 16-bit head, as
- * --quantize keeps such linears. */
+/* opts.quantize_head: the LM head as an int4 copy of the tied embedding (symmetric
+ * round-to-nearest, as --quantize; group tailor_w4a16_group_for(hidden): 128 for every Gemma 4,
+ * 64 or 32 for small test models), from the checkpoint's rows (embed, of dtype ed) or random
+ * (embed NULL); a hidden size no group divides keeps the 16-bit head. */
 static tailor_status up_head(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_upload *u,
                              const void *embed, tailor_dtype ed)
 {
     tailor_w4a16_layout lay;
     tailor_upload_w4a16_dst dst;
-    if (tailor_w4a16_layout_init(NULL, g->cfg.vocab, g->cfg.hidden, 128, 0, &lay) != TAILOR_OK)
-        return TAILOR_OK; /* the 16-bit head stays, as --quantize's linears do */
+    int group = tailor_w4a16_group_for(g->cfg.hidden);
+    if (!group || tailor_w4a16_layout_init(NULL, g->cfg.vocab, g->cfg.hidden, group, 0, &lay))
+        return TAILOR_OK; /* the 16-bit head stays */
     g->lm.n = g->cfg.vocab;
     g->lm.k = g->cfg.hidden;
     tailor_status st = alloc_w4(ctx, g, &lay, NULL, &g->lm, &dst);
@@ -400,7 +391,7 @@ static tailor_status up_model(tailor_ctx *ctx, tailor_gemma4_gpu *g)
         return st;
     tailor_upload_set_release(u, release_source, m->st);
     tailor_dtype ed = TAILOR_DTYPE_BF16;
-    if (!st_to_dtype(m->embed->dtype, &ed))
+    if (!g4_st_dtype(m->embed->dtype, &ed))
         st = tailor_set_error(ctx, TAILOR_ERR_UNSUPPORTED, "gemma4 gpu: embed_tokens is %s",
                               tailor_st_dtype_name(m->embed->dtype));
     size_t ne = (size_t)c->vocab * (size_t)c->hidden;
@@ -886,6 +877,7 @@ void tailor_gemma4_gpu_get_info(const tailor_gemma4_gpu *g, tailor_gemma4_gpu_in
     memset(info, 0, sizeof *info);
     info->dtype = (int)g->dt;
     info->w4a16 = linears_int4(g);
+    info->lm_int4 = g->lm.qw != 0;
     info->weight_bytes = g->weight_bytes;
     /* the embedding is read whole as the LM head, unless the head is its int4 copy */
     info->weight_bytes_token = g->weight_bytes;
