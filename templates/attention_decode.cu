@@ -45,51 +45,6 @@ __device__ __forceinline__ void attn_copy_pos(int *dst, const int *src, bool ok)
 #endif
 }
 
-// The last block of a (sequence, KV head): merges the n live partials into out. sW holds
-// GROUP * (n + 1) floats.
-__device__ __forceinline__ void attn_merge(T *out, const float *wso, const float *wsml, float *sW,
-                                           int n)
-{
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    float *sInv = sW + GROUP * n;
-    for (int r = warp; r < GROUP; r += ATTN_NT / 32) {
-        float M = -ATTN_INF;
-        for (int s = lane; s < n; s += 32)
-            M = fmaxf(M, __ldcg(wsml + ((size_t)s * GROUP + r) * 2));
-        M = warp_max(M);
-        float L = 0.f;
-        for (int s = lane; s < n; s += 32) {
-            const float m = __ldcg(wsml + ((size_t)s * GROUP + r) * 2);
-            const float w = m == -ATTN_INF ? 0.f : __expf(m - M);
-            L += w * __ldcg(wsml + ((size_t)s * GROUP + r) * 2 + 1);
-            sW[r * n + s] = w;
-        }
-        L = warp_sum(L);
-        if (lane == 0)
-            sInv[r] = L > 0.f ? 1.f / L : 0.f;
-    }
-    __syncthreads();
-    for (int idx = tid; idx < GROUP * (HEAD_DIM / 4); idx += ATTN_NT) {
-        const int r = idx / (HEAD_DIM / 4), c = (idx % (HEAD_DIM / 4)) * 4;
-        const float *src = wso + (size_t)r * HEAD_DIM + c;
-        float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll 8
-        for (int s = 0; s < n; s++) {
-            const float w = sW[r * n + s];
-            const float4 o = __ldcg(reinterpret_cast<const float4 *>(
-                src + (size_t)s * GROUP * HEAD_DIM));
-            a.x += w * o.x;
-            a.y += w * o.y;
-            a.z += w * o.z;
-            a.w += w * o.w;
-        }
-        const float inv = sInv[r];
-        T *dst = out + (size_t)r * HEAD_DIM + c;
-        *reinterpret_cast<T2 *>(dst) = from_f32x2(make_float2(a.x * inv, a.y * inv));
-        *reinterpret_cast<T2 *>(dst + 2) = from_f32x2(make_float2(a.z * inv, a.w * inv));
-    }
-}
-
 extern "C" __global__ void __launch_bounds__(ATTN_NT, 1)
 TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict__ k_cache,
               const T *__restrict__ v_cache, const int *__restrict__ positions,

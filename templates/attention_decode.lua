@@ -3,35 +3,10 @@
 -- heads of one KV head (the 16-row mma tile) over a chunk of cache slots; SPLITS is the target
 -- number of chunks per (sequence, KV head); the last block to finish merges the partials.
 
--- Cache slots: a sliding layer's ring holds `window` slots, a full layer's cache kv_len.
-local function slots(shape) return shape.window > 0 and shape.window or shape.kv_len end
+local slots = tailor.attn_slots
 local function small_bn(device) return device.smem_optin >= 100000 and 32 or 16 end
 local function wm(shape) return (tailor.attn_group(shape) + 15) // 16 end
-
--- Slots per block (a multiple of BN) and the resulting block count for a target of `target`.
-local function chunk_of(target, bn, shape)
-  local per = (slots(shape) + target - 1) // target
-  return ((per + bn - 1) // bn) * bn
-end
-local function nsplit_of(target, bn, shape)
-  local c = chunk_of(target, bn, shape)
-  return (slots(shape) + c - 1) // c
-end
-
--- Candidate targets: one block per pair, a few fixed counts, and about 1/2, 1 and 2 waves.
-local function split_targets(shape, device)
-  local pairs = shape.batch * shape.kv_heads
-  local cap = math.max(1, math.min(256, (slots(shape) + 15) // 16))
-  local seen, list = {}, {}
-  local sm = math.max(device.sm_count, 1)
-  for _, t in ipairs({ 1, 8, (sm + 2 * pairs - 1) // (2 * pairs), (sm + pairs - 1) // pairs,
-                       (2 * sm + pairs - 1) // pairs }) do
-    t = math.max(1, math.min(cap, t))
-    if not seen[t] then seen[t] = true; list[#list + 1] = t end
-  end
-  table.sort(list)
-  return list
-end
+local chunk_of, nsplit_of = tailor.attn_chunk, tailor.attn_nsplit
 
 local function smem_bytes(p, shape)
   local bm, kstr, pstr = 16 * wm(shape), shape.head_dim + 8, p.BN + 8
@@ -51,7 +26,7 @@ return {
     end,
     WN = { 2, 4 },
     STAGES = function(shape, dtype, device) return device.sm >= 80 and { 2, 3 } or { 1 } end,
-    SPLITS = function(shape, dtype, device) return split_targets(shape, device) end,
+    SPLITS = function(shape, dtype, device) return tailor.attn_split_targets(shape, device) end,
     MMA_K = function(shape, dtype, device) return { device.sm >= 80 and 16 or 8 } end,
     ASYNC = function(shape, dtype, device) return { device.sm >= 80 and 1 or 0 } end,
   },
@@ -82,12 +57,8 @@ return {
     end
     -- Two targets rounding to the same block count would be the same launch twice.
     local n = nsplit_of(p.SPLITS, p.BN, shape)
-    for _, t in ipairs(purpose ~= "launch" and split_targets(shape, device) or {}) do
-      if t < p.SPLITS and nsplit_of(t, p.BN, shape) == n then
-        return false, string.format("SPLITS=%d gives the same %d blocks as SPLITS=%d", p.SPLITS,
-                                    n, t)
-      end
-    end
+    local rep = purpose ~= "launch" and tailor.attn_split_repeat(p, p.BN, shape, device)
+    if rep then return false, rep end
     -- The merge keeps GROUP * (nsplit + 1) weights in the K/V tile area.
     local merge = 4 * tailor.attn_group(shape) * (n + 1)
     local area = 2 * 2 * p.STAGES * p.BN * (d + 8)

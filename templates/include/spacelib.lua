@@ -217,6 +217,47 @@ function lib.attn_shape_valid(shape, decode)
   return true
 end
 
+-- Decode's cache slots: a sliding layer's ring holds `window` slots, a full layer's cache kv_len.
+function lib.attn_slots(shape) return shape.window > 0 and shape.window or shape.kv_len end
+
+-- Decode's split: slots per block for a target of `target` blocks (a multiple of the stream's
+-- granularity `gran`), and the block count that gives.
+function lib.attn_chunk(target, gran, shape)
+  local per = (lib.attn_slots(shape) + target - 1) // target
+  return ((per + gran - 1) // gran) * gran
+end
+function lib.attn_nsplit(target, gran, shape)
+  return (lib.attn_slots(shape) + lib.attn_chunk(target, gran, shape) - 1)
+         // lib.attn_chunk(target, gran, shape)
+end
+
+-- Candidate split targets: one block per (sequence, KV head), 8, and about 1/2, 1 and 2 waves
+-- (at most one block per 16 slots, at most 256).
+function lib.attn_split_targets(shape, device)
+  local pairs = shape.batch * shape.kv_heads
+  local cap = math.max(1, math.min(256, (lib.attn_slots(shape) + 15) // 16))
+  local seen, list = {}, {}
+  local sm = math.max(device.sm_count, 1)
+  for _, t in ipairs({ 1, 8, (sm + 2 * pairs - 1) // (2 * pairs), (sm + pairs - 1) // pairs,
+                       (2 * sm + pairs - 1) // pairs }) do
+    t = math.max(1, math.min(cap, t))
+    if not seen[t] then seen[t] = true; list[#list + 1] = t end
+  end
+  table.sort(list)
+  return list
+end
+
+-- Why SPLITS is a repeat: a smaller target giving the same block count (nil when it is not).
+function lib.attn_split_repeat(p, gran, shape, device)
+  local n = lib.attn_nsplit(p.SPLITS, gran, shape)
+  for _, t in ipairs(lib.attn_split_targets(shape, device)) do
+    if t < p.SPLITS and lib.attn_nsplit(t, gran, shape) == n then
+      return string.format("SPLITS=%d gives the same %d blocks as SPLITS=%d", p.SPLITS, n, t)
+    end
+  end
+  return nil
+end
+
 -- Decode with prep = 1 (q arrives raw; attn_prep_q in attn_mma.cuh): the arguments it appends
 -- to a decode kernel's (q_w, inv_freq, eps; eps is Gemma 4's 1e-6 as in qk_norm_rope.lua).
 function lib.attn_prep_args(shape, args)
