@@ -717,6 +717,48 @@ tailor_status tailor_cache_foreach_winner(tailor_ctx *ctx, tailor_cache *c, cons
     return s;
 }
 
+tailor_status tailor_cache_foreach_trial(tailor_ctx *ctx, tailor_cache *c, const char *fingerprint,
+                                         const char *op,
+                                         int (*fn)(void *user, const tailor_cache_key *key,
+                                                   const tailor_cache_trial *t),
+                                         void *user)
+{
+    if (!c || !fn)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "tailor_cache_foreach_trial: NULL argument");
+    sqlite3_stmt *st;
+    tailor_status s = tcache_prepare(
+        ctx, c,
+        "SELECT fingerprint, op, shape, dtype, space_hash, template, params, outcome, median_us,"
+        " detail, recorded_at FROM trials"
+        " WHERE (?1 IS NULL OR fingerprint = ?1) AND (?2 IS NULL OR op = ?2)"
+        " ORDER BY fingerprint, op, shape, dtype, space_hash, outcome <> 'timed', median_us,"
+        " outcome, template, params",
+        &st);
+    if (s != TAILOR_OK)
+        return s;
+    if (fingerprint)
+        sqlite3_bind_text(st, 1, fingerprint, -1, SQLITE_STATIC);
+    if (op)
+        sqlite3_bind_text(st, 2, op, -1, SQLITE_STATIC);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        tailor_cache_key key = {col_text(st, 0), col_text(st, 1), col_text(st, 2),
+                                col_text(st, 3), col_text(st, 4)};
+        tailor_cache_trial t = {col_text(st, 5), col_text(st, 6), col_text(st, 7),
+                                col_text(st, 9),
+                                sqlite3_column_type(st, 8) == SQLITE_NULL
+                                    ? -1.0
+                                    : sqlite3_column_double(st, 8),
+                                (long long)sqlite3_column_int64(st, 10)};
+        if (fn(user, &key, &t) != 0)
+            break;
+    }
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        s = tcache_sqlite_fail(ctx, c, rc, "listing trials");
+    sqlite3_finalize(st);
+    return s;
+}
+
 static tailor_status clear_body(tailor_ctx *ctx, tailor_cache *c, void *user)
 {
     const char *fingerprint = user;

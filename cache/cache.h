@@ -94,6 +94,24 @@ tailor_status tailor_cache_get_trial(tailor_ctx *ctx, tailor_cache *c, const tai
 tailor_status tailor_cache_count_trials(tailor_ctx *ctx, tailor_cache *c, const tailor_cache_key *key,
                                         int *count);
 
+/* One recorded trial, as tailor_cache_foreach_trial hands it out (read-only views valid during
+ * the call). median_us < 0: no time (every outcome but "timed"); detail "" when none. */
+typedef struct tailor_cache_trial {
+    const char *template_name, *params_json, *outcome, *detail;
+    double median_us;
+    long long recorded_at; /* unix seconds */
+} tailor_cache_trial;
+
+/* Calls fn for each recorded trial (of `fingerprint` and of `op`; NULL: any), grouped by key
+ * (fingerprint, op, shape, dtype, space hash, in that order) and, within a key, the timed ones
+ * fastest first, then the rest by outcome, template and params. fn returns 0 to go on, nonzero to
+ * stop (not an error). The cache must not be written from inside fn. */
+tailor_status tailor_cache_foreach_trial(tailor_ctx *ctx, tailor_cache *c, const char *fingerprint,
+                                         const char *op,
+                                         int (*fn)(void *user, const tailor_cache_key *key,
+                                                   const tailor_cache_trial *t),
+                                         void *user);
+
 /* Calls fn for each winner (of `fingerprint`, or all when NULL), ordered by fingerprint, op,
  * shape, dtype. key and w are read-only views valid during the call. fn returns 0 to go on,
  * nonzero to stop (not an error). The cache must not be written from inside fn. */

@@ -1,5 +1,5 @@
-/* cmd_cache.c — `tailor cache ls | show | export FILE | import FILE | verify | clear`: look into,
- * carry and check the tuning cache. */
+/* cmd_cache.c — `tailor cache ls | show | trials | export FILE | import FILE | verify | clear`:
+ * look into, carry and check the tuning cache. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +21,8 @@ static void cache_usage(FILE *out)
             "  ls                one line per cached winner (device, op, shape, dtype, template,\n"
             "                    params, median time)\n"
             "  show              every field of each winner\n"
+            "  trials            every configuration tried per (op, shape, dtype), fastest first:\n"
+            "                    its time or why it lost (refused, wrong, failed), the winner marked\n"
             "  export FILE       this device's winners, with their binaries, into one file\n"
             "  import FILE       a file exported on an identical host (all or nothing; refused\n"
             "                    when the device fingerprints differ or the file is damaged)\n"
@@ -33,8 +35,9 @@ static void cache_usage(FILE *out)
             "  --device NAME       the device: gpu, cuda:N, N or a profile name (default: GPU 0);\n"
             "                      ls and show list every device unless it is given\n"
             "  --fingerprint TEXT  the device fingerprint itself, instead of asking the GPU\n"
-            "  --op OP             ls, show: only winners of this op\n"
-            "  --json              ls, show: a JSON list of objects\n"
+            "  --op OP             ls, show, trials: only this op\n"
+            "  --shape K=V,...     trials: only this shape\n"
+            "  --json              ls, show, trials: a JSON list of objects\n"
             "  --all               clear: every device's entries\n");
 }
 
@@ -43,6 +46,7 @@ typedef struct cache_opts {
     const char *device;      /* --device, NULL: not given */
     const char *fingerprint; /* --fingerprint, NULL: not given */
     const char *op;          /* --op filter */
+    char shape[256];         /* --shape filter (canonical text), "" = any */
     int json, all;
 } cache_opts;
 
@@ -209,6 +213,128 @@ static int cache_list(tailor_ctx *ctx, tailor_cache *c, const cache_opts *o, int
     return rc;
 }
 
+/* ---- trials ---------------------------------------------------------------------------------- */
+
+typedef struct trials_state {
+    tailor_ctx *ctx;
+    tailor_cache *c;
+    const cache_opts *o;
+    char last[1600];          /* the key of the group being listed */
+    tailor_cache_winner win;  /* its winner (found) */
+    int found, n, failed;
+    cJSON *json;
+} trials_state;
+
+static int same_key_text(const tailor_cache_key *k, char *buf, size_t size, int store)
+{
+    char now[1600];
+    snprintf(now, sizeof now, "%s\n%s\n%s\n%s\n%s", k->fingerprint, k->op, k->shape, k->dtype,
+             k->space_hash);
+    int same = strcmp(now, buf) == 0;
+    if (store)
+        snprintf(buf, size, "%s", now);
+    return same;
+}
+
+/* The first trial of a new key: look up its winner and (text) print the group's header. */
+static int trials_group(trials_state *ts, const tailor_cache_key *key)
+{
+    tailor_cache_winner_free(&ts->win);
+    if (tailor_cache_get_winner(ts->ctx, ts->c, key, &ts->win, &ts->found) != TAILOR_OK) {
+        ts->failed = 1;
+        return 1;
+    }
+    if (!ts->json) {
+        char dev[128];
+        device_label(key->fingerprint, dev, sizeof dev);
+        printf("%s%s %s %s on %s (space %.12s)%s%s\n", ts->n ? "\n" : "", key->op, key->shape,
+               key->dtype, dev, key->space_hash, ts->found ? ": winner " : ": no winner stored",
+               ts->found ? ts->win.template_name : "");
+    }
+    return 0;
+}
+
+static int trials_one(void *user, const tailor_cache_key *key, const tailor_cache_trial *t)
+{
+    trials_state *ts = user;
+    if (ts->o->shape[0] && strcmp(ts->o->shape, key->shape) != 0)
+        return 0;
+    if (!same_key_text(key, ts->last, sizeof ts->last, 1) && trials_group(ts, key))
+        return 1;
+    ts->n++;
+    int winner = ts->found && strcmp(ts->win.template_name, t->template_name) == 0 &&
+                 strcmp(ts->win.params_json, t->params_json) == 0;
+    if (!ts->json) {
+        char us[32] = "-";
+        if (t->median_us >= 0)
+            snprintf(us, sizeof us, "%.2f us", t->median_us);
+        printf("  %12s  %-14s  %-24s  %s%s%s%s\n", us, t->outcome, t->template_name,
+               t->params_json, winner ? "  <- winner" : "", t->detail[0] ? "  " : "", t->detail);
+        return 0;
+    }
+    cJSON *o = cJSON_CreateObject();
+    if (!o || !cJSON_AddItemToArray(ts->json, o)) {
+        cJSON_Delete(o);
+        ts->failed = 1;
+        return 1;
+    }
+    cJSON_AddStringToObject(o, "fingerprint", key->fingerprint);
+    cJSON_AddStringToObject(o, "op", key->op);
+    cJSON_AddStringToObject(o, "shape", key->shape);
+    cJSON_AddStringToObject(o, "dtype", key->dtype);
+    cJSON_AddStringToObject(o, "space_hash", key->space_hash);
+    cJSON_AddStringToObject(o, "template", t->template_name);
+    cJSON_AddItemToObject(o, "params", json_text(t->params_json));
+    cJSON_AddStringToObject(o, "outcome", t->outcome);
+    if (t->median_us >= 0)
+        cJSON_AddNumberToObject(o, "median_us", t->median_us);
+    else
+        cJSON_AddNullToObject(o, "median_us");
+    cJSON_AddStringToObject(o, "detail", t->detail);
+    cJSON_AddNumberToObject(o, "recorded_at", (double)t->recorded_at);
+    cJSON_AddBoolToObject(o, "winner", winner);
+    return 0;
+}
+
+static int cache_trials(tailor_ctx *ctx, tailor_cache *c, const cache_opts *o)
+{
+    char fp[1024];
+    const char *filter = NULL;
+    if (o->device || o->fingerprint) {
+        if (resolve_fingerprint(ctx, o, fp, sizeof fp))
+            return 1;
+        filter = fp;
+    }
+    trials_state ts;
+    memset(&ts, 0, sizeof ts);
+    ts.ctx = ctx;
+    ts.c = c;
+    ts.o = o;
+    ts.json = o->json ? cJSON_CreateArray() : NULL;
+    tailor_status s = o->json && !ts.json
+                          ? tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory")
+                          : tailor_cache_foreach_trial(ctx, c, filter, o->op, trials_one, &ts);
+    tailor_cache_winner_free(&ts.win);
+    if (s == TAILOR_OK && ts.failed)
+        s = tailor_ctx_status(ctx) ? tailor_ctx_status(ctx)
+                                   : tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory");
+    int rc = 0;
+    if (s != TAILOR_OK) {
+        rc = cli_fail(ctx, s);
+    } else if (ts.json) {
+        char *text = cJSON_Print(ts.json);
+        if (text)
+            printf("%s\n", text);
+        rc = text ? 0 : 1;
+        free(text);
+    } else if (ts.n == 0) {
+        fprintf(stderr, "tailor: no recorded trials%s%s%s%s in %s\n", o->op ? " of op " : "",
+                o->op ? o->op : "", o->shape[0] ? " at " : "", o->shape, tailor_cache_path(c));
+    }
+    cJSON_Delete(ts.json);
+    return rc;
+}
+
 /* ---- export, import, verify, clear -------------------------------------------------------------- */
 
 static int cache_export_cmd(tailor_ctx *ctx, tailor_cache *c, const cache_opts *o, const char *file)
@@ -334,6 +460,7 @@ static int parse_flags(int argc, char **argv, cache_opts *o)
         {"cache", required_argument, NULL, 'c'},  {"device", required_argument, NULL, 'd'},
         {"fingerprint", required_argument, NULL, 'f'}, {"op", required_argument, NULL, 'o'},
         {"json", no_argument, NULL, 'j'},         {"all", no_argument, NULL, 'a'},
+        {"shape", required_argument, NULL, 's'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
@@ -345,6 +472,14 @@ static int parse_flags(int argc, char **argv, cache_opts *o)
         case 'd': o->device = optarg; break;
         case 'f': o->fingerprint = optarg; break;
         case 'o': o->op = optarg; break;
+        case 's': {
+            tailor_shape sh;
+            if (tailor_shape_parse(NULL, optarg, &sh) != TAILOR_OK)
+                return cli_usage_error("cache", "--shape '%s' is not k=v,k=v with integer values",
+                                       optarg);
+            tailor_shape_format(&sh, o->shape, sizeof o->shape);
+            break;
+        }
         case 'j': o->json = 1; break;
         case 'a': o->all = 1; break;
         case 'h':
@@ -378,6 +513,8 @@ static int run_sub(tailor_ctx *ctx, tailor_cache *c, const cache_opts *o, const 
         return cache_list(ctx, c, o, 0);
     if (strcmp(sub, "show") == 0)
         return cache_list(ctx, c, o, 1);
+    if (strcmp(sub, "trials") == 0)
+        return cache_trials(ctx, c, o);
     if (strcmp(sub, "export") == 0)
         return cache_export_cmd(ctx, c, o, args[0]);
     if (strcmp(sub, "import") == 0)
@@ -394,25 +531,28 @@ int cmd_cache(int argc, char **argv)
     if (rc >= 0)
         return rc;
     if (optind >= argc)
-        return cli_usage_error("cache", "a command is needed: ls, show, export, import, verify "
-                                        "or clear");
+        return cli_usage_error("cache", "a command is needed: ls, show, trials, export, import, "
+                                        "verify or clear");
     const char *sub = argv[optind];
     int nargs = argc - optind - 1;
-    static const char *const subs[] = {"ls", "show", "export", "import", "verify", "clear"};
+    static const char *const subs[] = {"ls", "show", "trials", "export", "import", "verify", "clear"};
     int want = -1;
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < 7; i++)
         if (strcmp(sub, subs[i]) == 0)
-            want = (i == 2 || i == 3) ? 1 : 0;
+            want = (i == 3 || i == 4) ? 1 : 0;
     if (want < 0)
-        return cli_usage_error("cache", "unknown command '%s' (ls, show, export, import, verify, "
-                                        "clear)",
+        return cli_usage_error("cache", "unknown command '%s' (ls, show, trials, export, import, "
+                                        "verify, clear)",
                                sub);
     if ((rc = check_args(sub, nargs, want, "one FILE")) >= 0)
         return rc;
     if (o.all && strcmp(sub, "clear") != 0)
         return cli_usage_error("cache", "--all goes with 'clear' only");
-    if ((o.json || o.op) && strcmp(sub, "ls") != 0 && strcmp(sub, "show") != 0)
-        return cli_usage_error("cache", "--json and --op go with 'ls' and 'show' only");
+    int listing = strcmp(sub, "ls") == 0 || strcmp(sub, "show") == 0 || strcmp(sub, "trials") == 0;
+    if ((o.json || o.op) && !listing)
+        return cli_usage_error("cache", "--json and --op go with 'ls', 'show' and 'trials' only");
+    if (o.shape[0] && strcmp(sub, "trials") != 0)
+        return cli_usage_error("cache", "--shape goes with 'trials' only");
     if (o.all && (o.device || o.fingerprint))
         return cli_usage_error("cache", "'clear --all' takes no --device or --fingerprint");
 

@@ -65,6 +65,46 @@ check "ls --op filters" test "$("$BIN" cache ls --op nothing --cache "$C1" 2>/de
 check "TAILOR_CACHE names the cache" cmp -s "$TMP/ls1" <(TAILOR_CACHE=$C1 "$BIN" cache ls)
 check "ls --json lists both" test "$("$BIN" cache ls --json --cache "$C1" | grep -c '"template":')" -eq 2
 
+# ---- trials: what every configuration did, fastest first, the winner marked ---------------------
+out=$("$BIN" cache trials --cache "$C1" 2>"$TMP/err"); rc=$?
+check "trials with none recorded exits 0, nothing on stdout (rc $rc)" test $rc -eq 0 -a -z "$out"
+check "trials with none recorded says so" grep -q "no recorded trials" "$TMP/err"
+if command -v python3 >/dev/null 2>&1; then
+    # trials as the tuner records them (the documented table of docs/cache-format.md), for the
+    # winner k=1536,m=1 and for a shape with no winner
+    python3 - "$C1" "$FP" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+fp, op, dt = sys.argv[2], "rmsnorm", "bf16"
+sh = db.execute("SELECT space_hash FROM winners WHERE shape = 'k=1536,m=1'").fetchone()[0]
+rows = [("k=1536,m=1", "rmsnorm_block", '{"BLOCK":64}', "timed", 14.25, ""),
+        ("k=1536,m=1", "rmsnorm_warp", '{"BLOCK":128}', "timed", 12.5, ""),
+        ("k=1536,m=1", "rmsnorm_warp", '{"BLOCK":2048}', "refused-budget", None,
+         "needs 2,048 threads; allows 1,024"),
+        ("k=1536,m=1", "rmsnorm_block", '{"BLOCK":32}', "wrong-result", None, "max error 3.1"),
+        ("k=4096,m=1", "rmsnorm_warp", '{"BLOCK":256}', "timed", 20.0, "")]
+for shape, tpl, params, outcome, us, detail in rows:
+    db.execute("INSERT INTO trials VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+               (fp, op, shape, dt, sh, tpl, params, outcome, us, detail, 1700000002))
+db.commit()
+PY
+    "$BIN" cache trials --cache "$C1" >"$TMP/tr" 2>"$TMP/err"; rc=$?
+    check "trials exits 0 (rc $rc: $(cat "$TMP/err"))" test $rc -eq 0
+    check "trials: one header per shape, the winner named" \
+        test "$(grep -c '^rmsnorm k=1536,m=1 bf16 on Test GPU (space [0-9a-f]*): winner rmsnorm_warp$' "$TMP/tr")" -eq 1
+    check "trials: a shape without a stored winner says so" grep -q "^rmsnorm k=4096,m=1 bf16 .*: no winner stored$" "$TMP/tr"
+    check "trials: the fastest first, the winner marked" \
+        test "$(grep -A2 '^rmsnorm k=1536' "$TMP/tr" | tail -2 | tr -s ' ' | cut -d' ' -f2- | tr '\n' '|')" \
+             = '12.50 us timed rmsnorm_warp {"BLOCK":128} <- winner|14.25 us timed rmsnorm_block {"BLOCK":64}|'
+    check "trials: a refusal shows its reason" grep -q 'refused-budget .*{"BLOCK":2048}  needs 2,048 threads; allows 1,024' "$TMP/tr"
+    check "trials --shape filters (in any key order)" \
+        test "$("$BIN" cache trials --shape m=1,k=4096 --cache "$C1" | grep -c 'us ')" -eq 1
+    check "trials --json: five objects, one winner" \
+        test "$("$BIN" cache trials --json --cache "$C1" | python3 -c 'import json,sys; t=json.load(sys.stdin); print(len(t), sum(x["winner"] for x in t), t[0]["median_us"])')" = "5 1 12.5"
+    check "trials --op of another op lists nothing" \
+        test -z "$("$BIN" cache trials --op matmul --cache "$C1" 2>/dev/null)"
+fi
+
 # ---- export, checksum by coreutils, import into a fresh cache: identical ---------------------------
 out=$("$BIN" cache export "$TMP/out.tailor" --cache "$C1" --fingerprint "$FP"); rc=$?
 check "export works (rc $rc: $out)" test $rc -eq 0
@@ -108,7 +148,8 @@ check "clear --all" "$BIN" cache clear --all --cache "$C1" >/dev/null
 check "after clear --all, ls is empty" test -z "$("$BIN" cache ls --cache "$C1" 2>/dev/null)"
 
 # ---- bad usage: exit 2 with one line --------------------------------------------------------------
-for args in "ls --nope" "frob" "export" "import a b" "ls --all" "clear --all --fingerprint x"; do
+for args in "ls --nope" "frob" "export" "import a b" "ls --all" "clear --all --fingerprint x" \
+            "ls --shape m=1" "trials --shape m=x" "trials extra"; do
     # shellcheck disable=SC2086
     "$BIN" cache $args --cache "$C1" >"$TMP/out" 2>"$TMP/err"; rc=$?
     check "'cache $args' exits 2 (got $rc)" test $rc -eq 2

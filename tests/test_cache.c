@@ -680,6 +680,62 @@ static void test_paths(tailor_ctx *ctx)
     unsetenv("XDG_CACHE_HOME");
 }
 
+typedef struct trial_seen {
+    int n;
+    char line[8][160]; /* "op shape template params outcome median" */
+} trial_seen;
+
+static int see_trial(void *user, const tailor_cache_key *key, const tailor_cache_trial *t)
+{
+    trial_seen *s = user;
+    if (s->n < 8)
+        snprintf(s->line[s->n], sizeof s->line[0], "%s %s %s %s %s %g", key->op, key->shape,
+                 t->template_name, t->params_json, t->outcome, t->median_us);
+    s->n++;
+    return 0;
+}
+
+/* tailor_cache_foreach_trial: grouped by key, timed ones fastest first, then the others; the
+ * device and op filters; details and times as stored. */
+static void test_trial_listing(tailor_ctx *ctx)
+{
+    tailor_cache *c = open_cache(ctx, "trial_list.sqlite");
+    tailor_cache_key a = {FP_H200, "rmsnorm", "m=1,n=1536", "bf16", HASH1};
+    tailor_cache_key b = {FP_H200, "matmul", "k=64,m=1,n=64", "bf16", HASH1};
+    tailor_cache_key other = {FP_A100, "rmsnorm", "m=1,n=1536", "bf16", HASH1};
+    CHECK_OK(ctx, tailor_cache_put_trial(ctx, c, &a, "rmsnorm_warp", "{\"BLOCK\":64}", "timed", 12.5,
+                                         NULL));
+    CHECK_OK(ctx, tailor_cache_put_trial(ctx, c, &a, "rmsnorm_block", "{\"BLOCK\":64}",
+                                         "wrong-result", -1, "max error 3.1 at 17"));
+    CHECK_OK(ctx, tailor_cache_put_trial(ctx, c, &a, "rmsnorm_warp", "{\"BLOCK\":128}", "timed", 7.0,
+                                         NULL));
+    CHECK_OK(ctx, tailor_cache_put_trial(ctx, c, &a, "rmsnorm_block", "{\"BLOCK\":32}",
+                                         "compile-error", -1, "error: x"));
+    CHECK_OK(ctx, tailor_cache_put_trial(ctx, c, &b, "matmul_gemv", "{}", "timed", 3.0, NULL));
+    CHECK_OK(ctx, tailor_cache_put_trial(ctx, c, &other, "rmsnorm_warp", "{}", "timed", 1.0, NULL));
+    trial_seen all = {0};
+    CHECK_OK(ctx, tailor_cache_foreach_trial(ctx, c, FP_H200, NULL, see_trial, &all));
+    CHECKF(all.n == 5, "trials of one device: %d, want 5", all.n);
+    static const char *const want[] = {
+        "matmul k=64,m=1,n=64 matmul_gemv {} timed 3",
+        "rmsnorm m=1,n=1536 rmsnorm_warp {\"BLOCK\":128} timed 7",
+        "rmsnorm m=1,n=1536 rmsnorm_warp {\"BLOCK\":64} timed 12.5",
+        "rmsnorm m=1,n=1536 rmsnorm_block {\"BLOCK\":32} compile-error -1",
+        "rmsnorm m=1,n=1536 rmsnorm_block {\"BLOCK\":64} wrong-result -1"};
+    for (int i = 0; i < 5 && i < all.n; i++)
+        CHECKF(strcmp(all.line[i], want[i]) == 0, "trial %d: '%s', want '%s'", i, all.line[i],
+               want[i]);
+    trial_seen one = {0};
+    CHECK_OK(ctx, tailor_cache_foreach_trial(ctx, c, NULL, "rmsnorm", see_trial, &one));
+    CHECKF(one.n == 5, "rmsnorm trials of every device: %d, want 5", one.n);
+    trial_seen none = {0};
+    CHECK_OK(ctx, tailor_cache_foreach_trial(ctx, c, FP_A100, "matmul", see_trial, &none));
+    CHECK(none.n == 0);
+    CHECK(tailor_cache_foreach_trial(ctx, c, NULL, NULL, NULL, NULL) == TAILOR_ERR_MISUSE);
+    tailor_ctx_clear(ctx);
+    tailor_cache_close(c);
+}
+
 int main(void)
 {
     uint64_t seed = 20240611;
@@ -694,6 +750,7 @@ int main(void)
     tailor_ctx *ctx = test_ctx();
     test_winner_round_trip(ctx);
     test_trials(ctx);
+    test_trial_listing(ctx);
     test_reopen_and_wal(ctx);
     test_space_hash(ctx);
     test_refused_files(ctx);
