@@ -47,7 +47,9 @@ if [[ $what == bench || $what == all ]]; then
     "$T" bench attention --op attention_prefill --shape "$s" --cache "$cache" >>"$B" 2>&1
   done
   "$T" bench strategies --op rmsnorm --shape rows=64,cols=2560 >>"$B" 2>&1
-  summary+=("bench: $(grep -c 'us' "$B") lines in bench.txt")
+  # every configuration's time, not only the winners' (how each template fared)
+  "$T" cache trials --cache "$cache" >"$OUT/trials.txt" 2>&1
+  summary+=("bench: $(grep -c 'us' "$B") lines in bench.txt, trials in trials.txt")
 fi
 if [[ $what == model || $what == all ]]; then
   M="$OUT/model.txt"
