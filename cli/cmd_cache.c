@@ -101,18 +101,52 @@ static cJSON *json_text(const char *text)
     return j ? j : cJSON_CreateString(text);
 }
 
-static cJSON *winner_json(const tailor_cache_key *key, const tailor_cache_winner *w, int show)
+/* A JSON object holding the cache key's fields (NULL when out of memory). */
+static cJSON *key_json(const tailor_cache_key *key)
 {
     cJSON *o = cJSON_CreateObject();
     if (!o)
         return NULL;
-    char sha[65];
-    tailor_sha256_hex(w->binary, w->binary_size, sha);
     cJSON_AddStringToObject(o, "fingerprint", key->fingerprint);
     cJSON_AddStringToObject(o, "op", key->op);
     cJSON_AddStringToObject(o, "shape", key->shape);
     cJSON_AddStringToObject(o, "dtype", key->dtype);
     cJSON_AddStringToObject(o, "space_hash", key->space_hash);
+    return o;
+}
+
+/* Prints a built JSON list; 1 when it cannot be printed (out of memory). */
+static int print_json(const cJSON *list)
+{
+    char *text = cJSON_Print(list);
+    if (!text)
+        return 1;
+    printf("%s\n", text);
+    free(text);
+    return 0;
+}
+
+/* The fingerprint filter of a listing: *filter = NULL (every device) unless --device or
+ * --fingerprint names one (into fp). 1 when it cannot be had (printed). */
+static int device_filter(tailor_ctx *ctx, const cache_opts *o, char *fp, size_t size,
+                         const char **filter)
+{
+    *filter = NULL;
+    if (!o->device && !o->fingerprint)
+        return 0;
+    if (resolve_fingerprint(ctx, o, fp, size))
+        return 1;
+    *filter = fp;
+    return 0;
+}
+
+static cJSON *winner_json(const tailor_cache_key *key, const tailor_cache_winner *w, int show)
+{
+    cJSON *o = key_json(key);
+    if (!o)
+        return NULL;
+    char sha[65];
+    tailor_sha256_hex(w->binary, w->binary_size, sha);
     cJSON_AddStringToObject(o, "template", w->template_name);
     cJSON_AddStringToObject(o, "kernel", w->kernel_name);
     cJSON_AddItemToObject(o, "params", json_text(w->params_json));
@@ -183,12 +217,9 @@ static int list_one(void *user, const tailor_cache_key *key, const tailor_cache_
 static int cache_list(tailor_ctx *ctx, tailor_cache *c, const cache_opts *o, int show)
 {
     char fp[1024];
-    const char *filter = NULL;
-    if (o->device || o->fingerprint) {
-        if (resolve_fingerprint(ctx, o, fp, sizeof fp))
-            return 1;
-        filter = fp;
-    }
+    const char *filter;
+    if (device_filter(ctx, o, fp, sizeof fp, &filter))
+        return 1;
     list_state ls = {o, show, 0, o->json ? cJSON_CreateArray() : NULL, 0};
     if (o->json && !ls.json)
         ls.oom = 1;
@@ -200,11 +231,7 @@ static int cache_list(tailor_ctx *ctx, tailor_cache *c, const cache_opts *o, int
         fprintf(stderr, "tailor: out of memory\n");
         rc = 1;
     } else if (ls.json) {
-        char *text = cJSON_Print(ls.json);
-        if (text)
-            printf("%s\n", text);
-        rc = text ? 0 : 1;
-        free(text);
+        rc = print_json(ls.json);
     } else if (ls.n == 0) {
         fprintf(stderr, "tailor: no cached winners%s%s in %s\n", o->op ? " of op " : "",
                 o->op ? o->op : "", tailor_cache_path(c));
@@ -225,14 +252,14 @@ typedef struct trials_state {
     cJSON *json;
 } trials_state;
 
-static int same_key_text(const tailor_cache_key *k, char *buf, size_t size, int store)
+/* Whether key k is the one remembered in buf; remembers it. */
+static int same_key(const tailor_cache_key *k, char *buf, size_t size)
 {
     char now[1600];
     snprintf(now, sizeof now, "%s\n%s\n%s\n%s\n%s", k->fingerprint, k->op, k->shape, k->dtype,
              k->space_hash);
     int same = strcmp(now, buf) == 0;
-    if (store)
-        snprintf(buf, size, "%s", now);
+    snprintf(buf, size, "%s", now);
     return same;
 }
 
@@ -259,7 +286,7 @@ static int trials_one(void *user, const tailor_cache_key *key, const tailor_cach
     trials_state *ts = user;
     if (ts->o->shape[0] && strcmp(ts->o->shape, key->shape) != 0)
         return 0;
-    if (!same_key_text(key, ts->last, sizeof ts->last, 1) && trials_group(ts, key))
+    if (!same_key(key, ts->last, sizeof ts->last) && trials_group(ts, key))
         return 1;
     ts->n++;
     int winner = ts->found && strcmp(ts->win.template_name, t->template_name) == 0 &&
@@ -272,17 +299,12 @@ static int trials_one(void *user, const tailor_cache_key *key, const tailor_cach
                t->params_json, winner ? "  <- winner" : "", t->detail[0] ? "  " : "", t->detail);
         return 0;
     }
-    cJSON *o = cJSON_CreateObject();
+    cJSON *o = key_json(key);
     if (!o || !cJSON_AddItemToArray(ts->json, o)) {
         cJSON_Delete(o);
         ts->failed = 1;
         return 1;
     }
-    cJSON_AddStringToObject(o, "fingerprint", key->fingerprint);
-    cJSON_AddStringToObject(o, "op", key->op);
-    cJSON_AddStringToObject(o, "shape", key->shape);
-    cJSON_AddStringToObject(o, "dtype", key->dtype);
-    cJSON_AddStringToObject(o, "space_hash", key->space_hash);
     cJSON_AddStringToObject(o, "template", t->template_name);
     cJSON_AddItemToObject(o, "params", json_text(t->params_json));
     cJSON_AddStringToObject(o, "outcome", t->outcome);
@@ -299,12 +321,9 @@ static int trials_one(void *user, const tailor_cache_key *key, const tailor_cach
 static int cache_trials(tailor_ctx *ctx, tailor_cache *c, const cache_opts *o)
 {
     char fp[1024];
-    const char *filter = NULL;
-    if (o->device || o->fingerprint) {
-        if (resolve_fingerprint(ctx, o, fp, sizeof fp))
-            return 1;
-        filter = fp;
-    }
+    const char *filter;
+    if (device_filter(ctx, o, fp, sizeof fp, &filter))
+        return 1;
     trials_state ts;
     memset(&ts, 0, sizeof ts);
     ts.ctx = ctx;
@@ -322,11 +341,7 @@ static int cache_trials(tailor_ctx *ctx, tailor_cache *c, const cache_opts *o)
     if (s != TAILOR_OK) {
         rc = cli_fail(ctx, s);
     } else if (ts.json) {
-        char *text = cJSON_Print(ts.json);
-        if (text)
-            printf("%s\n", text);
-        rc = text ? 0 : 1;
-        free(text);
+        rc = print_json(ts.json);
     } else if (ts.n == 0) {
         fprintf(stderr, "tailor: no recorded trials%s%s%s%s in %s\n", o->op ? " of op " : "",
                 o->op ? o->op : "", o->shape[0] ? " at " : "", o->shape, tailor_cache_path(c));
