@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # gpu-check.sh — on the GPU machine: build, run every GPU test, then the benchmarks; logs go to
 # $OUT (ctest.txt, bench.txt, model.txt, ...) and a short summary is printed last.
-#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|all] [ctest -R regex]
+#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|all] [ctest -R regex]
 # quick: the GPU tests with the long scripts in their smoke subsets (MATMUL_QUICK, W4A16_QUICK,
 # ATTN_QUICK), fitting one 10-minute device call; model: Gemma 4 E2B decode and prefill figures
 # with the same-run comparisons (PDL off, gating kernels, each place of the seams, q prepared
 # inside attention, W4A16 with and without int4 prologues, the int4 LM head, 31B); knockout:
-# the decode step with families of kernels skipped (what each costs on the critical path).
+# the decode step with families of kernels skipped (what each costs on the critical path);
+# profile: ncu reports of the int4 GEMV and the decode attention kernels (ncu.txt).
 set -uo pipefail
 what=${1:-all}
 filter=${2:-}
@@ -91,5 +92,34 @@ if [[ $what == knockout ]]; then
     done
   done
   summary+=("knockout: $(grep -c '^decode' "$K") decode figures in knockout.txt")
+fi
+if [[ $what == profile ]]; then
+  # ncu reports (speed of light, occupancy, warp stalls, memory) of the kernels the session-6
+  # knockouts blamed: the int4 GEMV (an E2B MLP shape and the int4 LM head), the decode attention
+  # winner at a 512-slot ring, and the transposed decode template at that shape; one file, ncu.txt.
+  # Written without a GPU at hand (session 6): the first run checks the ncu flags.
+  N="$OUT/ncu.txt"
+  : >"$N"
+  cache=/tmp/profile.sqlite
+  prof() { # prof TITLE KERNEL-NAME-REGEX COMMAND...
+    local title=$1 k=$2
+    shift 2
+    echo "== $title" >>"$N"
+    timeout 180 ncu --kernel-name "regex:$k" --launch-skip 3 --launch-count 1 \
+      --section SpeedOfLight --section LaunchStats --section Occupancy \
+      --section WarpStateStats --section MemoryWorkloadAnalysis "$@" >>"$N" 2>&1
+  }
+  for s in m=1,n=6144,k=1536,group=128 m=1,n=262144,k=1536,group=128; do
+    "$T" tune --op w4a16_matmul --shape "$s" --dtype bf16 --cache "$cache" >/dev/null 2>&1
+    prof "w4a16 winner $s" "w4a16_matmul__" "$T" bench w4a16 --shape "$s" --cache "$cache"
+  done
+  a=kv_len=512,head_dim=256,heads=8,kv_heads=1,window=512,batch=1
+  "$T" tune --op attention_decode --shape "$a" --dtype bf16 --cache "$cache" >/dev/null 2>&1
+  prof "attention_decode winner $a" "attention_decode__" \
+    "$T" bench attention --op attention_decode --shape "$a" --cache "$cache"
+  prof "attention_decode_t $a" "attention_decode__attention_decode_t__" \
+    "$T" tune --op attention_decode --shape "$a" --dtype bf16 --force --cache /tmp/profile2.sqlite
+  "$T" cache trials --cache "$cache" >"$OUT/trials.txt" 2>&1
+  summary+=("profile: $(grep -c '^== ' "$N") ncu sections in ncu.txt, trials in trials.txt")
 fi
 printf '%s\n' "${summary[@]}"
