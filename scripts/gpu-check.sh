@@ -105,14 +105,22 @@ if [[ $what == profile ]]; then
     local title=$1 k=$2
     shift 2
     echo "== $title" >>"$N"
-    timeout 180 ncu --kernel-name "regex:$k" --launch-skip 3 --launch-count 1 \
+    timeout 120 ncu --kernel-name "regex:$k" --launch-skip 3 --launch-count 1 \
       --section SpeedOfLight --section LaunchStats --section Occupancy \
-      --section WarpStateStats --section MemoryWorkloadAnalysis "$@" >>"$N" 2>&1
+      --section WarpStateStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
+      --section SchedulerStats "$@" >>"$N" 2>&1
   }
   for s in m=1,n=6144,k=1536,group=128 m=1,n=262144,k=1536,group=128; do
     "$T" tune --op w4a16_matmul --shape "$s" --dtype bf16 --cache "$cache" >/dev/null 2>&1
     prof "w4a16 winner $s" "w4a16_matmul__" "$T" bench w4a16 --shape "$s" --cache "$cache"
   done
+  "$T" tune --op matmul --shape m=1,n=6144,k=1536 --dtype bf16 --cache "$cache" >/dev/null 2>&1
+  prof "matmul (bf16 GEMV) winner m=1,n=6144,k=1536" "matmul__" \
+    "$T" bench kernel --op matmul --shape m=1,n=6144,k=1536 --cache "$cache"
+  l=kv_len=8192,head_dim=256,heads=8,kv_heads=1,window=0,batch=1
+  "$T" tune --op attention_decode --shape "$l" --dtype bf16 --cache "$cache" >/dev/null 2>&1
+  prof "attention_decode winner $l" "attention_decode__" \
+    "$T" bench attention --op attention_decode --shape "$l" --cache "$cache"
   a=kv_len=512,head_dim=256,heads=8,kv_heads=1,window=512,batch=1
   "$T" tune --op attention_decode --shape "$a" --dtype bf16 --cache "$cache" >/dev/null 2>&1
   prof "attention_decode winner $a" "attention_decode__" \

@@ -226,25 +226,8 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
             if (row < M && col < N)
                 mine[(size_t)row * N + col] = acc[rt][e];
         }
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0)
-        last_block[0] = atomicAdd(&counters[blockIdx.x], 1) == SPLITK - 1;
-    __syncthreads();
-    if (!last_block[0])
-        return;
-    __threadfence();
-    for (int i = threadIdx.x; i < M * BN; i += W4W_THREADS) {
-        const int row = i / BN, col = blockIdx.x * BN + i % BN;
-        if (col < N) {
-            float v = 0.f;
-            for (int z = 0; z < SPLITK; z++) // z order: the same sum on every run
-                v += __ldcg(partial + ((size_t)z * M + row) * N + col);
-            out[(size_t)row * N + col] = from_f32(v);
-        }
-    }
-    if (threadIdx.x == 0)
-        counters[blockIdx.x] = 0; // leave the workspace zeroed for the next launch
+    w4_splitk_finish(out, partial, counters, SPLITK, M, N, blockIdx.x * BN, BN,
+                     last_block);
 #else
 #pragma unroll
     for (int rt = 0; rt < RT; rt++) {

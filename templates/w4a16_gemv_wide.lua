@@ -94,19 +94,10 @@ return {
     end
     -- SPLITK: the smallest usable split giving 8 warps per SM, the one before and the one
     -- after; where none gets there, the two largest usable ones
-    local want, n_sm, first = 8 * tailor.sms(device), tailor.sms(device), nil
-    local usable = {}
-    for _, s in ipairs(SPLITS) do
-      if split_ok(p, shape, s) then usable[#usable + 1] = s end
-    end
-    for i, s in ipairs(usable) do
-      if warps_total(p, shape, s) >= want then first = i; break end
-    end
-    if not first then first = #usable end
-    local allowed = {}
-    for i = first - 1, first + 1 do
-      if usable[i] then allowed[usable[i]] = true end
-    end
+    local want, n_sm = 8 * tailor.sms(device), tailor.sms(device)
+    local allowed = tailor.split_neighbours(SPLITS,
+      function(s) return (split_ok(p, shape, s)) end,
+      function(s) return warps_total(p, shape, s) end, want)
     if not allowed[p.SPLITK] then
       return false, string.format("SPLITK=%d: %d warps for %d SMs (kept: the splits around "
                                   .. "the smallest reaching %d warps)",

@@ -276,6 +276,13 @@ static void test_launch_purpose(tailor_ctx *ctx)
     expect_valid(ctx, "w4a16_gemv_wide", wide, "m=2,n=2048,k=1536,group=128", 0, 0);
     expect_valid(ctx, "w4a16_gemv_wide", wide, "m=2,n=2048,k=1536,group=128", 1, 1);
     expect_valid(ctx, "w4a16_gemv_wide", wide, "m=5,n=2048,k=1536,group=128", 1, 0);
+    /* the transposed W4A16 decode: MT n8 tiles hold m; the fewest when choosing, at least m at
+     * launch; at most 16 rows */
+    const char *wt = "{\"MT\":2,\"RT\":1,\"SPLITK\":3,\"UNROLL\":2,\"WK\":1,\"WR\":4}";
+    expect_valid(ctx, "w4a16_gemv_t", wt, "m=12,n=6144,k=1536,group=128", 0, 1);
+    expect_valid(ctx, "w4a16_gemv_t", wt, "m=3,n=6144,k=1536,group=128", 0, 0);
+    expect_valid(ctx, "w4a16_gemv_t", wt, "m=3,n=6144,k=1536,group=128", 1, 1);
+    expect_valid(ctx, "w4a16_gemv_t", wt, "m=17,n=6144,k=1536,group=128", 1, 0);
     /* a full layer's decode attention is tuned on 4096 slots and runs every shorter cache */
     const char *att = "{\"ASYNC\":1,\"BN\":64,\"MMA_K\":16,\"SPLITS\":66,\"STAGES\":2,\"WN\":4}";
     const char *full = "batch=1,head_dim=512,heads=8,kv_heads=1,window=0,kv_len=";
@@ -370,6 +377,22 @@ static void test_stride_and_prep_launch(tailor_ctx *ctx)
                  "kv_len=512,head_dim=256,heads=8,kv_heads=1,window=512,batch=1,prep=1", 0, 0);
     expect_valid(ctx, "attention_decode_t", dt,
                  "kv_len=512,head_dim=256,heads=16,kv_heads=1,window=512,batch=1,prep=0", 0, 0);
+    /* w4a16_gemv_t: 4 warps of one 16-row tile each (64 rows a block, 96 blocks), the k
+     * warps' sums in static shared memory (WK x 8 x 64 floats), split-k buffers, the stride */
+    const char *wt = "{\"MT\":1,\"RT\":1,\"SPLITK\":3,\"UNROLL\":4,\"WK\":1,\"WR\":4}";
+    launch_text(ctx, "w4a16_gemv_t", wt, "m=1,n=6144,k=1536,group=128,s_ld=12288", got,
+                sizeof got);
+    CHECKF(strcmp(got, "128 2048 96 | out a qweight scales partial counters i:1 i:6144 i:1536 "
+                       "i:12288") == 0, "w4a16_gemv_t launch: %s", got);
+    expect_valid(ctx, "w4a16_gemv_t", wt, "m=1,n=6144,k=1536,group=128", 0, 1);
+    /* 12 quads over 3 slices: 4 per warp, one batch of UNROLL=4; SPLITK=4 leaves 3 per warp */
+    expect_valid(ctx, "w4a16_gemv_t", "{\"MT\":1,\"RT\":1,\"SPLITK\":4,\"UNROLL\":4,\"WK\":1,"
+                 "\"WR\":4}", "m=1,n=6144,k=1536,group=128", 0, 0);
+    /* RT=2 only with UNROLL=2, four warps a block */
+    expect_valid(ctx, "w4a16_gemv_t", "{\"MT\":1,\"RT\":2,\"SPLITK\":3,\"UNROLL\":1,\"WK\":1,"
+                 "\"WR\":4}", "m=1,n=6144,k=1536,group=128", 0, 0);
+    expect_valid(ctx, "w4a16_gemv_t", "{\"MT\":1,\"RT\":1,\"SPLITK\":3,\"UNROLL\":4,\"WK\":1,"
+                 "\"WR\":2}", "m=1,n=6144,k=1536,group=128", 0, 0);
     const char *gemv = "{\"KWARPS\":2,\"MT\":1,\"ROWS\":2,\"THREADS\":256}";
     launch_text(ctx, "w4a16_gemv", gemv, "m=1,n=2048,k=1536,group=128,s_ld=2560", got, sizeof got);
     CHECKF(strstr(got, "i:1 i:2048 i:1536 i:2560") != NULL, "w4a16 part launch: %s", got);

@@ -286,6 +286,26 @@ function lib.w4_scale_ld(shape)
   return (shape.n + 15) // 16 * 16
 end
 
+-- The split-k counts a decode template keeps: `usable(s)` says whether split s gives useful
+-- slices and `warps(s)` how many warps the launch then has; kept are the smallest usable split
+-- reaching `want` warps, the one before and the one after it (where none reaches it, the two
+-- largest usable ones). Returns a set {split = true}.
+function lib.split_neighbours(splits, usable, warps, want)
+  local ok, first = {}, nil
+  for _, s in ipairs(splits) do
+    if usable(s) then ok[#ok + 1] = s end
+  end
+  for i, s in ipairs(ok) do
+    if warps(s) >= want then first = i; break end
+  end
+  if not first then first = #ok end
+  local kept = {}
+  for i = first - 1, first + 1 do
+    if ok[i] then kept[ok[i]] = true end
+  end
+  return kept
+end
+
 -- Only the dtype's own feature: bf16 needs sm_80.
 function lib.dtype_requires(dtype)
   if dtype == "bf16" then return { "bf16" } end

@@ -137,3 +137,36 @@ __device__ __forceinline__ uint4 w4_load_stream(const uint4 *p)
                  : "l"(p));
     return v;
 }
+
+// ---- split-k across blocks (the decode templates: grid (column tiles, SPLITK)) ----
+
+// After every thread of the block wrote its fp32 partials to slice blockIdx.y of `partial`
+// [nsplit, M, N]: the last block of column tile blockIdx.x (counted in `counters`) adds the
+// slices in z order (the same sum on every run) for columns [n0, n0 + bn), writes `out` and
+// resets its counter, so the workspace is left ready for the next launch. `flag` is one int of
+// shared memory the caller no longer reads.
+__device__ __forceinline__ void w4_splitk_finish(T *__restrict__ out,
+                                                 const float *__restrict__ partial,
+                                                 int *__restrict__ counters, int nsplit, int M,
+                                                 int N, int n0, int bn, int *flag)
+{
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0)
+        *flag = atomicAdd(&counters[blockIdx.x], 1) == nsplit - 1;
+    __syncthreads();
+    if (!*flag)
+        return;
+    __threadfence();
+    for (int i = threadIdx.x; i < M * bn; i += blockDim.x) {
+        const int row = i / bn, col = n0 + i % bn;
+        if (col < N) {
+            float v = 0.f;
+            for (int z = 0; z < nsplit; z++)
+                v += __ldcg(partial + ((size_t)z * M + row) * N + col);
+            out[(size_t)row * N + col] = from_f32(v);
+        }
+    }
+    if (threadIdx.x == 0)
+        counters[blockIdx.x] = 0;
+}

@@ -1,0 +1,316 @@
+// w4a16_gemv_t.cu — W4A16 matmul for decode (m <= 16) on tensor cores in the transposed form:
+// out^T[n, m] = W[n, k] · a^T[k, m], the weights as the mma's A operand (16 weight rows x 16 k)
+// and the activations as B (their m rows on the n8 side). An m16n8k16 then takes 8 weights per
+// lane (w4a16_gemv_wide, weights as B, takes 4), and a weight costs ~7/8 of an ALU op:
+//
+//   GROUP % 128 == 0 (PRESCALE 0): the nibbles become the 16-bit values MAGIC + u (bf16 128 + u,
+//   fp16 1024 + u, exact) with one shift and one LOP3 per pair, unscaled. A quad (128 columns)
+//   lies inside one group, so per quad and row
+//       sum_k a (u - z) s = s (sum_k a (MAGIC + u) - (MAGIC + z) sum_k a),
+//   applied to the quad's fp32 accumulator (two FFMA per value); sum_k a comes from one more mma
+//   per k16 step against an all-ones A, shared by the RT row tiles (as the CUDA-core GEMV,
+//   w4a16_gemv.cu, the weights enter exactly and the scale multiplies fp32 sums).
+//   GROUP 32 or 64 (PRESCALE 1): the lanes of one mma hold other groups, so the weights are
+//   dequantized before it, round((u - z) s) in the dtype as the reference (w4_pair).
+//
+// Work: a warp owns RT tiles of 16 weight rows and a run of quads of the block's k slice; a
+// block is WR x WK warps (WR along rows, WK along k, reduced through shared memory); grid =
+// (n / BN, SPLITK) with BN = WR·RT·16. Lane (g, t) = (lane / 4, lane % 4) reads, per row tile
+// and quad, chunk 4q + t of rows g and g + 8 (16 bytes each: a warp reads 16 rows x 64
+// contiguous bytes). The mma sums over k in any order as long as A and B agree: the kernel
+// layout's word t' of that chunk holds pairs p = 0..3 = columns 32c + 2t' + 8p (+1), so lane
+// (g, t) uses word t' as its A fragment of virtual step (t', s): a0/a2 = pairs 2s / 2s + 1 of
+// row g, a1/a3 those of row g + 8. The B fragment of the same step is then columns 32c + 2t' +
+// 16s (+1) (b0) and + 8 (b1) of activation row g: words t' + 8s and t' + 8s + 4 of the chunk's
+// 64 bytes, which the lane reads straight from global memory (L1; every warp reads them).
+// Rows past m read row m - 1 (their columns are not stored), so for m = 1 every column of the
+// accumulator is the result.
+//
+// PDL: the first batch of weights, scales and zero points is requested before
+// griddepcontrol.wait (no kernel of a forward writes them); activations after it.
+// Each lane issues UNROLL quads x RT tiles x 2 rows of 16-byte loads per batch, and the next
+// batch before computing the current one.
+// SPLITK > 1: fp32 partials [SPLITK, M, N] and the last block's z-order sum (w4_splitk_finish).
+// Defines: WR, WK, RT, UNROLL, SPLITK, MT (n8 tiles of activation rows: m <= 8·MT), GROUP,
+// HAS_ZP, PRESCALE.
+#include "w4a16_common.cuh"
+
+#define W4T_THREADS (WR * WK * 32)
+
+namespace w4t {
+constexpr int BN = WR * RT * 16; // weight rows per block
+constexpr int MC = MT * 8;       // activation rows the mma's n side holds
+static_assert(GROUP % 32 == 0, "GROUP is a multiple of 32");
+static_assert(PRESCALE || GROUP % 128 == 0, "unscaled weights need whole quads per group");
+
+#if defined(TAILOR_DTYPE_BF16)
+constexpr u32 ONES = 0x3f803f80u; // 1.0 in both halves
+#else
+constexpr u32 ONES = 0x3c003c00u;
+#endif
+
+// The registers of UNROLL quads x RT row tiles x rows (g, g + 8) of one lane.
+struct Batch {
+    uint4 w[UNROLL][RT][2];
+    T s[UNROLL][RT][2];
+    u32 z[UNROLL][RT][2];
+};
+
+// Loads quads q .. q + UNROLL - 1 of the warp's rows; what lies past the rows, the warp's quads
+// (qe) or the row's chunks is a zero weight with scale 0.
+__device__ __forceinline__ void load_batch(Batch &b, const u32 *__restrict__ qw,
+                                           const T *__restrict__ scales,
+                                           const u8 *__restrict__ zeros, int row0, int q, int qe,
+                                           int N, int C, int ld, int lane)
+{
+    const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int u = 0; u < UNROLL; u++)
+#pragma unroll
+        for (int rt = 0; rt < RT; rt++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int n = row0 + rt * 16 + h * 8 + g, c = 4 * (q + u) + t;
+                b.w[u][rt][h] = make_uint4(0, 0, 0, 0);
+                b.s[u][rt][h] = from_f32(0.f);
+                b.z[u][rt][h] = 8u;
+                if (n < N && q + u < qe && c < C) {
+                    b.w[u][rt][h] = w4_load_stream(
+                        reinterpret_cast<const uint4 *>(qw + (size_t)n * (size_t)(4 * C) + 4 * c));
+                    const size_t gi = (size_t)((c * 32) / GROUP) * ld + n;
+                    b.s[u][rt][h] = scales[gi];
+#if HAS_ZP
+                    b.z[u][rt][h] = zeros[gi];
+#endif
+                }
+            }
+#if !HAS_ZP
+    (void)zeros;
+#endif
+}
+
+__device__ __forceinline__ u32 word_of(const uint4 &w, int i)
+{
+    return i == 0 ? w.x : i == 1 ? w.y : i == 2 ? w.z : w.w;
+}
+
+// Pair p of a kernel-layout word as the 16-bit values MAGIC + u (unscaled, exact).
+__device__ __forceinline__ u32 w4_raw_pair(u32 word, int p)
+{
+    return ((word >> (4 * p)) & 0x000f000fu) | (W4_MAGIC * 0x10001u);
+}
+
+// 16 bytes of activations (L1-cached: every warp reads them). Volatile, like the weight loads
+// and the mma, so that the compiler keeps them where they are written: one quad ahead, not
+// every quad of a batch hoisted into registers at once.
+__device__ __forceinline__ uint4 load_a16(const void *p)
+{
+    uint4 v;
+    asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+    return v;
+}
+
+// The 64 bytes of activation row min(8j + g, M - 1) that quad q's chunk 4q + t covers, for each
+// n8 tile j; zeros past the warp's quads or the row's chunks.
+__device__ __forceinline__ void load_a(uint4 (&av)[MT][4], const T *__restrict__ a, int q, int qe,
+                                       int M, int K, int C, int lane)
+{
+    const int g = lane >> 2, t = lane & 3, c = 4 * q + t;
+#pragma unroll
+    for (int j = 0; j < MT; j++) {
+        const int r = min(8 * j + g, M - 1);
+        const uint4 *p = reinterpret_cast<const uint4 *>(a + (size_t)r * K + 32 * c);
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+            av[j][i] = make_uint4(0, 0, 0, 0);
+        if (q < qe && c < C) {
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                av[j][i] = load_a16(p + i);
+        }
+    }
+}
+
+// tot += this quad (u of the batch) for every row tile; av holds its activations.
+__device__ __forceinline__ void compute_quad(const Batch &b, int u, const uint4 (&av)[MT][4],
+                                             float (&tot)[RT][MT][4])
+{
+    // B fragments: step (t', s) = words t' + 8s (b0) and t' + 8s + 4 (b1) of the 64 bytes
+    u32 bf[MT][4][2][2];
+#pragma unroll
+    for (int j = 0; j < MT; j++)
+#pragma unroll
+        for (int tp = 0; tp < 4; tp++)
+#pragma unroll
+            for (int s = 0; s < 2; s++) {
+                bf[j][tp][s][0] = word_of(av[j][2 * s], tp);
+                bf[j][tp][s][1] = word_of(av[j][2 * s + 1], tp);
+            }
+#if !PRESCALE
+    // sum_k a over the quad, per activation row: an all-ones A
+    float asum[MT][4];
+    const u32 ones[4] = {ONES, ONES, ONES, ONES};
+#pragma unroll
+    for (int j = 0; j < MT; j++) {
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            asum[j][e] = 0.f;
+#pragma unroll
+        for (int tp = 0; tp < 4; tp++)
+#pragma unroll
+            for (int s = 0; s < 2; s++)
+                w4_mma_k16(asum[j], ones, bf[j][tp][s][0], bf[j][tp][s][1]);
+    }
+#endif
+#pragma unroll
+    for (int rt = 0; rt < RT; rt++) {
+#if PRESCALE
+        const T2 sc[2] = {w4_splat(b.s[u][rt][0]), w4_splat(b.s[u][rt][1])};
+        const T2 bias[2] = {w4_bias(b.z[u][rt][0]), w4_bias(b.z[u][rt][1])};
+        float(&acc)[MT][4] = tot[rt];
+#else
+        float acc[MT][4];
+#pragma unroll
+        for (int j = 0; j < MT; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                acc[j][e] = 0.f;
+#endif
+#pragma unroll
+        for (int tp = 0; tp < 4; tp++) {
+            const u32 w0 = word_of(b.w[u][rt][0], tp), w1 = word_of(b.w[u][rt][1], tp);
+#pragma unroll
+            for (int s = 0; s < 2; s++) {
+                u32 af[4];
+#if PRESCALE
+                af[0] = w4_as_u32(w4_pair(w0, 2 * s, bias[0], sc[0]));
+                af[1] = w4_as_u32(w4_pair(w1, 2 * s, bias[1], sc[1]));
+                af[2] = w4_as_u32(w4_pair(w0, 2 * s + 1, bias[0], sc[0]));
+                af[3] = w4_as_u32(w4_pair(w1, 2 * s + 1, bias[1], sc[1]));
+#else
+                af[0] = w4_raw_pair(w0, 2 * s);
+                af[1] = w4_raw_pair(w1, 2 * s);
+                af[2] = w4_raw_pair(w0, 2 * s + 1);
+                af[3] = w4_raw_pair(w1, 2 * s + 1);
+#endif
+#pragma unroll
+                for (int j = 0; j < MT; j++)
+                    w4_mma_k16(acc[j], af, bf[j][tp][s][0], bf[j][tp][s][1]);
+            }
+        }
+#if !PRESCALE
+        // acc (row g: e = 0, 1; row g + 8: e = 2, 3) -> s (acc - (MAGIC + z) sum a)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const float sc = to_f32(b.s[u][rt][h]);
+            const float zb = (float)(W4_MAGIC == 0x4300u ? 128 : 1024) + (float)b.z[u][rt][h];
+#pragma unroll
+            for (int j = 0; j < MT; j++)
+#pragma unroll
+                for (int e = 2 * h; e < 2 * h + 2; e++)
+                    tot[rt][j][e] = fmaf(sc, fmaf(-zb, asum[j][e], acc[j][e]), tot[rt][j][e]);
+        }
+#endif
+    }
+}
+} // namespace w4t
+
+extern "C" __global__ void __launch_bounds__(W4T_THREADS)
+TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restrict__ qweight,
+              const T *__restrict__ scales,
+#if HAS_ZP
+              const u8 *__restrict__ zeros,
+#endif
+#if SPLITK > 1
+              float *__restrict__ partial, int *__restrict__ counters,
+#endif
+              int M, int N, int K, int ld)
+{
+    using namespace w4t;
+#if !HAS_ZP
+    const u8 *zeros = nullptr;
+#endif
+    // [WK][MC][BN] fp32 sums of the k warps, then (split-k) the last-block flag
+    __shared__ float red[WK * MC * BN];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int wr = warp % WR, wk = warp / WR;
+    const int C = K / 32, QT = (C + 3) / 4;                 // chunks, quads per row
+    const int qps = (QT + SPLITK - 1) / SPLITK;             // quads per block slice
+    const int qpw = (qps + WK - 1) / WK;                    // quads per warp
+    const int qb = min(QT, blockIdx.y * qps + wk * qpw);    // this warp's quads [qb, qe)
+    const int qe = min(min(QT, (int)(blockIdx.y + 1) * qps), qb + qpw);
+    const int row0 = blockIdx.x * BN + wr * RT * 16;
+
+    Batch cur;
+    load_batch(cur, qweight, scales, zeros, row0, qb, qe, N, C, ld, lane); // weights: before
+    tailor_grid_begin();                                                   // the wait
+
+    float tot[RT][MT][4];
+#pragma unroll
+    for (int rt = 0; rt < RT; rt++)
+#pragma unroll
+        for (int j = 0; j < MT; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                tot[rt][j][e] = 0.f;
+
+    // activations one quad ahead of the math, across batches
+    uint4 av[MT][4];
+    load_a(av, a, qb, qe, M, K, C, lane);
+    for (int q = qb; q < qe; q += UNROLL) {
+        Batch nxt; // past qe: zeros, no load
+        load_batch(nxt, qweight, scales, zeros, row0, q + UNROLL, qe, N, C, ld, lane);
+#pragma unroll
+        for (int u = 0; u < UNROLL; u++) {
+            uint4 an[MT][4];
+            load_a(an, a, q + u + 1, qe, M, K, C, lane);
+            compute_quad(cur, u, av, tot);
+#pragma unroll
+            for (int j = 0; j < MT; j++)
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    av[j][i] = an[j][i];
+        }
+        cur = nxt;
+    }
+
+    // The k warps' sums through shared memory: column m = 8j + 2t + (e & 1), block row
+    // wr·RT·16 + 16rt + g + 8(e >> 1).
+    const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int rt = 0; rt < RT; rt++)
+#pragma unroll
+        for (int j = 0; j < MT; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int m = 8 * j + 2 * t + (e & 1);
+                const int r = wr * RT * 16 + rt * 16 + g + 8 * (e >> 1);
+                if (m < M)
+                    red[(wk * MC + m) * BN + r] = tot[rt][j][e];
+            }
+    __syncthreads();
+    const int n0 = blockIdx.x * BN;
+#if SPLITK > 1
+    float *mine = partial + (size_t)blockIdx.y * M * N;
+#endif
+    for (int i = threadIdx.x; i < M * BN; i += W4T_THREADS) {
+        const int m = i / BN, r = i % BN;
+        if (n0 + r >= N)
+            continue;
+        float v = 0.f;
+#pragma unroll
+        for (int w = 0; w < WK; w++)
+            v += red[(w * MC + m) * BN + r];
+#if SPLITK > 1
+        mine[(size_t)m * N + n0 + r] = v;
+#else
+        out[(size_t)m * N + n0 + r] = from_f32(v);
+#endif
+    }
+#if SPLITK > 1
+    w4_splitk_finish(out, partial, counters, SPLITK, M, N, n0, BN,
+                     reinterpret_cast<int *>(red));
+#endif
+}

@@ -1,0 +1,137 @@
+-- w4a16_gemv_t.lua — search space of templates/w4a16_gemv_t.cu (op "w4a16_matmul"; shape keys
+-- m, n, k, group, zp, s_ld). Tensor-core decode for m <= 16 in the transposed form: the weights
+-- are the mma's A operand (16 rows x k16, 8 weights per lane per mma), unscaled when a quad of
+-- 128 columns lies in one group; WR x WK warps per block (rows x k, k reduced in shared
+-- memory), RT row tiles of 16 per warp, UNROLL quads per batch of loads, SPLITK blocks per
+-- column tile where the tiles alone cannot keep enough warps loading.
+
+local SPLITS = { 1, 2, 3, 4, 6, 8, 12, 16 }
+
+local function block_rows(p) return p.WR * p.RT * 16 end
+
+-- Quads (128 columns) per row, per block slice, per warp.
+local function quads(p, shape, splitk)
+  local qt = tailor.ceil_div(shape.k // 32, 4)
+  local qps = tailor.ceil_div(qt, splitk)
+  return qt, qps, tailor.ceil_div(qps, p.WK)
+end
+
+local function warps_total(p, shape, splitk)
+  return tailor.ceil_div(shape.n, block_rows(p)) * splitk * p.WR * p.WK
+end
+
+-- Does SPLITK=s give every block and every k warp quads, and the warps full batches?
+local function split_ok(p, shape, s)
+  local qt, qps, qpw = quads(p, shape, s)
+  if (s - 1) * qps >= qt then return false, "empty slices" end
+  if (p.WK - 1) * qpw >= qps then return false, string.format("WK=%d: idle k warps", p.WK) end
+  if p.UNROLL > qpw then return false, string.format("%d quads per warp", qpw) end
+  local padded = tailor.ceil_div(qpw, p.UNROLL) * p.UNROLL
+  if 4 * (padded - qpw) > padded then return false, "more than 25% of a batch wasted" end
+  return true
+end
+
+return {
+  op = "w4a16_matmul",
+  source = "w4a16_gemv_t.cu",
+  dtypes = { "fp16", "bf16" },
+
+  params = {
+    WR = { 1, 2, 4 },
+    WK = { 1, 2, 4 },
+    RT = { 1, 2 },
+    UNROLL = { 1, 2, 4 },
+    SPLITK = SPLITS,
+    MT = { 1, 2 },
+  },
+
+  -- PRESCALE: groups of 32 or 64 columns put several groups in one mma, so the weights are
+  -- scaled before it; whole quads per group keep them unscaled (the fix-up per quad)
+  defines = function(p, shape, dtype, device)
+    local prescale = 0
+    if shape.group % 128 ~= 0 then prescale = 1 end
+    return { GROUP = shape.group, HAS_ZP = shape.zp, PRESCALE = prescale }
+  end,
+
+  valid = function(p, shape, dtype, device, purpose)
+    if shape.m > 16 then
+      return false, string.format("m=%d > 16: decode template (two n8 tiles at most)", shape.m)
+    end
+    if shape.k % 32 ~= 0 or shape.group % 32 ~= 0 or shape.k % shape.group ~= 0 then
+      return false, string.format("k=%d, group=%d: the layout needs 32 | group | k",
+                                  shape.k, shape.group)
+    end
+    -- MT n8 tiles hold the activation rows: at least m of them (correctness), exactly the
+    -- fewest when choosing
+    local mt = tailor.ceil_div(shape.m, 8)
+    if shape.m > 8 * p.MT or (purpose ~= "launch" and p.MT ~= mt) then
+      return false, string.format("MT=%d n8 tiles for m=%d (%d needed)", p.MT, shape.m, mt)
+    end
+    -- four warps a block: the k split inside a block (WK) against the one across blocks
+    -- (SPLITK) is what varies
+    if p.WR * p.WK ~= 4 then
+      return false, string.format("WR x WK = %d warps (4)", p.WR * p.WK)
+    end
+    -- loads per lane and batch 2 x RT x UNROLL (x 4 weight registers, two batches live):
+    -- 4 or 8; RT = 2 only with UNROLL = 2 (the activations and the all-ones mma shared)
+    local per = p.RT * p.UNROLL
+    if per < 2 or per > 4 or (p.RT == 2 and p.UNROLL ~= 2) then
+      return false, string.format("RT=%d UNROLL=%d: %d loads per lane and batch (4 or 8; RT=2 "
+                                  .. "with UNROLL=2)", p.RT, p.UNROLL, 2 * per)
+    end
+    local bn = block_rows(p)
+    if bn > math.max(16, tailor.pow2_at_least(shape.n)) then
+      return false, string.format("%d rows per block for n=%d", bn, shape.n)
+    end
+    local ok, why = split_ok(p, shape, p.SPLITK)
+    if not ok then
+      return false, string.format("SPLITK=%d WK=%d UNROLL=%d: %s", p.SPLITK, p.WK, p.UNROLL, why)
+    end
+    local want, n_sm = 8 * tailor.sms(device), tailor.sms(device)
+    local kept = tailor.split_neighbours(SPLITS,
+      function(s) return (split_ok(p, shape, s)) end,
+      function(s) return warps_total(p, shape, s) end, want)
+    if not kept[p.SPLITK] then
+      return false, string.format("SPLITK=%d: %d warps for %d SMs (kept: the splits around "
+                                  .. "the smallest reaching %d warps)",
+                                  p.SPLITK, warps_total(p, shape, p.SPLITK), n_sm, want)
+    end
+    return true
+  end,
+
+  requires = function(p, shape, dtype, device)
+    local r
+    if device.sm >= 80 then r = { "mma.m16n8k16" } else r = { "mma.m16n8k8" } end
+    if dtype == "bf16" then r[#r + 1] = "bf16" end
+    return r
+  end,
+
+  threads = function(p, shape, dtype, device) return p.WR * p.WK * 32 end,
+  -- __shared__ float red[WK * MT * 8 * BN]: the k warps' sums (and the split-k flag)
+  smem_static = function(p, shape, dtype, device) return 4 * p.WK * p.MT * 8 * block_rows(p) end,
+  smem_dynamic = function(p, shape, dtype, device) return 0 end,
+  grid = function(p, shape, dtype, device)
+    return { tailor.ceil_div(shape.n, block_rows(p)), p.SPLITK, 1 }
+  end,
+
+  -- fp32 partials [SPLITK, m, n] and one counter per column tile, left reusable by the kernel
+  workspace = function(p, shape, dtype, device)
+    if p.SPLITK == 1 then return {} end
+    return { partial = 4 * p.SPLITK * shape.m * shape.n,
+             counters = 4 * tailor.ceil_div(shape.n, block_rows(p)) }
+  end,
+
+  args = function(p, shape, dtype, device)
+    local a = { "out", "a", "qweight", "scales" }
+    if shape.zp ~= 0 then a[#a + 1] = "zeros" end
+    if p.SPLITK > 1 then
+      a[#a + 1] = "partial"
+      a[#a + 1] = "counters"
+    end
+    a[#a + 1] = { i32 = "m" }
+    a[#a + 1] = { i32 = "n" }
+    a[#a + 1] = { i32 = "k" }
+    a[#a + 1] = { i32 = tailor.w4_scale_ld(shape) } -- the scales' row stride
+    return a
+  end,
+}
