@@ -95,9 +95,9 @@ if [[ $what == knockout ]]; then
 fi
 if [[ $what == profile ]]; then
   # ncu reports (speed of light, occupancy, warp stalls, memory) of the kernels the session-6
-  # knockouts blamed: the int4 GEMV (an E2B MLP shape and the int4 LM head), the decode attention
-  # winner at a 512-slot ring, and the transposed decode template at that shape; one file, ncu.txt.
-  # Written without a GPU at hand (session 6): the first run checks the ncu flags.
+  # knockouts blamed: the int4 GEMV winners (an E2B MLP shape and the int4 LM head), the dense
+  # GEMV at the MLP shape, the decode attention winners at 8k and at a 512-slot ring; ncu.txt.
+  # ncu fixes the SM clock at 1.47 GHz: durations are ~1.35x the benchmarks'.
   N="$OUT/ncu.txt"
   : >"$N"
   cache=/tmp/profile.sqlite
@@ -125,8 +125,6 @@ if [[ $what == profile ]]; then
   "$T" tune --op attention_decode --shape "$a" --dtype bf16 --cache "$cache" >/dev/null 2>&1
   prof "attention_decode winner $a" "attention_decode__" \
     "$T" bench attention --op attention_decode --shape "$a" --cache "$cache"
-  prof "attention_decode_t $a" "attention_decode__attention_decode_t__" \
-    "$T" tune --op attention_decode --shape "$a" --dtype bf16 --force --cache /tmp/profile2.sqlite
   "$T" cache trials --cache "$cache" >"$OUT/trials.txt" 2>&1
   summary+=("profile: $(grep -c '^== ' "$N") ncu sections in ncu.txt, trials in trials.txt")
 fi

@@ -360,23 +360,6 @@ static void test_stride_and_prep_launch(tailor_ctx *ctx)
     size_t len = strlen(got), tl = strlen(tail);
     CHECKF(len > tl && strcmp(got + len - tl, tail) == 0,
            "attention_decode_wide prep=1 launch ends with q_w inv_freq eps: %s", got);
-    /* the transposed decode: 64-key granularity at WM=4 (512 slots over 8 blocks: chunk 64),
-     * 128 threads, exact dynamic shared memory (8 Q rows + 2 x 4 warps x 2 stages x 16 rows of
-     * 264 elements, 2 bytes each), and no prep arguments */
-    const char *dt = "{\"ASYNC\":1,\"MMA_K\":16,\"SPLITS\":8,\"STAGES\":2,\"WM\":4}";
-    const char *ring = "kv_len=512,head_dim=256,heads=8,kv_heads=1,window=512,batch=1,prep=0";
-    launch_text(ctx, "attention_decode_t", dt, ring, got, sizeof got);
-    CHECKF(strncmp(got, "128 0 8 | out q k_cache v_cache positions qpos ws cnt i:8 i:1 i:512 i:512 "
-                        "i:64", 68) == 0 && strstr(got, "q_w") == NULL,
-           "attention_decode_t launch: %s", got);
-    tailor_launch tl_;
-    if (evaluate(ctx, "attention_decode_t", dt, ring, 0, &tl_))
-        CHECKF(tl_.smem_dynamic == 2 * (8 * 264 + 2 * 4 * 2 * 16 * 264),
-               "attention_decode_t smem %lld", (long long)tl_.smem_dynamic);
-    expect_valid(ctx, "attention_decode_t", dt,
-                 "kv_len=512,head_dim=256,heads=8,kv_heads=1,window=512,batch=1,prep=1", 0, 0);
-    expect_valid(ctx, "attention_decode_t", dt,
-                 "kv_len=512,head_dim=256,heads=16,kv_heads=1,window=512,batch=1,prep=0", 0, 0);
     /* w4a16_gemv_t: 4 warps of one 16-row tile each (64 rows a block, 96 blocks), the k
      * warps' sums in static shared memory (WK x 8 x 64 floats), split-k buffers, the stride */
     const char *wt = "{\"MT\":1,\"RT\":1,\"SPLITK\":3,\"UNROLL\":4,\"WK\":1,\"WR\":4}";
