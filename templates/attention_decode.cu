@@ -220,5 +220,6 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
     if (!*sFlag)
         return;
     __threadfence();
-    attn_merge(ob, wso, wsml, reinterpret_cast<float *>(sK), nact);
+    attn_merge_nodes(reinterpret_cast<const float4 *>(wso), wsml, nact, nact,
+                     reinterpret_cast<float *>(sK), true, ob, nullptr, nullptr);
 }

@@ -59,8 +59,8 @@ return {
     local n = nsplit_of(p.SPLITS, p.BN, shape)
     local rep = purpose ~= "launch" and tailor.attn_split_repeat(p, p.BN, shape, device)
     if rep then return false, rep end
-    -- The merge keeps GROUP * (nsplit + 1) weights in the K/V tile area.
-    local merge = 4 * tailor.attn_group(shape) * (n + 1)
+    -- The merge (attn_merge_nodes) keeps GROUP * (2 nsplit + 2) floats in the K/V tile area.
+    local merge = 4 * tailor.attn_group(shape) * (2 * n + 2)
     local area = 2 * 2 * p.STAGES * p.BN * (d + 8)
     if merge > area then
       return false, string.format("merge weights %d B exceed the K/V tile area %d B", merge, area)

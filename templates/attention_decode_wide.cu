@@ -28,7 +28,7 @@
 //   T sQ[16 * WMQ * KSTR]; T sK[STAGES * KB * KSTR]; T sV[same]; T sP[BMV * (BN + 8)];
 //   BMV = 16 * WM (WM = KW * WMQ virtual row groups), KB = KW * BN, KSTR = HEAD_DIM + 8.
 //   After the stream the K/V area holds the combine slabs [KW][GROUP][HEAD_DIM] fp32 (then the
-//   merge weights, GROUP * (fan + 2) floats) and sP the key groups' (max, sum) [KW][GROUP][2].
+//   merge weights, GROUP * (2 fan + 2) floats) and sP the key groups' (max, sum) [KW][GROUP][2].
 #include "attn_mma.cuh"
 
 #if STAGES > 1 && !ASYNC
@@ -42,9 +42,6 @@
 #endif
 
 #define WIDE_KB (KW * BN)                  // keys per pipeline stage
-#define WIDE_E (GROUP * HEAD_DIM / 4)     // float4 per node output
-#define WIDE_J ((WIDE_E + ATTN_NT - 1) / ATTN_NT)
-#define WIDE_MU (WIDE_J >= 16 ? 1 : 16 / WIDE_J) // children loaded together in the merge
 #define WIDE_SA (ATTN_NS == 8 ? 4 : ATTN_NS == 16 ? 2 : 1) // independent score accumulators
 
 __device__ __forceinline__ void wide_copy_pos(int *dst, const int *src, bool ok)
@@ -187,83 +184,6 @@ __device__ __forceinline__ void wide_tile(AttnAcc &acc, const T *sQ, const T *sK
     }
 }
 
-// Merges nc consecutive nodes (outputs src_o [nc][WIDE_E] float4, (max, sum) src_ml [nc][GROUP][2])
-// into one: a node (dst_o, dst_ml) or, when root, the normalised rows of out (dtype). Loads of
-// WIDE_MU children are in flight together (WIDE_J float4 each per thread). sW: GROUP * F + 2 *
-// GROUP floats of shared memory. Every thread of the block calls it.
-__device__ __forceinline__ void wide_merge(const float4 *src_o, const float *src_ml, int nc,
-                                           int fan, float *sW, bool root, T *out, float4 *dst_o,
-                                           float *dst_ml)
-{
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    float *sM = sW + GROUP * fan, *sL = sM + GROUP;
-    for (int r = warp; r < GROUP; r += ATTN_NT / 32) {
-        float M = -ATTN_INF;
-        for (int c = lane; c < nc; c += 32)
-            M = fmaxf(M, __ldcg(src_ml + ((size_t)c * GROUP + r) * 2));
-        M = warp_max(M);
-        float L = 0.f;
-        for (int c = lane; c < nc; c += 32) {
-            const float m = __ldcg(src_ml + ((size_t)c * GROUP + r) * 2);
-            const float w = m == -ATTN_INF ? 0.f : __expf(m - M);
-            L += w * __ldcg(src_ml + ((size_t)c * GROUP + r) * 2 + 1);
-            sW[r * fan + c] = w;
-        }
-        L = warp_sum(L);
-        if (lane == 0) {
-            sM[r] = M;
-            sL[r] = L;
-        }
-    }
-    __syncthreads();
-
-    float4 a[WIDE_J];
-#pragma unroll
-    for (int j = 0; j < WIDE_J; j++)
-        a[j] = make_float4(0.f, 0.f, 0.f, 0.f);
-    for (int c = 0; c < nc; c += WIDE_MU) {
-        float4 v[WIDE_MU][WIDE_J];
-#pragma unroll
-        for (int u = 0; u < WIDE_MU; u++)
-#pragma unroll
-            for (int j = 0; j < WIDE_J; j++) {
-                const int e = tid + j * ATTN_NT;
-                v[u][j] = (c + u < nc && e < WIDE_E) ? __ldcg(src_o + (size_t)(c + u) * WIDE_E + e)
-                                                     : make_float4(0.f, 0.f, 0.f, 0.f);
-            }
-#pragma unroll
-        for (int u = 0; u < WIDE_MU; u++)
-#pragma unroll
-            for (int j = 0; j < WIDE_J; j++) {
-                const int e = tid + j * ATTN_NT;
-                const int r = e < WIDE_E ? e / (HEAD_DIM / 4) : 0;
-                const float w = c + u < nc ? sW[r * fan + c + u] : 0.f;
-                a[j].x += w * v[u][j].x;
-                a[j].y += w * v[u][j].y;
-                a[j].z += w * v[u][j].z;
-                a[j].w += w * v[u][j].w;
-            }
-    }
-#pragma unroll
-    for (int j = 0; j < WIDE_J; j++) {
-        const int e = tid + j * ATTN_NT;
-        if (e >= WIDE_E)
-            continue;
-        const int r = e / (HEAD_DIM / 4), c4 = e % (HEAD_DIM / 4);
-        if (root) {
-            const float inv = sL[r] > 0.f ? 1.f / sL[r] : 0.f;
-            T *dst = out + (size_t)r * HEAD_DIM + c4 * 4;
-            *reinterpret_cast<T2 *>(dst) = from_f32x2(make_float2(a[j].x * inv, a[j].y * inv));
-            *reinterpret_cast<T2 *>(dst + 2) = from_f32x2(make_float2(a[j].z * inv, a[j].w * inv));
-        } else {
-            dst_o[e] = a[j];
-            if (c4 == 0) {
-                dst_ml[r * 2] = sM[r];
-                dst_ml[r * 2 + 1] = sL[r];
-            }
-        }
-    }
-}
 
 extern "C" __global__ void __launch_bounds__(ATTN_NT, 1)
 TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict__ k_cache,
@@ -409,9 +329,9 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
     __syncthreads();
 
     T *ob = out + ((size_t)b * heads + (size_t)kvh * GROUP) * HEAD_DIM;
-    float4 *wso = reinterpret_cast<float4 *>(ws) + (size_t)pair * nnodes * WIDE_E;
+    float4 *wso = reinterpret_cast<float4 *>(ws) + (size_t)pair * nnodes * ATTN_ME;
     float *wsml = ws + (size_t)npairs * nnodes * GROUP * HEAD_DIM + (size_t)pair * nnodes * GROUP * 2;
-    for (int e = tid; e < WIDE_E; e += ATTN_NT) {
+    for (int e = tid; e < ATTN_ME; e += ATTN_NT) {
         const int r = e / (HEAD_DIM / 4), c4 = e % (HEAD_DIM / 4);
         float M = -ATTN_INF;
 #pragma unroll
@@ -437,7 +357,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
             *reinterpret_cast<T2 *>(dst) = from_f32x2(make_float2(a.x * inv, a.y * inv));
             *reinterpret_cast<T2 *>(dst + 2) = from_f32x2(make_float2(a.z * inv, a.w * inv));
         } else {
-            wso[(size_t)split * WIDE_E + e] = a;
+            wso[(size_t)split * ATTN_ME + e] = a;
             if (c4 == 0) {
                 wsml[((size_t)split * GROUP + r) * 2] = M;
                 wsml[((size_t)split * GROUP + r) * 2 + 1] = L;
@@ -470,8 +390,8 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
         __threadfence();
         const bool root = pn == 1;
         const size_t dst = (size_t)off + n + parent; // unused at the root
-        wide_merge(wso + (size_t)(off + c0) * WIDE_E, wsml + (size_t)(off + c0) * GROUP * 2, nc,
-                   fan, sW, root, ob, wso + (root ? 0 : dst * WIDE_E),
+        attn_merge_nodes(wso + (size_t)(off + c0) * ATTN_ME, wsml + (size_t)(off + c0) * GROUP * 2, nc,
+                   fan, sW, root, ob, wso + (root ? 0 : dst * ATTN_ME),
                    wsml + (root ? 0 : dst * GROUP * 2));
         if (root)
             return;

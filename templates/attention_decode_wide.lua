@@ -113,7 +113,7 @@ return {
     local slab = 4 * p.KW * tailor.attn_group(shape) * d
     local area = 2 * 2 * p.STAGES * p.KW * p.BN * (d + 8)
     local n = nsplit_for(p.QWAVES, p, shape, device)
-    local merge = 4 * tailor.attn_group(shape) * (fan_of(n) + 2)
+    local merge = 4 * tailor.attn_group(shape) * (2 * fan_of(n) + 2) -- attn_merge_nodes
     if slab > area or merge > area then
       return false, string.format("combine slabs %d B / merge weights %d B exceed the K/V area %d B",
                                   slab, merge, area)

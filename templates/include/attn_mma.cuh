@@ -444,48 +444,92 @@ __device__ __forceinline__ void attn_tile(AttnAcc &acc, const unsigned (*qf)[4],
 }
 
 #ifdef GROUP // decode only
-// The last block of a (sequence, KV head): merges the n live partials into out. sW holds
-// GROUP * (n + 1) floats.
-__device__ __forceinline__ void attn_merge(T *out, const float *wso, const float *wsml, float *sW,
-                                           int n)
+#define ATTN_ME (GROUP * HEAD_DIM / 4)                   // float4 per partial output
+#define ATTN_MJ ((ATTN_ME + ATTN_NT - 1) / ATTN_NT)       // of them per thread
+#define ATTN_MU (ATTN_MJ >= 16 ? 1 : 16 / ATTN_MJ)        // partials loaded together
+
+// Merges nc consecutive partial results of one (sequence, KV head) — unnormalised outputs src_o
+// [nc][ATTN_ME] float4 and (max, sum) src_ml [nc][GROUP][2], written by other blocks before a
+// fence and a ticket — into one: a node (dst_o, dst_ml) of a merge tree, or, when root, the
+// normalised rows of out. The statistics take one L2 round trip (each row's (max, sum) pairs
+// parked in shared memory, then weighed there); the outputs are loaded ATTN_MU partials at a
+// time (ATTN_MJ float4 each per thread). sW: GROUP * (2 * fan + 2) floats of shared memory,
+// fan >= nc. Every thread of the block calls it.
+__device__ __forceinline__ void attn_merge_nodes(const float4 *src_o, const float *src_ml, int nc,
+                                                 int fan, float *sW, bool root, T *out,
+                                                 float4 *dst_o, float *dst_ml)
 {
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    float *sInv = sW + GROUP * n;
+    float *sSum = sW + GROUP * fan, *sM = sSum + GROUP * fan, *sL = sM + GROUP;
     for (int r = warp; r < GROUP; r += ATTN_NT / 32) {
         float M = -ATTN_INF;
-        for (int s = lane; s < n; s += 32)
-            M = fmaxf(M, __ldcg(wsml + ((size_t)s * GROUP + r) * 2));
+        for (int c = lane; c < nc; c += 32) {
+            const float2 ml = __ldcg(reinterpret_cast<const float2 *>(src_ml) + (size_t)c * GROUP + r);
+            sW[r * fan + c] = ml.x;
+            sSum[r * fan + c] = ml.y;
+            M = fmaxf(M, ml.x);
+        }
         M = warp_max(M);
         float L = 0.f;
-        for (int s = lane; s < n; s += 32) {
-            const float m = __ldcg(wsml + ((size_t)s * GROUP + r) * 2);
+        for (int c = lane; c < nc; c += 32) {
+            const float m = sW[r * fan + c];
             const float w = m == -ATTN_INF ? 0.f : __expf(m - M);
-            L += w * __ldcg(wsml + ((size_t)s * GROUP + r) * 2 + 1);
-            sW[r * n + s] = w;
+            L += w * sSum[r * fan + c];
+            sW[r * fan + c] = w;
         }
         L = warp_sum(L);
-        if (lane == 0)
-            sInv[r] = L > 0.f ? 1.f / L : 0.f;
+        if (lane == 0) {
+            sM[r] = M;
+            sL[r] = L;
+        }
     }
     __syncthreads();
-    for (int idx = tid; idx < GROUP * (HEAD_DIM / 4); idx += ATTN_NT) {
-        const int r = idx / (HEAD_DIM / 4), c = (idx % (HEAD_DIM / 4)) * 4;
-        const float *src = wso + (size_t)r * HEAD_DIM + c;
-        float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll 8
-        for (int s = 0; s < n; s++) {
-            const float w = sW[r * n + s];
-            const float4 o = __ldcg(reinterpret_cast<const float4 *>(
-                src + (size_t)s * GROUP * HEAD_DIM));
-            a.x += w * o.x;
-            a.y += w * o.y;
-            a.z += w * o.z;
-            a.w += w * o.w;
+
+        float4 a[ATTN_MJ];
+#pragma unroll
+    for (int j = 0; j < ATTN_MJ; j++)
+        a[j] = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int c = 0; c < nc; c += ATTN_MU) {
+        float4 v[ATTN_MU][ATTN_MJ];
+#pragma unroll
+        for (int u = 0; u < ATTN_MU; u++)
+#pragma unroll
+            for (int j = 0; j < ATTN_MJ; j++) {
+                const int e = tid + j * ATTN_NT;
+                v[u][j] = (c + u < nc && e < ATTN_ME) ? __ldcg(src_o + (size_t)(c + u) * ATTN_ME + e)
+                                                      : make_float4(0.f, 0.f, 0.f, 0.f);
+            }
+#pragma unroll
+        for (int u = 0; u < ATTN_MU; u++)
+#pragma unroll
+            for (int j = 0; j < ATTN_MJ; j++) {
+                const int e = tid + j * ATTN_NT;
+                const int r = e < ATTN_ME ? e / (HEAD_DIM / 4) : 0;
+                const float w = c + u < nc ? sW[r * fan + c + u] : 0.f;
+                a[j].x += w * v[u][j].x;
+                a[j].y += w * v[u][j].y;
+                a[j].z += w * v[u][j].z;
+                a[j].w += w * v[u][j].w;
+            }
+    }
+#pragma unroll
+    for (int j = 0; j < ATTN_MJ; j++) {
+        const int e = tid + j * ATTN_NT;
+        if (e >= ATTN_ME)
+            continue;
+        const int r = e / (HEAD_DIM / 4), c4 = e % (HEAD_DIM / 4);
+        if (root) {
+            const float inv = sL[r] > 0.f ? 1.f / sL[r] : 0.f;
+            T *dst = out + (size_t)r * HEAD_DIM + c4 * 4;
+            *reinterpret_cast<T2 *>(dst) = from_f32x2(make_float2(a[j].x * inv, a[j].y * inv));
+            *reinterpret_cast<T2 *>(dst + 2) = from_f32x2(make_float2(a[j].z * inv, a[j].w * inv));
+        } else {
+            dst_o[e] = a[j];
+            if (c4 == 0) {
+                dst_ml[r * 2] = sM[r];
+                dst_ml[r * 2 + 1] = sL[r];
+            }
         }
-        const float inv = sInv[r];
-        T *dst = out + (size_t)r * HEAD_DIM + c;
-        *reinterpret_cast<T2 *>(dst) = from_f32x2(make_float2(a.x * inv, a.y * inv));
-        *reinterpret_cast<T2 *>(dst + 2) = from_f32x2(make_float2(a.z * inv, a.w * inv));
     }
 }
 #endif
