@@ -116,22 +116,8 @@ return {
 
   -- fp32 partials [SPLITK, m, n] and one counter per column tile, left reusable by the kernel
   workspace = function(p, shape, dtype, device)
-    if p.SPLITK == 1 then return {} end
-    return { partial = 4 * p.SPLITK * shape.m * shape.n,
-             counters = 4 * tailor.ceil_div(shape.n, block_rows(p)) }
+    return tailor.splitk_workspace(p, shape, tailor.ceil_div(shape.n, block_rows(p)))
   end,
 
-  args = function(p, shape, dtype, device)
-    local a = { "out", "a", "qweight", "scales" }
-    if shape.zp ~= 0 then a[#a + 1] = "zeros" end
-    if p.SPLITK > 1 then
-      a[#a + 1] = "partial"
-      a[#a + 1] = "counters"
-    end
-    a[#a + 1] = { i32 = "m" }
-    a[#a + 1] = { i32 = "n" }
-    a[#a + 1] = { i32 = "k" }
-    a[#a + 1] = { i32 = tailor.w4_scale_ld(shape) } -- the scales' row stride
-    return a
-  end,
+  args = function(p, shape, dtype, device) return tailor.w4a16_args(p, shape) end,
 }

@@ -184,9 +184,26 @@ end
 
 -- Split-k's workspace: fp32 partials [SPLITK, m, n] and one counter per tile; the kernels leave
 -- both reusable (partials are overwritten before they are read, counters reset by the last block).
-function lib.splitk_workspace(p, shape)
+function lib.splitk_workspace(p, shape, tiles)
   if p.SPLITK == 1 then return {} end
-  return { partial = 4 * p.SPLITK * shape.m * shape.n, counters = 4 * lib.mma_tiles(p, shape) }
+  return { partial = 4 * p.SPLITK * shape.m * shape.n,
+           counters = 4 * (tiles or lib.mma_tiles(p, shape)) }
+end
+
+-- The arguments of every w4a16_matmul template (w4a16_mma.cu, w4a16_gemv_wide.cu,
+-- w4a16_gemv_t.cu): buffers, split-k buffers when SPLITK > 1, m, n, k and the scales' row stride.
+function lib.w4a16_args(p, shape)
+  local a = { "out", "a", "qweight", "scales" }
+  if shape.zp ~= 0 then a[#a + 1] = "zeros" end
+  if p.SPLITK > 1 then
+    a[#a + 1] = "partial"
+    a[#a + 1] = "counters"
+  end
+  a[#a + 1] = { i32 = "m" }
+  a[#a + 1] = { i32 = "n" }
+  a[#a + 1] = { i32 = "k" }
+  a[#a + 1] = { i32 = lib.w4_scale_ld(shape) }
+  return a
 end
 
 -- ---- attention (templates/attention_*.cu) ----
