@@ -451,9 +451,9 @@ __device__ __forceinline__ void attn_tile(AttnAcc &acc, const unsigned (*qf)[4],
 // Merges nc consecutive partial results of one (sequence, KV head) — unnormalised outputs src_o
 // [nc][ATTN_ME] float4 and (max, sum) src_ml [nc][GROUP][2], written by other blocks before a
 // fence and a ticket — into one: a node (dst_o, dst_ml) of a merge tree, or, when root, the
-// normalised rows of out. The statistics take one L2 round trip (each row's (max, sum) pairs
-// parked in shared memory, then weighed there); the outputs are loaded ATTN_MU partials at a
-// time (ATTN_MJ float4 each per thread). sW: GROUP * (2 * fan + 2) floats of shared memory,
+// normalised rows of out. The statistics and the first ATTN_MU outputs take one L2 round trip
+// (each row's (max, sum) pairs parked in shared memory, then weighed there); further outputs
+// are loaded ATTN_MU partials at a time (ATTN_MJ float4 each per thread). sW: GROUP * (2 * fan + 2) floats of shared memory,
 // fan >= nc. Every thread of the block calls it.
 __device__ __forceinline__ void attn_merge_nodes(const float4 *src_o, const float *src_ml, int nc,
                                                  int fan, float *sW, bool root, T *out,
@@ -461,6 +461,19 @@ __device__ __forceinline__ void attn_merge_nodes(const float4 *src_o, const floa
 {
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     float *sSum = sW + GROUP * fan, *sM = sSum + GROUP * fan, *sL = sM + GROUP;
+    // The first ATTN_MU outputs are requested with the statistics: both in one L2 round trip.
+    auto load = [&](float4 (&v)[ATTN_MU][ATTN_MJ], int c) {
+#pragma unroll
+        for (int u = 0; u < ATTN_MU; u++)
+#pragma unroll
+            for (int j = 0; j < ATTN_MJ; j++) {
+                const int e = tid + j * ATTN_NT;
+                v[u][j] = (c + u < nc && e < ATTN_ME) ? __ldcg(src_o + (size_t)(c + u) * ATTN_ME + e)
+                                                      : make_float4(0.f, 0.f, 0.f, 0.f);
+            }
+    };
+    float4 v[ATTN_MU][ATTN_MJ];
+    load(v, 0);
     for (int r = warp; r < GROUP; r += ATTN_NT / 32) {
         float M = -ATTN_INF;
         for (int c = lane; c < nc; c += 32) {
@@ -490,15 +503,8 @@ __device__ __forceinline__ void attn_merge_nodes(const float4 *src_o, const floa
     for (int j = 0; j < ATTN_MJ; j++)
         a[j] = make_float4(0.f, 0.f, 0.f, 0.f);
     for (int c = 0; c < nc; c += ATTN_MU) {
-        float4 v[ATTN_MU][ATTN_MJ];
-#pragma unroll
-        for (int u = 0; u < ATTN_MU; u++)
-#pragma unroll
-            for (int j = 0; j < ATTN_MJ; j++) {
-                const int e = tid + j * ATTN_NT;
-                v[u][j] = (c + u < nc && e < ATTN_ME) ? __ldcg(src_o + (size_t)(c + u) * ATTN_ME + e)
-                                                      : make_float4(0.f, 0.f, 0.f, 0.f);
-            }
+        if (c > 0)
+            load(v, c);
 #pragma unroll
         for (int u = 0; u < ATTN_MU; u++)
 #pragma unroll
