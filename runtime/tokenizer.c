@@ -406,6 +406,31 @@ static void junction_add(tailor_tokenizer *tok, const char *a, size_t alen, cons
         tok->right_start[y >> 3] |= (uint8_t)(1u << (y & 7));
 }
 
+size_t tok_replace_size(const tailor_tokenizer *tok, const tok_step *step, const char *s,
+                        size_t len)
+{
+    const char *pat = tok->pool + step->pattern.off;
+    size_t plen = step->pattern.len, out = len;
+    for (const char *p = s, *end = s + len; (p = memmem(p, (size_t)(end - p), pat, plen)); p += plen)
+        out = out - plen + step->content.len;
+    return out;
+}
+
+void tok_replace_write(const tailor_tokenizer *tok, const tok_step *step, const char *s, size_t len,
+                       char *dst)
+{
+    const char *pat = tok->pool + step->pattern.off, *rep = tok->pool + step->content.off;
+    size_t plen = step->pattern.len, rlen = step->content.len;
+    const char *p = s, *end = s + len;
+    for (const char *m; (m = memmem(p, (size_t)(end - p), pat, plen)); p = m + plen) {
+        memcpy(dst, p, (size_t)(m - p));
+        dst += m - p;
+        memcpy(dst, rep, rlen);
+        dst += rlen;
+    }
+    memcpy(dst, p, (size_t)(end - p));
+}
+
 int tok_is_junction(const tailor_tokenizer *tok, uint32_t x, uint32_t y)
 {
     if (x < 65536 && !(tok->left_end[x >> 3] & (1u << (x & 7))))

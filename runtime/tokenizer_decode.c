@@ -70,42 +70,16 @@ static int utf8_valid(const unsigned char *s, size_t len)
     return 1;
 }
 
-/* Size of s with every (non-overlapping, left to right) occurrence of the step's pattern replaced. */
-static size_t replace_size(const tailor_tokenizer *tok, const tok_step *step, const char *s, size_t len)
-{
-    const char *pat = tok->pool + step->pattern.off;
-    size_t plen = step->pattern.len, n = len;
-    for (const char *p = s, *end = s + len; (p = memmem(p, (size_t)(end - p), pat, plen)); p += plen)
-        n = n - plen + step->content.len;
-    return n;
-}
-
-/* Writes the replaced s (replace_size bytes, then a NUL) to dst. */
-static void replace_write(const tailor_tokenizer *tok, const tok_step *step, const char *s, size_t len,
-                          char *dst)
-{
-    const char *pat = tok->pool + step->pattern.off, *rep = tok->pool + step->content.off;
-    size_t plen = step->pattern.len, rlen = step->content.len;
-    const char *p = s, *end = s + len;
-    for (const char *m; (m = memmem(p, (size_t)(end - p), pat, plen)); p = m + plen) {
-        memcpy(dst, p, (size_t)(m - p));
-        dst += m - p;
-        memcpy(dst, rep, rlen);
-        dst += rlen;
-    }
-    memcpy(dst, p, (size_t)(end - p));
-    dst[end - p] = '\0';
-}
-
 /* Copies s with the step's pattern replaced; malloc'd, NULL on no memory. */
 static char *replace_alloc(const tailor_tokenizer *tok, const tok_step *step, const char *s, size_t len,
                            size_t *out_len)
 {
-    size_t n = replace_size(tok, step, s, len);
+    size_t n = tok_replace_size(tok, step, s, len);
     char *out = malloc(n + 1);
     if (!out)
         return NULL;
-    replace_write(tok, step, s, len, out);
+    tok_replace_write(tok, step, s, len, out);
+    out[n] = '\0';
     *out_len = n;
     return out;
 }
@@ -363,11 +337,12 @@ static int stream_replace(const tailor_tokenizer *tok, const tok_step *step, sbu
     if (!memmem(cur->p, cur->len, tok->pool + step->pattern.off, step->pattern.len))
         return 0;
     char tmp[512];
-    size_t n = replace_size(tok, step, cur->p, cur->len);
+    size_t n = tok_replace_size(tok, step, cur->p, cur->len);
     char *dst = n < sizeof tmp ? tmp : malloc(n + 1);
     if (!dst)
         return 1;
-    replace_write(tok, step, cur->p, cur->len, dst);
+    tok_replace_write(tok, step, cur->p, cur->len, dst);
+    dst[n] = '\0';
     int r = sb_set(cur, dst, n);
     if (dst != tmp)
         free(dst);

@@ -426,31 +426,6 @@ static void scan_added(const tailor_tokenizer *tok, encode_ws *ws, const tok_tri
 
 /* ---------------------------------------------------------------- normalizer */
 
-/* Bytes of s after replacing every (non-overlapping, left to right) occurrence in `step`. */
-static size_t replace_size(const tailor_tokenizer *tok, const tok_step *step, const char *s, size_t len)
-{
-    const char *pat = tok->pool + step->pattern.off;
-    size_t plen = step->pattern.len, out = len;
-    for (const char *p = s, *end = s + len; (p = memmem(p, (size_t)(end - p), pat, plen)); p += plen)
-        out = out - plen + step->content.len;
-    return out;
-}
-
-static void replace_into(const tailor_tokenizer *tok, const tok_step *step, const char *s, size_t len,
-                         char *dst)
-{
-    const char *pat = tok->pool + step->pattern.off, *rep = tok->pool + step->content.off;
-    size_t plen = step->pattern.len, rlen = step->content.len;
-    const char *p = s, *end = s + len;
-    for (const char *m; (m = memmem(p, (size_t)(end - p), pat, plen)); p = m + plen) {
-        memcpy(dst, p, (size_t)(m - p));
-        dst += m - p;
-        memcpy(dst, rep, rlen);
-        dst += rlen;
-    }
-    memcpy(dst, p, (size_t)(end - p));
-}
-
 char *tok_normalize_alloc(const tailor_tokenizer *tok, const char *s, size_t len, size_t *out_len)
 {
     char *cur = malloc(len + 1);
@@ -458,13 +433,13 @@ char *tok_normalize_alloc(const tailor_tokenizer *tok, const char *s, size_t len
         return NULL;
     memcpy(cur, s, len);
     for (size_t k = 0; k < tok->nnormalizer; k++) {
-        size_t n = replace_size(tok, &tok->normalizer[k], cur, len);
+        size_t n = tok_replace_size(tok, &tok->normalizer[k], cur, len);
         char *next = malloc(n + 1);
         if (!next) {
             free(cur);
             return NULL;
         }
-        replace_into(tok, &tok->normalizer[k], cur, len, next);
+        tok_replace_write(tok, &tok->normalizer[k], cur, len, next);
         free(cur);
         cur = next;
         len = n;
@@ -479,10 +454,10 @@ static void normalize_gap(const tailor_tokenizer *tok, encode_ws *ws, const char
 {
     for (size_t k = 0; k < tok->nnormalizer; k++) {
         char **dst = &ws->norm[k & 1];
-        size_t n = replace_size(tok, &tok->normalizer[k], s, len);
+        size_t n = tok_replace_size(tok, &tok->normalizer[k], s, len);
         if (grow(ws, (void **)dst, &ws->norm_cap[k & 1], n + 1, 1))
             return;
-        replace_into(tok, &tok->normalizer[k], s, len, *dst);
+        tok_replace_write(tok, &tok->normalizer[k], s, len, *dst);
         s = *dst;
         len = n;
     }

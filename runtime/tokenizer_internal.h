@@ -136,4 +136,13 @@ int tok_is_junction(const tailor_tokenizer *tok, uint32_t x, uint32_t y);
 /* Length of the UTF-8 character at s (1..4), 1 for a byte that does not start a valid one. */
 size_t tok_utf8_len(const unsigned char *s, size_t avail);
 
+/* Bytes of s[0..len) with every (non-overlapping, left to right) occurrence of the step's
+ * pattern replaced by its content (a normalizer's or decoder's Replace step). */
+size_t tok_replace_size(const tailor_tokenizer *tok, const tok_step *step, const char *s,
+                        size_t len);
+
+/* Writes those tok_replace_size bytes to dst (no terminating NUL). */
+void tok_replace_write(const tailor_tokenizer *tok, const tok_step *step, const char *s, size_t len,
+                       char *dst);
+
 #endif
