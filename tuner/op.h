@@ -166,6 +166,10 @@ void tailor_fill_seam_row(tailor_dtype dtype, void *t, float *x, size_t cols, vo
 void tailor_ref_norm_rope(float *x, size_t hd, tailor_dtype dtype, const void *w, float pos,
                           const float *inv_freq, size_t rot);
 
+/* Dot product of x and y (k floats) with eight partial sums in fp32, as the kernels sum: the
+ * matmul references' inner loop (the compiler vectorises it). */
+float tailor_ref_dot(const float *x, const float *y, size_t k);
+
 /* Compares `count` elements of `got` (dtype) against `ref`; on the first element out of
  * tolerance (or NaN) returns TAILOR_ERR_VERIFY with index, values and the tolerance. */
 tailor_status tailor_op_compare(tailor_ctx *ctx, const tailor_buffer_spec *spec, const void *got,

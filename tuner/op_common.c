@@ -216,6 +216,18 @@ tailor_status tailor_op_compare(tailor_ctx *ctx, const tailor_buffer_spec *spec,
                             spec->atol, spec->rtol);
 }
 
+float tailor_ref_dot(const float *x, const float *y, size_t k)
+{
+    float acc[8] = {0};
+    size_t i = 0;
+    for (; i + 8 <= k; i += 8)
+        for (size_t j = 0; j < 8; j++)
+            acc[j] += x[i + j] * y[i + j];
+    for (; i < k; i++)
+        acc[0] += x[i] * y[i];
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
 float tailor_fill_uniform01(uint64_t *s)
 {
     *s = *s * 6364136223846793005ull + 1442695040888963407ull;

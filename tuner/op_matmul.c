@@ -95,19 +95,6 @@ static void matmul_fill(const tailor_shape *shape, tailor_dtype dtype,
         tailor_dtype_store(dtype, host[1], i, next_unit(&s) * (float)MATMUL_W_SIGMA);
 }
 
-/* Dot product with eight partial sums (fp32, like the kernels; lets the compiler vectorise). */
-static float dot_f32(const float *x, const float *y, size_t k)
-{
-    float acc[8] = {0};
-    size_t i = 0;
-    for (; i + 8 <= k; i += 8)
-        for (size_t j = 0; j < 8; j++)
-            acc[j] += x[i + j] * y[i + j];
-    for (; i < k; i++)
-        acc[0] += x[i] * y[i];
-    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-}
-
 /* Converts rows [row0, row0 + rows) of a [*, k] dtype matrix to floats. */
 static void rows_to_f32(tailor_dtype dtype, const void *src, size_t row0, size_t rows, size_t k,
                         float *dst)
@@ -142,7 +129,7 @@ static tailor_status matmul_reference(tailor_ctx *ctx, const tailor_shape *shape
             rows_to_f32(dtype, host[1], n0, nt, k, wt);
             for (size_t i = 0; i < mt; i++)
                 for (size_t j = 0; j < nt; j++)
-                    ref[2][(m0 + i) * n + n0 + j] = dot_f32(at + i * k, wt + j * k, k);
+                    ref[2][(m0 + i) * n + n0 + j] = tailor_ref_dot(at + i * k, wt + j * k, k);
         }
     }
     free(at);
@@ -272,9 +259,9 @@ static tailor_status glu_reference(tailor_ctx *ctx, const tailor_shape *shape, t
         if (!ext)
             rows_to_f32(dtype, host[GLU_W], n + j, 1, k, uw);
         for (size_t i = 0; i < m; i++) {
-            float g = round_to(dtype, dot_f32(av + i * k, gw, k));
+            float g = round_to(dtype, tailor_ref_dot(av + i * k, gw, k));
             float u = ext ? tailor_dtype_load(dtype, host[GLU_U], i * uld + j)
-                          : round_to(dtype, dot_f32(av + i * k, uw, k));
+                          : round_to(dtype, tailor_ref_dot(av + i * k, uw, k));
             ref[GLU_OUT][i * n + j] = round_to(dtype, glu_gelu(g)) * u;
         }
     }
@@ -533,7 +520,7 @@ static tailor_status pro_reference(tailor_ctx *ctx, const tailor_shape *shape, t
     }
     for (size_t j = 0; st == TAILOR_OK && j < n; j++) {
         rows_to_f32(dtype, host[PRO_W], j, 1, k, w);
-        float g = dot_f32(a, w, k);
+        float g = tailor_ref_dot(a, w, k);
         if (glu == 0) {
             ref[PRO_OUT][j] = g;
             continue;
@@ -541,7 +528,7 @@ static tailor_status pro_reference(tailor_ctx *ctx, const tailor_shape *shape, t
         float uv;
         if (glu == 1) {
             rows_to_f32(dtype, host[PRO_W], n + j, 1, k, u);
-            uv = round_to(dtype, dot_f32(a, u, k));
+            uv = round_to(dtype, tailor_ref_dot(a, u, k));
         } else {
             uv = tailor_dtype_load(dtype, host[PRO_U], j);
         }

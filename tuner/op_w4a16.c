@@ -199,19 +199,6 @@ static void w4a16_fill(const tailor_shape *shape, tailor_dtype dtype,
                  host[find_buffer(bufs, "scales")], iz >= 0 ? host[iz] : NULL, &s);
 }
 
-/* Dot product with eight partial sums (fp32, like the kernels; lets the compiler vectorise). */
-static float dot_f32(const float *x, const float *y, int k)
-{
-    float acc[8] = {0};
-    int i = 0;
-    for (; i + 8 <= k; i += 8)
-        for (int j = 0; j < 8; j++)
-            acc[j] += x[i + j] * y[i + j];
-    for (; i < k; i++)
-        acc[0] += x[i] * y[i];
-    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-}
-
 /* out = a · W^T in tiles of TILE rows of a and of W, so that only two [TILE, k] float tiles
  * are ever held (the largest Gemma 4 weight would be 352 MB as floats). */
 enum { REF_TILE = 64 };
@@ -246,7 +233,7 @@ static void w4a16_ref_task(void *user, int task)
     for (int i = 0; i < j->d.m; i++)
         for (int c = 0; c < nt; c++)
             j->out[(size_t)i * (size_t)j->d.n + (size_t)(n0 + c)] =
-                dot_f32(j->a + (size_t)i * k, wt + (size_t)c * k, j->d.k);
+                tailor_ref_dot(j->a + (size_t)i * k, wt + (size_t)c * k, j->d.k);
     free(wt);
 }
 
