@@ -424,6 +424,54 @@ static void test_space_lib(tailor_ctx *ctx)
     tailor_space_destroy(s);
 }
 
+/* tailor.split_neighbours (spacelib): the smallest usable split reaching the warp target and
+ * its neighbours, or the two largest usable ones when none reaches it. A probe space keeps
+ * exactly the splits the helper returns; cols picks the scenario. */
+static void test_split_neighbours(tailor_ctx *ctx)
+{
+    write_file("splitprobe.lua",
+               "local SPLITS = { 1, 2, 3, 4, 6, 8 }\n"
+               "return { op = 'rmsnorm', source = 'rmsnorm.cu', params = { S = SPLITS },\n"
+               "  valid = function(p, s)\n"
+               "    local want = ({ 350, 10000, 350, 0 })[s.cols]\n"
+               "    local kept = tailor.split_neighbours(SPLITS,\n"
+               "      function(x) return s.cols ~= 3 or x ~= 4 end,\n"
+               "      function(x) return 100 * x end, want)\n"
+               "    return kept[p.S] == true, 'not kept'\n"
+               "  end,\n"
+               "  threads = function(p) return 32 end,\n"
+               "  smem_static = function(p) return 0 end,\n"
+               "  smem_dynamic = function(p) return 0 end,\n"
+               "  grid = function(p, s) return { 1 } end,\n"
+               "  args = { 'out', 'x', 'w', { i32 = 'cols' }, { f32 = 1e-6 } },\n}\n");
+    static const struct {
+        int cols;
+        const char *kept; /* the splits expected valid, as "S," list */
+    } cases[] = {
+        {1, "3,4,6,"},  /* 400 warps at S=4 is the first >= 350 */
+        {2, "6,8,"},    /* none reaches 10000: the two largest */
+        {3, "3,6,8,"},  /* 4 unusable: 6 is the first to reach 350, 3 before it */
+        {4, "1,2,"},    /* every split reaches 0: the smallest and the next */
+    };
+    static const int splits[] = {1, 2, 3, 4, 6, 8};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char got[64] = "", shape[64];
+        snprintf(shape, sizeof shape, "rows=1,cols=%d", cases[c].cols);
+        for (size_t i = 0; i < sizeof splits / sizeof splits[0]; i++) {
+            char cfg[32];
+            snprintf(cfg, sizeof cfg, "{\"S\":%d}", splits[i]);
+            tailor_launch l;
+            if (evaluate(ctx, "splitprobe", cfg, shape, 0, &l) && l.valid)
+                snprintf(got + strlen(got), sizeof got - strlen(got), "%d,", splits[i]);
+        }
+        CHECKF(strcmp(got, cases[c].kept) == 0, "split_neighbours, cols=%d: kept %s, want %s",
+               cases[c].cols, got, cases[c].kept);
+    }
+    char path[600];
+    snprintf(path, sizeof path, "%s/splitprobe.lua", dir);
+    unlink(path);
+}
+
 int main(void)
 {
     tailor_ctx *ctx = test_ctx();
@@ -446,6 +494,7 @@ int main(void)
     test_prologue_launch(ctx);
     test_stride_and_prep_launch(ctx);
     test_space_lib(ctx);
+    test_split_neighbours(ctx);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)
