@@ -57,10 +57,8 @@ return {
     if shape.m > 16 then
       return false, string.format("m=%d > 16: decode template (two n8 tiles at most)", shape.m)
     end
-    if shape.k % 32 ~= 0 or shape.group % 32 ~= 0 or shape.k % shape.group ~= 0 then
-      return false, string.format("k=%d, group=%d: the layout needs 32 | group | k",
-                                  shape.k, shape.group)
-    end
+    local lay_ok, lay_why = tailor.w4_layout_ok(shape)
+    if not lay_ok then return false, lay_why end
     -- MT n8 tiles hold the activation rows: at least m of them (correctness), exactly the
     -- fewest when choosing
     local mt = tailor.ceil_div(shape.m, 8)

@@ -62,10 +62,8 @@ return {
     if shape.m > 16 then
       return false, string.format("m=%d > 16: decode template (one mma row tile)", shape.m)
     end
-    if shape.k % 32 ~= 0 or shape.group % 32 ~= 0 or shape.k % shape.group ~= 0 then
-      return false, string.format("k=%d, group=%d: the layout needs 32 | group | k",
-                                  shape.k, shape.group)
-    end
+    local lay_ok, lay_why = tailor.w4_layout_ok(shape)
+    if not lay_ok then return false, lay_why end
     -- MP rows are staged: at least m of them (correctness); exactly m rounded up when choosing
     if shape.m > p.MP or (purpose ~= "launch" and p.MP ~= tailor.pow2_at_least(shape.m)) then
       return false, string.format("MP=%d is not m=%d rounded up to a power of two", p.MP,

@@ -35,10 +35,8 @@ return {
   end,
 
   valid = function(p, shape, dtype, device, purpose)
-    if shape.k % 32 ~= 0 or shape.group % 32 ~= 0 or shape.k % shape.group ~= 0 then
-      return false, string.format("k=%d, group=%d: the layout needs 32 | group | k",
-                                  shape.k, shape.group)
-    end
+    local lay_ok, lay_why = tailor.w4_layout_ok(shape)
+    if not lay_ok then return false, lay_why end
     if p.BK % shape.group ~= 0 and shape.group % p.BK ~= 0 then
       return false, string.format("BK=%d and group=%d do not nest", p.BK, shape.group)
     end

@@ -78,6 +78,16 @@ function lib.dense_gemv_valid(p, shape, device, purpose, nr, weight_bytes)
   return true
 end
 
+-- What the W4A16 kernel layout (runtime/w4a16.h) needs of a shape: 32 | group | k. Returns
+-- true, or false and the sentence.
+function lib.w4_layout_ok(shape)
+  if shape.k % 32 ~= 0 or shape.group % 32 ~= 0 or shape.k % shape.group ~= 0 then
+    return false, string.format("k=%d, group=%d: the layout needs 32 | group | k",
+                                shape.k, shape.group)
+  end
+  return true
+end
+
 -- Rules of the CUDA-core W4A16 GEMV (templates/w4a16_gemv.cu), shared by w4a16_matmul and
 -- w4a16_seam: a warp owns ROWS rows and a 1/KWARPS share of the 32-column chunks of k.
 function lib.w4a16_gemv_valid(p, shape, purpose)
@@ -85,10 +95,8 @@ function lib.w4a16_gemv_valid(p, shape, purpose)
   if shape.m > 8 then
     return false, string.format("m=%d > 8: a GEMV would be bound by its fp32 FMAs", shape.m)
   end
-  if shape.k % 32 ~= 0 or shape.group % 32 ~= 0 or shape.k % shape.group ~= 0 then
-    return false, string.format("k=%d, group=%d: the layout needs 32 | group | k",
-                                shape.k, shape.group)
-  end
+  local ok, why = lib.w4_layout_ok(shape)
+  if not ok then return false, why end
   -- one m tile covering m, or half of it (two blocks share the weight through L2); pruning only
   local mt = lib.pow2_at_least(shape.m)
   if purpose ~= "launch" and p.MT ~= mt and p.MT * 2 ~= mt then
