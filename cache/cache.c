@@ -684,6 +684,59 @@ tailor_status tailor_cache_count_trials(tailor_ctx *ctx, tailor_cache *c, const 
 
 /* ---- listing, clearing, checking ------------------------------------------------------------ */
 
+/* Runs `sql` with up to two optional text parameters (?1, ?2; NULL binds SQL NULL) and calls
+ * row(..., st, user) on each row until it returns non-zero: 1 stops quietly, -1 stops with the
+ * status it left in *status. `what` names the listing in a SQLite error. */
+typedef int (*tcache_row_fn)(tailor_ctx *ctx, tailor_cache *c, sqlite3_stmt *st, void *user,
+                             tailor_status *status);
+
+static tailor_status tcache_foreach_row(tailor_ctx *ctx, tailor_cache *c, const char *sql,
+                                        const char *p1, const char *p2, tcache_row_fn row,
+                                        void *user, const char *what)
+{
+    sqlite3_stmt *st;
+    tailor_status s = tcache_prepare(ctx, c, sql, &st);
+    if (s != TAILOR_OK)
+        return s;
+    if (p1)
+        sqlite3_bind_text(st, 1, p1, -1, SQLITE_STATIC);
+    if (p2)
+        sqlite3_bind_text(st, 2, p2, -1, SQLITE_STATIC);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        if (row(ctx, c, st, user, &s) != 0)
+            break;
+    if (s == TAILOR_OK && rc != SQLITE_ROW && rc != SQLITE_DONE)
+        s = tcache_sqlite_fail(ctx, c, rc, what);
+    sqlite3_finalize(st);
+    return s;
+}
+
+/* The key columns 0..4 of a winners or trials row. */
+static tailor_cache_key row_key(sqlite3_stmt *st)
+{
+    return (tailor_cache_key){col_text(st, 0), col_text(st, 1), col_text(st, 2), col_text(st, 3),
+                              col_text(st, 4)};
+}
+
+typedef struct {
+    int (*fn)(void *user, const tailor_cache_key *key, const tailor_cache_winner *w);
+    void *user;
+} winner_visit;
+
+static int visit_winner(tailor_ctx *ctx, tailor_cache *c, sqlite3_stmt *st, void *user,
+                        tailor_status *status)
+{
+    winner_visit *v = user;
+    tailor_cache_key key = row_key(st);
+    tailor_cache_winner w;
+    const char *sha;
+    *status = row_to_winner(ctx, c, st, 5, 0, &w, &sha);
+    if (*status != TAILOR_OK)
+        return -1;
+    return v->fn(v->user, &key, &w) != 0;
+}
+
 tailor_status tailor_cache_foreach_winner(tailor_ctx *ctx, tailor_cache *c, const char *fingerprint,
                                           int (*fn)(void *user, const tailor_cache_key *key,
                                                     const tailor_cache_winner *w),
@@ -691,30 +744,32 @@ tailor_status tailor_cache_foreach_winner(tailor_ctx *ctx, tailor_cache *c, cons
 {
     if (!c || !fn)
         return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "tailor_cache_foreach_winner: NULL argument");
-    sqlite3_stmt *st;
-    tailor_status s = tcache_prepare(ctx, c,
-                                     "SELECT fingerprint, op, shape, dtype, space_hash, " WINNER_COLUMNS
-                                     " FROM winners WHERE ?1 IS NULL OR fingerprint = ?1"
-                                     " ORDER BY fingerprint, op, shape, dtype",
-                                     &st);
-    if (s != TAILOR_OK)
-        return s;
-    if (fingerprint)
-        sqlite3_bind_text(st, 1, fingerprint, -1, SQLITE_STATIC);
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        tailor_cache_key key = {col_text(st, 0), col_text(st, 1), col_text(st, 2),
-                                col_text(st, 3), col_text(st, 4)};
-        tailor_cache_winner w;
-        const char *sha;
-        s = row_to_winner(ctx, c, st, 5, 0, &w, &sha);
-        if (s != TAILOR_OK || fn(user, &key, &w) != 0)
-            break;
-    }
-    if (s == TAILOR_OK && rc != SQLITE_ROW && rc != SQLITE_DONE)
-        s = tcache_sqlite_fail(ctx, c, rc, "listing winners");
-    sqlite3_finalize(st);
-    return s;
+    winner_visit v = {fn, user};
+    return tcache_foreach_row(ctx, c,
+                              "SELECT fingerprint, op, shape, dtype, space_hash, " WINNER_COLUMNS
+                              " FROM winners WHERE ?1 IS NULL OR fingerprint = ?1"
+                              " ORDER BY fingerprint, op, shape, dtype",
+                              fingerprint, NULL, visit_winner, &v, "listing winners");
+}
+
+typedef struct {
+    int (*fn)(void *user, const tailor_cache_key *key, const tailor_cache_trial *t);
+    void *user;
+} trial_visit;
+
+static int visit_trial(tailor_ctx *ctx, tailor_cache *c, sqlite3_stmt *st, void *user,
+                       tailor_status *status)
+{
+    (void)ctx;
+    (void)c;
+    (void)status;
+    trial_visit *v = user;
+    tailor_cache_key key = row_key(st);
+    tailor_cache_trial t = {col_text(st, 5), col_text(st, 6), col_text(st, 7), col_text(st, 9),
+                            sqlite3_column_type(st, 8) == SQLITE_NULL ? -1.0
+                                                                      : sqlite3_column_double(st, 8),
+                            (long long)sqlite3_column_int64(st, 10)};
+    return v->fn(v->user, &key, &t) != 0;
 }
 
 tailor_status tailor_cache_foreach_trial(tailor_ctx *ctx, tailor_cache *c, const char *fingerprint,
@@ -725,38 +780,15 @@ tailor_status tailor_cache_foreach_trial(tailor_ctx *ctx, tailor_cache *c, const
 {
     if (!c || !fn)
         return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "tailor_cache_foreach_trial: NULL argument");
-    sqlite3_stmt *st;
-    tailor_status s = tcache_prepare(
+    trial_visit v = {fn, user};
+    return tcache_foreach_row(
         ctx, c,
         "SELECT fingerprint, op, shape, dtype, space_hash, template, params, outcome, median_us,"
         " detail, recorded_at FROM trials"
         " WHERE (?1 IS NULL OR fingerprint = ?1) AND (?2 IS NULL OR op = ?2)"
         " ORDER BY fingerprint, op, shape, dtype, space_hash, outcome <> 'timed', median_us,"
         " outcome, template, params",
-        &st);
-    if (s != TAILOR_OK)
-        return s;
-    if (fingerprint)
-        sqlite3_bind_text(st, 1, fingerprint, -1, SQLITE_STATIC);
-    if (op)
-        sqlite3_bind_text(st, 2, op, -1, SQLITE_STATIC);
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        tailor_cache_key key = {col_text(st, 0), col_text(st, 1), col_text(st, 2),
-                                col_text(st, 3), col_text(st, 4)};
-        tailor_cache_trial t = {col_text(st, 5), col_text(st, 6), col_text(st, 7),
-                                col_text(st, 9),
-                                sqlite3_column_type(st, 8) == SQLITE_NULL
-                                    ? -1.0
-                                    : sqlite3_column_double(st, 8),
-                                (long long)sqlite3_column_int64(st, 10)};
-        if (fn(user, &key, &t) != 0)
-            break;
-    }
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-        s = tcache_sqlite_fail(ctx, c, rc, "listing trials");
-    sqlite3_finalize(st);
-    return s;
+        fingerprint, op, visit_trial, &v, "listing trials");
 }
 
 static tailor_status clear_body(tailor_ctx *ctx, tailor_cache *c, void *user)
@@ -804,37 +836,41 @@ static tailor_status integrity_check(tailor_ctx *ctx, tailor_cache *c)
     return s;
 }
 
+typedef struct {
+    int *n_ok, *n_bad;
+} check_counts;
+
+static int visit_check(tailor_ctx *ctx, tailor_cache *c, sqlite3_stmt *st, void *user,
+                       tailor_status *status)
+{
+    (void)status;
+    check_counts *n = user;
+    char hex[65];
+    tailor_sha256_hex(sqlite3_column_blob(st, 4), (size_t)sqlite3_column_bytes(st, 4), hex);
+    if (strcmp(hex, col_text(st, 5)) == 0) {
+        (*n->n_ok)++;
+        return 0;
+    }
+    (*n->n_bad)++;
+    tailor_log(ctx, TAILOR_LOG_WARN,
+               "cache file '%s': the binary of %s %s %s on '%s' is damaged (sha256 %.12s..., "
+               "stored %.12s...)",
+               c->path, col_text(st, 1), col_text(st, 2), col_text(st, 3), col_text(st, 0), hex,
+               col_text(st, 5));
+    return 0;
+}
+
 tailor_status tailor_cache_check(tailor_ctx *ctx, tailor_cache *c, int *n_ok, int *n_bad)
 {
     if (!c || !n_ok || !n_bad)
         return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "tailor_cache_check: NULL argument");
     *n_ok = *n_bad = 0;
     tailor_status s = integrity_check(ctx, c);
-    sqlite3_stmt *st = NULL;
-    if (s == TAILOR_OK)
-        s = tcache_prepare(ctx, c,
-                           "SELECT fingerprint, op, shape, dtype, binary, binary_sha256 FROM winners"
-                           " ORDER BY fingerprint, op, shape, dtype",
-                           &st);
     if (s != TAILOR_OK)
         return s;
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        char hex[65];
-        tailor_sha256_hex(sqlite3_column_blob(st, 4), (size_t)sqlite3_column_bytes(st, 4), hex);
-        if (strcmp(hex, col_text(st, 5)) == 0) {
-            (*n_ok)++;
-            continue;
-        }
-        (*n_bad)++;
-        tailor_log(ctx, TAILOR_LOG_WARN,
-                   "cache file '%s': the binary of %s %s %s on '%s' is damaged (sha256 %.12s..., "
-                   "stored %.12s...)",
-                   c->path, col_text(st, 1), col_text(st, 2), col_text(st, 3), col_text(st, 0), hex,
-                   col_text(st, 5));
-    }
-    if (rc != SQLITE_DONE)
-        s = tcache_sqlite_fail(ctx, c, rc, "checking binaries");
-    sqlite3_finalize(st);
-    return s;
+    check_counts n = {n_ok, n_bad};
+    return tcache_foreach_row(ctx, c,
+                              "SELECT fingerprint, op, shape, dtype, binary, binary_sha256 FROM winners"
+                              " ORDER BY fingerprint, op, shape, dtype",
+                              NULL, NULL, visit_check, &n, "checking binaries");
 }
