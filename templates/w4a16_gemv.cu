@@ -18,6 +18,9 @@
 
 #define W4_WARPS (THREADS / 32)
 #define W4_RGROUPS (W4_WARPS / KWARPS) // row groups per block
+// The next chunk's weights requested before the current one is used (a second set of weight
+// registers); ROWS = 4 already keeps four loads in flight per lane and would spill with it.
+#define W4_PREFETCH (ROWS < 4)
 
 namespace w4g {
 // The packed words, scales and (128 + zero point) of chunk c of the warp's ROWS rows from n0;
@@ -109,9 +112,20 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
             acc[mi][r] = 0.f;
 
     const int c0 = c;
+    (void)c0;
     for (; c < chunks; c += 32 * KWARPS) {
+        // the next chunk's weights are requested before this one is used: one DRAM round trip
+        // in flight behind the math instead of one per chunk in turn
+#if W4_PREFETCH
+        uint4 w_next[ROWS];
+        float s_next[ROWS], zb_next[ROWS];
+        if (c + 32 * KWARPS < chunks)
+            w4g::load_chunk(w_next, s_next, zb_next, qweight, scales, zp, n0, N, K, n_pad,
+                            c + 32 * KWARPS);
+#else
         if (c != c0)
             w4g::load_chunk(w, s, zb, qweight, scales, zp, n0, N, K, n_pad, c);
+#endif
         // The activations of this chunk, as 4 x 8 values per row of a.
         TVec<8> x[MT][4];
         float xs[MT], p[MT][ROWS];
@@ -153,6 +167,14 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
 #pragma unroll
             for (int r = 0; r < ROWS; r++)
                 acc[mi][r] = fmaf(s[r], p[mi][r] - zb[r] * xs[mi], acc[mi][r]);
+#if W4_PREFETCH
+#pragma unroll
+        for (int r = 0; r < ROWS; r++) {
+            w[r] = w_next[r];
+            s[r] = s_next[r];
+            zb[r] = zb_next[r];
+        }
+#endif
     }
 
 #pragma unroll

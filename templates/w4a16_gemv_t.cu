@@ -26,13 +26,20 @@
 // Rows past m read row m - 1 (their columns are not stored), so for m = 1 every column of the
 // accumulator is the result.
 //
+// Activations: ASMEM 1 stages the block's slice of them, [M][quads x 128 (+ 8 padding)], in
+// shared memory right after the wait (one L2 round trip, while the first weights are in flight)
+// and the lanes read their B fragments there; ASMEM 0 reads them from global memory (L1) one quad
+// ahead of the math, which costs an L2 round trip per quad whenever the quad's columns are not
+// in the SM's L1 yet (each warp's first touch of them): measured ~1.5 µs of a 5 µs launch at
+// n=6144 k=1536 (docs/perf/w4a16.md, session 8).
 // PDL: the first batch of weights, scales and zero points is requested before
 // griddepcontrol.wait (no kernel of a forward writes them); activations after it.
 // Each lane issues UNROLL quads x RT tiles x 2 rows of 16-byte loads per batch, and the next
 // batch before computing the current one.
 // SPLITK > 1: fp32 partials [SPLITK, M, N] and the last block's z-order sum (w4_splitk_finish).
-// Defines: WR, WK, RT, UNROLL, SPLITK, MT (n8 tiles of activation rows: m <= 8·MT), GROUP,
-// HAS_ZP, PRESCALE.
+// Defines: WR, WK, RT, UNROLL, SPLITK, MT (n8 tiles of activation rows: m <= 8·MT), ASMEM, GROUP,
+// HAS_ZP, PRESCALE. Dynamic shared memory (ASMEM 1): T sA[M][qps·128 + 8], qps = the block's
+// quads.
 #include "w4a16_common.cuh"
 
 #define W4T_THREADS (WR * WK * 32)
@@ -106,22 +113,51 @@ __device__ __forceinline__ u32 w4_raw_pair(u32 word, int p)
 __device__ __forceinline__ uint4 load_a16(const void *p)
 {
     uint4 v;
+#if ASMEM
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "r"(w4_smem_addr(p)));
+#else
     asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                  : "l"(p));
+#endif
     return v;
+}
+
+// Where load_a reads the activations: `base` row r at column c is base[r * stride + c - col0]
+// (global memory: a, K, 0; ASMEM: the block's slice in shared memory).
+struct ASrc {
+    const T *base;
+    int stride, col0;
+};
+
+// ASMEM: copies the valid columns [128 q0, min(K, 128 q1)) of the M activation rows into sA
+// (row stride `stride`) and makes them visible to the block. Every thread calls it.
+__device__ __forceinline__ void stage_a(T *sA, const T *__restrict__ a, int q0, int q1, int M,
+                                       int K, int stride)
+{
+    const int c0 = 128 * q0, pieces = (min(K, 128 * q1) - c0) / 8; // 16-byte pieces per row
+    for (int i = threadIdx.x; i < M * pieces; i += W4T_THREADS) {
+        const int r = i / pieces, c = (i % pieces) * 8;
+        w4_copy16(sA + r * stride + c, a + (size_t)r * K + c0 + c, true);
+    }
+    w4_copy_commit();
+    w4_copy_wait<0>();
+    __syncthreads();
 }
 
 // The 64 bytes of activation row min(8j + g, M - 1) that quad q's chunk 4q + t covers, for each
 // n8 tile j; zeros past the warp's quads or the row's chunks.
-__device__ __forceinline__ void load_a(uint4 (&av)[MT][4], const T *__restrict__ a, int q, int qe,
-                                       int M, int K, int C, int lane)
+__device__ __forceinline__ void load_a(uint4 (&av)[MT][4], const ASrc &src, int q, int qe, int M,
+                                       int C, int lane)
 {
     const int g = lane >> 2, t = lane & 3, c = 4 * q + t;
 #pragma unroll
     for (int j = 0; j < MT; j++) {
         const int r = min(8 * j + g, M - 1);
-        const uint4 *p = reinterpret_cast<const uint4 *>(a + (size_t)r * K + 32 * c);
+        const uint4 *p = reinterpret_cast<const uint4 *>(src.base + (size_t)r * src.stride +
+                                                         (32 * c - src.col0));
 #pragma unroll
         for (int i = 0; i < 4; i++)
             av[j][i] = make_uint4(0, 0, 0, 0);
@@ -256,16 +292,25 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
             for (int e = 0; e < 4; e++)
                 tot[rt][j][e] = 0.f;
 
+#if ASMEM
+    extern __shared__ __align__(16) unsigned char w4t_smem[];
+    const int q0 = min(QT, (int)blockIdx.y * qps), stride = 128 * qps + 8;
+    T *sA = reinterpret_cast<T *>(w4t_smem);
+    stage_a(sA, a, q0, min(QT, q0 + qps), M, K, stride);
+    const ASrc src = {sA, stride, 128 * q0};
+#else
+    const ASrc src = {a, K, 0};
+#endif
     // activations one quad ahead of the math, across batches
     uint4 av[MT][4];
-    load_a(av, a, qb, qe, M, K, C, lane);
+    load_a(av, src, qb, qe, M, C, lane);
     for (int q = qb; q < qe; q += UNROLL) {
         Batch nxt; // past qe: zeros, no load
         load_batch(nxt, qweight, scales, zeros, row0, q + UNROLL, qe, N, C, ld, lane);
 #pragma unroll
         for (int u = 0; u < UNROLL; u++) {
             uint4 an[MT][4];
-            load_a(an, a, q + u + 1, qe, M, K, C, lane);
+            load_a(an, src, q + u + 1, qe, M, C, lane);
             compute_quad(cur, u, av, tot);
 #pragma unroll
             for (int j = 0; j < MT; j++)

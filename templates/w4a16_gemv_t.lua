@@ -3,7 +3,8 @@
 -- are the mma's A operand (16 rows x k16, 8 weights per lane per mma), unscaled when a quad of
 -- 128 columns lies in one group; WR x WK warps per block (rows x k, k reduced in shared
 -- memory), RT row tiles of 16 per warp, UNROLL quads per batch of loads, SPLITK blocks per
--- column tile where the tiles alone cannot keep enough warps loading.
+-- column tile where the tiles alone cannot keep enough warps loading, ASMEM the block's
+-- activations staged in shared memory (1) or read from L1 one quad ahead (0).
 
 local SPLITS = { 1, 2, 3, 4, 6, 8, 12, 16 }
 
@@ -14,6 +15,14 @@ local function quads(p, shape, splitk)
   local qt = tailor.ceil_div(shape.k // 32, 4)
   local qps = tailor.ceil_div(qt, splitk)
   return qt, qps, tailor.ceil_div(qps, p.WK)
+end
+
+-- ASMEM = 1: the block's activation slice, m rows of its quads' columns plus 8 of padding.
+local ASMEM_MAX = 64 * 1024
+local function asmem_bytes(p, shape)
+  if p.ASMEM == 0 then return 0 end
+  local _, qps = quads(p, shape, p.SPLITK)
+  return 2 * shape.m * (128 * qps + 8)
 end
 
 local function warps_total(p, shape, splitk)
@@ -43,6 +52,7 @@ return {
     UNROLL = { 1, 2 },
     SPLITK = SPLITS,
     MT = { 1, 2 },
+    ASMEM = { 0, 1 },
   },
 
   -- PRESCALE: groups of 32 or 64 columns put several groups in one mma, so the weights are
@@ -50,7 +60,7 @@ return {
   defines = function(p, shape, dtype, device)
     local prescale = 0
     if shape.group % 128 ~= 0 then prescale = 1 end
-    return { GROUP = shape.group, HAS_ZP = shape.zp, PRESCALE = prescale }
+    return { GROUP = shape.group, HAS_ZP = shape.zp, PRESCALE = prescale, ASMEM = p.ASMEM }
   end,
 
   valid = function(p, shape, dtype, device, purpose)
@@ -87,6 +97,11 @@ return {
     if not ok then
       return false, string.format("SPLITK=%d WK=%d UNROLL=%d: %s", p.SPLITK, p.WK, p.UNROLL, why)
     end
+    local sa = asmem_bytes(p, shape)
+    if sa > ASMEM_MAX then
+      return false, string.format("ASMEM=1: %d B of activations per block (at most %d)", sa,
+                                  ASMEM_MAX)
+    end
     local want, n_sm = 8 * tailor.sms(device), tailor.sms(device)
     local kept = tailor.split_neighbours(SPLITS,
       function(s) return (split_ok(p, shape, s)) end,
@@ -110,7 +125,8 @@ return {
   threads = function(p, shape, dtype, device) return p.WR * p.WK * 32 end,
   -- __shared__ float red[WK * MT * 8 * BN]: the k warps' sums (and the split-k flag)
   smem_static = function(p, shape, dtype, device) return 4 * p.WK * p.MT * 8 * block_rows(p) end,
-  smem_dynamic = function(p, shape, dtype, device) return 0 end,
+  -- ASMEM = 1: T sA[m][128 qps + 8]
+  smem_dynamic = function(p, shape, dtype, device) return asmem_bytes(p, shape) end,
   grid = function(p, shape, dtype, device)
     return { tailor.ceil_div(shape.n, block_rows(p)), p.SPLITK, 1 }
   end,

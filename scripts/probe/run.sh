@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# run.sh — on the GPU machine: the launch and DRAM-read floors (stream_floor.cu) and, in the same
+# run, the tuned kernels of the same shapes for comparison. Log: $OUT/probe.txt.
+#   bash scripts/probe/run.sh
+set -uo pipefail
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+P="$OUT/probe.txt"
+export PATH=/usr/local/cuda/bin:$PATH
+nvcc -O3 -std=c++17 -arch=sm_90 -o /tmp/stream_floor scripts/probe/stream_floor.cu >"$P" 2>&1 || {
+  cat "$P"; exit 1; }
+/tmp/stream_floor >>"$P" 2>&1
+if [[ -x build-gpu/tailor ]]; then
+  T=build-gpu/tailor
+  for s in m=1,n=6144,k=1536,group=128 m=1,n=21504,k=5376,group=128; do
+    $T bench w4a16 --shape "$s" --cache /tmp/probe.sqlite >>"$P" 2>&1
+  done
+  $T bench kernel --op matmul --shape m=1,n=6144,k=1536 --cache /tmp/probe.sqlite >>"$P" 2>&1
+  $T bench kernel --op matmul --shape m=1,n=1536,k=1536 --cache /tmp/probe.sqlite >>"$P" 2>&1
+fi
+tail -5 "$P"
