@@ -26,7 +26,16 @@
 // Dynamic shared memory, in order: float sMax[WN * BM]; int sPos[STAGES * BN];
 //   T sQ[BM * (HEAD_DIM + 8)] (absent with Q_REGS); T sK[STAGES * BN * (HEAD_DIM + 8)]; T sV[same];
 //   T sP[BM * (BN + 8)].
+// CLUSTER (sm_90): the gridDim.x = CLUSTER_X blocks of a (sequence, KV head) are one thread block
+// cluster. Each live block keeps its partial in its own K/V tile area (attn_put_partial), and
+// after one cluster barrier every block of the cluster, idle ones included, merges a slice of
+// the outputs from the others' shared memory (attn_cluster_merge): no workspace, fence, ticket
+// or L2 round trip; ws and cnt are passed but unused.
 #include "attn_mma.cuh"
+
+#ifndef CLUSTER
+#define CLUSTER 0
+#endif
 
 #if STAGES > 1 && !ASYNC
 #error "attention_decode.cu: STAGES > 1 needs ASYNC (cp.async)"
@@ -45,7 +54,135 @@ __device__ __forceinline__ void attn_copy_pos(int *dst, const int *src, bool ok)
 #endif
 }
 
-extern "C" __global__ void __launch_bounds__(ATTN_NT, 1)
+#if CLUSTER
+#ifndef CLUSTER_X
+#error "attention_decode.cu: CLUSTER needs CLUSTER_X, the blocks of a cluster (= gridDim.x)"
+#endif
+#define ATTN_CSTR (HEAD_DIM + 8) // floats per partial row: +32 B puts the 8 rows a warp stores
+                                 // together on different banks
+#define ATTN_CJ ((ATTN_ME + CLUSTER_X * ATTN_NT - 1) / (CLUSTER_X * ATTN_NT)) // float4 per thread
+#define ATTN_CLUSTER_DIMS __cluster_dims__(CLUSTER_X, 1, 1)
+
+// Barrier of every thread of the cluster, split in two: the arrive releases this thread's earlier
+// memory operations (its partial's stores, or its loads from other blocks), the wait acquires
+// what every other thread released. Called by all threads of all blocks, in uniform control flow.
+__device__ __forceinline__ void attn_cluster_arrive(void)
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void attn_cluster_wait(void)
+{
+    asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
+// The shared::cluster address, in block `rank` of the cluster, of this block's shared address a.
+__device__ __forceinline__ unsigned attn_cluster_map(unsigned a, int rank)
+{
+    unsigned r;
+    asm("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(a), "r"(rank));
+    return r;
+}
+
+// Loads from another block's shared memory (an address from attn_cluster_map).
+__device__ __forceinline__ float2 attn_ld_cluster_f2(unsigned a)
+{
+    float2 v;
+    asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];\n"
+                 : "=f"(v.x), "=f"(v.y)
+                 : "r"(a)
+                 : "memory");
+    return v;
+}
+__device__ __forceinline__ float4 attn_ld_cluster_f4(unsigned a)
+{
+    float4 v;
+    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                 : "r"(a)
+                 : "memory");
+    return v;
+}
+
+// This block's partial into its own shared memory (the K/V tile area: drained, no longer read):
+// sO [GROUP][ATTN_CSTR] fp32 unnormalised output, sML [GROUP] (running max, row sum).
+__device__ __forceinline__ void attn_put_partial(float *sO, float2 *sML, const AttnAcc &acc, int wm,
+                                                 int wn, int lane)
+{
+    const int g = lane >> 2, tq = lane & 3;
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        const int r = wm * 16 + g + 8 * i;
+        if (r >= GROUP)
+            continue;
+        float *orow = sO + r * ATTN_CSTR + wn * ATTN_DS + 2 * tq;
+#pragma unroll
+        for (int n = 0; n < ATTN_DS / 8; n++)
+            *reinterpret_cast<float2 *>(orow + n * 8) = make_float2(acc.o[n][2 * i], acc.o[n][2 * i + 1]);
+        if (wn == 0 && tq == 0)
+            sML[r] = make_float2(acc.m[i], acc.l[i]);
+    }
+}
+
+// The merge of the cluster's nact partials (blocks 0..nact-1, written by attn_put_partial at the
+// same offsets sO / sML of their shared memory) into out (the GROUP rows of this KV head). Block
+// `rank` takes float4 e = (j CLUSTER_X + rank) ATTN_NT + tid of the GROUP x HEAD_DIM outputs; for
+// each it requests the nact partials' (max, sum) of its row and their values at once, then weighs
+// them as attn_merge_nodes does (fp32, __expf; a split that saw no visible key, max -inf, weighs
+// 0; a row with no weight at all is 0) and stores the normalised row rounded to T. Every thread
+// of every block of the cluster calls it, idle blocks too: it holds both cluster barriers (the
+// first publishes the partials, the second keeps each block's shared memory alive until no
+// other block reads it).
+__device__ __forceinline__ void attn_cluster_merge(const float *sO, const float2 *sML, int nact,
+                                                   int rank, T *out)
+{
+    attn_cluster_arrive();
+    attn_cluster_wait();
+#pragma unroll
+    for (int j = 0; j < ATTN_CJ; j++) {
+        const int e = (j * CLUSTER_X + rank) * ATTN_NT + (int)threadIdx.x;
+        if (e >= ATTN_ME)
+            continue;
+        const int r = e / (HEAD_DIM / 4), c4 = e % (HEAD_DIM / 4);
+        const unsigned ao = attn_smem_addr(sO + r * ATTN_CSTR + c4 * 4), aml = attn_smem_addr(sML + r);
+        float2 ml[CLUSTER_X];
+        float4 v[CLUSTER_X];
+#pragma unroll
+        for (int c = 0; c < CLUSTER_X; c++) {
+            ml[c] = make_float2(-ATTN_INF, 0.f);
+            v[c] = make_float4(0.f, 0.f, 0.f, 0.f);
+            if (c < nact) {
+                ml[c] = attn_ld_cluster_f2(attn_cluster_map(aml, c));
+                v[c] = attn_ld_cluster_f4(attn_cluster_map(ao, c));
+            }
+        }
+        float M = -ATTN_INF;
+#pragma unroll
+        for (int c = 0; c < CLUSTER_X; c++)
+            M = fmaxf(M, ml[c].x);
+        float L = 0.f;
+        float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+        for (int c = 0; c < CLUSTER_X; c++) {
+            const float w = ml[c].x == -ATTN_INF ? 0.f : __expf(ml[c].x - M);
+            L += w * ml[c].y;
+            a.x += w * v[c].x;
+            a.y += w * v[c].y;
+            a.z += w * v[c].z;
+            a.w += w * v[c].w;
+        }
+        const float inv = L > 0.f ? 1.f / L : 0.f;
+        T *dst = out + (size_t)r * HEAD_DIM + c4 * 4;
+        *reinterpret_cast<T2 *>(dst) = from_f32x2(make_float2(a.x * inv, a.y * inv));
+        *reinterpret_cast<T2 *>(dst + 2) = from_f32x2(make_float2(a.z * inv, a.w * inv));
+    }
+    attn_cluster_arrive();
+    attn_cluster_wait();
+}
+#else
+#define ATTN_CLUSTER_DIMS
+#endif
+
+extern "C" __global__ void __launch_bounds__(ATTN_NT, 1) ATTN_CLUSTER_DIMS
 TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict__ k_cache,
               const T *__restrict__ v_cache, const int *__restrict__ positions,
               const int *__restrict__ qpos, float *__restrict__ ws, unsigned *__restrict__ cnt,
@@ -61,16 +198,28 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
     T *sK = sQ + (Q_REGS ? 0 : ATTN_BM * ATTN_KSTR);
     T *sV = sK + STAGES * BN * ATTN_KSTR;
     T *sP = sV + STAGES * BN * ATTN_KSTR;
+#if CLUSTER // this block's partial, over the K/V tiles once they are done (attn_put_partial)
+    float *sO = reinterpret_cast<float *>(sK);
+    float2 *sML = reinterpret_cast<float2 *>(sO + GROUP * ATTN_CSTR);
+#endif
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int wm = warp / WN, wn = warp % WN;
     const int split = blockIdx.x, nsplit = gridDim.x, kvh = blockIdx.y, b = blockIdx.z;
     const int pair = b * kv_heads + kvh, npairs = gridDim.y * gridDim.z;
+    T *ob = out + ((size_t)b * heads + (size_t)kvh * GROUP) * HEAD_DIM;
     // Before the wait (attn_cur_slot, attn_mma.cuh): qpos, the live split, the first stages.
     const int t = qpos[b];
     const AttnLive live = attn_live_split(slots, t, split, nsplit, BN, chunk);
+#if CLUSTER
+    if (split >= live.nact && live.nact > 1) { // no keys, but a slice of the merge and its barriers
+        tailor_grid_begin();
+        attn_cluster_merge(sO, sML, live.nact, split, ob);
+        return;
+    }
+#endif
     if (split >= live.nact)
-        return; // past the filled part of the cache
+        return; // past the filled part of the cache (nothing to merge with CLUSTER: nact == 1)
     const int s0 = live.s0, s1 = live.s1, nact = live.nact;
     const int ntiles = (s1 - s0 + BN - 1) / BN;
     const T *qb = q + ((size_t)b * heads + (size_t)kvh * GROUP) * HEAD_DIM;
@@ -170,7 +319,6 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
     attn_finish_sums(acc, sMax, wm, wn, lane);
 
     const int g = lane >> 2, tq = lane & 3;
-    T *ob = out + ((size_t)b * heads + (size_t)kvh * GROUP) * HEAD_DIM;
     if (nact == 1) { // nothing to merge
 #pragma unroll
         for (int i = 0; i < 2; i++) {
@@ -187,6 +335,16 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
         return;
     }
 
+#if CLUSTER
+    // This split's partial into its own shared memory, then the cluster's merge (block rank =
+    // split: the cluster spans the grid's x).
+    __syncthreads(); // every warp is done with the K/V tiles (cp.async drained above)
+    attn_put_partial(sO, sML, acc, wm, wn, lane);
+    attn_cluster_merge(sO, sML, nact, split, ob);
+    (void)ws;
+    (void)cnt;
+    (void)npairs;
+#else
     // Partial (unnormalised output, running max, row sum) of this split.
     float *wso = ws + (size_t)pair * nsplit * GROUP * HEAD_DIM;
     float *wsml = ws + (size_t)npairs * nsplit * GROUP * HEAD_DIM + (size_t)pair * nsplit * GROUP * 2;
@@ -222,4 +380,5 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
     __threadfence();
     attn_merge_nodes(reinterpret_cast<const float4 *>(wso), wsml, nact, nact,
                      reinterpret_cast<float *>(sK), true, ob, nullptr, nullptr);
+#endif
 }

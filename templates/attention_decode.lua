@@ -1,12 +1,33 @@
 -- attention_decode.lua — search space of templates/attention_decode.cu (op "attention_decode";
 -- shape keys kv_len, head_dim, heads, kv_heads, window, batch, prep). A block serves all GROUP query
 -- heads of one KV head (the 16-row mma tile) over a chunk of cache slots; SPLITS is the target
--- number of chunks per (sequence, KV head); the last block to finish merges the partials.
+-- number of chunks per (sequence, KV head); the last block to finish merges the partials, or with
+-- CLUSTER = 1 (sm_90) the blocks of a (sequence, KV head) form one thread block cluster and merge
+-- through distributed shared memory (no workspace, fence or ticket).
 
 local slots = tailor.attn_slots
 local function small_bn(device) return device.smem_optin >= 100000 and 32 or 16 end
 local function wm(shape) return (tailor.attn_group(shape) + 15) // 16 end
 local chunk_of, nsplit_of = tailor.attn_chunk, tailor.attn_nsplit
+
+-- The one split tried with CLUSTER = 1 (pruning only): the most blocks per (sequence, KV head),
+-- 2 to 8, that a split target gives while the launch stays one wave of a block per SM (the
+-- latency-bound decode the cluster merge is for). The cluster merge is spread over all blocks,
+-- so unlike the last-block merge it does not slow down with more of them, and fewer blocks
+-- would only stream more keys each. Returns the block count (nil if none) and the reason.
+local function cluster_blocks(p, shape, device)
+  local pairs, sms, best = shape.batch * shape.kv_heads, tailor.sms(device), nil
+  for _, t in ipairs(tailor.attn_split_targets(shape, device)) do
+    local x = nsplit_of(t, p.BN, shape)
+    if x >= 2 and x <= 8 and pairs * x <= sms and (not best or x > best) then best = x end
+  end
+  if not best then
+    return nil, string.format("no split gives 2 to 8 blocks within one wave (%d pairs, %d SMs)",
+                              pairs, sms)
+  end
+  return best, string.format("%d blocks is the split tried (the most within one wave: %d pairs, "
+                             .. "%d SMs)", best, pairs, sms)
+end
 
 local function smem_bytes(p, shape)
   local bm, kstr, pstr = 16 * wm(shape), shape.head_dim + 8, p.BN + 8
@@ -29,11 +50,16 @@ return {
     SPLITS = function(shape, dtype, device) return tailor.attn_split_targets(shape, device) end,
     MMA_K = function(shape, dtype, device) return { device.sm >= 80 and 16 or 8 } end,
     ASYNC = function(shape, dtype, device) return { device.sm >= 80 and 1 or 0 } end,
+    -- 1: the nsplit blocks of a (sequence, KV head) are one cluster (sm_90's clusters)
+    CLUSTER = function(shape, dtype, device) return device.sm >= 90 and { 0, 1 } or { 0 } end,
   },
 
+  -- CLUSTER_X: the cluster's size, compiled in (__cluster_dims__) = the grid's x; only with
+  -- CLUSTER = 1, where it depends on the ring's window alone (see valid)
   defines = function(p, shape, dtype, device)
     return { HEAD_DIM = shape.head_dim, GROUP = tailor.attn_group(shape), WM = wm(shape), Q_REGS = 0,
-             PREP = shape.prep }
+             PREP = shape.prep,
+             CLUSTER_X = p.CLUSTER == 1 and nsplit_of(p.SPLITS, p.BN, shape) or nil }
   end,
 
   valid = function(p, shape, dtype, device, purpose)
@@ -65,10 +91,39 @@ return {
     if merge > area then
       return false, string.format("merge weights %d B exceed the K/V tile area %d B", merge, area)
     end
+    if p.CLUSTER == 1 then
+      -- the grid's x is compiled in as the cluster size: a linear cache's x follows kv_len
+      -- (a winner tuned at 4096 slots runs the model's max_tokens), a ring's only its window
+      if shape.window <= 0 then
+        return false, string.format("CLUSTER=1 on a linear cache (window=0): the block count "
+                                    .. "(%d at kv_len=%d) follows kv_len, the cluster size is "
+                                    .. "compiled in", n, shape.kv_len)
+      end
+      if n < 2 or n > 8 then
+        return false, string.format("CLUSTER=1 needs 2 to 8 blocks per (sequence, KV head) "
+                                    .. "(a portable cluster); SPLITS=%d BN=%d gives %d",
+                                    p.SPLITS, p.BN, n)
+      end
+      if purpose ~= "launch" then
+        local best, why = cluster_blocks(p, shape, device)
+        if n ~= best then return false, string.format("CLUSTER=1 with %d blocks: %s", n, why) end
+      end
+      -- each block's partial (rows of HEAD_DIM + 8 floats, then (max, sum) per row) in its own
+      -- K/V tile area
+      local part = 4 * tailor.attn_group(shape) * (d + 8) + 8 * tailor.attn_group(shape)
+      if part > area then
+        return false, string.format("cluster partial %d B exceeds the K/V tile area %d B", part,
+                                    area)
+      end
+    end
     return true
   end,
 
-  requires = function(p, shape, dtype, device) return tailor.attn_requires(p, dtype) end,
+  requires = function(p, shape, dtype, device)
+    local r = tailor.attn_requires(p, dtype)
+    if p.CLUSTER == 1 then r[#r + 1] = "cluster" end
+    return r
+  end,
 
   threads = function(p, shape, dtype, device) return 32 * wm(shape) * p.WN end,
   smem_static = function(p, shape, dtype, device) return 0 end,
@@ -78,6 +133,7 @@ return {
   end,
 
   -- ws: partial outputs then (max, sum) per split; cnt: one arrival counter per (sequence, KV head).
+  -- CLUSTER = 1 leaves both unused (the arguments stay the same; they cost one allocation).
   workspace = function(p, shape, dtype, device)
     local pairs = shape.batch * shape.kv_heads
     local n = nsplit_of(p.SPLITS, p.BN, shape)

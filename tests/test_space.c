@@ -384,6 +384,124 @@ static void test_stride_and_prep_launch(tailor_ctx *ctx)
     CHECKF(strstr(got, "i:1 i:200 i:1536 i:208") != NULL, "w4a16 whole launch: %s", got);
 }
 
+/* The value of define `name` in a launch (parameters and the space's defines), or -1. */
+static int define_int(const tailor_launch *l, const char *name)
+{
+    for (int i = 0; i < l->ndefines; i++)
+        if (strcmp(l->defines[i].name, name) == 0)
+            return atoi(l->defines[i].value);
+    return -1;
+}
+
+static int has_feature(const tailor_launch *l, const char *feature)
+{
+    for (int i = 0; i < l->nfeatures; i++)
+        if (strcmp(l->features[i], feature) == 0)
+            return 1;
+    return 0;
+}
+
+/* Decode attention's cluster merge (CLUSTER = 1, sm_90: the blocks of a (sequence, KV head) are
+ * one cluster whose size is compiled in as CLUSTER_X). On the H200 a 512-slot ring keeps
+ * CLUSTER=1 survivors whose CLUSTER_X is their grid's x, 2..8, needing the "cluster" feature;
+ * splits of 1 and of 16 blocks are refused with the numbers, and so is a linear cache (its block
+ * count follows kv_len); with many (sequence, KV head) pairs only the most blocks within one
+ * wave are tried (pruning only); the T4 never gets CLUSTER=1, and one forced on it is refused
+ * for the feature. The arguments stay those of CLUSTER=0. */
+static void test_decode_cluster(tailor_ctx *ctx)
+{
+    const char *ring = "kv_len=512,head_dim=256,heads=8,kv_heads=1,window=512,batch=1";
+    CHECK(tailor_feature_min_sm("cluster") == 90);
+    tailor_plan p;
+    CHECK_OK(ctx, plan_for(ctx, "h200", "attention_decode", ring, TAILOR_DTYPE_BF16, &p));
+    int fit = 0, one = 0, sixteen = 0;
+    for (int i = 0; i < p.count; i++) {
+        const tailor_plan_entry *e = &p.entries[i];
+        if (strcmp(e->template_name, "attention_decode") != 0 ||
+            define_int(&e->launch, "CLUSTER") != 1)
+            continue;
+        int x = define_int(&e->launch, "CLUSTER_X");
+        unsigned gx = e->launch.grid[0];
+        if (e->verdict == TAILOR_FITS) {
+            fit++;
+            CHECKF(x == (int)gx && x >= 2 && x <= 8, "CLUSTER=1 survivor: CLUSTER_X=%d, grid x %u",
+                   x, gx);
+            CHECK(has_feature(&e->launch, "cluster"));
+        } else if (strstr(e->reason, "CLUSTER=1 needs 2 to 8 blocks per (sequence, KV head)")) {
+            CHECKF(e->verdict == TAILOR_REFUSED_SHAPE && (x < 2 || x > 8), /* no grid: refused */
+                   "refused with CLUSTER_X=%d: %s", x, e->reason);
+            one += strstr(e->reason, "SPLITS=1 BN=32 gives 1") != NULL;
+            sixteen += strstr(e->reason, "SPLITS=32 BN=32 gives 16") != NULL;
+        }
+    }
+    CHECKF(fit >= 4 && one >= 1 && sixteen >= 1,
+           "h200 ring: %d CLUSTER=1 survivors, %d refused at 1 block, %d at 16", fit, one, sixteen);
+    const tailor_plan_entry *e =
+        find_entry(&p, "attention_decode", "ASYNC=1 BN=64 CLUSTER=1 MMA_K=16 SPLITS=8 STAGES=2 WN=4");
+    CHECK(e && e->verdict == TAILOR_FITS && e->launch.grid[0] == 8 &&
+          define_int(&e->launch, "CLUSTER_X") == 8);
+    e = find_entry(&p, "attention_decode", "ASYNC=1 BN=64 CLUSTER=0 MMA_K=16 SPLITS=8 STAGES=2 WN=4");
+    CHECK(e && e->verdict == TAILOR_FITS && define_int(&e->launch, "CLUSTER_X") == -1 &&
+          !has_feature(&e->launch, "cluster"));
+    tailor_plan_free(&p);
+
+    /* the T4: no CLUSTER=1 candidate at all, survivors still */
+    CHECK_OK(ctx, plan_for(ctx, "t4", "attention_decode", ring, TAILOR_DTYPE_F16, &p));
+    int t4_cluster = 0;
+    for (int i = 0; i < p.count; i++)
+        t4_cluster += define_int(&p.entries[i].launch, "CLUSTER") == 1;
+    CHECKF(p.survivors > 0 && t4_cluster == 0, "t4 ring: %d survivors, %d CLUSTER=1 candidates",
+           p.survivors, t4_cluster);
+    tailor_plan_free(&p);
+
+    /* forced on the T4, the feature refuses it */
+    tailor_space *s = NULL;
+    tailor_config cfg;
+    tailor_shape shape;
+    tailor_launch l;
+    CHECK_OK(ctx, tailor_space_load(ctx, "attention_decode", &s));
+    CHECK_OK(ctx, tailor_config_parse_json(ctx, "{\"ASYNC\":0,\"BN\":16,\"CLUSTER\":1,\"MMA_K\":8,"
+                                           "\"SPLITS\":8,\"STAGES\":1,\"WN\":2}", &cfg));
+    CHECK_OK(ctx, tailor_shape_parse(ctx, ring, &shape));
+    const tailor_device_info *t4 = tailor_device_profile_find("t4");
+    if (s && t4 && tailor_op_complete_shape(ctx, tailor_op_find("attention_decode"), &shape) == TAILOR_OK &&
+        tailor_space_evaluate(ctx, s, &cfg, &shape, TAILOR_DTYPE_F16, t4, 0, &l) == TAILOR_OK) {
+        char why[512];
+        tailor_verdict v = tailor_budget_check(t4, "attention_decode", s, &cfg, TAILOR_DTYPE_F16,
+                                               &l, why, sizeof why);
+        CHECKF(l.valid && v == TAILOR_REFUSED_FEATURE &&
+               strstr(why, "needs cluster (sm_90 or newer); Tesla T4 (sm_75) lacks it"),
+               "CLUSTER=1 forced on the T4: %s (%s)", tailor_verdict_name(v), why);
+    } else {
+        CHECKF(0, "could not evaluate CLUSTER=1 on the T4: %s", tailor_ctx_message(ctx));
+    }
+    tailor_space_destroy(s);
+
+    /* a linear cache: refused, at plan time and at launch */
+    const char *c8 = "{\"ASYNC\":1,\"BN\":64,\"CLUSTER\":1,\"MMA_K\":16,\"SPLITS\":8,\"STAGES\":2,"
+                     "\"WN\":4}";
+    const char *full = "kv_len=4096,head_dim=512,heads=8,kv_heads=1,window=0,batch=1";
+    expect_valid(ctx, "attention_decode", c8, full, 0, 0);
+    expect_valid(ctx, "attention_decode", c8, full, 1, 0);
+    if (evaluate(ctx, "attention_decode", c8, full, 0, &l))
+        CHECKF(strstr(l.invalid_reason, "CLUSTER=1 on a linear cache (window=0)") != NULL, "%s",
+               l.invalid_reason);
+    expect_valid(ctx, "attention_decode", c8, ring, 1, 1);
+    /* pruning only: with 32 (sequence, KV head) pairs the one split tried is the most blocks
+     * within one wave (4 at BN=64: 128 blocks on 132 SMs), not 8 */
+    const char *gqa = "kv_len=32768,head_dim=256,heads=16,kv_heads=8,window=1024,batch=4";
+    expect_valid(ctx, "attention_decode", c8, gqa, 0, 0);
+    expect_valid(ctx, "attention_decode", c8, gqa, 1, 1);
+    if (evaluate(ctx, "attention_decode", c8, gqa, 0, &l))
+        CHECKF(strstr(l.invalid_reason, "CLUSTER=1 with 8 blocks: 4 blocks is the split tried") !=
+               NULL, "%s", l.invalid_reason);
+    /* the same arguments as without the cluster (the workspace is passed, unused) */
+    char got[600];
+    launch_text(ctx, "attention_decode", c8, ring, got, sizeof got);
+    CHECKF(strstr(got, " 8 | out q k_cache v_cache positions qpos ws cnt i:8 i:1 i:512 i:512 "
+                       "i:64") != NULL, "attention_decode CLUSTER=1 launch: %s", got);
+}
+
 /* The helper library (templates/include/spacelib.lua, the global `tailor`): spaces use it, it is
  * part of their hash, and a broken one is named. */
 static void test_space_lib(tailor_ctx *ctx)
@@ -493,6 +611,7 @@ int main(void)
     test_launch_purpose(ctx);
     test_prologue_launch(ctx);
     test_stride_and_prep_launch(ctx);
+    test_decode_cluster(ctx);
     test_space_lib(ctx);
     test_split_neighbours(ctx);
     char cmd[600];

@@ -25,7 +25,7 @@ int tailor_feature_min_sm(const char *feature)
     } table[] = {
         {"bf16", 80},         {"cp.async", 80}, {"ldmatrix", 75}, {"mma.m16n8k8", 75},
         {"mma.m16n8k16", 80}, {"wgmma", 90},    {"tma", 90},      {"fp16", 53},
-        {"movmatrix", 75},
+        {"movmatrix", 75},    {"cluster", 90}, /* thread block clusters, distributed smem */
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         if (strcmp(table[i].name, feature) == 0)
