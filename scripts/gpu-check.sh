@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # gpu-check.sh — on the GPU machine: build, run every GPU test, then the benchmarks; logs go to
 # $OUT (ctest.txt, bench.txt, model.txt, ...) and a short summary is printed last.
-#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|all] [ctest -R regex]
+#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|probe|all] [ctest -R regex]
 # quick: the GPU tests with the long scripts in their smoke subsets (MATMUL_QUICK, W4A16_QUICK,
 # ATTN_QUICK), fitting one 10-minute device call; model: Gemma 4 E2B decode and prefill figures
 # with the same-run comparisons (PDL off, gating kernels, each place of the seams, q prepared
 # inside attention, W4A16 with and without int4 prologues, the int4 LM head, 31B); knockout:
 # the decode step with families of kernels skipped (what each costs on the critical path);
-# profile: ncu reports of the int4 GEMV and the decode attention kernels (ncu.txt).
+# profile: ncu reports of the int4 GEMV and the decode attention kernels (ncu.txt); probe: the
+# launch and DRAM-read floors beside the tuned kernels of the same shapes (probe.txt).
 set -uo pipefail
 what=${1:-all}
 filter=${2:-}
@@ -127,5 +128,10 @@ if [[ $what == profile ]]; then
     "$T" bench attention --op attention_decode --shape "$a" --cache "$cache"
   "$T" cache trials --cache "$cache" >"$OUT/trials.txt" 2>&1
   summary+=("profile: $(grep -c '^== ' "$N") ncu sections in ncu.txt, trials in trials.txt")
+fi
+if [[ $what == probe ]]; then
+  # the launch and DRAM-read floors (scripts/probe/stream_floor.cu, built with nvcc here)
+  bash scripts/probe/run.sh >/dev/null 2>&1
+  summary+=("probe: $(grep -c 'graph' "$OUT/probe.txt") floor lines in probe.txt")
 fi
 printf '%s\n' "${summary[@]}"

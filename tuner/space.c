@@ -318,6 +318,7 @@ tailor_status tailor_space_hash(tailor_ctx *ctx, const tailor_space *s, char hex
 {
     tailor_sha256 h;
     tailor_sha256_init(&h);
+    tailor_sha256_update(&h, TAILOR_TIMING_METHOD, sizeof TAILOR_TIMING_METHOD);
     tailor_sha256_update(&h, s->lua_text_hash, 64);
     tailor_template_file f;
     tailor_status st = tailor_template_read(ctx, s->source, &f);

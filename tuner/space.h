@@ -68,8 +68,12 @@ const char *tailor_space_source(const tailor_space *s); /* "rmsnorm.cu" */
 const char *tailor_space_origin(const tailor_space *s); /* where the .lua came from */
 int tailor_space_supports(const tailor_space *s, tailor_dtype dtype);
 
-/* Hex SHA-256 over the .lua text, the .cu text and every shared header: what a cached winner
- * of this template depends on. */
+/* How the tuner measures (tailor_instance_time). Part of every space hash: a winner chosen by
+ * another method is tuned again. Session 8: graph replays (host launches had timed the host). */
+#define TAILOR_TIMING_METHOD "cuda-graph-replay/1"
+
+/* Hex SHA-256 over the timing method, the .lua text, the .cu text and every shared header: what
+ * a cached winner of this template depends on. */
 tailor_status tailor_space_hash(tailor_ctx *ctx, const tailor_space *s, char hex[65]);
 
 /* Enumerates the cartesian product of the parameters for (shape, dtype, device). configs is

@@ -7,7 +7,7 @@ OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 P="$OUT/probe.txt"
 export PATH=/usr/local/cuda/bin:$PATH
-nvcc -O3 -std=c++17 -arch=sm_90 -o /tmp/stream_floor scripts/probe/stream_floor.cu >"$P" 2>&1 || {
+nvcc -O3 -std=c++17 -arch=native -o /tmp/stream_floor scripts/probe/stream_floor.cu >"$P" 2>&1 || {
   cat "$P"; exit 1; }
 /tmp/stream_floor >>"$P" 2>&1
 if [[ -x build-gpu/tailor ]]; then

@@ -31,14 +31,13 @@ template <int U, bool ROWS>
 __global__ void stream_kernel(const uint4 *__restrict__ src, unsigned *__restrict__ out,
                               size_t row_bytes)
 {
-    const size_t threads = (size_t)gridDim.x * blockDim.x;
     const size_t tid = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     uint4 v[U];
 #pragma unroll
     for (int u = 0; u < U; u++) {
         size_t idx; // in 16-byte units
         if (!ROWS) {
-            idx = tid + (size_t)u * threads;
+            idx = tid + (size_t)u * gridDim.x * blockDim.x;
         } else {
             // unit (w U + u) = (8-row group, 64-byte quad): a warp reads U consecutive quads
             // of its 8 rows, as a gemv_t warp reads its quads of k
