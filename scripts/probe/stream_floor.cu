@@ -10,7 +10,7 @@
 //         pattern, w4a16_gemv_t.cu: lane (g, t) reads 16 bytes at row g, offset 64 q + 16 t).
 // Times: events around L launches back to back on a stream, and the same L launches replayed as
 // one CUDA graph (what the model's decode step is), per launch. An empty kernel gives the launch
-// floor of each.
+// floor of each. Last, the ladder from that floor to a GEMV (gemv_step, below).
 #include <cstdio>
 #include <cstdlib>
 #include <cuda_runtime.h>
@@ -55,6 +55,101 @@ __global__ void stream_kernel(const uint4 *__restrict__ src, unsigned *__restric
         x ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
     if (x == 0x9e3779b9u) // never in practice: keeps the loads
         out[0] = x;
+}
+
+// The ladder from the floor to a GEMV (session 8: the E2B int4 GEMVs take ~5.1 µs where reading
+// their bytes takes ~2.6). gemv_step<STEP> has the w4a16_gemv (v1) winner's shape at n=6144
+// k=1536: 128 threads, two warps along k (KW = 2), 4 weight rows per warp, lane = one 32-column
+// chunk (16 bytes) of each row, all of a lane's loads issued before any is used. Each step adds
+// one piece of the real kernel:
+//   0: the weight loads only (XOR, conditional store: the floor in the GEMV's pattern);
+//   1: + scales (one 16-bit value per row and chunk) and activations (64 bytes per chunk) and
+//      the arithmetic (32 nibbles x 4 rows, converted and multiplied in fp32);
+//   2: + a warp sum per row, lane 0 stores (one k warp's result: what KW = 1 stores);
+//   3: + the two k warps reduced through shared memory and one store per row (the whole v1).
+constexpr int LG_ROWS = 4, LG_KW = 2, LG_THREADS = 128;
+
+template <int STEP>
+__global__ void __launch_bounds__(LG_THREADS)
+gemv_step(const uint4 *__restrict__ w, const unsigned short *__restrict__ scales,
+          const uint4 *__restrict__ act, float *__restrict__ out, int N, int K)
+{
+    __shared__ float red[LG_THREADS / 32][LG_ROWS];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, kw = warp % LG_KW;
+    const int n0 = (blockIdx.x * (LG_THREADS / 32 / LG_KW) + warp / LG_KW) * LG_ROWS;
+    const int chunks = K / 32, c = kw * 32 + lane;
+    const bool live = c < chunks;
+    uint4 v[LG_ROWS];
+    unsigned short sc[LG_ROWS];
+#pragma unroll
+    for (int r = 0; r < LG_ROWS; r++) {
+        v[r] = live ? __ldcs(w + (size_t)(n0 + r) * chunks + c) : make_uint4(0, 0, 0, 0);
+        sc[r] = (STEP >= 1 && live) ? scales[(size_t)(c / 4) * N + n0 + r] : 0;
+    }
+    if (STEP == 0) {
+        unsigned x = 0;
+#pragma unroll
+        for (int r = 0; r < LG_ROWS; r++)
+            x ^= v[r].x ^ v[r].y ^ v[r].z ^ v[r].w;
+        if (x == 0x9e3779b9u)
+            out[0] = (float)x;
+        return;
+    }
+    uint4 a[4];
+#pragma unroll
+    for (int j = 0; j < 4; j++)
+        a[j] = live ? act[4 * c + j] : make_uint4(0, 0, 0, 0);
+    float acc[LG_ROWS];
+#pragma unroll
+    for (int r = 0; r < LG_ROWS; r++) {
+        const unsigned words[4] = {v[r].x, v[r].y, v[r].z, v[r].w};
+        const unsigned av[16] = {a[0].x, a[0].y, a[0].z, a[0].w, a[1].x, a[1].y, a[1].z, a[1].w,
+                                 a[2].x, a[2].y, a[2].z, a[2].w, a[3].x, a[3].y, a[3].z, a[3].w};
+        float p = 0.f;
+#pragma unroll
+        for (int t = 0; t < 4; t++)
+#pragma unroll
+            for (int nib = 0; nib < 8; nib++) {
+                const float wf = (float)((words[t] >> (4 * nib)) & 15u) - 8.f;
+                const unsigned h = av[(8 * t + nib) / 2];
+                const float xf = __uint_as_float(((8 * t + nib) & 1 ? h & 0xffff0000u : h << 16));
+                p = fmaf(wf, xf, p);
+            }
+        acc[r] = p * __uint_as_float((unsigned)sc[r] << 16);
+    }
+    if (STEP == 1) {
+        float x = 0.f;
+#pragma unroll
+        for (int r = 0; r < LG_ROWS; r++)
+            x += acc[r];
+        if (x == 1234.5f)
+            out[0] = x;
+        return;
+    }
+#pragma unroll
+    for (int r = 0; r < LG_ROWS; r++)
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1)
+            acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], o);
+    if (STEP == 2) {
+        if (lane == 0 && kw == 0)
+#pragma unroll
+            for (int r = 0; r < LG_ROWS; r++)
+                out[n0 + r] = acc[r];
+        return;
+    }
+    if (lane == 0)
+#pragma unroll
+        for (int r = 0; r < LG_ROWS; r++)
+            red[warp][r] = acc[r];
+    __syncthreads();
+    if (kw == 0 && lane < LG_ROWS) {
+        float x = 0.f;
+#pragma unroll
+        for (int q = 0; q < LG_KW; q++)
+            x += red[warp + q][lane];
+        out[n0 + lane] = x;
+    }
 }
 
 struct Timing {
@@ -149,6 +244,83 @@ static void sweep(size_t bytes, size_t row_bytes)
     }
 }
 
+// One set of a GEMV's buffers: weights, scales [K/128, N], activations [K], outputs [N].
+struct GemvSet {
+    const uint4 *w;
+    const unsigned short *s;
+    const uint4 *a;
+    float *o;
+};
+
+// sets[i] for i < n: carved from the one big region (separate = false) or each buffer its own
+// cudaMalloc, as the tuner's rotated sets and the model's weights are (separate = true).
+static int make_sets(GemvSet *sets, int max_sets, int N, int K, bool separate)
+{
+    const size_t wb = (size_t)N * K / 2, sb = (size_t)(K / 128) * N * 2, ab = (size_t)K * 2,
+                 ob = (size_t)N * 4;
+    const size_t per = (wb + sb + ab + ob + 4095) & ~(size_t)4095;
+    int n = (int)(g_buf_bytes / per);
+    if (n > max_sets)
+        n = max_sets;
+    for (int i = 0; i < n; i++) {
+        unsigned char *p;
+        if (separate) {
+            void *w, *sc, *a, *o;
+            CHECK(cudaMalloc(&w, wb));
+            CHECK(cudaMalloc(&sc, sb));
+            CHECK(cudaMalloc(&a, ab));
+            CHECK(cudaMalloc(&o, ob));
+            CHECK(cudaMemset(w, 0x11, wb));
+            CHECK(cudaMemset(sc, 0x3c, sb));
+            CHECK(cudaMemset(a, 0x3c, ab));
+            sets[i] = {(const uint4 *)w, (const unsigned short *)sc, (const uint4 *)a, (float *)o};
+            continue;
+        }
+        p = g_buf + (size_t)i * per;
+        sets[i] = {(const uint4 *)p, (const unsigned short *)(p + wb), (const uint4 *)(p + wb + sb),
+                   (float *)(p + wb + sb + ab)};
+    }
+    return n;
+}
+
+static void free_sets(GemvSet *sets, int n)
+{
+    for (int i = 0; i < n; i++) {
+        CHECK(cudaFree((void *)sets[i].w));
+        CHECK(cudaFree((void *)sets[i].s));
+        CHECK(cudaFree((void *)sets[i].a));
+        CHECK(cudaFree(sets[i].o));
+    }
+}
+
+template <int STEP>
+static void run_step(const GemvSet *sets, int n_sets, int N, int K, const char *where)
+{
+    const int blocks = N / (LG_ROWS * (LG_THREADS / 32 / LG_KW));
+    auto launch = [&](cudaStream_t s, int i) {
+        const GemvSet &x = sets[i];
+        gemv_step<STEP><<<blocks, LG_THREADS, 0, s>>>(x.w, x.s, x.a, x.o, N, K);
+    };
+    Timing t = time_launches(launch, n_sets, 200);
+    printf("gemv ladder step %d (%s, %d sets) n=%d k=%d: stream %7.2f us  graph %7.2f us\n", STEP,
+           where, n_sets, N, K, t.stream_us, t.graph_us);
+}
+
+static void ladder(int N, int K)
+{
+    static GemvSet sets[64];
+    for (int separate = 0; separate < 2; separate++) {
+        const int n = make_sets(sets, 64, N, K, separate != 0);
+        const char *where = separate ? "own cudaMalloc per buffer" : "one region";
+        run_step<0>(sets, n, N, K, where);
+        run_step<1>(sets, n, N, K, where);
+        run_step<2>(sets, n, N, K, where);
+        run_step<3>(sets, n, N, K, where);
+        if (separate)
+            free_sets(sets, n);
+    }
+}
+
 int main()
 {
     cudaDeviceProp prop;
@@ -171,5 +343,6 @@ int main()
     sweep<false>(4 * e2b, 3072);
     sweep<false>((size_t)21504 * 5376 / 2, 2688);
     sweep<true>((size_t)21504 * 5376 / 2, 2688);
+    ladder(6144, 1536);
     return 0;
 }
