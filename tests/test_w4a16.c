@@ -585,6 +585,32 @@ int main(void)
         CHECK(op->describe(ctx, &sh, TAILOR_DTYPE_BF16, &bufs) != TAILOR_OK);
         CHECK(strstr(tailor_ctx_message(ctx), "w4a16_matmul") != NULL);
     }
+    /* a seam mode with no product next to it (residual_norm's 3) is refused, naming the op; the
+     * seam's weights follow the product's buffers in the order the kernels take them */
+    static const char *const fused[] = {"w4a16_seam", "w4a16_pro", "matmul_seam", "matmul_pro"};
+    for (size_t f = 0; f < sizeof fused / sizeof fused[0]; f++) {
+        const tailor_op *fo = tailor_op_find(fused[f]);
+        CHECK(fo != NULL);
+        if (!fo)
+            continue;
+        tailor_shape sh;
+        tailor_op_buffers bufs;
+        CHECK_OK(ctx, tailor_shape_parse(ctx, "m=1,n=64,k=256,group=128,mode=3", &sh));
+        CHECK(fo->describe(ctx, &sh, TAILOR_DTYPE_BF16, &bufs) == TAILOR_ERR_MISUSE);
+        CHECKF(strstr(tailor_ctx_message(ctx), fused[f]) && strstr(tailor_ctx_message(ctx), "mode=3"),
+               "%s: %s", fused[f], tailor_ctx_message(ctx));
+        CHECK_OK(ctx, tailor_shape_parse(ctx, "m=1,n=64,k=256,group=128,mode=1", &sh));
+        CHECK_OK(ctx, fo->describe(ctx, &sh, TAILOR_DTYPE_BF16, &bufs));
+        int wp = -1;
+        for (int i = 0; i < bufs.count; i++)
+            if (strcmp(bufs.b[i].name, "w_post") == 0)
+                wp = i;
+        CHECKF(wp >= 0 && wp + 2 < bufs.count && strcmp(bufs.b[wp + 1].name, "w_next") == 0 &&
+                   strcmp(bufs.b[wp + 2].name, "scalar") == 0 &&
+                   bufs.b[wp + 2].dtype == TAILOR_DTYPE_F32 && bufs.b[wp + 2].count == 1 &&
+                   bufs.b[wp].role == TAILOR_BUF_IN,
+               "%s: w_post, w_next, scalar (at %d)", fused[f], wp);
+    }
     tailor_ctx_destroy(ctx);
     return test_finish("test_w4a16");
 }

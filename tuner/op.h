@@ -148,6 +148,14 @@ tailor_buffer_spec tailor_seam_x_spec(const char *name, tailor_dtype dtype, size
                                       tailor_buffer_role role);
 tailor_buffer_spec tailor_seam_y_spec(tailor_dtype dtype, size_t count);
 
+/* The seam's norm weights and scalar, in this order at b[0], b[1], b[2]: w_post and w_next
+ * [count] (dtype) and scalar [1] fp32, all inputs (every fused seam lists them together). */
+void tailor_seam_weight_specs(tailor_buffer_spec b[3], tailor_dtype dtype, size_t count);
+
+/* Checks the shape's `mode` of a seam fused after or before a product (op names the op in the
+ * message): 0, 1 or 2 (residual_norm's mode 3, the norm alone, has no product). */
+tailor_status tailor_seam_mode_check(tailor_ctx *ctx, const char *op, const tailor_shape *shape);
+
 /* The inputs of one seam whose output row feeds a product (matmul_pro, w4a16_pro): the
  * sublayer output t (dtype) and the residual x at unit scale (uniform in +-sqrt(3), no
  * outliers), the norm weights and scalar as tailor_fill_seam. The row a then stays within

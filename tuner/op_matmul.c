@@ -319,14 +319,11 @@ static const tailor_shape_key seam_keys[] = {
 static tailor_status seam_describe(tailor_ctx *ctx, const tailor_shape *shape, tailor_dtype dtype,
                                    tailor_op_buffers *out)
 {
-    long long mode = tailor_shape_get(shape, "mode", 0);
     tailor_status st = matmul_describe(ctx, shape, dtype, out);
     if (st)
         return tailor_wrap_error(ctx, "matmul_seam");
-    if (mode < 0 || mode > 2)
-        return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
-                                "matmul_seam: mode=%lld must be 0, 1 or 2 (the seams after a "
-                                "product)", mode);
+    if ((st = tailor_seam_mode_check(ctx, "matmul_seam", shape)))
+        return st;
     matmul_dims d = dims_of(shape);
     size_t m = (size_t)d.m, n = (size_t)d.n, k = (size_t)d.k;
     double atol, rtol;
@@ -337,9 +334,7 @@ static tailor_status seam_describe(tailor_ctx *ctx, const tailor_shape *shape, t
     out->b[SM_W] = (tailor_buffer_spec){"w", dtype, n * k, TAILOR_BUF_IN, 0, 0};
     out->b[SM_T] = (tailor_buffer_spec){"t", dtype, m * n, TAILOR_BUF_OUT, atol, rtol};
     out->b[SM_X] = tailor_seam_x_spec("x", dtype, m * n, TAILOR_BUF_INOUT);
-    out->b[SM_W_POST] = (tailor_buffer_spec){"w_post", dtype, n, TAILOR_BUF_IN, 0, 0};
-    out->b[SM_W_NEXT] = (tailor_buffer_spec){"w_next", dtype, n, TAILOR_BUF_IN, 0, 0};
-    out->b[SM_SCALAR] = (tailor_buffer_spec){"scalar", TAILOR_DTYPE_F32, 1, TAILOR_BUF_IN, 0, 0};
+    tailor_seam_weight_specs(&out->b[SM_W_POST], dtype, n); /* w_post, w_next, scalar */
     out->b[SM_Y] = tailor_seam_y_spec(dtype, m * n);
     return TAILOR_OK;
 }
@@ -426,7 +421,7 @@ static const tailor_shape_key pro_keys[] = {
 static tailor_status pro_describe(tailor_ctx *ctx, const tailor_shape *shape, tailor_dtype dtype,
                                   tailor_op_buffers *out)
 {
-    long long mode = tailor_shape_get(shape, "mode", 0), glu = tailor_shape_get(shape, "glu", 0);
+    long long glu = tailor_shape_get(shape, "glu", 0);
     long long uld = tailor_shape_get(shape, "u_ld", 0);
     tailor_status st = matmul_describe(ctx, shape, dtype, out);
     if (st)
@@ -436,10 +431,8 @@ static tailor_status pro_describe(tailor_ctx *ctx, const tailor_shape *shape, ta
         return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
                                 "matmul_pro: m=%lld, but the seam prologue serves one row (m=1)",
                                 d.m);
-    if (mode < 0 || mode > 2)
-        return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
-                                "matmul_pro: mode=%lld must be 0, 1 or 2 (a seam after a product)",
-                                mode);
+    if ((st = tailor_seam_mode_check(ctx, "matmul_pro", shape)))
+        return st;
     if (glu < 0 || glu > 2)
         return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "matmul_pro: glu=%lld must be 0, 1 or 2",
                                 glu);
@@ -469,9 +462,7 @@ static tailor_status pro_describe(tailor_ctx *ctx, const tailor_shape *shape, ta
     out->b[PRO_X_IN] = (tailor_buffer_spec){"x_in", TAILOR_DTYPE_F32, k, TAILOR_BUF_IN, 0, 0};
     out->b[PRO_X_OUT] = tailor_seam_x_spec("x_out", dtype, k, TAILOR_BUF_OUT);
     out->b[PRO_Y] = tailor_seam_y_spec(dtype, k);
-    out->b[PRO_W_POST] = (tailor_buffer_spec){"w_post", dtype, k, TAILOR_BUF_IN, 0, 0};
-    out->b[PRO_W_NEXT] = (tailor_buffer_spec){"w_next", dtype, k, TAILOR_BUF_IN, 0, 0};
-    out->b[PRO_SCALAR] = (tailor_buffer_spec){"scalar", TAILOR_DTYPE_F32, 1, TAILOR_BUF_IN, 0, 0};
+    tailor_seam_weight_specs(&out->b[PRO_W_POST], dtype, k); /* w_post, w_next, scalar */
     out->b[PRO_W] = (tailor_buffer_spec){"w", dtype, (glu == 1 ? 2 : 1) * n * k, TAILOR_BUF_IN,
                                          0, 0};
     out->b[PRO_OUT] = (tailor_buffer_spec){"out", dtype, n, TAILOR_BUF_OUT, atol, rtol};

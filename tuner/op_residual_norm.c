@@ -93,6 +93,23 @@ tailor_buffer_spec tailor_seam_y_spec(tailor_dtype dtype, size_t count)
                                 bf ? 1.0 / 64 : 1.0 / 256};
 }
 
+void tailor_seam_weight_specs(tailor_buffer_spec b[3], tailor_dtype dtype, size_t count)
+{
+    b[0] = (tailor_buffer_spec){"w_post", dtype, count, TAILOR_BUF_IN, 0, 0};
+    b[1] = (tailor_buffer_spec){"w_next", dtype, count, TAILOR_BUF_IN, 0, 0};
+    b[2] = (tailor_buffer_spec){"scalar", TAILOR_DTYPE_F32, 1, TAILOR_BUF_IN, 0, 0};
+}
+
+tailor_status tailor_seam_mode_check(tailor_ctx *ctx, const char *op, const tailor_shape *shape)
+{
+    long long mode = tailor_shape_get(shape, "mode", 0);
+    if (mode < 0 || mode > 2)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                                "%s: mode=%lld must be 0, 1 or 2 (the seams next to a product)",
+                                op, mode);
+    return TAILOR_OK;
+}
+
 void tailor_fill_seam_row(tailor_dtype dtype, void *t, float *x, size_t cols, void *w_post,
                           void *w_next, float *scalar, uint64_t seed)
 {

@@ -331,22 +331,18 @@ static const tailor_shape_key w4a16_seam_keys[] = {
 static tailor_status w4a16_seam_describe(tailor_ctx *ctx, const tailor_shape *shape,
                                          tailor_dtype dtype, tailor_op_buffers *out)
 {
-    long long mode = tailor_shape_get(shape, "mode", 0);
     tailor_status st = w4a16_describe(ctx, shape, dtype, out);
     if (st)
         return tailor_wrap_error(ctx, "w4a16_seam");
-    if (mode < 0 || mode > 2)
-        return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
-                                "w4a16_seam: mode=%lld must be 0, 1 or 2 (the seams after a "
-                                "product)", mode);
+    if ((st = tailor_seam_mode_check(ctx, "w4a16_seam", shape)))
+        return st;
     w4a16_dims d = dims_of(shape);
     size_t mn = (size_t)d.m * (size_t)d.n, n = (size_t)d.n;
     int i = out->count;
     snprintf(out->b[i - 1].name, sizeof out->b[i - 1].name, "t");
     out->b[i++] = tailor_seam_x_spec("x", dtype, mn, TAILOR_BUF_INOUT);
-    out->b[i++] = (tailor_buffer_spec){"w_post", dtype, n, TAILOR_BUF_IN, 0, 0};
-    out->b[i++] = (tailor_buffer_spec){"w_next", dtype, n, TAILOR_BUF_IN, 0, 0};
-    out->b[i++] = (tailor_buffer_spec){"scalar", TAILOR_DTYPE_F32, 1, TAILOR_BUF_IN, 0, 0};
+    tailor_seam_weight_specs(&out->b[i], dtype, n); /* w_post, w_next, scalar */
+    i += 3;
     out->b[i++] = tailor_seam_y_spec(dtype, mn);
     out->count = i;
     return TAILOR_OK;
@@ -432,7 +428,6 @@ static const tailor_shape_key w4a16_pro_keys[] = {
 static tailor_status w4a16_pro_describe(tailor_ctx *ctx, const tailor_shape *shape,
                                         tailor_dtype dtype, tailor_op_buffers *out)
 {
-    long long mode = tailor_shape_get(shape, "mode", 0);
     tailor_status st = w4a16_describe(ctx, shape, dtype, out);
     if (st)
         return tailor_wrap_error(ctx, "w4a16_pro");
@@ -440,10 +435,8 @@ static tailor_status w4a16_pro_describe(tailor_ctx *ctx, const tailor_shape *sha
     if (d.m != 1)
         return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
                                 "w4a16_pro: m=%d, but the seam prologue serves one row (m=1)", d.m);
-    if (mode < 0 || mode > 2)
-        return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
-                                "w4a16_pro: mode=%lld must be 0, 1 or 2 (a seam after a product)",
-                                mode);
+    if ((st = tailor_seam_mode_check(ctx, "w4a16_pro", shape)))
+        return st;
     size_t k = (size_t)d.k;
     int bf = dtype == TAILOR_DTYPE_BF16, i = out->count;
     snprintf(out->b[find_buffer(out, "a")].name, sizeof out->b[0].name, "t");
@@ -457,10 +450,8 @@ static tailor_status w4a16_pro_describe(tailor_ctx *ctx, const tailor_shape *sha
     out->b[i++] = (tailor_buffer_spec){"x_in", TAILOR_DTYPE_F32, k, TAILOR_BUF_IN, 0, 0};
     out->b[i++] = tailor_seam_x_spec("x_out", dtype, k, TAILOR_BUF_OUT);
     out->b[i++] = tailor_seam_y_spec(dtype, k);
-    out->b[i++] = (tailor_buffer_spec){"w_post", dtype, k, TAILOR_BUF_IN, 0, 0};
-    out->b[i++] = (tailor_buffer_spec){"w_next", dtype, k, TAILOR_BUF_IN, 0, 0};
-    out->b[i++] = (tailor_buffer_spec){"scalar", TAILOR_DTYPE_F32, 1, TAILOR_BUF_IN, 0, 0};
-    out->count = i;
+    tailor_seam_weight_specs(&out->b[i], dtype, k); /* w_post, w_next, scalar */
+    out->count = i + 3;
     return TAILOR_OK;
 }
 
