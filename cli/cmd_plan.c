@@ -2,6 +2,7 @@
  * do not. Needs no GPU. */
 #include <getopt.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,11 +17,14 @@
 static void usage(void)
 {
     printf("usage: tailor plan --device NAME|PROFILE --op OP --shape k=v,... [--dtype fp16|bf16] "
-           "[--json] [--quiet] [--compile]\n\n"
+           "[--json] [--quiet] [--compile] [--dump DIR]\n\n"
            "--compile  also compiles every survivor with NVRTC for the device's architecture (no\n"
            "           GPU needed) and reports registers, spills and shared memory from ptxas;\n"
            "           survivors the compiler report refuses are listed with the arithmetic.\n"
-           "           Exits 1 if any survivor fails to compile.\n\n"
+           "           Exits 1 if any survivor fails to compile.\n"
+           "--dump DIR  --compile, and each survivor's cubin written to DIR/<kernel name>.cubin\n"
+           "           (DIR must exist): two dumps compared tell whether a template edit changed\n"
+           "           any machine code (scripts/same-binaries.sh).\n\n"
            "Ops and their shape keys:\n");
     for (const tailor_op *const *op = tailor_op_list(); *op; op++) {
         printf("  %-20s %s\n", (*op)->name, (*op)->summary);
@@ -46,7 +50,24 @@ typedef struct compile_all_job {
     tailor_plan *plan;
     compiled_entry *out;
     int sm;
+    const char *dump_dir; /* --dump: where the cubins go, or NULL */
 } compile_all_job;
+
+/* --dump: the compiled image as DIR/<kernel name>.cubin; an error becomes the entry's failure. */
+static void dump_image(const char *dir, const char *name, const tailor_compile_result *r,
+                       compiled_entry *c)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s.cubin", dir, name);
+    FILE *f = fopen(path, "wb");
+    int ok = f && fwrite(r->image, 1, r->image_size, f) == r->image_size;
+    if (f && fclose(f) != 0)
+        ok = 0;
+    if (!ok) {
+        c->failed = 1;
+        snprintf(c->text, sizeof c->text, "--dump: cannot write %.400s", path);
+    }
+}
 
 /* Compiles survivor i; refuses it in the plan if the compiler's report does not fit. */
 static void compile_entry(void *user, int i)
@@ -86,6 +107,8 @@ static void compile_entry(void *user, int i)
             e->verdict = v;
             snprintf(e->reason, sizeof e->reason, "%s", c->text);
         }
+        if (job->dump_dir)
+            dump_image(job->dump_dir, name, &r, c);
     }
     tailor_compile_result_free(&r);
     tailor_ctx_destroy(ctx);
@@ -93,7 +116,8 @@ static void compile_entry(void *user, int i)
 
 /* --compile: every survivor through NVRTC for the device's architecture. Returns the number
  * that failed to compile; *out (plan->count entries) says what each gave. */
-static int compile_survivors(tailor_ctx *ctx, tailor_plan *plan, compiled_entry **out)
+static int compile_survivors(tailor_ctx *ctx, tailor_plan *plan, const char *dump_dir,
+                             compiled_entry **out)
 {
     *out = calloc((size_t)plan->count, sizeof **out);
     int sm = plan->dev.cc_major * 10 + plan->dev.cc_minor;
@@ -103,7 +127,7 @@ static int compile_survivors(tailor_ctx *ctx, tailor_plan *plan, compiled_entry 
     }
     if (tailor_gen_check_arch(ctx, sm) != TAILOR_OK)
         return -1;
-    compile_all_job job = {plan, *out, sm};
+    compile_all_job job = {plan, *out, sm, dump_dir};
     tailor_parallel_for(plan->count, compile_entry, &job);
     int failed = 0;
     plan->survivors = 0;
@@ -206,9 +230,9 @@ int cmd_plan(int argc, char **argv)
         {"shape", required_argument, NULL, 's'},  {"dtype", required_argument, NULL, 't'},
         {"json", no_argument, NULL, 'j'},         {"quiet", no_argument, NULL, 'q'},
         {"compile", no_argument, NULL, 'c'},      {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"dump", required_argument, NULL, 'D'},   {NULL, 0, NULL, 0},
     };
-    const char *device = NULL, *op = NULL, *shape_text = NULL, *dtype_text = NULL;
+    const char *device = NULL, *op = NULL, *shape_text = NULL, *dtype_text = NULL, *dump = NULL;
     int json = 0, quiet = 0, compile = 0, c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
@@ -219,6 +243,7 @@ int cmd_plan(int argc, char **argv)
         case 'j': json = 1; break;
         case 'q': quiet = 1; break;
         case 'c': compile = 1; break;
+        case 'D': dump = optarg; compile = 1; break;
         case 'h': usage(); return 0;
         default: return cli_bad_flag("plan", argc, argv);
         }
@@ -227,6 +252,9 @@ int cmd_plan(int argc, char **argv)
         return cli_usage_error("plan", "unexpected argument '%s'", argv[optind]);
     if (!device || !op || !shape_text)
         return cli_usage_error("plan", "--device, --op and --shape are required");
+    struct stat dir_st;
+    if (dump && (stat(dump, &dir_st) != 0 || !S_ISDIR(dir_st.st_mode)))
+        return cli_usage_error("plan", "--dump %s: not an existing directory", dump);
     tailor_ctx *ctx = cli_ctx();
     tailor_device_info dev;
     tailor_shape shape;
@@ -251,7 +279,7 @@ int cmd_plan(int argc, char **argv)
     }
     compiled_entry *comp = NULL;
     int failed = 0;
-    if (compile && (failed = compile_survivors(ctx, &plan, &comp)) < 0) {
+    if (compile && (failed = compile_survivors(ctx, &plan, dump, &comp)) < 0) {
         int rc = cli_fail(ctx, tailor_ctx_status(ctx));
         free(comp);
         tailor_plan_free(&plan);

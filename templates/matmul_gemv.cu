@@ -90,7 +90,7 @@ __device__ __forceinline__ void load_step(uint4 (&wv)[UNROLL][DN_NR], const T *w
     for (int uu = 0; uu < UNROLL; uu++)
 #pragma unroll
         for (int r = 0; r < DN_NR; r++)
-            wv[uu][r] = dn_load_stream(row_of(w, n0, nlast, N, K, r) + (size_t)(c + uu * STRIDE) * 8);
+            wv[uu][r] = tc_load_stream(row_of(w, n0, nlast, N, K, r) + (size_t)(c + uu * STRIDE) * 8);
 }
 
 // One output from its fp32 sums: the plain product, or the gated one.
@@ -183,7 +183,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const T *__restrict_
         uint4 wr[DN_NR];
 #pragma unroll
         for (int r = 0; r < DN_NR; r++)
-            wr[r] = dn_load_stream(dn::row_of(w, n0, nlast, N, K, r) + (size_t)c * 8);
+            wr[r] = tc_load_stream(dn::row_of(w, n0, nlast, N, K, r) + (size_t)c * 8);
         dn::dot_piece<MT, DN_NR>(acc, wr, abase, mlast, K, c);
     }
 #endif

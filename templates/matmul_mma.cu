@@ -38,7 +38,7 @@ __device__ __forceinline__ void load_tile(T *sa, T *sb, int kt, const T *a, cons
             break;
         const int r = i / PIECES, c = i % PIECES, gm = m0 + r, gk = k0 + c * 8;
         const bool ok = gm < M && gk < K;
-        dn_copy16(sa + r * LD + c * 8, ok ? a + (size_t)gm * K + gk : a, ok);
+        tc_copy16(sa + r * LD + c * 8, ok ? a + (size_t)gm * K + gk : a, ok);
     }
 #pragma unroll
     for (int it = 0; it < (BN * PIECES + DN_THREADS - 1) / DN_THREADS; it++) {
@@ -47,7 +47,7 @@ __device__ __forceinline__ void load_tile(T *sa, T *sb, int kt, const T *a, cons
             break;
         const int r = i / PIECES, c = i % PIECES, gn = n0 + r, gk = k0 + c * 8;
         const bool ok = gn < N && gk < K;
-        dn_copy16(sb + r * LD + c * 8, ok ? w + (size_t)gn * K + gk : w, ok);
+        tc_copy16(sb + r * LD + c * 8, ok ? w + (size_t)gn * K + gk : w, ok);
     }
 }
 
@@ -61,14 +61,14 @@ __device__ __forceinline__ void compute_tile(const T *sa, const T *sb, float (&a
     const int b_row = wn * WTN + (lane & 7) + ((lane >> 4) << 3), b_col = ((lane >> 3) & 1) * 8;
 #pragma unroll
     for (int ks = 0; ks < BK / 16; ks++) {
-        dn_u32 af[MT][4], bf[NT][2];
+        tc_u32 af[MT][4], bf[NT][2];
 #pragma unroll
         for (int i = 0; i < MT; i++)
-            dn_ldmatrix_x4(af[i], sa + (a_row + i * 16) * LD + ks * 16 + a_col);
+            tc_ldmatrix_x4(af[i], sa + (a_row + i * 16) * LD + ks * 16 + a_col);
 #pragma unroll
         for (int j = 0; j < NT / 2; j++) {
-            dn_u32 r[4];
-            dn_ldmatrix_x4(r, sb + (b_row + j * 16) * LD + ks * 16 + b_col);
+            tc_u32 r[4];
+            tc_ldmatrix_x4(r, sb + (b_row + j * 16) * LD + ks * 16 + b_col);
             bf[2 * j][0] = r[0];
             bf[2 * j][1] = r[1];
             bf[2 * j + 1][0] = r[2];
@@ -78,7 +78,7 @@ __device__ __forceinline__ void compute_tile(const T *sa, const T *sb, float (&a
         for (int i = 0; i < MT; i++)
 #pragma unroll
             for (int j = 0; j < NT; j++)
-                dn_mma_k16(acc[i][j], af[i], bf[j][0], bf[j][1]);
+                tc_mma_k16(acc[i][j], af[i], bf[j][0], bf[j][1]);
     }
 }
 } // namespace dn
@@ -118,21 +118,21 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const T *__restrict_
         if (s < ktiles)
             load_tile(smem + s * STAGE_ELEMS, smem + s * STAGE_ELEMS + A_ELEMS, kt_begin + s, a,
                       w, M, N, K, m0, n0);
-        dn_copy_commit();
+        tc_copy_commit();
     }
     for (int kt = 0; kt < ktiles; kt++) {
-        dn_copy_wait<STAGES - 2>();
+        tc_copy_wait<STAGES - 2>();
         __syncthreads(); // tile kt landed; everyone is done with the stage refilled below
         const int nk = kt + STAGES - 1;
         if (nk < ktiles) {
             T *st = smem + (nk % STAGES) * STAGE_ELEMS;
             load_tile(st, st + A_ELEMS, kt_begin + nk, a, w, M, N, K, m0, n0);
         }
-        dn_copy_commit();
+        tc_copy_commit();
         const T *cur = smem + (kt % STAGES) * STAGE_ELEMS;
         compute_tile(cur, cur + A_ELEMS, acc, wm, wn, lane);
     }
-    dn_copy_wait<0>();
+    tc_copy_wait<0>();
 
     const int g = lane >> 2, t = lane & 3;
     const int row0 = m0 + wm * WTM + g, col0 = n0 + wn * WTN + 2 * t;

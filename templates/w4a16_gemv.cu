@@ -38,7 +38,7 @@ __device__ __forceinline__ void load_chunk(uint4 (&w)[ROWS], float (&s)[ROWS], f
         s[r] = 0.f;
         zb[r] = 136.f; // 128 + z with z = 8: symmetric
         if (n < N) {
-            w[r] = w4_load_stream(reinterpret_cast<const uint4 *>(qweight + n * row_words) + c);
+            w[r] = tc_load_stream(reinterpret_cast<const uint4 *>(qweight + n * row_words) + c);
             s[r] = to_f32(scales[(size_t)g * n_pad + n]);
 #if HAS_ZP
             zb[r] = 128.f + (float)zeros[(size_t)g * n_pad + n];

@@ -82,7 +82,7 @@ __device__ __forceinline__ void load_batch(Batch &b, const u32 *__restrict__ qw,
                 b.s[u][rt][h] = from_f32(0.f);
                 b.z[u][rt][h] = 8u;
                 if (n < N && q + u < qe && c < C) {
-                    b.w[u][rt][h] = w4_load_stream(
+                    b.w[u][rt][h] = tc_load_stream(
                         reinterpret_cast<const uint4 *>(qw + (size_t)n * (size_t)(4 * C) + 4 * c));
                     const size_t gi = (size_t)((c * 32) / GROUP) * ld + n;
                     b.s[u][rt][h] = scales[gi];
@@ -116,7 +116,7 @@ __device__ __forceinline__ uint4 load_a16(const void *p)
 #if ASMEM
     asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "r"(w4_smem_addr(p)));
+                 : "r"(tc_smem_addr(p)));
 #else
     asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
@@ -140,10 +140,10 @@ __device__ __forceinline__ void stage_a(T *sA, const T *__restrict__ a, int q0, 
     const int c0 = 128 * q0, pieces = (min(K, 128 * q1) - c0) / 8; // 16-byte pieces per row
     for (int i = threadIdx.x; i < M * pieces; i += W4T_THREADS) {
         const int r = i / pieces, c = (i % pieces) * 8;
-        w4_copy16(sA + r * stride + c, a + (size_t)r * K + c0 + c, true);
+        tc_copy16(sA + r * stride + c, a + (size_t)r * K + c0 + c, true);
     }
-    w4_copy_commit();
-    w4_copy_wait<0>();
+    tc_copy_commit();
+    tc_copy_wait<0>();
     __syncthreads();
 }
 
@@ -197,7 +197,7 @@ __device__ __forceinline__ void compute_quad(const Batch &b, int u, const uint4 
         for (int tp = 0; tp < 4; tp++)
 #pragma unroll
             for (int s = 0; s < 2; s++)
-                w4_mma_k16(asum[j], ones, bf[j][tp][s][0], bf[j][tp][s][1]);
+                tc_mma_k16(asum[j], ones, bf[j][tp][s][0], bf[j][tp][s][1]);
     }
 #endif
 #pragma unroll
@@ -233,7 +233,7 @@ __device__ __forceinline__ void compute_quad(const Batch &b, int u, const uint4 
 #endif
 #pragma unroll
                 for (int j = 0; j < MT; j++)
-                    w4_mma_k16(acc[j], af, bf[j][tp][s][0], bf[j][tp][s][1]);
+                    tc_mma_k16(acc[j], af, bf[j][tp][s][0], bf[j][tp][s][1]);
             }
         }
 #if !PRESCALE

@@ -128,14 +128,14 @@ __device__ __forceinline__ void compute_batch(const Batch &b, const u8 *smem, in
                 const int h = lane >> 3, row = lane & 7;
                 const u8 *p = row < MP ? smem + ((Q * 16 + tp * 4 + h) * PIECE + row * 16)
                                        : smem + qalloc * 16 * PIECE;
-                w4_ldmatrix_x4(r4, p);
+                tc_ldmatrix_x4(r4, p);
             }
 #pragma unroll
             for (int s = 0; s < 2; s++) {
                 u32 af[4];
                 if (MP > 8) {
                     // lane i: piece 2s + i / 16, row i % 16 -> 512 contiguous bytes
-                    w4_ldmatrix_x4(af, smem + (Q * 16 + tp * 4 + 2 * s) * PIECE + lane * 16);
+                    tc_ldmatrix_x4(af, smem + (Q * 16 + tp * 4 + 2 * s) * PIECE + lane * 16);
                 } else {
                     af[0] = r4[2 * s];
                     af[1] = 0u;
@@ -147,7 +147,7 @@ __device__ __forceinline__ void compute_batch(const Batch &b, const u8 *smem, in
                     const u32 word = word_of(b.w[rt][u], tp);
                     const u32 b0 = w4_as_u32(w4_pair(word, 2 * s, bias[rt], sc[rt]));
                     const u32 b1 = w4_as_u32(w4_pair(word, 2 * s + 1, bias[rt], sc[rt]));
-                    w4_mma_k16(acc[rt], af, b0, b1);
+                    tc_mma_k16(acc[rt], af, b0, b1);
                 }
             }
         }

@@ -59,12 +59,12 @@ __device__ __forceinline__ void load_tile(const Stage &s, int kt, const T *a, co
     for (int i = tid; i < BM * (BK / 8); i += W4_THREADS) {
         const int r = i / (BK / 8), c = i % (BK / 8), gm = m0 + r, gk = k0 + c * 8;
         const bool ok = gm < M && gk < K;
-        w4_copy16(s.a + r * A_LD + c * 8, ok ? a + (size_t)gm * K + gk : a, ok);
+        tc_copy16(s.a + r * A_LD + c * 8, ok ? a + (size_t)gm * K + gk : a, ok);
     }
     for (int i = tid; i < BN * (BK / 32); i += W4_THREADS) {
         const int r = i / (BK / 32), c = i % (BK / 32), gn = n0 + r, gc = k0 / 32 + c;
         const bool ok = gn < N && gc * 32 < K;
-        w4_copy16(s.b + r * B_LD + c * 4, ok ? qw + (size_t)gn * (K / 8) + gc * 4 : qw, ok);
+        tc_copy16(s.b + r * B_LD + c * 4, ok ? qw + (size_t)gn * (K / 8) + gc * 4 : qw, ok);
     }
     // n_pad is the scales' row stride (a stack's part has more); columns stay inside the part's
     // own N rounded up to 16, which its row always holds
@@ -72,13 +72,13 @@ __device__ __forceinline__ void load_tile(const Stage &s, int kt, const T *a, co
     for (int i = tid; i < SROWS * (BN / 8); i += W4_THREADS) {
         const int r = i / (BN / 8), c = i % (BN / 8), g = k0 / GROUP + r, gn = n0 + c * 8;
         const bool ok = g < groups && gn < ncols;
-        w4_copy16(s.s + r * BN + c * 8, ok ? scales + (size_t)g * n_pad + gn : scales, ok);
+        tc_copy16(s.s + r * BN + c * 8, ok ? scales + (size_t)g * n_pad + gn : scales, ok);
     }
 #if HAS_ZP
     for (int i = tid; i < SROWS * (BN / 16); i += W4_THREADS) {
         const int r = i / (BN / 16), c = i % (BN / 16), g = k0 / GROUP + r, gn = n0 + c * 16;
         const bool ok = g < groups && gn < ncols;
-        w4_copy16(s.z + r * BN + c * 16, ok ? zeros + (size_t)g * n_pad + gn : zeros, ok);
+        tc_copy16(s.z + r * BN + c * 16, ok ? zeros + (size_t)g * n_pad + gn : zeros, ok);
     }
 #else
     (void)zeros;
@@ -113,7 +113,7 @@ __device__ __forceinline__ void compute_tile(const Stage &s, float (&acc)[MT][NT
             for (int i = 0; i < MT; i++) {
                 const int row = wm * WTM + i * 16 + (lane & 15);
                 const int col = kc * 32 + step * 16 + (lane >> 4) * 8;
-                w4_ldmatrix_x4(af[i], s.a + row * A_LD + col);
+                tc_ldmatrix_x4(af[i], s.a + row * A_LD + col);
             }
 #pragma unroll
             for (int j = 0; j < NT; j++) {
@@ -121,7 +121,7 @@ __device__ __forceinline__ void compute_tile(const Stage &s, float (&acc)[MT][NT
                 const u32 b1 = w4_as_u32(w4_pair(bq[j], 2 * step + 1, bias[j], sc[j]));
 #pragma unroll
                 for (int i = 0; i < MT; i++)
-                    w4_mma_k16(acc[i][j], af[i], b0, b1);
+                    tc_mma_k16(acc[i][j], af[i], b0, b1);
             }
         }
     }
@@ -185,19 +185,19 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
         if (s < ktiles)
             load_tile(stage_at(smem, s), kt_begin + s, a, qweight, scales, zeros, M, N, K, n_pad,
                       m0, n0);
-        w4_copy_commit();
+        tc_copy_commit();
     }
     for (int kt = 0; kt < ktiles; kt++) {
-        w4_copy_wait<STAGES - 2>();
+        tc_copy_wait<STAGES - 2>();
         __syncthreads(); // tile kt landed; everyone is done with the stage refilled below
         const int nk = kt + STAGES - 1;
         if (nk < ktiles)
             load_tile(stage_at(smem, nk % STAGES), kt_begin + nk, a, qweight, scales, zeros, M, N,
                       K, n_pad, m0, n0);
-        w4_copy_commit();
+        tc_copy_commit();
         compute_tile(stage_at(smem, kt % STAGES), acc, wm, wn, lane);
     }
-    w4_copy_wait<0>();
+    tc_copy_wait<0>();
 
     const int g = lane >> 2, t = lane & 3;
 #if SPLITK > 1

@@ -81,5 +81,18 @@ check "the compiler's complaint is shown" grep -q "this_is_not_cuda" "$tmp/out"
 check "the summary names the op and the arch" grep -q "rmsnorm failed to compile for sm_90" "$tmp/err"
 check "the unbroken template still compiles" grep -q "^  rmsnorm  .*regs, spills" "$tmp/out"
 
+# --dump: one cubin per survivor, named by kernel; the same again is the same bytes; a missing
+# directory is a usage error (exit 2) before anything compiles
+mkdir -p "$tmp/d1" "$tmp/d2"
+"$T" plan --device h200 --op rmsnorm --shape rows=1,cols=1536 --dump "$tmp/d1" --quiet >"$tmp/out" 2>&1
+"$T" plan --device h200 --op rmsnorm --shape rows=1,cols=1536 --dump "$tmp/d2" --quiet >/dev/null 2>&1
+n=$(grep -c "regs, spills" "$tmp/out")
+check "--dump writes one cubin per survivor ($n)" test "$n" -gt 0 -a "$(ls "$tmp/d1" | wc -l)" -eq "$n"
+check "--dump names the files by kernel" test -s "$tmp/d1/$(ls "$tmp/d1" | grep -m1 '^rmsnorm__rmsnorm__sm90__bf16__')"
+check "two dumps of the same templates are identical" diff -rq "$tmp/d1" "$tmp/d2"
+"$T" plan --device h200 --op rmsnorm --shape rows=1,cols=1536 --dump "$tmp/none" >/dev/null 2>"$tmp/err"; rc=$?
+check "--dump into a missing directory exits 2 (rc=$rc)" test $rc -eq 2
+check "--dump names the missing directory" grep -q "not an existing directory" "$tmp/err"
+
 [[ $fail -eq 0 ]] && echo "cli_plan_compile: all checks passed"
 exit $fail

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# same-binaries.sh — does a template edit change any machine code? No GPU needed.
+#   bash scripts/same-binaries.sh [REV] [TAILOR_BIN]
+# Compiles every survivor of the shapes tests/cli_plan_compile.sh lists (sm_90 and sm_75, every
+# template family) twice with NVRTC — with REV's templates (default HEAD, through
+# TAILOR_TEMPLATE_PATH) and with the working tree's (built into TAILOR_BIN, default build/tailor,
+# so rebuild first) — and compares the cubins byte for byte. Exit 0 when every kernel is the
+# same; otherwise the kernels that differ, or exist on one side only, are listed (a refactor
+# that should not change behaviour then needs a GPU run after all).
+set -uo pipefail
+rev=${1:-HEAD}
+T=${2:-build/tailor}
+here=$(cd "$(dirname "$0")/.." && pwd)
+[[ -x $T ]] || { echo "same-binaries: $T is not an executable (build first)"; exit 2; }
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+git -C "$here" archive "$rev" templates | tar -x -C "$tmp" ||
+  { echo "same-binaries: cannot read the templates of $rev"; exit 2; }
+mkdir -p "$tmp/old" "$tmp/new"
+n=0
+while read -r dev dtype op shape; do
+  [[ -z $dev || $dev == \#* ]] && continue
+  n=$((n + 1))
+  TAILOR_TEMPLATE_PATH="$tmp/templates" "$T" plan --device "$dev" --dtype "$dtype" --op "$op" \
+    --shape "$shape" --dump "$tmp/old" --quiet >/dev/null 2>"$tmp/err" ||
+    { echo "$rev: $op $shape on $dev: $(head -c 300 "$tmp/err")"; }
+  TAILOR_TEMPLATE_PATH= "$T" plan --device "$dev" --dtype "$dtype" --op "$op" --shape "$shape" \
+    --dump "$tmp/new" --quiet >/dev/null 2>"$tmp/err" ||
+    { echo "working tree: $op $shape on $dev: $(head -c 300 "$tmp/err")"; }
+done < <(sed -n "/^while read -r dev dtype op shape/,/^LIST$/p" "$here/tests/cli_plan_compile.sh" |
+         sed -n "/<<'LIST'/,/^LIST$/{/<<'LIST'/d;/^LIST$/d;p}")
+total=$(ls "$tmp/new" | wc -l)
+if diff -rq "$tmp/old" "$tmp/new" >"$tmp/diff"; then
+  echo "same-binaries: $total kernels of $n shapes compile to the same cubins as $rev"
+  exit 0
+fi
+echo "same-binaries: against $rev, of $total kernels ($n shapes):"
+sed -e "s|$tmp/old|$rev|g" -e "s|$tmp/new|working tree|g" "$tmp/diff"
+exit 1
