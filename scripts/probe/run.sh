@@ -7,8 +7,11 @@ OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 P="$OUT/probe.txt"
 export PATH=/usr/local/cuda/bin:$PATH
-# (-diag-suppress 128: the ladder's early steps return before code the later steps use)
-nvcc -O3 -std=c++17 -arch=native -diag-suppress 128 -o /tmp/stream_floor scripts/probe/stream_floor.cu >"$P" 2>&1 || {
+# the live card's architecture (sm_90 when nvidia-smi cannot say); -diag-suppress 128: the
+# ladder's early steps return before code the later steps use
+sm=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d '.')
+[[ $sm =~ ^[0-9]+$ ]] || sm=90
+nvcc -O3 -std=c++17 -arch=sm_$sm -diag-suppress 128 -o /tmp/stream_floor scripts/probe/stream_floor.cu >"$P" 2>&1 || {
   cat "$P"; exit 1; }
 /tmp/stream_floor >>"$P" 2>&1
 if [[ -x build-gpu/tailor ]]; then
