@@ -188,19 +188,10 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const T *__restrict_
     }
 #endif
 
-#pragma unroll
-    for (int mi = 0; mi < MT; mi++)
-#pragma unroll
-        for (int r = 0; r < DN_NR; r++)
-            acc[mi][r] = warp_sum(acc[mi][r]);
+    gemv_warp_sums(acc);
 
 #if KWARPS > 1
-    if (lane == 0)
-#pragma unroll
-        for (int mi = 0; mi < MT; mi++)
-#pragma unroll
-            for (int r = 0; r < DN_NR; r++)
-                red[(warp * MT + mi) * DN_NR + r] = acc[mi][r];
+    gemv_park_sums(acc, red, warp, lane);
     __syncthreads();
     if (kw == 0 && lane < MT * ROWS) {
         const int mi = lane / ROWS, r = lane % ROWS;

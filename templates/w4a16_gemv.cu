@@ -177,19 +177,10 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
 #endif
     }
 
-#pragma unroll
-    for (int mi = 0; mi < MT; mi++)
-#pragma unroll
-        for (int r = 0; r < ROWS; r++)
-            acc[mi][r] = warp_sum(acc[mi][r]);
+    gemv_warp_sums(acc);
 
 #if KWARPS > 1
-    if (lane == 0)
-#pragma unroll
-        for (int mi = 0; mi < MT; mi++)
-#pragma unroll
-            for (int r = 0; r < ROWS; r++)
-                red[(warp * MT + mi) * ROWS + r] = acc[mi][r];
+    gemv_park_sums(acc, red, warp, lane);
     __syncthreads();
     if (kw == 0 && lane < MT * ROWS) {
         float v = 0.f;

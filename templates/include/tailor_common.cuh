@@ -69,6 +69,33 @@ __device__ __forceinline__ float warp_max(float v)
     return v;
 }
 
+// The decode GEMVs' epilogue, first half: every partial dot product acc[mi][r] summed over the
+// warp (all lanes get the sums). (Template parameters are not named MT or ROWS: those are the
+// kernels' defines.)
+template <int ACC_M, int ACC_N>
+__device__ __forceinline__ void gemv_warp_sums(float (&acc)[ACC_M][ACC_N])
+{
+#pragma unroll
+    for (int mi = 0; mi < ACC_M; mi++)
+#pragma unroll
+        for (int r = 0; r < ACC_N; r++)
+            acc[mi][r] = warp_sum(acc[mi][r]);
+}
+
+// With k split over warps: lane 0 parks the warp's sums in red[(warp * ACC_M + mi) * ACC_N + r]
+// for the block's reduction (the caller's __syncthreads() follows).
+template <int ACC_M, int ACC_N>
+__device__ __forceinline__ void gemv_park_sums(const float (&acc)[ACC_M][ACC_N], float *red,
+                                               int warp, int lane)
+{
+    if (lane == 0)
+#pragma unroll
+        for (int mi = 0; mi < ACC_M; mi++)
+#pragma unroll
+            for (int r = 0; r < ACC_N; r++)
+                red[(warp * ACC_M + mi) * ACC_N + r] = acc[mi][r];
+}
+
 // Sum over a block of NTHREADS threads; `scratch` holds NTHREADS/32 floats. All threads get it.
 template <int NTHREADS>
 __device__ __forceinline__ float block_sum(float v, float *scratch)
