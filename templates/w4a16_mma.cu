@@ -166,19 +166,11 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
     const int n0 = blockIdx.x * BN, m0 = blockIdx.y * BM;
 
     // this block's share of the k tiles
-    const int ktotal = (K + BK - 1) / BK;
-    const int kt_begin = (int)((long long)blockIdx.z * ktotal / SPLITK);
-    const int kt_end = (int)((long long)(blockIdx.z + 1) * ktotal / SPLITK);
-    const int ktiles = kt_end - kt_begin;
+    const TcKShare share = tc_k_share(K, BK, blockIdx.z, SPLITK);
+    const int kt_begin = share.begin, ktiles = share.end - share.begin;
 
     float acc[MT][NT][4];
-#pragma unroll
-    for (int i = 0; i < MT; i++)
-#pragma unroll
-        for (int j = 0; j < NT; j++)
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                acc[i][j][e] = 0.f;
+    tc_zero(acc);
 
 #pragma unroll
     for (int s = 0; s < STAGES - 1; s++) {

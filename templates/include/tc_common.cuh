@@ -94,3 +94,29 @@ __device__ __forceinline__ void tc_mma_k16(float c[4], const tc_u32 a[4], tc_u32
                  : "r"(a[2]), "r"(a[3]), "r"(b1));
 #endif
 }
+
+// ---- the block tile GEMMs (matmul_mma.cu, w4a16_mma.cu) ----
+
+// The k tiles [begin, end) of `bk` columns that block z of `splits` takes (split-k: as even as
+// integer division makes the shares). z is unsigned, as blockIdx.z is.
+struct TcKShare {
+    int begin, end;
+};
+__device__ __forceinline__ TcKShare tc_k_share(int K, int bk, unsigned z, int splits)
+{
+    const int total = (K + bk - 1) / bk;
+    return {(int)((long long)z * total / splits), (int)((long long)(z + 1) * total / splits)};
+}
+
+// Zeroes the accumulators of a warp's TM x TN mma tiles.
+template <int TM, int TN>
+__device__ __forceinline__ void tc_zero(float (&acc)[TM][TN][4])
+{
+#pragma unroll
+    for (int i = 0; i < TM; i++)
+#pragma unroll
+        for (int j = 0; j < TN; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                acc[i][j][e] = 0.f;
+}
