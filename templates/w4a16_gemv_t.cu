@@ -284,13 +284,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
     tailor_grid_begin();                                                   // the wait
 
     float tot[RT][MT][4];
-#pragma unroll
-    for (int rt = 0; rt < RT; rt++)
-#pragma unroll
-        for (int j = 0; j < MT; j++)
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                tot[rt][j][e] = 0.f;
+    tc_zero(tot);
 
 #if ASMEM
     extern __shared__ __align__(16) unsigned char w4t_smem[];

@@ -108,7 +108,7 @@ __device__ __forceinline__ TcKShare tc_k_share(int K, int bk, unsigned z, int sp
     return {(int)((long long)z * total / splits), (int)((long long)(z + 1) * total / splits)};
 }
 
-// Zeroes the accumulators of a warp's TM x TN mma tiles.
+// Zeroes the accumulators of a warp's TM x TN mma tiles (TM: row tiles, TN: column tiles).
 template <int TM, int TN>
 __device__ __forceinline__ void tc_zero(float (&acc)[TM][TN][4])
 {
