@@ -696,6 +696,11 @@ tailor_status tailor_gpu_launch(tailor_ctx *ctx, tailor_gpu *gpu, tailor_kernel 
                              "cuLaunchKernel");
 }
 
+int tailor_pdl_capable(const tailor_device_info *live, const tailor_device_info *target)
+{
+    return live->cc_major >= 9 && target->cc_major >= 9;
+}
+
 tailor_status tailor_gpu_occupancy(tailor_ctx *ctx, tailor_gpu *gpu, const tailor_kernel *k,
                                    int block_threads, size_t dyn_smem, int *blocks_per_sm)
 {

@@ -99,6 +99,12 @@ typedef struct tailor_kernel {
                         ignored when the driver lacks cuLaunchKernelEx. */
 } tailor_kernel;
 
+/* Whether code compiled for `target` may be launched with PDL on `live`: both sm_90 or later
+ * (templates wait for their predecessor with griddepcontrol only when compiled for sm_90+, so
+ * rehearsal PTX for an older profile never may). The runtime launches such code with PDL, and
+ * the tuner times it so. */
+int tailor_pdl_capable(const tailor_device_info *live, const tailor_device_info *target);
+
 /* Loads a cubin or a NUL-terminated PTX image (PTX is JIT-compiled by the driver; its JIT error
  * log goes into the message) and looks up `name`; reads the function attributes into *out. The
  * image may be freed on return. Release with tailor_gpu_unload_kernel. */

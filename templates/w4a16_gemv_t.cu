@@ -4,12 +4,13 @@
 // lane (w4a16_gemv_wide, weights as B, takes 4), and a weight costs ~7/8 of an ALU op:
 //
 //   GROUP % 128 == 0 (PRESCALE 0): the nibbles become the 16-bit values MAGIC + u (bf16 128 + u,
-//   fp16 1024 + u, exact) with one shift and one LOP3 per pair, unscaled. A quad (128 columns)
-//   lies inside one group, so per quad and row
-//       sum_k a (u - z) s = s (sum_k a (MAGIC + u) - (MAGIC + z) sum_k a),
-//   applied to the quad's fp32 accumulator (two FFMA per value); sum_k a comes from one more mma
-//   per k16 step against an all-ones A, shared by the RT row tiles (as the CUDA-core GEMV,
-//   w4a16_gemv.cu, the weights enter exactly and the scale multiplies fp32 sums).
+//   fp16 1024 + u, exact) with one shift and one LOP3 per pair, and one 16-bit subtraction of
+//   MAGIC + z per pair makes them u - z, still exact; a quad (128 columns) lies inside one
+//   group, so the mma sums the quad unscaled in fp32 and the scale multiplies that sum (one FFMA
+//   per value and quad), as the CUDA-core GEMV (w4a16_gemv.cu) does.
+//   (Until session 9 the subtraction was folded into a per-quad fix-up against sum_k a, taken by
+//   a second mma against an all-ones A: half the mmas and a cancellation in fp32; the
+//   subtraction measured 0.1-0.6 µs faster, docs/perf/w4a16.md.)
 //   GROUP 32 or 64 (PRESCALE 1): the lanes of one mma hold other groups, so the weights are
 //   dequantized before it, round((u - z) s) in the dtype as the reference (w4_pair).
 //
@@ -49,12 +50,6 @@ constexpr int BN = WR * RT * 16; // weight rows per block
 constexpr int MC = MT * 8;       // activation rows the mma's n side holds
 static_assert(GROUP % 32 == 0, "GROUP is a multiple of 32");
 static_assert(PRESCALE || GROUP % 128 == 0, "unscaled weights need whole quads per group");
-
-#if defined(TAILOR_DTYPE_BF16)
-constexpr u32 ONES = 0x3f803f80u; // 1.0 in both halves
-#else
-constexpr u32 ONES = 0x3c003c00u;
-#endif
 
 // The registers of UNROLL quads x RT row tiles x rows (g, g + 8) of one lane.
 struct Batch {
@@ -99,12 +94,6 @@ __device__ __forceinline__ void load_batch(Batch &b, const u32 *__restrict__ qw,
 __device__ __forceinline__ u32 word_of(const uint4 &w, int i)
 {
     return i == 0 ? w.x : i == 1 ? w.y : i == 2 ? w.z : w.w;
-}
-
-// Pair p of a kernel-layout word as the 16-bit values MAGIC + u (unscaled, exact).
-__device__ __forceinline__ u32 w4_raw_pair(u32 word, int p)
-{
-    return ((word >> (4 * p)) & 0x000f000fu) | (W4_MAGIC * 0x10001u);
 }
 
 // 16 bytes of activations (L1-cached: every warp reads them). Volatile, like the weight loads
@@ -184,27 +173,11 @@ __device__ __forceinline__ void compute_quad(const Batch &b, int u, const uint4 
                 bf[j][tp][s][0] = word_of(av[j][2 * s], tp);
                 bf[j][tp][s][1] = word_of(av[j][2 * s + 1], tp);
             }
-#if !PRESCALE
-    // sum_k a over the quad, per activation row: an all-ones A
-    float asum[MT][4];
-    const u32 ones[4] = {ONES, ONES, ONES, ONES};
-#pragma unroll
-    for (int j = 0; j < MT; j++) {
-#pragma unroll
-        for (int e = 0; e < 4; e++)
-            asum[j][e] = 0.f;
-#pragma unroll
-        for (int tp = 0; tp < 4; tp++)
-#pragma unroll
-            for (int s = 0; s < 2; s++)
-                tc_mma_k16(asum[j], ones, bf[j][tp][s][0], bf[j][tp][s][1]);
-    }
-#endif
 #pragma unroll
     for (int rt = 0; rt < RT; rt++) {
+        const T2 bias[2] = {w4_bias(b.z[u][rt][0]), w4_bias(b.z[u][rt][1])};
 #if PRESCALE
         const T2 sc[2] = {w4_splat(b.s[u][rt][0]), w4_splat(b.s[u][rt][1])};
-        const T2 bias[2] = {w4_bias(b.z[u][rt][0]), w4_bias(b.z[u][rt][1])};
         float(&acc)[MT][4] = tot[rt];
 #else
         float acc[MT][4];
@@ -226,10 +199,10 @@ __device__ __forceinline__ void compute_quad(const Batch &b, int u, const uint4 
                 af[2] = w4_as_u32(w4_pair(w0, 2 * s + 1, bias[0], sc[0]));
                 af[3] = w4_as_u32(w4_pair(w1, 2 * s + 1, bias[1], sc[1]));
 #else
-                af[0] = w4_raw_pair(w0, 2 * s);
-                af[1] = w4_raw_pair(w1, 2 * s);
-                af[2] = w4_raw_pair(w0, 2 * s + 1);
-                af[3] = w4_raw_pair(w1, 2 * s + 1);
+                af[0] = w4_as_u32(w4_pair_unscaled(w0, 2 * s, bias[0]));
+                af[1] = w4_as_u32(w4_pair_unscaled(w1, 2 * s, bias[1]));
+                af[2] = w4_as_u32(w4_pair_unscaled(w0, 2 * s + 1, bias[0]));
+                af[3] = w4_as_u32(w4_pair_unscaled(w1, 2 * s + 1, bias[1]));
 #endif
 #pragma unroll
                 for (int j = 0; j < MT; j++)
@@ -237,16 +210,15 @@ __device__ __forceinline__ void compute_quad(const Batch &b, int u, const uint4 
             }
         }
 #if !PRESCALE
-        // acc (row g: e = 0, 1; row g + 8: e = 2, 3) -> s (acc - (MAGIC + z) sum a)
+        // acc (row g: e = 0, 1; row g + 8: e = 2, 3) times the row's scale
 #pragma unroll
         for (int h = 0; h < 2; h++) {
             const float sc = to_f32(b.s[u][rt][h]);
-            const float zb = (float)(W4_MAGIC == 0x4300u ? 128 : 1024) + (float)b.z[u][rt][h];
 #pragma unroll
             for (int j = 0; j < MT; j++)
 #pragma unroll
                 for (int e = 2 * h; e < 2 * h + 2; e++)
-                    tot[rt][j][e] = fmaf(sc, fmaf(-zb, asum[j][e], acc[j][e]), tot[rt][j][e]);
+                    tot[rt][j][e] = fmaf(sc, acc[j][e], tot[rt][j][e]);
         }
 #endif
     }

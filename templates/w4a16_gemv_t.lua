@@ -49,7 +49,7 @@ return {
     WR = { 1, 2, 4 },
     WK = { 1, 2, 4 },
     RT = { 1, 2 },
-    UNROLL = { 1, 2 },
+    UNROLL = { 1, 2, 3 },
     SPLITK = SPLITS,
     MT = { 1, 2 },
     ASMEM = { 0, 1 },
@@ -81,13 +81,17 @@ return {
       return false, string.format("WR x WK = %d warps (4)", p.WR * p.WK)
     end
     -- loads per lane and batch 2 x RT x UNROLL (x 4 weight registers, two batches live):
-    -- 4 or 8; RT = 2 only with UNROLL = 2 (the activations and the all-ones mma shared)
+    -- 4, 6 or 8; RT = 2 only with UNROLL = 2 (the activations shared by the row tiles)
     -- (UNROLL = 4 measured slower than 2 everywhere on the H200, session 7: more registers,
-    -- fewer blocks resident)
+    -- fewer blocks resident; UNROLL = 3 is a k = 1536 warp's three quads in one batch, 0.5 µs
+    -- faster than two batches of two there, session 9)
     local per = p.RT * p.UNROLL
     if per < 2 or (p.RT == 2 and p.UNROLL ~= 2) then
-      return false, string.format("RT=%d UNROLL=%d: %d loads per lane and batch (4 or 8; RT=2 "
-                                  .. "with UNROLL=2)", p.RT, p.UNROLL, 2 * per)
+      return false, string.format("RT=%d UNROLL=%d: %d loads per lane and batch (4, 6 or 8; "
+                                  .. "RT=2 with UNROLL=2)", p.RT, p.UNROLL, 2 * per)
+    end
+    if p.UNROLL == 3 and p.MT > 1 then
+      return false, "UNROLL=3 with MT=2: three quads of two n8 tiles of activations spill"
     end
     local bn = block_rows(p)
     if bn > math.max(16, tailor.pow2_at_least(shape.n)) then

@@ -154,13 +154,10 @@ static tailor_status load_winner(tailor_ctx *ctx, tailor_kernels *set, const cha
     return TAILOR_OK;
 }
 
-/* Templates wait for their predecessor (griddepcontrol) only when compiled for sm_90 or later:
- * rehearsal PTX for an older profile never does. */
 static int pdl_capable(const tailor_kernels *set)
 {
     const tailor_device_info *live = tailor_gpu_info(set->gpu);
-    const tailor_device_info *target = set->rehearse ? set->rehearse : live;
-    return live->cc_major >= 9 && target->cc_major >= 9;
+    return tailor_pdl_capable(live, set->rehearse ? set->rehearse : live);
 }
 
 void tailor_kernels_set_pdl(tailor_kernels *set, int on) { set->pdl = on != 0; }

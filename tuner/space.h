@@ -69,8 +69,11 @@ const char *tailor_space_origin(const tailor_space *s); /* where the .lua came f
 int tailor_space_supports(const tailor_space *s, tailor_dtype dtype);
 
 /* How the tuner measures (tailor_instance_time). Part of every space hash: a winner chosen by
- * another method is tuned again. Session 8: graph replays (host launches had timed the host). */
-#define TAILOR_TIMING_METHOD "cuda-graph-replay/1"
+ * another method is tuned again. Session 8: graph replays (host launches had timed the host).
+ * Session 9: launches with PDL where the runtime uses it (sm_90+), which reorders winners: the
+ * E2B int4 GEMV's session-8 pick took 5.08 µs without PDL and 5.64 with it, a three-quad batch
+ * 4.56 and 4.17. */
+#define TAILOR_TIMING_METHOD "cuda-graph-replay-pdl/2"
 
 /* Hex SHA-256 over the timing method, the .lua text, the .cu text and every shared header: what
  * a cached winner of this template depends on. */

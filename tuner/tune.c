@@ -264,6 +264,8 @@ static void check_candidate(tune_state *t, int i)
     }
     tailor_status st = tailor_gpu_load_kernel(ctx, t->gpu, c->compiled.image, c->kernel_name,
                                               &t->kernels[i]);
+    /* timed as the runtime will launch it (TAILOR_TIMING_METHOD) */
+    t->kernels[i].pdl = tailor_pdl_capable(tailor_gpu_info(t->gpu), t->budget_dev);
     if (st == TAILOR_OK)
         st = tailor_workspace_create(ctx, t->gpu, &c->entry->launch, &t->ws[i]);
     if (st == TAILOR_OK)
@@ -664,6 +666,7 @@ static tailor_status winner_load(tailor_ctx *ctx, tailor_gpu *gpu, const tailor_
                                     with_reference, &lw->inst);
     if (st == TAILOR_OK)
         st = tailor_gpu_load_kernel(ctx, gpu, w->binary, w->kernel_name, &lw->k);
+    lw->k.pdl = tailor_pdl_capable(tailor_gpu_info(gpu), dev);
     if (st == TAILOR_OK)
         st = tailor_workspace_create(ctx, gpu, &lw->launch, &lw->ws);
     if (st)

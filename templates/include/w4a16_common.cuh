@@ -31,12 +31,19 @@ __device__ __forceinline__ T2 w4_bias(u32 z) { return w4_as_t2((W4_MAGIC | z) * 
 // The scale s in both halves.
 __device__ __forceinline__ T2 w4_splat(T s) { return T2(s, s); }
 
+// Pair p (0..3) of a kernel-layout word as two T values u - z (exact small integers): the
+// nibbles in the mantissa of MAGIC (one shift, one LOP3), minus bias = MAGIC + z.
+__device__ __forceinline__ T2 w4_pair_unscaled(u32 word, int p, T2 bias)
+{
+    u32 v = ((word >> (4 * p)) & 0x000f000fu) | (W4_MAGIC * 0x10001u);
+    return __hsub2(w4_as_t2(v), bias);
+}
+
 // Pair p (0..3) of a kernel-layout word as two T values round((u - z) * s): one rounding, as
 // compressed-tensors dequantizes in the scale dtype.
 __device__ __forceinline__ T2 w4_pair(u32 word, int p, T2 bias, T2 s)
 {
-    u32 v = ((word >> (4 * p)) & 0x000f000fu) | (W4_MAGIC * 0x10001u);
-    return __hmul2(__hsub2(w4_as_t2(v), bias), s);
+    return __hmul2(w4_pair_unscaled(word, p, bias), s);
 }
 
 // Pair p as floats u - z (exact small integers), for the fp32 GEMV path: the nibble goes into
