@@ -60,7 +60,7 @@ return {
   defines = function(p, shape, dtype, device)
     local prescale = 0
     if shape.group % 128 ~= 0 then prescale = 1 end
-    return { GROUP = shape.group, HAS_ZP = shape.zp, PRESCALE = prescale, ASMEM = p.ASMEM }
+    return { GROUP = shape.group, HAS_ZP = shape.zp, PRESCALE = prescale }
   end,
 
   valid = function(p, shape, dtype, device, purpose)

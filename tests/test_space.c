@@ -126,6 +126,9 @@ static void test_sandbox(tailor_ctx *ctx)
                               "  threads = function(p, s)\n    error('bad threads')\n  end,\n"
                               "  smem_static = 0, smem_dynamic = 0, grid = {1}, args = {} }\n");
     expect_broken(ctx, "thrower", "thrower.lua:3:", "bad threads");
+    write_file("dupdefine.lua", "return { op = 'rmsnorm', source = 'rmsnorm.cu', params = { A = {1} },\n"
+                                "  defines = function(p) return { A = 2 } end,\n" GOOD_TAIL);
+    expect_broken(ctx, "dupdefine", "dupdefine.lua", "'defines' gives A, which is a parameter");
 }
 
 static tailor_status plan_for(tailor_ctx *ctx, const char *device, const char *op,
@@ -600,7 +603,7 @@ int main(void)
     test_sandbox(ctx);
     /* the broken files must not disturb the plans below */
     static const char *const broken[] = {"syntax", "uses_io", "uses_os", "uses_require", "global",
-                                         "loop", "nogrid", "badarg", "thrower"};
+                                         "loop", "nogrid", "badarg", "thrower", "dupdefine"};
     for (size_t i = 0; i < sizeof broken / sizeof broken[0]; i++) {
         char path[512];
         snprintf(path, sizeof path, "%s/%s.lua", dir, broken[i]);

@@ -641,8 +641,18 @@ static tailor_status read_defines(tailor_ctx *ctx, tailor_space *s, const call_a
         lua_pushnil(L);
         while (lua_next(L, -2)) {
             if (lua_type(L, -2) == LUA_TSTRING && out->ndefines < TAILOR_GEN_MAX_DEFINES) {
+                const char *name = lua_tostring(L, -2);
+                /* a parameter is a define already: a second -D of it could silently differ */
+                for (int i = 0; i < a->cfg->nparams; i++)
+                    if (strcmp(a->cfg->params[i].name, name) == 0) {
+                        lua_pop(L, 3);
+                        return tailor_set_error(ctx, TAILOR_ERR_LUA,
+                                                "search space %s: 'defines' gives %s, which is a "
+                                                "parameter (parameters are defines already)",
+                                                s->origin, name);
+                    }
                 tailor_define *d = &out->defines[out->ndefines];
-                snprintf(d->name, sizeof d->name, "%s", lua_tostring(L, -2));
+                snprintf(d->name, sizeof d->name, "%s", name);
                 if (value_to_string(L, -1, d->value, sizeof d->value))
                     out->ndefines++;
             }
