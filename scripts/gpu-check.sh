@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # gpu-check.sh — on the GPU machine: build, run every GPU test, then the benchmarks; logs go to
 # $OUT (ctest.txt, bench.txt, model.txt, ...) and a short summary is printed last.
-#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|probe|all] [ctest -R regex]
+#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|probe|pdl|all] [ctest -R regex]
 # quick: the GPU tests with the long scripts in their smoke subsets (MATMUL_QUICK, W4A16_QUICK,
 # ATTN_QUICK), fitting one 10-minute device call; model: Gemma 4 E2B decode and prefill figures
 # with the same-run comparisons (PDL off, gating kernels, each place of the seams, q prepared
 # inside attention, W4A16 with and without int4 prologues, the int4 LM head, 31B); knockout:
 # the decode step with families of kernels skipped (what each costs on the critical path);
 # profile: ncu reports of the int4 GEMV and the decode attention kernels (ncu.txt); probe: the
-# launch and DRAM-read floors beside the tuned kernels of the same shapes (probe.txt).
+# launch and DRAM-read floors beside the tuned kernels of the same shapes (probe.txt); pdl: the
+# decode step with the small kernels between GEMVs triggering their dependents before their own
+# wait, against the committed order (scripts/probe/pdl_variants.sh, pdl.txt; ~8 minutes).
 set -uo pipefail
 what=${1:-all}
 filter=${2:-}
@@ -133,5 +135,9 @@ if [[ $what == probe ]]; then
   # the launch and DRAM-read floors (scripts/probe/stream_floor.cu, built with nvcc here)
   bash scripts/probe/run.sh >/dev/null 2>&1
   summary+=("probe: $(grep -c 'graph' "$OUT/probe.txt") floor lines in probe.txt")
+fi
+if [[ $what == pdl ]]; then
+  bash scripts/probe/pdl_variants.sh >/dev/null 2>&1
+  summary+=("pdl: $(grep -c '^decode' "$OUT/pdl.txt") decode figures in pdl.txt")
 fi
 printf '%s\n' "${summary[@]}"
