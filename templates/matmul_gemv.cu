@@ -92,18 +92,6 @@ __device__ __forceinline__ void load_step(uint4 (&wv)[UNROLL][DN_NR], const T *w
         for (int r = 0; r < DN_NR; r++)
             wv[uu][r] = tc_load_stream(row_of(w, n0, nlast, N, K, r) + (size_t)(c + uu * STRIDE) * 8);
 }
-
-// One output from its fp32 sums: the plain product, or the gated one.
-__device__ __forceinline__ T finish(float g, float u)
-{
-#if GLU
-    const float ga = to_f32(from_f32(tailor_gelu_tanh(to_f32(from_f32(g)))));
-    return from_f32(ga * to_f32(from_f32(u)));
-#else
-    (void)u;
-    return from_f32(g);
-#endif
-}
 } // namespace dn
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
@@ -207,7 +195,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const T *__restrict_
 #if GLU == 2
             vu = to_f32(u[(size_t)(m0 + mi) * u_ld + n0 + r]);
 #endif
-            out[(size_t)(m0 + mi) * N + n0 + r] = dn::finish(v, vu);
+            out[(size_t)(m0 + mi) * N + n0 + r] = gemv_finish(v, vu);
         }
     }
 #else
@@ -225,7 +213,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const T *__restrict_
 #else
                     const float vu = 0.f;
 #endif
-                    out[(size_t)(m0 + mi) * N + n0 + r] = dn::finish(acc[mi][r], vu);
+                    out[(size_t)(m0 + mi) * N + n0 + r] = gemv_finish(acc[mi][r], vu);
                 }
 #endif
 #if SEAM

@@ -38,12 +38,23 @@
 // Each lane issues UNROLL quads x RT tiles x 2 rows of 16-byte loads per batch, and the next
 // batch before computing the current one.
 // SPLITK > 1: fp32 partials [SPLITK, M, N] and the last block's z-order sum (w4_splitk_finish).
+// GLU (op w4a16_glu, decode; RT = 2, SPLITK = 1): the weight is a layer's gate|up stack of 2N
+// rows; a warp's row tile 0 holds 16 gate rows o.. and tile 1 the matching up rows N + o.., and
+// the block stores gelu_tanh(gate) * up for its WR·16 outputs (gemv_finish, tailor_common.cuh).
 // Defines: WR, WK, RT, UNROLL, SPLITK, MT (n8 tiles of activation rows: m <= 8·MT), ASMEM, GROUP,
-// HAS_ZP, PRESCALE. Dynamic shared memory (ASMEM 1): T sA[M][qps·128 + 8], qps = the block's
+// HAS_ZP, PRESCALE, GLU. Dynamic shared memory (ASMEM 1): T sA[M][qps·128 + 8], qps = the block's
 // quads.
 #include "w4a16_common.cuh"
 
 #define W4T_THREADS (WR * WK * 32)
+#define W4T_BO (GLU ? WR * 16 : WR * RT * 16) // outputs per block
+
+#ifndef GLU
+#define GLU 0
+#endif
+#if GLU && (RT != 2 || SPLITK != 1)
+#error "w4a16_gemv_t: GLU takes RT = 2 (a gate tile, an up tile) and SPLITK = 1"
+#endif
 
 namespace w4t {
 constexpr int BN = WR * RT * 16; // weight rows per block
@@ -72,11 +83,17 @@ __device__ __forceinline__ void load_batch(Batch &b, const u32 *__restrict__ qw,
         for (int rt = 0; rt < RT; rt++)
 #pragma unroll
             for (int h = 0; h < 2; h++) {
+#if GLU // row0: the warp's first output; tile rt = 1 its up rows, N further
+                const int o = row0 + h * 8 + g, n = rt * N + o, c = 4 * (q + u) + t;
+                const bool live = o < N;
+#else
                 const int n = row0 + rt * 16 + h * 8 + g, c = 4 * (q + u) + t;
+                const bool live = n < N;
+#endif
                 b.w[u][rt][h] = make_uint4(0, 0, 0, 0);
                 b.s[u][rt][h] = from_f32(0.f);
                 b.z[u][rt][h] = 8u;
-                if (n < N && q + u < qe && c < C) {
+                if (live && q + u < qe && c < C) {
                     b.w[u][rt][h] = tc_load_stream(
                         reinterpret_cast<const uint4 *>(qw + (size_t)n * (size_t)(4 * C) + 4 * c));
                     const size_t gi = (size_t)((c * 32) / GROUP) * ld + n;
@@ -249,7 +266,11 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
     const int qpw = (qps + WK - 1) / WK;                    // quads per warp
     const int qb = min(QT, blockIdx.y * qps + wk * qpw);    // this warp's quads [qb, qe)
     const int qe = min(min(QT, (int)(blockIdx.y + 1) * qps), qb + qpw);
+#if GLU
+    const int row0 = blockIdx.x * W4T_BO + wr * 16; // the warp's first output (gate row)
+#else
     const int row0 = blockIdx.x * BN + wr * RT * 16;
+#endif
 
     Batch cur;
     load_batch(cur, qweight, scales, zeros, row0, qb, qe, N, C, ld, lane); // weights: before
@@ -302,6 +323,23 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
                     red[(wk * MC + m) * BN + r] = tot[rt][j][e];
             }
     __syncthreads();
+#if GLU
+    // output o of the block: warp o / 16's gate row o % 16 (block row 32 (o / 16) + o % 16) and
+    // its up row, 16 further
+    const int o0 = blockIdx.x * W4T_BO;
+    for (int i = threadIdx.x; i < M * W4T_BO; i += W4T_THREADS) {
+        const int m = i / W4T_BO, o = i % W4T_BO, r = 32 * (o / 16) + o % 16;
+        if (o0 + o >= N)
+            continue;
+        float vg = 0.f, vu = 0.f;
+#pragma unroll
+        for (int w = 0; w < WK; w++) {
+            vg += red[(w * MC + m) * BN + r];
+            vu += red[(w * MC + m) * BN + r + 16];
+        }
+        out[(size_t)m * N + o0 + o] = gemv_finish(vg, vu);
+    }
+#else
     const int n0 = blockIdx.x * BN;
 #if SPLITK > 1
     float *mine = partial + (size_t)blockIdx.y * M * N;
@@ -324,4 +362,5 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
     w4_splitk_finish(out, partial, counters, SPLITK, M, N, n0, BN,
                      reinterpret_cast<int *>(red));
 #endif
+#endif // GLU
 }

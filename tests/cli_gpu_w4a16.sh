@@ -23,6 +23,7 @@ tune_op() { # tune_op OP SHAPE DTYPE [extra flags...]: every survivor checked
 tune() { tune_op w4a16_matmul "$@"; }
 wseam() { tune_op w4a16_seam "$@"; }
 wpro() { tune_op w4a16_pro "$@"; }
+wglu() { tune_op w4a16_glu "$@"; }
 quick=${W4A16_QUICK:-0}
 
 # n,k of every quantizable linear (out, in): q (sliding, full), k/v (sliding, full), o, MLP,
@@ -92,6 +93,16 @@ for s in "m=1,n=6144,k=1536,group=128,mode=0" "m=1,n=2048,k=1536,group=64,zp=1,m
   [ "$quick" = 1 ] && break
 done
 wpro "m=1,n=2048,k=1536,group=128,mode=1" fp16 --rehearse t4
+# w4a16_glu (a gate|up stack of 2n int4 rows, gated in the epilogue): every survivor, the E2B,
+# E4B and 31B widths, groups, zero points, odd n and m, a stack's stride, both dtypes, the T4.
+for s in "m=1,n=6144,k=1536,group=128" "m=1,n=12288,k=1536,group=128,zp=1" \
+         "m=1,n=10240,k=2560,group=64" "m=1,n=21504,k=5376,group=128" \
+         "m=3,n=200,k=352,group=32,zp=1" "m=2,n=96,k=1536,group=64,s_ld=256"; do
+  wglu "$s" bf16
+  wglu "$s" fp16
+  [ "$quick" = 1 ] && break
+done
+wglu "m=1,n=6144,k=1536,group=128" fp16 --rehearse t4
 
 # bf16 has no place on a T4: refused, with a sentence naming bf16
 if "$T" tune --op w4a16_matmul --shape m=1,n=256,k=1536,group=128 --dtype bf16 --rehearse t4 \

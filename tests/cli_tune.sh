@@ -16,8 +16,12 @@ check "e2b lists the sliding window of 512" grep -q "^attention_prefill .*head_d
 # the stack's scale row stride
 check "e2b W4A16 decode runs the q|k|v stack as one GEMV" \
   grep -q "^w4a16_matmul .*k=1536,m=1,n=2560,s_ld=0" <<<"$out"
-check "e2b W4A16 decode runs the 12288-wide gate|up stack as one GEMV" \
-  grep -q "^w4a16_matmul .*k=1536,m=1,n=24576,s_ld=0" <<<"$out"
+check "e2b W4A16 decode runs the 12288-wide gate|up stack as one gated GEMV (w4a16_glu)" \
+  grep -q "^w4a16_glu .*k=1536,m=1,n=12288,s_ld=0" <<<"$out"
+check "e2b W4A16 decode runs the 6144-wide gate|up stack as one gated GEMV" \
+  grep -q "^w4a16_glu .*k=1536,m=1,n=6144,s_ld=0" <<<"$out"
+check "e2b W4A16 decode has no gelu_gate kernel of one row left for the MLP" \
+  bash -c "! grep -qE '^gelu_gate .*inter=(6144|12288),rows=1' <<<\"\$1\"" _ "$out"
 check "e2b W4A16 prefill runs q as a part of its stack" \
   grep -q "^w4a16_matmul .*k=1536,m=512,n=2048,s_ld=2560" <<<"$out"
 check "e2b W4A16 lists the int4 LM head (--quantize-head)" \

@@ -367,6 +367,119 @@ static void check_seam_op(tailor_ctx *ctx, const char *text, tailor_dtype dt, ui
     test_op_inst_free(&in);
 }
 
+static void emulate_exact_gemv(const test_op_inst *in, tailor_dtype dt, const float *a, int n,
+                               int k, int group, int zp, float *out);
+
+static float test_gelu(float z)
+{
+    return 0.5f * z * (1.f + tanhf(0.7978845608028654f * (z + 0.044715f * z * z * z)));
+}
+
+/* What the GLU kernel stores (the stack's exact-weight products, gated with transformers'
+ * roundings) is within w4a16_glu's tolerance of its reference: worst |diff|/tol printed. */
+static void check_glu_tolerance(tailor_ctx *ctx, const test_op_inst *in, tailor_dtype dt)
+{
+    int m = (int)tailor_shape_get(&in->shape, "m", 0), n = (int)tailor_shape_get(&in->shape, "n", 0);
+    int k = (int)tailor_shape_get(&in->shape, "k", 0);
+    int group = (int)tailor_shape_get(&in->shape, "group", 0);
+    int zp = (int)tailor_shape_get(&in->shape, "zp", 0);
+    int ia = test_op_inst_buffer(in, "a"), io = test_op_inst_buffer(in, "out");
+    float *a = malloc((size_t)k * sizeof *a), *gu = malloc(2 * (size_t)n * sizeof *gu);
+    uint16_t *got = malloc((size_t)m * (size_t)n * sizeof *got);
+    double worst = 0;
+    for (int r = 0; a && gu && got && r < m; r++) {
+        for (int c = 0; c < k; c++)
+            a[c] = tailor_dtype_load(dt, in->host[ia], (size_t)r * (size_t)k + (size_t)c);
+        emulate_exact_gemv(in, dt, a, 2 * n, k, group, zp, gu); /* rounded to the dtype */
+        for (int j = 0; j < n; j++) {
+            float h = round_to(dt, round_to(dt, test_gelu(gu[j])) * gu[n + j]);
+            tailor_dtype_store(dt, got, (size_t)r * (size_t)n + (size_t)j, h);
+            double e = test_tol_ratio(&in->bufs.b[io], h, in->ref[io][(size_t)r * (size_t)n + (size_t)j]);
+            worst = e > worst ? e : worst;
+        }
+    }
+    CHECK(a && gu && got);
+    if (got)
+        CHECKF(tailor_op_compare(ctx, &in->bufs.b[io], got, in->ref[io]) == TAILOR_OK,
+               "w4a16_glu: the exact-weight GLU GEMV is outside the tolerance: %s",
+               tailor_ctx_message(ctx));
+    printf("w4a16_glu %s: exact-weight kernel, worst |diff|/tol %.3f\n", tailor_dtype_name(dt),
+           worst);
+    free(a);
+    free(gu);
+    free(got);
+}
+
+/* w4a16_glu against the two ops it replaces: w4a16_matmul's reference of the stack (2n rows, the
+ * same inputs), rounded, then gelu_tanh gating's (op gelu_gate) on its two halves; bit for bit.
+ * Then its tolerance: the reference passes, and one output moved by a fifth of sigma^2 (what a
+ * misplaced row or nibble does, about sigma^2) fails. */
+static void check_glu_op(tailor_ctx *ctx, const char *text, tailor_dtype dt, uint64_t seed)
+{
+    const tailor_op *wg = tailor_op_find("w4a16_glu"), *wm = tailor_op_find("w4a16_matmul");
+    const tailor_op *gg = tailor_op_find("gelu_gate");
+    CHECK(wg && wm && gg);
+    if (!wg || !wm || !gg)
+        return;
+    test_op_inst in, mi, gi;
+    CHECKF(test_op_inst_make(ctx, wg, text, dt, &in), "%s: %s", text, tailor_ctx_message(ctx));
+    wg->fill(&in.shape, dt, &in.bufs, in.host, seed);
+    CHECK_OK(ctx, wg->reference(ctx, &in.shape, dt, &in.bufs, in.host, in.ref));
+    long long m = tailor_shape_get(&in.shape, "m", 0), n = tailor_shape_get(&in.shape, "n", 0);
+    long long k = tailor_shape_get(&in.shape, "k", 0), zp = tailor_shape_get(&in.shape, "zp", 0);
+    char mtext[128], gtext[96];
+    snprintf(mtext, sizeof mtext, "m=%lld,n=%lld,k=%lld,group=%lld,zp=%lld,s_ld=%lld", m, 2 * n, k,
+             tailor_shape_get(&in.shape, "group", 0), zp,
+             tailor_shape_get(&in.shape, "s_ld", 0));
+    snprintf(gtext, sizeof gtext, "rows=%lld,inter=%lld,g_ld=%lld,u_ld=%lld", m, n, 2 * n, 2 * n);
+    CHECK(test_op_inst_make(ctx, wm, mtext, dt, &mi));
+    CHECK(test_op_inst_make(ctx, gg, gtext, dt, &gi));
+    for (int b = 0; b < mi.bufs.count; b++) { /* the stack's product: the same inputs */
+        int j = test_op_inst_buffer(&in, mi.bufs.b[b].name);
+        CHECK(mi.bufs.b[b].role != TAILOR_BUF_IN || (j >= 0 && in.bufs.b[j].count == mi.bufs.b[b].count));
+        if (mi.bufs.b[b].role == TAILOR_BUF_IN && j >= 0)
+            memcpy(mi.host[b], in.host[j], in.bufs.b[j].count * tailor_dtype_size(in.bufs.b[j].dtype));
+    }
+    CHECK_OK(ctx, wm->reference(ctx, &mi.shape, dt, &mi.bufs, mi.host, mi.ref));
+    int mo = test_op_inst_buffer(&mi, "out"), ig = test_op_inst_buffer(&gi, "g");
+    int iu = test_op_inst_buffer(&gi, "u"), ih = test_op_inst_buffer(&gi, "h");
+    int io = test_op_inst_buffer(&in, "out");
+    for (long long i = 0; i < m * 2 * n; i++) { /* gate and up, rounded: [m, 2n] as g and u */
+        if ((size_t)i < gi.bufs.b[ig].count)
+            tailor_dtype_store(dt, gi.host[ig], (size_t)i, mi.ref[mo][i]);
+        if (i >= n)
+            tailor_dtype_store(dt, gi.host[iu], (size_t)(i - n), mi.ref[mo][i]);
+    }
+    CHECK_OK(ctx, gg->reference(ctx, &gi.shape, dt, &gi.bufs, gi.host, gi.ref));
+    double worst = 0;
+    for (long long i = 0; i < m * n; i++) {
+        double d = fabs((double)in.ref[io][i] - gi.ref[ih][i]);
+        worst = d > worst ? d : worst;
+    }
+    CHECKF(worst == 0, "%s: fused reference differs from w4a16_matmul + gelu_gate by %g", text,
+           worst);
+    const tailor_buffer_spec *spec = &in.bufs.b[io];
+    CHECK(spec->count == (size_t)(m * n));
+    void *got = malloc(spec->count * 2);
+    for (size_t i = 0; i < spec->count; i++)
+        tailor_dtype_store(dt, got, i, in.ref[io][i]);
+    CHECK_OK(ctx, tailor_op_compare(ctx, spec, got, in.ref[io]));
+    double sigma = 0.02 * sqrt((zp ? 42.5 : 21.5) * (double)k);
+    size_t bad = spec->count / 2;
+    tailor_dtype_store(dt, got, bad, in.ref[io][bad] + (float)(sigma * sigma / 5));
+    CHECKF(tailor_op_compare(ctx, spec, got, in.ref[io]) == TAILOR_ERR_VERIFY,
+           "%s: an output off by sigma^2/5 = %g passed (atol %g)", text, sigma * sigma / 5,
+           spec->atol);
+    free(got);
+    if (tailor_shape_get(&in.shape, "s_ld", 0) == 0) /* the emulation takes the stack's own stride */
+        check_glu_tolerance(ctx, &in, dt);
+    CHECK(wg->bytes(&in.shape, dt) > (double)(n * k)); /* 2n rows of k/2 bytes */
+    CHECK(wg->flops(&in.shape, dt) == 4.0 * (double)(m * n * k));
+    test_op_inst_free(&gi);
+    test_op_inst_free(&mi);
+    test_op_inst_free(&in);
+}
+
 /* w4a16_pro against the two ops it replaces: residual_norm's reference on t (x and the row),
  * the row rounded, then w4a16_matmul's reference on it; bit for bit. */
 static void check_pro_op(tailor_ctx *ctx, const char *text, tailor_dtype dt, uint64_t seed)
@@ -565,6 +678,10 @@ int main(void)
     check_pro_op(ctx, "m=1,n=256,k=512,group=128,mode=0", TAILOR_DTYPE_BF16, SEED + 103);
     check_pro_op(ctx, "m=1,n=200,k=320,group=32,zp=1,mode=1", TAILOR_DTYPE_F16, SEED + 104);
     check_pro_op(ctx, "m=1,n=96,k=1536,group=64,mode=2", TAILOR_DTYPE_BF16, SEED + 105);
+    check_glu_op(ctx, "m=1,n=256,k=512,group=128", TAILOR_DTYPE_BF16, SEED + 106);
+    check_glu_op(ctx, "m=3,n=200,k=320,group=32,zp=1", TAILOR_DTYPE_F16, SEED + 107);
+    check_glu_op(ctx, "m=1,n=6144,k=1536,group=128", TAILOR_DTYPE_BF16, SEED + 108);
+    check_glu_op(ctx, "m=2,n=96,k=1536,group=64,s_ld=256", TAILOR_DTYPE_F16, SEED + 109);
 
     const tailor_op *op = tailor_op_find("w4a16_matmul");
     CHECK(op != NULL);

@@ -1,7 +1,8 @@
 /* op_w4a16.c — the op "w4a16_matmul": out[m, n] = a[m, k] · W[n, k]^T with W int4 in groups of
  * `group` along k (compressed-tensors pack-quantized, repacked by runtime/w4a16.c), and its C
  * reference (dequantize as HF does, then an fp32 matmul). Also "w4a16_seam": the same product
- * back to the hidden size followed by the layer seam (decode). */
+ * back to the hidden size followed by the layer seam (decode); "w4a16_pro": the seam before it;
+ * "w4a16_glu": a stacked gate|up product gated in the epilogue (decode). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -525,4 +526,129 @@ const tailor_op tailor_op_w4a16_pro = {
     .reference = w4a16_pro_reference,
     .bytes = w4a16_pro_bytes,
     .flops = w4a16_pro_flops,
+};
+
+/* ---- w4a16_glu: h = gelu_tanh(a · Wg[j]) * (a · Wu[j]) (decode) ------------------------------
+ *
+ * A layer's stacked gate|up as one int4 matrix of 2n rows (gate rows 0..n-1, up rows n..2n-1;
+ * s_ld the stack's scale stride, 0 = 2n rounded up to 16), Gemma 4's gating in the GEMV's
+ * epilogue. Buffers: w4a16_matmul's of the stack, with out [m, n]. Roundings as matmul_glu
+ * (transformers): both products to the dtype, gelu_tanh in fp32 rounded, the product rounded. */
+
+static const tailor_shape_key w4a16_glu_keys[] = {
+    {"m", -1, "rows of the activation (tokens)"},
+    {"n", -1, "outputs: gate rows (the stacked weight has 2n rows)"},
+    {"k", -1, "input features (a multiple of 32)"},
+    {"group", 128, "columns per scale (a multiple of 32 dividing k)"},
+    {"zp", 0, "1: asymmetric, with packed zero points; 0: symmetric"},
+    {"s_ld", 0, "row stride of the stack's scales and zeros: 0 = 2n rounded up to 16"},
+    {NULL, 0, NULL},
+};
+
+/* The stacked weight's product as a w4a16_matmul shape: n doubled. */
+static tailor_shape glu_stack_shape(const tailor_shape *shape)
+{
+    tailor_shape s = *shape;
+    (void)tailor_shape_set(&s, "n", 2 * tailor_shape_get(shape, "n", 0));
+    return s;
+}
+
+static tailor_status w4a16_glu_describe(tailor_ctx *ctx, const tailor_shape *shape,
+                                        tailor_dtype dtype, tailor_op_buffers *out)
+{
+    tailor_shape stack = glu_stack_shape(shape);
+    tailor_status st = w4a16_describe(ctx, &stack, dtype, out);
+    if (st)
+        return tailor_wrap_error(ctx, "w4a16_glu");
+    w4a16_dims d = dims_of(shape);
+    int io = find_buffer(out, "out"), bf = dtype == TAILOR_DTYPE_BF16;
+    /* Each product may differ from the reference's by the int4 tolerance (the scale applied to
+     * fp32 sums, w4a16_matmul's atol); h moves by |gelu'(g)| <= 1.13 times the gate's error
+     * times |u|, plus |gelu(g)| <= |g| times the up's: both products are bounded in practice
+     * by four of their standard deviations (sigma = 0.02 sqrt(E k), tolerance_scaled). Three
+     * roundings (the products, gelu, h) may each land on the other side of a tie: rtol as
+     * matmul_glu. A misplaced row or nibble moves h by about sigma^2. */
+    double atol, rtol;
+    tolerance(&d, dtype, &atol, &rtol);
+    double sigma = W4_SCALE_SIGMA * sqrt((d.zp ? 42.5 : 21.5) * (double)d.k);
+    out->b[io].count = (size_t)d.m * (size_t)d.n;
+    out->b[io].atol = 2.2 * atol * 4 * sigma;
+    out->b[io].rtol = bf ? 1.0 / 32 : 1.0 / 256;
+    return TAILOR_OK;
+}
+
+static void w4a16_glu_fill(const tailor_shape *shape, tailor_dtype dtype,
+                           const tailor_op_buffers *bufs, void *const *host, uint64_t seed)
+{
+    tailor_shape stack = glu_stack_shape(shape);
+    w4a16_fill(&stack, dtype, bufs, host, seed);
+}
+
+/* transformers' gelu_pytorch_tanh in fp32 (as op_gelu_gate.c). */
+static float glu4_gelu(float z)
+{
+    const float c = 0.7978845608028654f;
+    return 0.5f * z * (1.f + tanhf(c * (z + 0.044715f * z * z * z)));
+}
+
+static float glu4_round(tailor_dtype dtype, float v)
+{
+    uint16_t t;
+    tailor_dtype_store(dtype, &t, 0, v);
+    return tailor_dtype_load(dtype, &t, 0);
+}
+
+static tailor_status w4a16_glu_reference(tailor_ctx *ctx, const tailor_shape *shape,
+                                         tailor_dtype dtype, const tailor_op_buffers *bufs,
+                                         void *const *host, float *const *ref)
+{
+    w4a16_dims d = dims_of(shape);
+    tailor_shape stack = glu_stack_shape(shape);
+    size_t m = (size_t)d.m, n = (size_t)d.n, k = (size_t)d.k;
+    float *a = malloc(m * k * sizeof *a), *gu = malloc(m * 2 * n * sizeof *gu);
+    tailor_status st = TAILOR_OK;
+    if (!a || !gu)
+        st = tailor_set_error(ctx, TAILOR_ERR_NOMEM,
+                              "w4a16_glu reference: no memory for %zu x %zu products", m, 2 * n);
+    int ia = find_buffer(bufs, "a");
+    for (size_t i = 0; st == TAILOR_OK && i < m * k; i++)
+        a[i] = tailor_dtype_load(dtype, host[ia], i);
+    if (st == TAILOR_OK)
+        st = w4a16_ref_product(ctx, &stack, dtype, bufs, host, a, gu);
+    float *h = ref[find_buffer(bufs, "out")];
+    for (size_t i = 0; st == TAILOR_OK && i < m; i++)
+        for (size_t j = 0; j < n; j++) {
+            float g = glu4_round(dtype, gu[i * 2 * n + j]);
+            float u = glu4_round(dtype, gu[i * 2 * n + n + j]);
+            h[i * n + j] = glu4_round(dtype, glu4_gelu(g)) * u;
+        }
+    free(a);
+    free(gu);
+    return st;
+}
+
+static double w4a16_glu_bytes(const tailor_shape *shape, tailor_dtype dtype)
+{
+    tailor_shape stack = glu_stack_shape(shape);
+    w4a16_dims d = dims_of(shape);
+    /* the stack's product less half its output */
+    return w4a16_bytes(&stack, dtype) - (double)d.m * d.n * (double)tailor_dtype_size(dtype);
+}
+
+static double w4a16_glu_flops(const tailor_shape *shape, tailor_dtype dtype)
+{
+    tailor_shape stack = glu_stack_shape(shape);
+    return w4a16_flops(&stack, dtype);
+}
+
+const tailor_op tailor_op_w4a16_glu = {
+    .name = "w4a16_glu",
+    .summary = "h[m,n] = gelu_tanh(a Wg[n]^T) * (a Wu[n]^T), gate|up stacked in one int4 matrix "
+               "of 2n rows: Gemma 4's gating fused into a W4A16 GEMV (decode)",
+    .keys = w4a16_glu_keys,
+    .describe = w4a16_glu_describe,
+    .fill = w4a16_glu_fill,
+    .reference = w4a16_glu_reference,
+    .bytes = w4a16_glu_bytes,
+    .flops = w4a16_glu_flops,
 };

@@ -324,6 +324,30 @@ static tailor_status glu(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4g_mat *w
     return g4g_run(ctx, g, "matmul_glu", &s, &s, b, 4);
 }
 
+/* One row (decode, the default), int4: h[n] = gelu_tanh(y . gate) * up in one W4A16 GEMV (op
+ * w4a16_glu) over the layer's int4 gate|up stack (w->n = 2n). Replaces a w4a16_matmul and a
+ * gelu_gate launch. */
+static tailor_status glu4(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4g_mat *w, int n,
+                          CUdeviceptr h)
+{
+    tailor_status st = seam_settle(ctx, g);
+    if (st)
+        return st;
+    tailor_shape s = {0};
+    g4g_put(&s, "m", 1);
+    g4g_put(&s, "n", n);
+    g4g_put(&s, "k", w->k);
+    g4g_put(&s, "group", w->group);
+    g4g_put(&s, "zp", w->zp);
+    g4g_put(&s, "s_ld", w->s_ld);
+    tailor_binding b[] = {{"a", g->y},
+                          {"qweight", w->qw},
+                          {"scales", w->sc},
+                          {"zeros", w->zp ? w->zs : w->sc},
+                          {"out", h}};
+    return g4g_run(ctx, g, "w4a16_glu", &s, &s, b, 5);
+}
+
 /* ---- the pieces of one pass ------------------------------------------------------------------- */
 
 /* Scaled embedding into x (fp32) and, with PLE, into h0 (dtype), then the per-layer inputs. */
@@ -523,6 +547,9 @@ static tailor_status layer(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int T, 
         return st;
     if (T == 1 && L->gu.w && g->glu_epilogue) { /* one row: 16-bit gate|up, gated in it */
         if ((st = glu(ctx, g, &L->gu, ly->inter, 0, 0, g->hb)))
+            return st;
+    } else if (T == 1 && L->gu.int4 && L->gu.qw && g->glu_epilogue) { /* the same, int4 */
+        if ((st = glu4(ctx, g, &L->gu, ly->inter, g->hb)))
             return st;
     } else if (T == 1 && g4g_mat_present(&L->gu)) { /* one row: gate|up as one matrix, gating */
         if ((st = linear(ctx, g, &L->gu, g->y, g->dec, T)) ||

@@ -361,4 +361,109 @@ function lib.seam_workspace(p, shape)
   return { counters = 4 * lib.ceil_div(shape.m, p.MT) }
 end
 
+-- ---- the transposed tensor-core int4 GEMV (templates/w4a16_gemv_t.cu) ----
+
+lib.W4T_SPLITS = { 1, 2, 3, 4, 6, 8, 12, 16 }
+
+-- Weight rows per block, and outputs per block (GLU: a gate and an up tile per warp).
+function lib.w4t_block_rows(p) return p.WR * p.RT * 16 end
+function lib.w4t_block_outputs(p, glu) return glu and p.WR * 16 or lib.w4t_block_rows(p) end
+
+-- Quads (128 columns) per row, per block slice, per warp.
+function lib.w4t_quads(p, shape, splitk)
+  local qt = lib.ceil_div(shape.k // 32, 4)
+  local qps = lib.ceil_div(qt, splitk)
+  return qt, qps, lib.ceil_div(qps, p.WK)
+end
+
+-- ASMEM = 1: the block's activation slice, m rows of its quads' columns plus 8 of padding.
+lib.W4T_ASMEM_MAX = 64 * 1024
+function lib.w4t_asmem_bytes(p, shape)
+  if p.ASMEM == 0 then return 0 end
+  local _, qps = lib.w4t_quads(p, shape, p.SPLITK)
+  return 2 * shape.m * (128 * qps + 8)
+end
+
+function lib.w4t_warps_total(p, shape, splitk, glu)
+  return lib.ceil_div(shape.n, lib.w4t_block_outputs(p, glu)) * splitk * p.WR * p.WK
+end
+
+-- Does SPLITK=s give every block and every k warp quads, and the warps full batches?
+function lib.w4t_split_ok(p, shape, s)
+  local qt, qps, qpw = lib.w4t_quads(p, shape, s)
+  if (s - 1) * qps >= qt then return false, "empty slices" end
+  if (p.WK - 1) * qpw >= qps then return false, string.format("WK=%d: idle k warps", p.WK) end
+  if p.UNROLL > qpw then return false, string.format("%d quads per warp", qpw) end
+  local padded = lib.ceil_div(qpw, p.UNROLL) * p.UNROLL
+  if 4 * (padded - qpw) > padded then return false, "more than 25% of a batch wasted" end
+  return true
+end
+
+-- Rules of the transposed tensor-core int4 GEMV (templates/w4a16_gemv_t.cu) for w4a16_matmul
+-- and (glu: a gate|up stack of 2n rows, n outputs) w4a16_glu.
+function lib.w4t_valid(p, shape, device, purpose, glu)
+  if shape.m > 16 then
+    return false, string.format("m=%d > 16: decode template (two n8 tiles at most)", shape.m)
+  end
+  local lay_ok, lay_why = lib.w4_layout_ok(shape)
+  if not lay_ok then return false, lay_why end
+  -- MT n8 tiles hold the activation rows: at least m of them (correctness), exactly the
+  -- fewest when choosing
+  local mt = lib.ceil_div(shape.m, 8)
+  if shape.m > 8 * p.MT or (purpose ~= "launch" and p.MT ~= mt) then
+    return false, string.format("MT=%d n8 tiles for m=%d (%d needed)", p.MT, shape.m, mt)
+  end
+  -- four warps a block: the k split inside a block (WK) against the one across blocks
+  -- (SPLITK) is what varies
+  if p.WR * p.WK ~= 4 then
+    return false, string.format("WR x WK = %d warps (4)", p.WR * p.WK)
+  end
+  -- loads per lane and batch 2 x RT x UNROLL (x 4 weight registers, two batches live):
+  -- 4, 6 or 8; RT = 2 only with UNROLL = 2 (the activations shared by the row tiles)
+  -- (UNROLL = 4 measured slower than 2 everywhere on the H200, session 7: more registers,
+  -- fewer blocks resident; UNROLL = 3 is a k = 1536 warp's three quads in one batch, 0.5 µs
+  -- faster than two batches of two there, session 9)
+  local per = p.RT * p.UNROLL
+  if per < 2 or (p.RT == 2 and p.UNROLL ~= 2) then
+    return false, string.format("RT=%d UNROLL=%d: %d loads per lane and batch (4, 6 or 8; "
+                                .. "RT=2 with UNROLL=2)", p.RT, p.UNROLL, 2 * per)
+  end
+  if p.UNROLL == 3 and p.MT > 1 then
+    return false, "UNROLL=3 with MT=2: three quads of two n8 tiles of activations spill"
+  end
+  local bn = lib.w4t_block_outputs(p, glu)
+  if bn > math.max(16, lib.pow2_at_least(shape.n)) then
+    return false, string.format("%d rows per block for n=%d", bn, shape.n)
+  end
+  local ok, why = lib.w4t_split_ok(p, shape, p.SPLITK)
+  if not ok then
+    return false, string.format("SPLITK=%d WK=%d UNROLL=%d: %s", p.SPLITK, p.WK, p.UNROLL, why)
+  end
+  local sa = lib.w4t_asmem_bytes(p, shape)
+  if sa > lib.W4T_ASMEM_MAX then
+    return false, string.format("ASMEM=1: %d B of activations per block (at most %d)", sa,
+                                lib.W4T_ASMEM_MAX)
+  end
+  local want, n_sm = 8 * lib.sms(device), lib.sms(device)
+  local kept = lib.split_neighbours(lib.W4T_SPLITS,
+    function(s) return (lib.w4t_split_ok(p, shape, s)) end,
+    function(s) return lib.w4t_warps_total(p, shape, s, glu) end, want)
+  -- no split won every E2B shape it could run
+  kept[1] = kept[1] or (lib.w4t_split_ok(p, shape, 1))
+  if not kept[p.SPLITK] then
+    return false, string.format("SPLITK=%d: %d warps for %d SMs (kept: 1 and the splits "
+                                .. "around the smallest reaching %d warps)",
+                                p.SPLITK, lib.w4t_warps_total(p, shape, p.SPLITK, glu), n_sm,
+                                want)
+  end
+  return true
+end
+
+-- The k warps' sums: float red[WK * MT * 8 * block rows].
+function lib.w4t_smem_static(p) return 4 * p.WK * p.MT * 8 * lib.w4t_block_rows(p) end
+
+function lib.w4t_grid(p, shape, glu)
+  return { lib.ceil_div(shape.n, lib.w4t_block_outputs(p, glu)), p.SPLITK, 1 }
+end
+
 return lib

@@ -53,6 +53,21 @@ __device__ __forceinline__ float tailor_gelu_tanh(float z)
     return 0.5f * z * (1.f + tanhf(k * (z + 0.044715f * z * z * z)));
 }
 
+// One GEMV output from its fp32 sum g: the product rounded, or, where the kernel is built with
+// GLU (matmul_gemv.cu, w4a16_gemv.cu: a nonzero -DGLU from the host), Gemma 4's gating with u
+// the up product (or input) as transformers rounds it: both to the dtype, gelu_tanh in fp32
+// rounded, their product rounded.
+__device__ __forceinline__ T gemv_finish(float g, float u)
+{
+#if defined(GLU) && GLU
+    const float ga = to_f32(from_f32(tailor_gelu_tanh(to_f32(from_f32(g)))));
+    return from_f32(ga * to_f32(from_f32(u)));
+#else
+    (void)u;
+    return from_f32(g);
+#endif
+}
+
 __device__ __forceinline__ float warp_sum(float v)
 {
 #pragma unroll

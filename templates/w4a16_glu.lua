@@ -1,0 +1,57 @@
+-- w4a16_glu.lua — search space of templates/w4a16_gemv.cu built as op "w4a16_glu" (decode: a
+-- layer's gate|up stack of 2n int4 rows with Gemma 4's gating in the epilogue; shape keys m, n,
+-- k, group, zp, s_ld). The CUDA-core GEMV of w4a16_gemv.lua with GLU defined: each warp reads
+-- its ROWS gate rows and the ROWS matching up rows, so a warp holds 2*ROWS rows of
+-- accumulators and loads in flight, and the limits below count both. Replaces a w4a16_matmul
+-- of the stack and a gelu_gate launch.
+
+-- the stack's scale stride: s_ld, or its 2n rows rounded up to 16
+local function scale_ld(shape)
+  if shape.s_ld > 0 then return shape.s_ld end
+  return (2 * shape.n + 15) // 16 * 16
+end
+
+return {
+  op = "w4a16_glu",
+  source = "w4a16_gemv.cu",
+  dtypes = { "fp16", "bf16" },
+
+  params = {
+    THREADS = { 64, 128, 256 },
+    KWARPS = { 1, 2, 4 },
+    ROWS = { 1, 2, 4 },
+    MT = { 1, 2, 4, 8 },
+  },
+
+  defines = function(p, shape, dtype, device)
+    return { GROUP = shape.group, HAS_ZP = shape.zp, GLU = 1 }
+  end,
+
+  valid = function(p, shape, dtype, device, purpose)
+    local ok, why = tailor.w4a16_gemv_valid(p, shape, purpose)
+    if not ok then return false, why end
+    -- twice the rows of w4a16_gemv: the gate's and the up's accumulators and loads
+    if 2 * p.MT * p.ROWS > 8 then
+      return false, string.format("MT*ROWS=%d x 2 (gate and up) > 8 accumulator sets",
+                                  p.MT * p.ROWS)
+    end
+    return true
+  end,
+
+  requires = function(p, shape, dtype, device) return tailor.dtype_requires(dtype) end,
+
+  threads = function(p, shape, dtype, device) return p.THREADS end,
+  smem_static = function(p, shape, dtype, device) return tailor.gemv_smem_static(p, 2, false) end,
+  smem_dynamic = function(p, shape, dtype, device) return 0 end,
+  grid = function(p, shape, dtype, device) return tailor.gemv_grid(p, shape) end,
+
+  args = function(p, shape, dtype, device)
+    local a = { "out", "a", "qweight", "scales" }
+    if shape.zp ~= 0 then a[#a + 1] = "zeros" end
+    a[#a + 1] = { i32 = "m" }
+    a[#a + 1] = { i32 = "n" }
+    a[#a + 1] = { i32 = "k" }
+    a[#a + 1] = { i32 = scale_ld(shape) }
+    return a
+  end,
+}
