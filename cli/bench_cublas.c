@@ -75,16 +75,13 @@ tailor_status bench_cublas_matmul(tailor_ctx *ctx, tailor_gpu *gpu, int m, int n
          CUBLAS_COMPUTE_32F_, CUBLAS_GEMM_DEFAULT_)
     enum { BATCHES = 21 };
     double samples[BATCHES];
-    tailor_gpu_timer t;
-    memset(&t, 0, sizeof t);
-    if (st == TAILOR_OK)
-        st = tailor_gpu_timer_create(ctx, gpu, &t);
     int per_batch = 2 * sets < 32 ? 32 : 2 * sets;
     for (int i = 0; i < per_batch && st == TAILOR_OK; i++)
         if (GEMM(i % sets) != 0)
             st = tailor_set_error(ctx, TAILOR_ERR_CUDA, "cublasGemmEx failed (m=%d n=%d k=%d)", m,
                                   n, k);
-    /* the batch as a CUDA graph, timed the way tailor's kernels are (tailor_instance_time) */
+    /* the batch as a CUDA graph, timed as tailor_instance_time times a kernel, without PDL
+     * (cuBLAS kernels do not wait on griddepcontrol) */
     tailor_gpu_graph g;
     memset(&g, 0, sizeof g);
     if (st == TAILOR_OK)
@@ -98,20 +95,10 @@ tailor_status bench_cublas_matmul(tailor_ctx *ctx, tailor_gpu *gpu, int m, int n
         st = tailor_set_error(ctx, TAILOR_ERR_CUDA, "cublasGemmEx failed inside a graph capture");
     if (st == TAILOR_OK)
         st = tailor_gpu_graph_launch(ctx, gpu, &g); /* uploads it */
-    for (int b = 0; b < BATCHES && st == TAILOR_OK; b++) {
-        st = tailor_gpu_timer_start(ctx, gpu, &t);
-        if (st == TAILOR_OK)
-            st = tailor_gpu_graph_launch(ctx, gpu, &g);
-        if (st == TAILOR_OK)
-            st = tailor_gpu_timer_stop(ctx, gpu, &t);
-        float ms = 0;
-        if (st == TAILOR_OK)
-            st = tailor_gpu_timer_elapsed_ms(ctx, &t, &ms);
-        samples[b] = 1000.0 * (double)ms / per_batch;
-    }
+    if (st == TAILOR_OK)
+        st = tailor_gpu_graph_time(ctx, gpu, &g, per_batch, BATCHES, samples);
     tailor_gpu_graph_destroy(gpu, &g);
 #undef GEMM
-    tailor_gpu_timer_destroy(gpu, &t);
     for (int s = 0; s < sets; s++) {
         tailor_gpu_free(gpu, w[s]);
         tailor_gpu_free(gpu, a[s]);

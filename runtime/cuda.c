@@ -954,6 +954,28 @@ tailor_status tailor_gpu_graph_launch(tailor_ctx *ctx, tailor_gpu *gpu, const ta
     return tailor_cuda_check(ctx, api.graph_launch(g->exec, gpu->stream), "cuGraphLaunch");
 }
 
+tailor_status tailor_gpu_graph_time(tailor_ctx *ctx, tailor_gpu *gpu, const tailor_gpu_graph *g,
+                                    int per_replay, int replays, double *samples)
+{
+    tailor_gpu_timer t;
+    tailor_status st = tailor_gpu_timer_create(ctx, gpu, &t);
+    if (st)
+        return st;
+    for (int b = 0; b < replays && st == TAILOR_OK; b++) {
+        float ms = 0;
+        st = tailor_gpu_timer_start(ctx, gpu, &t);
+        if (st == TAILOR_OK)
+            st = tailor_gpu_graph_launch(ctx, gpu, g);
+        if (st == TAILOR_OK)
+            st = tailor_gpu_timer_stop(ctx, gpu, &t);
+        if (st == TAILOR_OK)
+            st = tailor_gpu_timer_elapsed_ms(ctx, &t, &ms);
+        samples[b] = 1000.0 * (double)ms / per_replay;
+    }
+    tailor_gpu_timer_destroy(gpu, &t);
+    return st;
+}
+
 void tailor_gpu_graph_destroy(tailor_gpu *gpu, tailor_gpu_graph *g)
 {
     if (!gpu || !g)

@@ -190,4 +190,10 @@ tailor_status tailor_gpu_graph_launch(tailor_ctx *ctx, tailor_gpu *gpu, const ta
 /* Destroys the graph and clears *g; a zeroed graph is fine. */
 void tailor_gpu_graph_destroy(tailor_gpu *gpu, tailor_gpu_graph *g);
 
+/* Times `replays` launches of the graph one by one with events: samples[i] is replay i's
+ * microseconds divided by `per_replay` (the launches it holds), i.e. µs per launch. How the
+ * tuner (tailor_instance_time) and the benchmarks' comparisons time a batch. */
+tailor_status tailor_gpu_graph_time(tailor_ctx *ctx, tailor_gpu *gpu, const tailor_gpu_graph *g,
+                                    int per_replay, int replays, double *samples);
+
 #endif

@@ -229,29 +229,6 @@ static tailor_status capture_batch(tailor_ctx *ctx, tailor_gpu *gpu, tailor_inst
     return tailor_gpu_capture_end(ctx, gpu, 1, g);
 }
 
-/* Microseconds per launch of each of `batches` replays of the graph. */
-static tailor_status time_replays(tailor_ctx *ctx, tailor_gpu *gpu, const tailor_gpu_graph *g,
-                                  int per_batch, int batches, double *samples)
-{
-    tailor_gpu_timer t;
-    tailor_status st = tailor_gpu_timer_create(ctx, gpu, &t);
-    if (st)
-        return st;
-    for (int b = 0; b < batches && st == TAILOR_OK; b++) {
-        float ms = 0;
-        st = tailor_gpu_timer_start(ctx, gpu, &t);
-        if (st == TAILOR_OK)
-            st = tailor_gpu_graph_launch(ctx, gpu, g);
-        if (st == TAILOR_OK)
-            st = tailor_gpu_timer_stop(ctx, gpu, &t);
-        if (st == TAILOR_OK)
-            st = tailor_gpu_timer_elapsed_ms(ctx, &t, &ms);
-        samples[b] = 1000.0 * (double)ms / per_batch;
-    }
-    tailor_gpu_timer_destroy(gpu, &t);
-    return st;
-}
-
 tailor_status tailor_instance_time(tailor_ctx *ctx, tailor_gpu *gpu, tailor_instance *inst,
                                    tailor_kernel *k, const tailor_launch *l,
                                    const tailor_workspace *ws, int batches, double *median_us,
@@ -275,7 +252,7 @@ tailor_status tailor_instance_time(tailor_ctx *ctx, tailor_gpu *gpu, tailor_inst
     if (st == TAILOR_OK)
         st = tailor_gpu_graph_launch(ctx, gpu, &g); /* the graph's first replay uploads it */
     if (st == TAILOR_OK)
-        st = time_replays(ctx, gpu, &g, per_batch, batches, samples);
+        st = tailor_gpu_graph_time(ctx, gpu, &g, per_batch, batches, samples);
     tailor_gpu_graph_destroy(gpu, &g);
     if (st)
         return st;
