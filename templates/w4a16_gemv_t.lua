@@ -23,24 +23,13 @@ return {
     ASMEM = { 0, 1 },
   },
 
-  -- PRESCALE: groups of 32 or 64 columns put several groups in one mma, so the weights are
-  -- scaled before it; whole quads per group keep them unscaled (the fix-up per quad)
-  defines = function(p, shape, dtype, device)
-    local prescale = 0
-    if shape.group % 128 ~= 0 then prescale = 1 end
-    return { GROUP = shape.group, HAS_ZP = shape.zp, PRESCALE = prescale }
-  end,
+  defines = function(p, shape, dtype, device) return tailor.w4t_defines(shape, false) end,
 
   valid = function(p, shape, dtype, device, purpose)
     return tailor.w4t_valid(p, shape, device, purpose, false)
   end,
 
-  requires = function(p, shape, dtype, device)
-    local r
-    if device.sm >= 80 then r = { "mma.m16n8k16" } else r = { "mma.m16n8k8" } end
-    if dtype == "bf16" then r[#r + 1] = "bf16" end
-    return r
-  end,
+  requires = function(p, shape, dtype, device) return tailor.w4t_requires(dtype, device) end,
 
   threads = function(p, shape, dtype, device) return p.WR * p.WK * 32 end,
   -- __shared__ float red[WK * MT * 8 * BN]: the k warps' sums (and the split-k flag)

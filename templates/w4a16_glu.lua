@@ -5,12 +5,6 @@
 -- accumulators and loads in flight, and the limits below count both. Replaces a w4a16_matmul
 -- of the stack and a gelu_gate launch.
 
--- the stack's scale stride: s_ld, or its 2n rows rounded up to 16
-local function scale_ld(shape)
-  if shape.s_ld > 0 then return shape.s_ld end
-  return (2 * shape.n + 15) // 16 * 16
-end
-
 return {
   op = "w4a16_glu",
   source = "w4a16_gemv.cu",
@@ -45,13 +39,5 @@ return {
   smem_dynamic = function(p, shape, dtype, device) return 0 end,
   grid = function(p, shape, dtype, device) return tailor.gemv_grid(p, shape) end,
 
-  args = function(p, shape, dtype, device)
-    local a = { "out", "a", "qweight", "scales" }
-    if shape.zp ~= 0 then a[#a + 1] = "zeros" end
-    a[#a + 1] = { i32 = "m" }
-    a[#a + 1] = { i32 = "n" }
-    a[#a + 1] = { i32 = "k" }
-    a[#a + 1] = { i32 = scale_ld(shape) }
-    return a
-  end,
+  args = function(p, shape, dtype, device) return tailor.w4a16_glu_args(shape) end,
 }

@@ -311,6 +311,19 @@ function lib.w4_scale_ld(shape)
   return (shape.n + 15) // 16 * 16
 end
 
+-- Arguments of the gated int4 GEMVs (op w4a16_glu): the stack of 2n rows' scale stride is s_ld,
+-- or 2n rounded up to 16.
+function lib.w4a16_glu_args(shape)
+  local a = { "out", "a", "qweight", "scales" }
+  if shape.zp ~= 0 then a[#a + 1] = "zeros" end
+  a[#a + 1] = { i32 = "m" }
+  a[#a + 1] = { i32 = "n" }
+  a[#a + 1] = { i32 = "k" }
+  local ld = shape.s_ld > 0 and shape.s_ld or (2 * shape.n + 15) // 16 * 16
+  a[#a + 1] = { i32 = ld }
+  return a
+end
+
 -- The split-k counts a decode template keeps: `usable(s)` says whether split s gives useful
 -- slices and `warps(s)` how many warps the launch then has; kept are the smallest usable split
 -- reaching `want` warps, the one before and the one after it (where none reaches it, the two
@@ -457,6 +470,21 @@ function lib.w4t_valid(p, shape, device, purpose, glu)
                                 want)
   end
   return true
+end
+
+-- PRESCALE: groups of 32 or 64 columns put several groups in one mma, so the weights are
+-- scaled before it; whole quads per group keep them unscaled (a quad's sum times its scale).
+function lib.w4t_defines(shape, glu)
+  local d = { GROUP = shape.group, HAS_ZP = shape.zp, PRESCALE = shape.group % 128 ~= 0 and 1 or 0 }
+  if glu then d.GLU = 1 end
+  return d
+end
+
+function lib.w4t_requires(dtype, device)
+  local r
+  if device.sm >= 80 then r = { "mma.m16n8k16" } else r = { "mma.m16n8k8" } end
+  if dtype == "bf16" then r[#r + 1] = "bf16" end
+  return r
 end
 
 -- The k warps' sums: float red[WK * MT * 8 * block rows].
