@@ -9,9 +9,9 @@
 // layer seam follows in the same launch, run by the last block to finish (include/seam.cuh).
 // PRO (op w4a16_pro, decode, one row): the layer seam before the product runs first in every
 // block, into shared memory, as in matmul_gemv.cu (block 0 stores x to x_out and the row to y).
-// GLU (op w4a16_glu, decode): the weight is a layer's gate|up stack of 2N rows; a warp computes
-// its ROWS gate rows n0.. and the ROWS matching up rows N + n0.., and stores
-// gelu_tanh(gate) * up with transformers' roundings (gemv_finish, tailor_common.cuh).
+// GLU (op w4a16_glu, or w4a16_pro with glu = 1; decode): the weight is a layer's gate|up stack
+// of 2N rows; a warp computes its ROWS gate rows n0.. and the ROWS matching up rows N + n0..,
+// and stores gelu_tanh(gate) * up with transformers' roundings (gemv_finish, tailor_common.cuh).
 // Defines: THREADS (block size), KWARPS (warps splitting k for the same rows), ROWS (rows per
 // warp), MT (activation rows per block), GROUP (columns per scale), HAS_ZP; SEAM (0/1) with
 // SEAM_COLS (= N), SEAM_MODE and SEAM_VEC; PRO (0/1) with PRO_COLS (= K), PRO_MODE, PRO_VEC;
@@ -23,8 +23,8 @@
 #ifndef GLU
 #define GLU 0
 #endif
-#if GLU && (SEAM || PRO)
-#error "w4a16_gemv: GLU goes with neither SEAM nor PRO"
+#if GLU && SEAM
+#error "w4a16_gemv: GLU does not go with SEAM (the seam needs the hidden-size product)"
 #endif
 
 #define W4_WARPS (THREADS / 32)

@@ -93,6 +93,12 @@ for s in "m=1,n=6144,k=1536,group=128,mode=0" "m=1,n=2048,k=1536,group=64,zp=1,m
   [ "$quick" = 1 ] && break
 done
 wpro "m=1,n=2048,k=1536,group=128,mode=1" fp16 --rehearse t4
+# w4a16_pro with glu = 1 (the seam, then a gate|up stack gated: --seams prologue before w4a16_glu)
+for s in "m=1,n=6144,k=1536,group=128,mode=0,glu=1" "m=1,n=200,k=352,group=32,zp=1,mode=1,glu=1"; do
+  wpro "$s" bf16
+  wpro "$s" fp16
+  [ "$quick" = 1 ] && break
+done
 # w4a16_glu (a gate|up stack of 2n int4 rows, gated in the epilogue): every survivor, the E2B,
 # E4B and 31B widths, groups, zero points, odd n and m, a stack's stride, both dtypes, the T4.
 for s in "m=1,n=6144,k=1536,group=128" "m=1,n=12288,k=1536,group=128,zp=1" \

@@ -37,6 +37,7 @@ h200 bf16 matmul_pro m=1,n=16384,k=5376,mode=1
 h200 bf16 w4a16_pro m=1,n=6144,k=1536,group=64,zp=1,mode=0
 t4 fp16 w4a16_pro m=1,n=2048,k=2560,group=128,mode=1
 h200 bf16 w4a16_glu m=1,n=12288,k=1536,group=128
+t4 fp16 w4a16_pro m=1,n=6144,k=1536,group=128,mode=0,glu=1
 t4 fp16 w4a16_glu m=3,n=200,k=352,group=32,zp=1
 t4 fp16 matmul m=512,n=2048,k=1536
 h200 bf16 w4a16_matmul m=1,n=2048,k=1536,group=128

@@ -484,19 +484,22 @@ static void check_glu_op(tailor_ctx *ctx, const char *text, tailor_dtype dt, uin
  * the row rounded, then w4a16_matmul's reference on it; bit for bit. */
 static void check_pro_op(tailor_ctx *ctx, const char *text, tailor_dtype dt, uint64_t seed)
 {
-    const tailor_op *wp = tailor_op_find("w4a16_pro"), *wm = tailor_op_find("w4a16_matmul");
-    const tailor_op *rn = tailor_op_find("residual_norm");
-    CHECK(wp && wm && rn);
-    if (!wp || !wm || !rn)
+    const tailor_op *wp = tailor_op_find("w4a16_pro"), *rn = tailor_op_find("residual_norm");
+    CHECK(wp && rn);
+    if (!wp || !rn)
         return;
     test_op_inst in, mi, ri;
     CHECKF(test_op_inst_make(ctx, wp, text, dt, &in), "%s: %s", text, tailor_ctx_message(ctx));
     wp->fill(&in.shape, dt, &in.bufs, in.host, seed);
     CHECK_OK(ctx, wp->reference(ctx, &in.shape, dt, &in.bufs, in.host, in.ref));
     long long n = tailor_shape_get(&in.shape, "n", 0), k = tailor_shape_get(&in.shape, "k", 0);
+    /* glu = 1: the product is w4a16_glu's (a gate|up stack of 2n rows, gated) */
+    const tailor_op *wm =
+        tailor_op_find(tailor_shape_get(&in.shape, "glu", 0) ? "w4a16_glu" : "w4a16_matmul");
     char mtext[128], rtext[96];
-    snprintf(mtext, sizeof mtext, "m=1,n=%lld,k=%lld,group=%lld,zp=%lld", n, k,
-             tailor_shape_get(&in.shape, "group", 0), tailor_shape_get(&in.shape, "zp", 0));
+    snprintf(mtext, sizeof mtext, "m=1,n=%lld,k=%lld,group=%lld,zp=%lld,s_ld=%lld", n, k,
+             tailor_shape_get(&in.shape, "group", 0), tailor_shape_get(&in.shape, "zp", 0),
+             tailor_shape_get(&in.shape, "s_ld", 0));
     snprintf(rtext, sizeof rtext, "rows=1,cols=%lld,mode=%lld", k,
              tailor_shape_get(&in.shape, "mode", 0));
     CHECK(test_op_inst_make(ctx, wm, mtext, dt, &mi));
@@ -531,8 +534,8 @@ static void check_pro_op(tailor_ctx *ctx, const char *text, tailor_dtype dt, uin
             worst = d > worst ? d : worst;
         }
     }
-    CHECKF(worst == 0, "%s: the prologue's reference differs from residual_norm + w4a16_matmul "
-           "by %g", text, worst);
+    CHECKF(worst == 0, "%s: the prologue's reference differs from residual_norm + %s by %g", text,
+           wm->name, worst);
     test_op_inst_free(&ri);
     test_op_inst_free(&mi);
     test_op_inst_free(&in);
@@ -678,6 +681,8 @@ int main(void)
     check_pro_op(ctx, "m=1,n=256,k=512,group=128,mode=0", TAILOR_DTYPE_BF16, SEED + 103);
     check_pro_op(ctx, "m=1,n=200,k=320,group=32,zp=1,mode=1", TAILOR_DTYPE_F16, SEED + 104);
     check_pro_op(ctx, "m=1,n=96,k=1536,group=64,mode=2", TAILOR_DTYPE_BF16, SEED + 105);
+    check_pro_op(ctx, "m=1,n=256,k=512,group=128,mode=0,glu=1", TAILOR_DTYPE_BF16, SEED + 110);
+    check_pro_op(ctx, "m=1,n=200,k=320,group=32,zp=1,mode=1,glu=1", TAILOR_DTYPE_F16, SEED + 111);
     check_glu_op(ctx, "m=1,n=256,k=512,group=128", TAILOR_DTYPE_BF16, SEED + 106);
     check_glu_op(ctx, "m=3,n=200,k=320,group=32,zp=1", TAILOR_DTYPE_F16, SEED + 107);
     check_glu_op(ctx, "m=1,n=6144,k=1536,group=128", TAILOR_DTYPE_BF16, SEED + 108);

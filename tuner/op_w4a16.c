@@ -423,13 +423,25 @@ static const tailor_shape_key w4a16_pro_keys[] = {
     {"k", -1, "input features: the hidden size, the seam's row width (a multiple of 32)"},
     W4_WEIGHT_KEYS,
     {"mode", 0, "the seam before: 0 x += norm(t), a = norm(x); 1 also x *= scalar; 2 a = x"},
+    {"glu", 0, "1: the weight is a gate|up stack of 2n rows, gated as w4a16_glu (s_ld: the "
+               "stack's; 0 = 2n rounded up to 16)"},
     {NULL, 0, NULL},
 };
+
+/* w4a16_glu's description of the gated product (forward: it follows below). */
+static tailor_status w4a16_glu_describe(tailor_ctx *ctx, const tailor_shape *shape,
+                                        tailor_dtype dtype, tailor_op_buffers *out);
+static tailor_shape glu_stack_shape(const tailor_shape *shape);
+static void glu_gate_rows(tailor_dtype dtype, const float *gu, size_t m, size_t n, float *h);
 
 static tailor_status w4a16_pro_describe(tailor_ctx *ctx, const tailor_shape *shape,
                                         tailor_dtype dtype, tailor_op_buffers *out)
 {
-    tailor_status st = w4a16_describe(ctx, shape, dtype, out);
+    long long glu = tailor_shape_get(shape, "glu", 0);
+    if (glu != 0 && glu != 1)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "w4a16_pro: glu=%lld must be 0 or 1", glu);
+    tailor_status st = glu ? w4a16_glu_describe(ctx, shape, dtype, out)
+                           : w4a16_describe(ctx, shape, dtype, out);
     if (st)
         return tailor_wrap_error(ctx, "w4a16_pro");
     w4a16_dims d = dims_of(shape);
@@ -445,9 +457,12 @@ static tailor_status w4a16_pro_describe(tailor_ctx *ctx, const tailor_shape *sha
      * and one element of it may round the other way in a correct kernel (its fp32 statistics
      * differ in the last bits): one step of a at its bound times the largest weight */
     int io = find_buffer(out, "out");
-    double rtol, w_max = (d.zp ? 15.0 : 8.0) * W4_SCALE_MAX;
-    tolerance_scaled(&d, dtype, 2.0, TAILOR_PRO_A_MAX, &out->b[io].atol, &rtol);
-    out->b[io].atol += ldexp(w_max, (int)floor(log2(TAILOR_PRO_A_MAX)) - (bf ? 7 : 10));
+    double atol, rtol, w_max = (d.zp ? 15.0 : 8.0) * W4_SCALE_MAX;
+    tolerance_scaled(&d, dtype, 2.0, TAILOR_PRO_A_MAX, &atol, &rtol);
+    atol += ldexp(w_max, (int)floor(log2(TAILOR_PRO_A_MAX)) - (bf ? 7 : 10));
+    if (glu) /* the gated product's bound (w4a16_glu_describe) over the normed row's sigma */
+        atol *= 2.2 * 4 * 2.0 * W4_SCALE_SIGMA * sqrt((d.zp ? 42.5 : 21.5) * (double)d.k);
+    out->b[io].atol = atol;
     out->b[i++] = (tailor_buffer_spec){"x_in", TAILOR_DTYPE_F32, k, TAILOR_BUF_IN, 0, 0};
     out->b[i++] = tailor_seam_x_spec("x_out", dtype, k, TAILOR_BUF_OUT);
     out->b[i++] = tailor_seam_y_spec(dtype, k);
@@ -459,7 +474,8 @@ static tailor_status w4a16_pro_describe(tailor_ctx *ctx, const tailor_shape *sha
 static void w4a16_pro_fill(const tailor_shape *shape, tailor_dtype dtype,
                            const tailor_op_buffers *bufs, void *const *host, uint64_t seed)
 {
-    w4a16_dims d = dims_of(shape);
+    tailor_shape stack = glu_stack_shape(shape);
+    w4a16_dims d = dims_of(tailor_shape_get(shape, "glu", 0) ? &stack : shape);
     tailor_w4a16_layout lay;
     if (layout_of(NULL, &d, &lay) != TAILOR_OK)
         return; /* describe refused this shape already */
@@ -496,24 +512,41 @@ static tailor_status w4a16_pro_reference(tailor_ctx *ctx, const tailor_shape *sh
         tailor_dtype_store(dtype, &r, 0, ref[iy][i]);
         a[i] = tailor_dtype_load(dtype, &r, 0);
     }
-    if (st == TAILOR_OK)
-        st = w4a16_ref_product(ctx, shape, dtype, bufs, host, a, ref[find_buffer(bufs, "out")]);
+    float *out = ref[find_buffer(bufs, "out")];
+    if (st == TAILOR_OK && tailor_shape_get(shape, "glu", 0)) { /* the stack's product, gated */
+        tailor_shape stack = glu_stack_shape(shape);
+        float *gu = malloc(2 * (size_t)d.n * sizeof *gu);
+        st = gu ? w4a16_ref_product(ctx, &stack, dtype, bufs, host, a, gu)
+                : tailor_set_error(ctx, TAILOR_ERR_NOMEM, "w4a16_pro reference: out of memory");
+        if (st == TAILOR_OK)
+            glu_gate_rows(dtype, gu, 1, (size_t)d.n, out);
+        free(gu);
+    } else if (st == TAILOR_OK) {
+        st = w4a16_ref_product(ctx, shape, dtype, bufs, host, a, out);
+    }
     free(t);
     free(a);
     return st;
 }
 
+static double w4a16_glu_bytes(const tailor_shape *shape, tailor_dtype dtype);
+static double w4a16_glu_flops(const tailor_shape *shape, tailor_dtype dtype);
+
 static double w4a16_pro_bytes(const tailor_shape *shape, tailor_dtype dtype)
 {
     w4a16_dims d = dims_of(shape);
     double k = (double)d.k, e = (double)tailor_dtype_size(dtype);
-    return w4a16_bytes(shape, dtype) + k * (8 + 3 * e); /* + x in and out, y, the norm weights */
+    double product = tailor_shape_get(shape, "glu", 0) ? w4a16_glu_bytes(shape, dtype)
+                                                       : w4a16_bytes(shape, dtype);
+    return product + k * (8 + 3 * e); /* + x in and out, y, the norm weights */
 }
 
 static double w4a16_pro_flops(const tailor_shape *shape, tailor_dtype dtype)
 {
     w4a16_dims d = dims_of(shape);
-    return w4a16_flops(shape, dtype) + 10.0 * (double)d.k;
+    double product = tailor_shape_get(shape, "glu", 0) ? w4a16_glu_flops(shape, dtype)
+                                                       : w4a16_flops(shape, dtype);
+    return product + 10.0 * (double)d.k;
 }
 
 const tailor_op tailor_op_w4a16_pro = {
@@ -598,6 +631,18 @@ static float glu4_round(tailor_dtype dtype, float v)
     return tailor_dtype_load(dtype, &t, 0);
 }
 
+/* h[i, j] = gelu_tanh(g) * u of the stack's products gu [m, 2n] (gate j, up n + j), with
+ * transformers' roundings. */
+static void glu_gate_rows(tailor_dtype dtype, const float *gu, size_t m, size_t n, float *h)
+{
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < n; j++) {
+            float g = glu4_round(dtype, gu[i * 2 * n + j]);
+            float u = glu4_round(dtype, gu[i * 2 * n + n + j]);
+            h[i * n + j] = glu4_round(dtype, glu4_gelu(g)) * u;
+        }
+}
+
 static tailor_status w4a16_glu_reference(tailor_ctx *ctx, const tailor_shape *shape,
                                          tailor_dtype dtype, const tailor_op_buffers *bufs,
                                          void *const *host, float *const *ref)
@@ -615,13 +660,8 @@ static tailor_status w4a16_glu_reference(tailor_ctx *ctx, const tailor_shape *sh
         a[i] = tailor_dtype_load(dtype, host[ia], i);
     if (st == TAILOR_OK)
         st = w4a16_ref_product(ctx, &stack, dtype, bufs, host, a, gu);
-    float *h = ref[find_buffer(bufs, "out")];
-    for (size_t i = 0; st == TAILOR_OK && i < m; i++)
-        for (size_t j = 0; j < n; j++) {
-            float g = glu4_round(dtype, gu[i * 2 * n + j]);
-            float u = glu4_round(dtype, gu[i * 2 * n + n + j]);
-            h[i * n + j] = glu4_round(dtype, glu4_gelu(g)) * u;
-        }
+    if (st == TAILOR_OK)
+        glu_gate_rows(dtype, gu, m, n, ref[find_buffer(bufs, "out")]);
     free(a);
     free(gu);
     return st;

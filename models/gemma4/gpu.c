@@ -183,10 +183,11 @@ static tailor_status pay_seam(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4g_m
     g4g_put(&s, "n", n);
     g4g_put(&s, "k", w->k);
     g4g_put(&s, "mode", g->owed.mode);
-    if (w->int4) { /* int4: the plain product only (glu is 0 for them) */
+    if (w->int4) { /* int4: plain, or a gate|up stack gated (glu 1; no PLE input) */
         g4g_put(&s, "group", w->group);
         g4g_put(&s, "zp", w->zp);
         g4g_put(&s, "s_ld", w->s_ld);
+        g4g_put(&s, "glu", glu);
     } else {
         g4g_put(&s, "glu", glu);
         g4g_put(&s, "u_ld", glu == 2 ? u_ld : 0);
@@ -330,6 +331,8 @@ static tailor_status glu(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4g_mat *w
 static tailor_status glu4(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4g_mat *w, int n,
                           CUdeviceptr h)
 {
+    if (seam_payable(g, w, g->y, 1)) /* --seams prologue: w4a16_pro with glu = 1 */
+        return pay_seam(ctx, g, w, n, 1, 0, 0, h);
     tailor_status st = seam_settle(ctx, g);
     if (st)
         return st;
