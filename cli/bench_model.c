@@ -104,7 +104,8 @@ static void model_usage(void)
 {
     printf("usage: tailor bench model (--model DIR | --preset NAME) [--quantize w4a16]\n"
            "         [--quantize-head] [--prompt-len N] [--decode N] [--cache FILE]\n"
-           "         [--profile] [--no-pdl] [--separate-gating] [--attention-q-prep]\n"
+           "         [--profile] [--no-pdl] [--separate-gating] [--separate-q-prep]\n"
+           "         [--attention-q-prep]\n"
            "         [--seams kernel|prologue|epilogue] [--knockout OP[:k=v,...]]... [--json]\n\n"
            "Gemma 4 end to end on the GPU: prefill and decode tok/s, time to first token, peak host\n"
            "memory of the load, GPU memory, decode against the bandwidth bound (weight bytes per\n"
@@ -112,7 +113,9 @@ static void model_usage(void)
            "weights of the preset's shapes are made on the GPU. --profile: one decode step kernel\n"
            "by kernel; --quantize-head: the LM head as an int4 copy of the embedding (group 128);\n"
            "--no-pdl: no programmatic dependent launch; --separate-gating: the MLP and PLE\n"
-           "gating as their own kernels instead of GEMV epilogues; --attention-q-prep: q's norm and\n"
+           "gating as their own kernels instead of GEMV epilogues; --separate-q-prep: q's norm and\n"
+           "RoPE in a kernel of their own on every layer (else folded into the K/V store where a\n"
+           "layer has one); --attention-q-prep: q's norm and\n"
            "RoPE inside decode attention instead of a kernel before it; --seams: the layer seams as\n"
            "their own kernels, in the next GEMV (the default before 16-bit ones) or in the\n"
            "projection's last block (all for comparisons). --knockout (repeatable): skip every\n"
@@ -135,12 +138,13 @@ int bench_model(int argc, char **argv)
                                          {"seams", required_argument, 0, 'U'},
                                          {"separate-gating", no_argument, 0, 'G'},
                                          {"attention-q-prep", no_argument, 0, 'Q'},
+                                         {"separate-q-prep", no_argument, 0, 'S'},
                                          {"quantize-head", no_argument, 0, 'H'},
                                          {"knockout", required_argument, 0, 'K'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     const char *model = NULL, *preset = NULL, *quant = NULL, *cache_file = NULL;
-    int plen = 512, ndec = 128, json = 0, profile = 0, no_pdl = 0, seams = 0, sepgate = 0, qprep = 0, qhead = 0, c;
+    int plen = 512, ndec = 128, json = 0, profile = 0, no_pdl = 0, seams = 0, sepgate = 0, qprep = 0, qhead = 0, sepq = 0, c;
     char knock[256] = "";
     optind = 1;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -162,6 +166,7 @@ int bench_model(int argc, char **argv)
             break;
         case 'G': sepgate = 1; break;
         case 'Q': qprep = 1; break;
+        case 'S': sepq = 1; break;
         case 'H': qhead = 1; break;
         case 'K':
             if (add_knockout(knock, sizeof knock, optarg))
@@ -207,7 +212,8 @@ int bench_model(int argc, char **argv)
         s = tailor_kernels_create(ctx, gpu, cache, NULL, 1, &ks);
     tailor_gemma4_gpu_opts o = {.max_tokens = plen + ndec + 1, .dtype = -1, .quantize = quant != NULL,
                                 .no_pdl = no_pdl, .seams = seams,
-                                .separate_gating = sepgate, .attention_q_prep = qprep,
+                                .separate_gating = sepgate, .separate_q_prep = sepq,
+                                .attention_q_prep = qprep,
                                 .quantize_head = qhead, .knockout = knock};
     double tl0 = now_s();
     if (s == TAILOR_OK)

@@ -1,6 +1,6 @@
 -- gemma4_kv_store.lua — search space of templates/gemma4_kv_store.cu (op "gemma4_kv_store";
--- shape keys tokens, kv_heads, head_dim, slots, lin). One block per (token, KV head); the space
--- is the block size.
+-- shape keys tokens, kv_heads, head_dim, slots, lin, q_heads). One block per (token, KV head),
+-- and per (token, q head) when q is folded in; the space is the block size.
 return {
   op = "gemma4_kv_store",
   source = "gemma4_kv_store.cu",
@@ -9,7 +9,9 @@ return {
   params = { THREADS = { 32, 64, 128, 256 } },
 
   defines = function(p, shape, dtype, device)
-    return { HEAD_DIM = shape.head_dim, LIN = shape.lin }
+    local d = { HEAD_DIM = shape.head_dim, LIN = shape.lin }
+    if shape.q_heads > 0 then d.QH = shape.q_heads end -- (the template's default: 0)
+    return d
   end,
 
   valid = function(p, shape, dtype, device)
@@ -33,12 +35,20 @@ return {
     return 4 * (p.THREADS // 32)
   end,
   smem_dynamic = function(p, shape, dtype, device) return 0 end,
-  grid = function(p, shape, dtype, device) return { shape.tokens, shape.kv_heads, 1 } end,
+  grid = function(p, shape, dtype, device)
+    return { shape.tokens, shape.kv_heads + shape.q_heads, 1 }
+  end,
 
   args = function(p, shape, dtype, device)
     local lin = shape.lin ~= 0
-    return { "k_cache", "v_cache", "positions", lin and "k_lin" or "k_cache",
-             lin and "v_lin" or "v_cache", "k", "v", "w", "inv_freq", "pos",
-             { i32 = "kv_heads" }, { i32 = "slots" } }
+    local a = { "k_cache", "v_cache", "positions", lin and "k_lin" or "k_cache",
+                lin and "v_lin" or "v_cache", "k", "v", "w", "inv_freq", "pos",
+                { i32 = "kv_heads" }, { i32 = "slots" } }
+    if shape.q_heads > 0 then
+      a[#a + 1] = "q"
+      a[#a + 1] = "wq"
+      a[#a + 1] = "q_out"
+    end
+    return a
   end,
 }

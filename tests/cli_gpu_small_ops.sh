@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # cli_gpu_small_ops.sh — Gemma 4's small ops on a live GPU: every survivor of residual_norm,
-# qk_norm_rope, gelu_gate, embed and softcap_argmax checked against its C reference over the
+# qk_norm_rope, gelu_gate, embed, softcap_argmax and gemma4_kv_store checked against its C
+# reference over the
 # E2B/E4B/31B widths (hidden 1536/2560/5376, heads 8/32, head dims 256/512, vocab 262144), in
 # bf16 and fp16, and rehearsed for the T4 (fp16, compute_75 PTX, the T4's budget).
 set -u
@@ -64,6 +65,15 @@ for rows in 1 3; do
 done
 tune softcap_argmax rows=2,vocab=262144,in_f32=1 bf16
 tune softcap_argmax rows=2,vocab=262144 fp16
+
+# gemma4_kv_store: decode (a ring and a full layer, with q folded in: q_heads) and prefill rows
+for hd in 256 512; do
+  tune gemma4_kv_store tokens=1,kv_heads=1,head_dim=$hd,slots=512 bf16
+  tune gemma4_kv_store tokens=1,kv_heads=1,head_dim=$hd,slots=512,q_heads=8 bf16
+  tune gemma4_kv_store tokens=1,kv_heads=4,head_dim=$hd,slots=4096,q_heads=32 fp16
+  tune gemma4_kv_store tokens=9,kv_heads=2,head_dim=$hd,slots=64,lin=1 bf16
+done
+tune gemma4_kv_store tokens=1,kv_heads=1,head_dim=256,slots=512,q_heads=8 fp16 --rehearse t4
 
 # the T4 rehearsed: fp16, its budget, compute_75 PTX run here
 tune residual_norm rows=7,cols=1536,mode=1 fp16 --rehearse t4

@@ -56,6 +56,7 @@ t4 fp16 gelu_gate rows=1,inter=6144
 h200 bf16 embed tokens=1,cols=1536,vocab=262144,scale_dim=1536,out_f32=1
 h200 bf16 gemma4_ple tokens=1,layers=35,dim=256,hidden=1536
 t4 fp16 gemma4_kv_store tokens=1,kv_heads=1,head_dim=256,slots=512,lin=0
+h200 bf16 gemma4_kv_store tokens=1,kv_heads=1,head_dim=512,slots=4096,q_heads=8
 h200 bf16 gemma4_kv_gather rows=512,kv_heads=1,head_dim=256,slots=512,first=0
 h200 bf16 gemma4_fill words=1048576,mode=1
 h200 bf16 softcap_argmax rows=1,vocab=262144

@@ -14,6 +14,10 @@ check "e2b lists head_dim 512 decode attention (MQA)" grep -q "^attention_decode
 check "e2b lists the sliding window of 512" grep -q "^attention_prefill .*head_dim=256.*window=512" <<<"$out"
 # W4A16 decode runs q|k|v and gate|up as stacks (one GEMV each); prefill runs their parts with
 # the stack's scale row stride
+check "e2b decode folds q's norm and RoPE into the K/V store where a layer has one" \
+  grep -q "^gemma4_kv_store .*head_dim=256,kv_heads=1,lin=0,q_heads=8,slots=512,tokens=1" <<<"$out"
+check "e2b decode runs no separate q prep from the q|k|v stack (inplace=0) any more" \
+  bash -c "! grep -qE '^qk_norm_rope .*inplace=0,.*tokens=1,' <<<\"\$1\"" _ "$out"
 check "e2b W4A16 decode runs the q|k|v stack as one GEMV" \
   grep -q "^w4a16_matmul .*k=1536,m=1,n=2560,s_ld=0" <<<"$out"
 check "e2b W4A16 decode runs the 12288-wide gate|up stack as one gated GEMV (w4a16_glu)" \

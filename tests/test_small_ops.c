@@ -267,6 +267,72 @@ static void test_qk_norm_rope_proportional(tailor_ctx *ctx)
 
 /* ---- gelu_gate ---- */
 
+/* gemma4_kv_store with q folded in (q_heads): its q_out against qk_norm_rope's reference of the
+ * same q, weight, positions and frequencies (two references of one computation, within q_out's
+ * tolerance), both RoPE kinds; its k/v outputs as without q; q with lin refused. */
+static void check_kv_store_q(tailor_ctx *ctx, int head_dim, int rope, tailor_dtype dt)
+{
+    char ks[128], qs[128];
+    snprintf(ks, sizeof ks, "tokens=1,kv_heads=1,head_dim=%d,slots=64,q_heads=8", head_dim);
+    snprintf(qs, sizeof qs, "tokens=1,heads=8,head_dim=%d,rope=%d", head_dim, rope);
+    host_inst k, q, plain;
+    if (inst_make(ctx, &k, "gemma4_kv_store", ks, dt))
+        return;
+    if (inst_make(ctx, &q, "qk_norm_rope", qs, dt)) {
+        inst_free(&k);
+        return;
+    }
+    /* qk_norm_rope's inputs into kv_store's: q, its weight, the position, the frequencies */
+    size_t n = (size_t)8 * (size_t)head_dim;
+    for (size_t i = 0; i < n; i++)
+        set_at(&k, "q", i, in_at(&q, "x", i));
+    for (size_t i = 0; i < (size_t)head_dim; i++)
+        set_at(&k, "wq", i, in_at(&q, "w", i));
+    memcpy(k.t.host[inst_buf(&k, "inv_freq")], q.t.host[inst_buf(&q, "inv_freq")],
+           (size_t)head_dim / 2 * sizeof(float));
+    ((int32_t *)k.t.host[inst_buf(&k, "pos")])[0] = ((int32_t *)q.t.host[inst_buf(&q, "pos")])[0];
+    if (inst_reference(ctx, &k) == 0 && inst_reference(ctx, &q) == 0) {
+        const tailor_buffer_spec *spec = &k.t.bufs.b[inst_buf(&k, "q_out")];
+        double worst = 0;
+        for (size_t i = 0; i < n; i++)
+            worst = fmax(worst, test_tol_ratio(spec, ref_of(&k, "q_out")[i], ref_of(&q, "out")[i]));
+        CHECKF(worst <= 1.0, "kv_store's q (head_dim %d, rope %d) off qk_norm_rope's by %.3f of "
+               "its tolerance", head_dim, rope, worst);
+        printf("gemma4_kv_store q_heads=8 head_dim=%d rope=%d %s: worst |diff|/tol %.4f\n",
+               head_dim, rope, tailor_dtype_name(dt), worst);
+        /* the k/v side as without q */
+        snprintf(ks, sizeof ks, "tokens=1,kv_heads=1,head_dim=%d,slots=64", head_dim);
+        if (inst_make(ctx, &plain, "gemma4_kv_store", ks, dt) == 0) {
+            const char *same[] = {"k", "v", "w", "inv_freq", "pos", "k_cache", "v_cache",
+                                  "positions"};
+            for (int b = 0; b < 8; b++) {
+                int x = inst_buf(&k, same[b]), y = inst_buf(&plain, same[b]);
+                memcpy(plain.t.host[y], k.t.host[x],
+                       k.t.bufs.b[x].count * tailor_dtype_size(k.t.bufs.b[x].dtype));
+            }
+            if (inst_reference(ctx, &plain) == 0)
+                for (int b = 5; b < 8; b++) {
+                    int x = inst_buf(&k, same[b]), y = inst_buf(&plain, same[b]);
+                    CHECKF(memcmp(k.t.ref[x], plain.t.ref[y],
+                                  k.t.bufs.b[x].count * sizeof(float)) == 0,
+                           "kv_store's %s changes when q is folded in", same[b]);
+                }
+            inst_free(&plain);
+        }
+    }
+    inst_free(&q);
+    inst_free(&k);
+}
+
+static void test_kv_store_q(tailor_ctx *ctx)
+{
+    check_kv_store_q(ctx, 256, 1, TAILOR_DTYPE_BF16);
+    check_kv_store_q(ctx, 512, 2, TAILOR_DTYPE_BF16);
+    check_kv_store_q(ctx, 256, 1, TAILOR_DTYPE_F16);
+    check_refused(ctx, "gemma4_kv_store", "tokens=4,kv_heads=1,head_dim=256,slots=64,lin=1,q_heads=8",
+                  TAILOR_DTYPE_BF16);
+}
+
 static void test_gelu_gate(tailor_ctx *ctx)
 {
     host_inst h;
@@ -414,6 +480,7 @@ int main(void)
     test_residual_norm_modes(ctx);
     test_qk_norm_rope_hand(ctx);
     test_qk_norm_rope_proportional(ctx);
+    test_kv_store_q(ctx);
     test_gelu_gate(ctx);
     test_embed(ctx);
     test_softcap_argmax(ctx);

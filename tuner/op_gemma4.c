@@ -10,7 +10,9 @@
  *   tail attention_prefill reads). k and v are [tokens, kv_heads * head_dim] raw projections
  *   (bind the same buffer twice on K=V layers: V is the raw K). inv_freq [head_dim/2] fp32 holds
  *   the layer's RoPE frequencies (0 for pairs proportional RoPE leaves alone: an exact identity).
- *   Tokens of one launch must fall on distinct slots (tokens <= slots).
+ *   Tokens of one launch must fall on distinct slots (tokens <= slots). With q_heads (decode,
+ *   lin = 0) also q_out[t, h, :] = T(RoPE(RMSNorm_wq(q[t, h, :]), p)): the layer's q prepared
+ *   as k is, which qk_norm_rope would do in a launch of its own.
  * gemma4_kv_gather: rows [0, rows) of k_lin / v_lin [rows, kv_heads, head_dim] = the cache rows
  *   of positions first .. first + rows - 1 (slot = position mod slots): the history a prefill
  *   chunk attends to, in attention_prefill's linear layout.
@@ -51,6 +53,8 @@ static double g4_dim(const tailor_shape *s, const char *k) { return (double)tail
 /* ---- gemma4_kv_store -------------------------------------------------------------------------- */
 
 enum { KS_K = 0, KS_V, KS_W, KS_INV_FREQ, KS_POS, KS_KC, KS_VC, KS_POSITIONS, KS_KLIN, KS_VLIN };
+/* With q_heads (decode, lin = 0) the layer's q follows in the slots lin would take. */
+enum { KS_Q = KS_KLIN, KS_WQ, KS_QOUT };
 
 static const tailor_shape_key kv_store_keys[] = {
     {"tokens", -1, "new tokens (1 for a decode step)"},
@@ -58,6 +62,8 @@ static const tailor_shape_key kv_store_keys[] = {
     {"head_dim", -1, "head width (256 sliding, 512 full)"},
     {"slots", -1, "cache slots: the window W of a sliding layer's ring, the capacity of a full one"},
     {"lin", 0, "1: also write the rows to k_lin / v_lin (prefill)"},
+    {"q_heads", 0, "decode (lin 0): also q = RoPE(RMSNorm_wq(q)) of this many heads into q_out, "
+                   "the qk_norm_rope launch before it folded in"},
     {NULL, 0, NULL},
 };
 
@@ -67,6 +73,11 @@ static tailor_status kv_store_describe(tailor_ctx *ctx, const tailor_shape *shap
     long long t = tailor_shape_get(shape, "tokens", 0), h = tailor_shape_get(shape, "kv_heads", 0);
     long long d = tailor_shape_get(shape, "head_dim", 0), s = tailor_shape_get(shape, "slots", 0);
     int lin = tailor_shape_get(shape, "lin", 0) != 0;
+    long long qh = tailor_shape_get(shape, "q_heads", 0);
+    if (qh < 0 || (qh > 0 && lin))
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                                "gemma4_kv_store: q_heads=%lld must be 0, or positive with lin=0 "
+                                "(q is folded in for decode only)", qh);
     if (t <= 0 || h <= 0 || d <= 0 || d % 2 != 0 || s < t)
         return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
                                 "gemma4_kv_store: tokens=%lld, kv_heads=%lld and an even "
@@ -92,6 +103,13 @@ static tailor_status kv_store_describe(tailor_ctx *ctx, const tailor_shape *shap
         out->b[KS_KLIN] = (tailor_buffer_spec){"k_lin", dtype, n, TAILOR_BUF_OUT, 1e-4, rt};
         out->b[KS_VLIN] = (tailor_buffer_spec){"v_lin", dtype, n, TAILOR_BUF_OUT, 1e-4, rt};
     }
+    if (qh > 0) { /* tolerances as qk_norm_rope's */
+        size_t nq = (size_t)(t * qh * d);
+        out->count = 11;
+        out->b[KS_Q] = (tailor_buffer_spec){"q", dtype, nq, TAILOR_BUF_IN, 0, 0};
+        out->b[KS_WQ] = (tailor_buffer_spec){"wq", dtype, (size_t)d, TAILOR_BUF_IN, 0, 0};
+        out->b[KS_QOUT] = (tailor_buffer_spec){"q_out", dtype, nq, TAILOR_BUF_OUT, 1e-4, rt};
+    }
     return TAILOR_OK;
 }
 
@@ -105,9 +123,10 @@ static void kv_store_fill(const tailor_shape *shape, tailor_dtype dtype,
             continue;
         for (size_t i = 0; i < bufs->b[b].count; i++) {
             float v = g4_uniform(&s);
-            if (b == KS_K || b == KS_V)
+            int qs = bufs->count == 11; /* q folded in: KS_Q and KS_WQ are q's */
+            if (b == KS_K || b == KS_V || (qs && b == KS_Q))
                 v *= 4.0f; /* raw projections, of any scale */
-            else if (b == KS_W)
+            else if (b == KS_W || (qs && b == KS_WQ))
                 v = 1.0f + 0.5f * v;
             if (b == KS_INV_FREQ) /* default RoPE, theta 1e4 */
                 ((float *)host[b])[i] = 1.0f / powf(10000.0f, (float)(2 * i) / (float)d);
@@ -152,19 +171,30 @@ static tailor_status kv_store_reference(tailor_ctx *ctx, const tailor_shape *sha
     for (int b = KS_KC; b <= KS_POSITIONS; b++)
         for (size_t i = 0; i < bufs->b[b].count; i++)
             ref[b][i] = tailor_dtype_load(bufs->b[b].dtype, host[b], i);
-    float *src = malloc(2 * (size_t)d * sizeof *src), *w = malloc((size_t)d * sizeof *w);
+    float *src = malloc(2 * (size_t)d * sizeof *src), *w = malloc(2 * (size_t)d * sizeof *w);
     if (!src || !w) {
         free(src);
         free(w);
         return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "gemma4_kv_store: out of memory");
     }
-    float *dst = src + d;
-    for (int j = 0; j < d; j++)
+    float *dst = src + d, *wq = w + d; /* wq: q's norm weight, when q is folded in */
+    int QH = (int)tailor_shape_get(shape, "q_heads", 0);
+    for (int j = 0; j < d; j++) {
         w[j] = tailor_dtype_load(dtype, host[KS_W], (size_t)j);
+        wq[j] = QH > 0 ? tailor_dtype_load(dtype, host[KS_WQ], (size_t)j) : 0.0f;
+    }
     const float *freq = host[KS_INV_FREQ];
     for (int t = 0; t < T; t++) {
         int p = ((const int32_t *)host[KS_POS])[t], slot = p % S;
         ref[KS_POSITIONS][slot] = (float)p;
+        for (int h = 0; h < QH; h++) { /* q, normed with wq and rotated as k */
+            size_t in = ((size_t)t * QH + h) * d;
+            for (int j = 0; j < d; j++)
+                src[j] = tailor_dtype_load(dtype, host[KS_Q], in + j);
+            kv_store_row(src, wq, freq, p, d, dst);
+            for (int j = 0; j < d; j++)
+                ref[KS_QOUT][in + j] = dst[j];
+        }
         for (int h = 0; h < H; h++) {
             size_t in = ((size_t)t * H + h) * d, at = ((size_t)h * S + slot) * d;
             for (int kv = 0; kv < 2; kv++) {
@@ -187,13 +217,17 @@ static tailor_status kv_store_reference(tailor_ctx *ctx, const tailor_shape *sha
 static double kv_store_bytes(const tailor_shape *shape, tailor_dtype dtype)
 {
     double n = g4_dim(shape, "tokens") * g4_dim(shape, "kv_heads") * g4_dim(shape, "head_dim");
-    return n * (double)tailor_dtype_size(dtype) * (tailor_shape_get(shape, "lin", 0) ? 6 : 4);
+    double nq = g4_dim(shape, "tokens") * (double)tailor_shape_get(shape, "q_heads", 0) *
+                g4_dim(shape, "head_dim");
+    return (n * (tailor_shape_get(shape, "lin", 0) ? 6 : 4) + 2 * nq) *
+           (double)tailor_dtype_size(dtype);
 }
 
 static double kv_store_flops(const tailor_shape *shape, tailor_dtype dtype)
 {
     (void)dtype;
-    return 10.0 * g4_dim(shape, "tokens") * g4_dim(shape, "kv_heads") * g4_dim(shape, "head_dim");
+    double heads = g4_dim(shape, "kv_heads") + (double)tailor_shape_get(shape, "q_heads", 0);
+    return 10.0 * g4_dim(shape, "tokens") * heads * g4_dim(shape, "head_dim");
 }
 
 const tailor_op tailor_op_gemma4_kv_store = {

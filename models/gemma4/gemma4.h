@@ -201,6 +201,9 @@ typedef struct tailor_gemma4_gpu_opts {
     int separate_gating; /* 1: decode runs the MLP and PLE gating as gelu_gate kernels after
                             their GEMVs; 0 (default): in the 16-bit GEMV's epilogue (matmul_glu,
                             70 fewer launches per E2B token) */
+    int separate_q_prep; /* 1: decode prepares q in a qk_norm_rope launch on every layer; 0
+                            (default): on the layers that store K and V it is folded into that
+                            launch (gemma4_kv_store q_heads, 15 fewer launches per E2B token) */
     int attention_q_prep; /* 1: decode attention normalises and rotates the raw q itself
                              (attention_decode prep=1, 35 fewer launches per E2B token); 0
                              (default): a qk_norm_rope kernel before it, which measured faster

@@ -55,6 +55,7 @@ struct tailor_gemma4_gpu {
     g4g_mat lm;                 /* the int4 LM head (an int4 copy of the embedding), or empty */
     int glu_epilogue;           /* !opts.separate_gating: decode gating in the GEMV epilogue */
     int q_prep_in_attention;    /* opts.attention_q_prep: decode attention prepares raw q */
+    int q_prep_in_kv_store;     /* !opts.separate_q_prep: decode folds q's prep into K/V's store */
     char knockout[256];         /* opts.knockout ("" = none): ops whose launches are skipped */
     int seam_epilogue;          /* opts.seams EPILOGUE: decode seams in the GEMV epilogue */
     int seam_prologue;          /* opts.seams PROLOGUE or DEFAULT: decode seams in the next

@@ -402,9 +402,10 @@ static int hist_rows(const tailor_gemma4_gpu *g, int i, int p0)
 
 /* K and V of the T new rows into layer i's cache; in prefill also the linear history + rows.
  * kraw, vraw: the raw projections when already computed (a decode stack), else 0: projected
- * here into g->kb, g->vb. */
+ * here into g->kb, g->vb. qraw (one decode row, else 0): the raw q, prepared in the same launch
+ * into g->qb (gemma4_kv_store q_heads) instead of by prep_q. */
 static tailor_status kv_update(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int T, int p0,
-                               int decode, CUdeviceptr kraw, CUdeviceptr vraw)
+                               int decode, CUdeviceptr kraw, CUdeviceptr vraw, CUdeviceptr qraw)
 {
     const tailor_gemma4_layer *ly = &g->cfg.layer[i];
     g4g_layer *L = &g->layers[i];
@@ -443,6 +444,8 @@ static tailor_status kv_update(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int
     g4g_put(&s, "head_dim", (long long)hd);
     g4g_put(&s, "slots", L->slots);
     g4g_put(&s, "lin", decode ? 0 : 1);
+    if (qraw)
+        g4g_put(&s, "q_heads", g->cfg.n_heads);
     CUdeviceptr kl = decode ? L->kc : off(L->klin, (size_t)nh * nkv * hd, es);
     CUdeviceptr vl = decode ? L->vc : off(L->vlin, (size_t)nh * nkv * hd, es);
     tailor_binding b[] = {{"k", kraw},
@@ -454,12 +457,15 @@ static tailor_status kv_update(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int
                           {"v_cache", L->vc},
                           {"positions", L->positions},
                           {"k_lin", kl},
-                          {"v_lin", vl}};
+                          {"v_lin", vl},
+                          {"q", qraw},
+                          {"wq", L->q_norm},
+                          {"q_out", g->qb}};
     tailor_shape t = s;
     long long ts = tuned_slots(g, i);
     g4g_put(&t, "slots", ts);
     g4g_put(&t, "tokens", tuned_rows(T, ts < g->tchunk ? ts : g->tchunk));
-    return g4g_run(ctx, g, "gemma4_kv_store", &t, &s, b, 10);
+    return g4g_run(ctx, g, "gemma4_kv_store", &t, &s, b, qraw ? 13 : 10);
 }
 
 /* q of layer i normed and rotated (op qk_norm_rope) from x (g->qb itself, or a q|k|v stack's
@@ -538,11 +544,13 @@ static tailor_status layer(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int T, 
         return st;
     /* one decode row, when asked: attention_decode normalises and rotates q itself (prep=1) */
     CUdeviceptr raw_q = decode && T == 1 && g->q_prep_in_attention ? (stacked ? g->dec : g->qb) : 0;
-    if (!raw_q && (st = prep_q(ctx, g, i, T, stacked ? g->dec : g->qb)))
+    /* else, one decode row of a layer that stores K and V: q prepared in that launch */
+    CUdeviceptr q_in_kv = !raw_q && stacked && !ly->kv_shared && g->q_prep_in_kv_store ? g->dec : 0;
+    if (!raw_q && !q_in_kv && (st = prep_q(ctx, g, i, T, stacked ? g->dec : g->qb)))
         return st;
     CUdeviceptr kraw = stacked ? off(g->dec, qn, g->es) : 0;
     CUdeviceptr vraw = stacked ? off(g->dec, qn + kvn, g->es) : 0;
-    if (!ly->kv_shared && (st = kv_update(ctx, g, i, T, p0, decode, kraw, vraw)))
+    if (!ly->kv_shared && (st = kv_update(ctx, g, i, T, p0, decode, kraw, vraw, q_in_kv)))
         return st;
     if ((st = attend(ctx, g, i, T, p0, decode, raw_q)))
         return st;

@@ -698,6 +698,7 @@ static void configure(tailor_gemma4_gpu *g, const tailor_gemma4_config *cfg,
     g->quantize_head = o->quantize_head;
     g->glu_epilogue = !o->separate_gating;
     g->q_prep_in_attention = o->attention_q_prep != 0;
+    g->q_prep_in_kv_store = !o->separate_q_prep;
     snprintf(g->knockout, sizeof g->knockout, "%s", o->knockout ? o->knockout : "");
     g->seam_epilogue = o->seams == TAILOR_GEMMA4_SEAMS_EPILOGUE;
     g->seam_prologue = o->seams == TAILOR_GEMMA4_SEAMS_PROLOGUE ||
