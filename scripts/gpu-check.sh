@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu-check.sh — on the GPU machine: build, run every GPU test, then the benchmarks; logs go to
 # $OUT (ctest.txt, bench.txt, model.txt, ...) and a short summary is printed last.
-#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|probe|pdl|glu|all] [ctest -R regex]
+#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|probe|pdl|fused|fused-bench|all] [ctest -R regex]
 # quick: the GPU tests with the long scripts in their smoke subsets (MATMUL_QUICK, W4A16_QUICK,
 # ATTN_QUICK), fitting one 10-minute device call; model: Gemma 4 E2B decode and prefill figures
 # with the same-run comparisons (PDL off, gating kernels, each place of the seams, q prepared
@@ -10,9 +10,10 @@
 # profile: ncu reports of the int4 GEMV and the decode attention kernels (ncu.txt); probe: the
 # launch and DRAM-read floors beside the tuned kernels of the same shapes (probe.txt); pdl: the
 # decode step with the small kernels between GEMVs triggering their dependents before their own
-# wait, against the committed order (scripts/probe/pdl_variants.sh, pdl.txt; ~8 minutes); glu:
-# the int4 gated GEMV (w4a16_glu) verified (cli_gpu_w4a16 quick, test_gpu_gemma4 on the asym
-# fixture) and the W4A16 + int4 head decode step with it and with gelu_gate kernels (glu.txt).
+# wait, against the committed order (scripts/probe/pdl_variants.sh, pdl.txt; ~8 minutes); fused:
+# the int4 gated GEMV (w4a16_glu, w4a16_pro glu=1) and q folded into the K/V store verified
+# (cli_gpu_w4a16 and cli_gpu_small_ops quick, test_gpu_gemma4 on the asym fixture, fused.txt);
+# fused-bench: the decode step with each fusion and without it (fused-bench.txt).
 set -uo pipefail
 what=${1:-all}
 filter=${2:-}
@@ -138,18 +139,27 @@ if [[ $what == probe ]]; then
   bash scripts/probe/run.sh >/dev/null 2>&1
   summary+=("probe: $(grep -c 'graph' "$OUT/probe.txt") floor lines in probe.txt")
 fi
-if [[ $what == glu ]]; then
-  G="$OUT/glu.txt"
-  (cd build-gpu && W4A16_QUICK=1 ctest -R cli_gpu_w4a16 --output-on-failure) >"$G" 2>&1
+if [[ $what == fused ]]; then
+  # session 9's unmeasured fusions verified: every survivor (quick lists) and the model's numerics
+  G="$OUT/fused.txt"
+  (cd build-gpu && W4A16_QUICK=1 ctest -R 'cli_gpu_w4a16|cli_gpu_small_ops' --output-on-failure) \
+    >"$G" 2>&1
   (cd build-gpu && TAILOR_SOURCE_DIR=$PWD/.. TAILOR_TEST_CACHE=/tmp/g4.db \
     TAILOR_TEST_FIXTURES=e2b_w4a16_asym ./tests/test_gpu_gemma4) >>"$G" 2>&1
+  summary+=("fused: $(grep -E 'tests passed|checks,' "$G" | tr '\n' ' ')")
+fi
+if [[ $what == fused-bench ]]; then
+  # ... and measured: the default against each fusion switched off, W4A16 + int4 head and bf16
+  G="$OUT/fused-bench.txt"
+  : >"$G"
   B="$T bench model --preset gemma-4-e2b --cache /tmp/model.sqlite --prompt-len 1 --decode 128"
-  for flags in "--quantize w4a16 --quantize-head" "--quantize w4a16 --quantize-head --separate-gating" \
-               "--quantize w4a16 --quantize-head" "--quantize w4a16 --quantize-head --separate-gating"; do
-    echo "== bench model $flags" >>"$G"
-    $B $flags 2>&1 | grep -E '^(decode|tuning)' >>"$G"
+  for w in "--quantize w4a16 --quantize-head" ""; do
+    for f in "" "--separate-gating" "--separate-q-prep" ""; do
+      echo "== bench model $w $f" >>"$G"
+      $B $w $f 2>&1 | grep -E '^(decode|tuning)' >>"$G"
+    done
   done
-  summary+=("glu: $(grep -E 'tests passed|checks' "$G" | tr '\n' ' '); $(grep -c '^decode' "$G") decode figures")
+  summary+=("fused-bench: $(grep -c '^decode' "$G") decode figures in fused-bench.txt")
 fi
 if [[ $what == pdl ]]; then
   bash scripts/probe/pdl_variants.sh >/dev/null 2>&1
