@@ -178,6 +178,14 @@ void tailor_ref_norm_rope(float *x, size_t hd, tailor_dtype dtype, const void *w
  * matmul references' inner loop (the compiler vectorises it). */
 float tailor_ref_dot(const float *x, const float *y, size_t k);
 
+/* v rounded to the 16-bit dtype and back (what a kernel storing T keeps). */
+float tailor_ref_round(tailor_dtype dtype, float v);
+
+/* Gemma 4's gating of one output, g and u already in the dtype: gelu_pytorch_tanh(g) in fp32
+ * rounded to the dtype, times u (transformers' act_fn(gate) * up; gelu_gate, matmul_glu and
+ * w4a16_glu). */
+float tailor_ref_gate(tailor_dtype dtype, float g, float u);
+
 /* Compares `count` elements of `got` (dtype) against `ref`; on the first element out of
  * tolerance (or NaN) returns TAILOR_ERR_VERIFY with index, values and the tolerance. */
 tailor_status tailor_op_compare(tailor_ctx *ctx, const tailor_buffer_spec *spec, const void *got,

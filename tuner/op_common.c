@@ -216,6 +216,19 @@ tailor_status tailor_op_compare(tailor_ctx *ctx, const tailor_buffer_spec *spec,
                             spec->atol, spec->rtol);
 }
 
+float tailor_ref_round(tailor_dtype dtype, float v)
+{
+    uint16_t t;
+    tailor_dtype_store(dtype, &t, 0, v);
+    return tailor_dtype_load(dtype, &t, 0);
+}
+
+float tailor_ref_gate(tailor_dtype dtype, float g, float u)
+{
+    const float c = 0.7978845608028654f; /* sqrt(2/pi) */
+    return tailor_ref_round(dtype, 0.5f * g * (1.f + tanhf(c * (g + 0.044715f * g * g * g)))) * u;
+}
+
 float tailor_ref_dot(const float *x, const float *y, size_t k)
 {
     float acc[8] = {0};

@@ -72,13 +72,6 @@ static void gelu_gate_fill(const tailor_shape *shape, tailor_dtype dtype,
         tailor_dtype_store(dtype, host[GG_U], i, (tailor_fill_uniform01(&s) * 2 - 1) * 5.0f);
 }
 
-/* transformers' gelu_pytorch_tanh in fp32. */
-static float gelu_tanh_f32(float z)
-{
-    const float k = 0.7978845608028654f;
-    return 0.5f * z * (1.f + tanhf(k * (z + 0.044715f * z * z * z)));
-}
-
 static tailor_status gelu_gate_reference(tailor_ctx *ctx, const tailor_shape *shape,
                                          tailor_dtype dtype, const tailor_op_buffers *bufs,
                                          void *const *host, float *const *ref)
@@ -91,15 +84,11 @@ static tailor_status gelu_gate_reference(tailor_ctx *ctx, const tailor_shape *sh
     size_t uld = (size_t)tailor_shape_get(shape, "u_ld", 0);
     gld = gld ? gld : inter;
     uld = uld ? uld : inter;
-    uint16_t tmp;
-    for (size_t r = 0; r < rows; r++) {
-        for (size_t c = 0; c < inter; c++) {
-            tailor_dtype_store(dtype, &tmp, 0,
-                               gelu_tanh_f32(tailor_dtype_load(dtype, host[GG_G], r * gld + c)));
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < inter; c++)
             ref[GG_H][r * inter + c] =
-                tailor_dtype_load(dtype, &tmp, 0) * tailor_dtype_load(dtype, host[GG_U], r * uld + c);
-        }
-    }
+                tailor_ref_gate(dtype, tailor_dtype_load(dtype, host[GG_G], r * gld + c),
+                                tailor_dtype_load(dtype, host[GG_U], r * uld + c));
     return TAILOR_OK;
 }
 

@@ -223,20 +223,6 @@ static void glu_fill(const tailor_shape *shape, tailor_dtype dtype, const tailor
     }
 }
 
-/* transformers' gelu_pytorch_tanh in fp32 (as op_gelu_gate.c). */
-static float glu_gelu(float z)
-{
-    const float c = 0.7978845608028654f;
-    return 0.5f * z * (1.f + tanhf(c * (z + 0.044715f * z * z * z)));
-}
-
-static float round_to(tailor_dtype dtype, float v)
-{
-    uint16_t t;
-    tailor_dtype_store(dtype, &t, 0, v);
-    return tailor_dtype_load(dtype, &t, 0);
-}
-
 static tailor_status glu_reference(tailor_ctx *ctx, const tailor_shape *shape, tailor_dtype dtype,
                                    const tailor_op_buffers *bufs, void *const *host,
                                    float *const *ref)
@@ -259,10 +245,10 @@ static tailor_status glu_reference(tailor_ctx *ctx, const tailor_shape *shape, t
         if (!ext)
             rows_to_f32(dtype, host[GLU_W], n + j, 1, k, uw);
         for (size_t i = 0; i < m; i++) {
-            float g = round_to(dtype, tailor_ref_dot(av + i * k, gw, k));
+            float g = tailor_ref_round(dtype, tailor_ref_dot(av + i * k, gw, k));
             float u = ext ? tailor_dtype_load(dtype, host[GLU_U], i * uld + j)
-                          : round_to(dtype, tailor_ref_dot(av + i * k, uw, k));
-            ref[GLU_OUT][i * n + j] = round_to(dtype, glu_gelu(g)) * u;
+                          : tailor_ref_round(dtype, tailor_ref_dot(av + i * k, uw, k));
+            ref[GLU_OUT][i * n + j] = tailor_ref_gate(dtype, g, u);
         }
     }
     free(av);
@@ -362,7 +348,7 @@ static tailor_status seam_reference(tailor_ctx *ctx, const tailor_shape *shape, 
     if (!t)
         return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "matmul_seam reference: out of memory");
     for (size_t i = 0; i < m * n; i++)
-        t[i] = round_to(dtype, ref[SM_T][i]);
+        t[i] = tailor_ref_round(dtype, ref[SM_T][i]);
     st = tailor_ref_seam(ctx, dtype, (int)tailor_shape_get(shape, "mode", 0), m, n, t,
                          host[SM_X], host[SM_W_POST], host[SM_W_NEXT],
                          ((const float *)host[SM_SCALAR])[0], ref[SM_X], ref[SM_Y]);
@@ -507,7 +493,7 @@ static tailor_status pro_reference(tailor_ctx *ctx, const tailor_shape *shape, t
     }
     for (size_t i = 0; st == TAILOR_OK && i < k; i++) {
         ref[PRO_Y][i] = a[i];
-        a[i] = round_to(dtype, a[i]); /* the GEMV reads the row in the dtype */
+        a[i] = tailor_ref_round(dtype, a[i]); /* the GEMV reads the row in the dtype */
     }
     for (size_t j = 0; st == TAILOR_OK && j < n; j++) {
         rows_to_f32(dtype, host[PRO_W], j, 1, k, w);
@@ -519,11 +505,11 @@ static tailor_status pro_reference(tailor_ctx *ctx, const tailor_shape *shape, t
         float uv;
         if (glu == 1) {
             rows_to_f32(dtype, host[PRO_W], n + j, 1, k, u);
-            uv = round_to(dtype, tailor_ref_dot(a, u, k));
+            uv = tailor_ref_round(dtype, tailor_ref_dot(a, u, k));
         } else {
             uv = tailor_dtype_load(dtype, host[PRO_U], j);
         }
-        ref[PRO_OUT][j] = round_to(dtype, glu_gelu(round_to(dtype, g))) * uv;
+        ref[PRO_OUT][j] = tailor_ref_gate(dtype, tailor_ref_round(dtype, g), uv);
     }
     free(t);
     free(a);

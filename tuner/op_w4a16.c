@@ -617,29 +617,14 @@ static void w4a16_glu_fill(const tailor_shape *shape, tailor_dtype dtype,
     w4a16_fill(&stack, dtype, bufs, host, seed);
 }
 
-/* transformers' gelu_pytorch_tanh in fp32 (as op_gelu_gate.c). */
-static float glu4_gelu(float z)
-{
-    const float c = 0.7978845608028654f;
-    return 0.5f * z * (1.f + tanhf(c * (z + 0.044715f * z * z * z)));
-}
-
-static float glu4_round(tailor_dtype dtype, float v)
-{
-    uint16_t t;
-    tailor_dtype_store(dtype, &t, 0, v);
-    return tailor_dtype_load(dtype, &t, 0);
-}
-
 /* h[i, j] = gelu_tanh(g) * u of the stack's products gu [m, 2n] (gate j, up n + j), with
  * transformers' roundings. */
 static void glu_gate_rows(tailor_dtype dtype, const float *gu, size_t m, size_t n, float *h)
 {
     for (size_t i = 0; i < m; i++)
         for (size_t j = 0; j < n; j++) {
-            float g = glu4_round(dtype, gu[i * 2 * n + j]);
-            float u = glu4_round(dtype, gu[i * 2 * n + n + j]);
-            h[i * n + j] = glu4_round(dtype, glu4_gelu(g)) * u;
+            h[i * n + j] = tailor_ref_gate(dtype, tailor_ref_round(dtype, gu[i * 2 * n + j]),
+                                           tailor_ref_round(dtype, gu[i * 2 * n + n + j]));
         }
 }
 
