@@ -92,7 +92,7 @@ if [[ $what == knockout ]]; then
     for k in "" "--knockout attention_decode" "--knockout qk_norm_rope --knockout gemma4_kv_store" \
              "--knockout matmul_pro:n=256 --knockout matmul:k=256 --knockout w4a16_matmul:k=256" \
              "--knockout matmul:n=262144 --knockout w4a16_matmul:n=262144 --knockout softcap_argmax" \
-             "$rest" "--knockout matmul --knockout matmul_pro --knockout w4a16_matmul" ""; do
+             "$rest" "--knockout matmul --knockout matmul_pro --knockout w4a16_matmul --knockout w4a16_glu" ""; do
       echo "== $w $k" >>"$K"
       $B $w $k 2>&1 | grep -E '^(decode|knockout|tailor: bench)' >>"$K"
     done
