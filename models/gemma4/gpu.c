@@ -304,9 +304,10 @@ static tailor_status gelu(tailor_ctx *ctx, tailor_gemma4_gpu *g, int rows, int i
     return run_rows(ctx, g, "gelu_gate", &s, "rows", g->tchunk, b, 3);
 }
 
-/* One row (decode, the default): h[n] = gelu_tanh(y . gate) * up in one GEMV (op matmul_glu),
- * the up rows following the gate rows in w (a stacked gate|up, w->n = 2n) or, with u, up read
- * from u (the layer's PLE input). Replaces a matmul and a gelu_gate launch. */
+/* One row (decode, the default): h[n] = gelu_tanh(y . gate) * up in one GEMV (op matmul_glu, or
+ * w4a16_glu for an int4 w), the up rows following the gate rows in w (a stacked gate|up,
+ * w->n = 2n) or, with u (16-bit w only), up read from u (the layer's PLE input). Replaces a
+ * matmul and a gelu_gate launch. */
 static tailor_status glu(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4g_mat *w, int n,
                          CUdeviceptr u, int u_ld, CUdeviceptr h)
 {
@@ -319,36 +320,21 @@ static tailor_status glu(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4g_mat *w
     g4g_put(&s, "m", 1);
     g4g_put(&s, "n", n);
     g4g_put(&s, "k", w->k);
+    if (w->int4) {
+        g4g_put(&s, "group", w->group);
+        g4g_put(&s, "zp", w->zp);
+        g4g_put(&s, "s_ld", w->s_ld);
+        tailor_binding b[] = {{"a", g->y},
+                              {"qweight", w->qw},
+                              {"scales", w->sc},
+                              {"zeros", w->zp ? w->zs : w->sc},
+                              {"out", h}};
+        return g4g_run(ctx, g, "w4a16_glu", &s, &s, b, 5);
+    }
     g4g_put(&s, "ext", u ? 1 : 0);
     g4g_put(&s, "u_ld", u ? u_ld : 0);
     tailor_binding b[] = {{"a", g->y}, {"w", w->w}, {"u", u ? u : w->w}, {"out", h}};
     return g4g_run(ctx, g, "matmul_glu", &s, &s, b, 4);
-}
-
-/* One row (decode, the default), int4: h[n] = gelu_tanh(y . gate) * up in one W4A16 GEMV (op
- * w4a16_glu) over the layer's int4 gate|up stack (w->n = 2n). Replaces a w4a16_matmul and a
- * gelu_gate launch. */
-static tailor_status glu4(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4g_mat *w, int n,
-                          CUdeviceptr h)
-{
-    if (seam_payable(g, w, g->y, 1)) /* --seams prologue: w4a16_pro with glu = 1 */
-        return pay_seam(ctx, g, w, n, 1, 0, 0, h);
-    tailor_status st = seam_settle(ctx, g);
-    if (st)
-        return st;
-    tailor_shape s = {0};
-    g4g_put(&s, "m", 1);
-    g4g_put(&s, "n", n);
-    g4g_put(&s, "k", w->k);
-    g4g_put(&s, "group", w->group);
-    g4g_put(&s, "zp", w->zp);
-    g4g_put(&s, "s_ld", w->s_ld);
-    tailor_binding b[] = {{"a", g->y},
-                          {"qweight", w->qw},
-                          {"scales", w->sc},
-                          {"zeros", w->zp ? w->zs : w->sc},
-                          {"out", h}};
-    return g4g_run(ctx, g, "w4a16_glu", &s, &s, b, 5);
 }
 
 /* ---- the pieces of one pass ------------------------------------------------------------------- */
@@ -556,11 +542,8 @@ static tailor_status layer(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int T, 
         return st;
     if ((st = linear_seam(ctx, g, &L->o, g->att, T, 0, L->post_attn_ln, L->pre_ff_ln, L->scalar)))
         return st;
-    if (T == 1 && L->gu.w && g->glu_epilogue) { /* one row: 16-bit gate|up, gated in it */
+    if (T == 1 && g4g_mat_present(&L->gu) && g->glu_epilogue) { /* one row: gated in it */
         if ((st = glu(ctx, g, &L->gu, ly->inter, 0, 0, g->hb)))
-            return st;
-    } else if (T == 1 && L->gu.int4 && L->gu.qw && g->glu_epilogue) { /* the same, int4 */
-        if ((st = glu4(ctx, g, &L->gu, ly->inter, g->hb)))
             return st;
     } else if (T == 1 && g4g_mat_present(&L->gu)) { /* one row: gate|up as one matrix, gating */
         if ((st = linear(ctx, g, &L->gu, g->y, g->dec, T)) ||
