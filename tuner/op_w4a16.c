@@ -409,158 +409,6 @@ const tailor_op tailor_op_w4a16_seam = {
     .flops = w4a16_seam_flops,
 };
 
-/* ---- w4a16_pro: the layer seam before an int4 projection, then the product --------------------
- *
- * Decode (m = 1), as matmul_pro (tuner/op_matmul.c) with w4a16_matmul's weights: x_out = x_in +
- * RMSNorm_{w_post}(t) [* scalar], a = RMSNorm_{w_next}(x_out) (mode 0, 1) or T(x_out) (mode 2),
- * y = a as the seam kernel stores it, out = a (rounded) · W^T. Buffers: those of w4a16_matmul
- * with the activation named t [k], then x_in [k] fp32, x_out [k] fp32 OUT, y [k] OUT, w_post,
- * w_next [k], scalar [1] fp32. Tolerances of x_out and y as matmul_seam's. */
-
-static const tailor_shape_key w4a16_pro_keys[] = {
-    {"m", -1, "rows of the activation (1: decode)"},
-    {"n", -1, "output features"},
-    {"k", -1, "input features: the hidden size, the seam's row width (a multiple of 32)"},
-    W4_WEIGHT_KEYS,
-    {"mode", 0, "the seam before: 0 x += norm(t), a = norm(x); 1 also x *= scalar; 2 a = x"},
-    {"glu", 0, "1: the weight is a gate|up stack of 2n rows, gated as w4a16_glu (s_ld: the "
-               "stack's; 0 = 2n rounded up to 16)"},
-    {NULL, 0, NULL},
-};
-
-/* w4a16_glu's description of the gated product (forward: it follows below). */
-static tailor_status w4a16_glu_describe(tailor_ctx *ctx, const tailor_shape *shape,
-                                        tailor_dtype dtype, tailor_op_buffers *out);
-static tailor_shape glu_stack_shape(const tailor_shape *shape);
-static void glu_gate_rows(tailor_dtype dtype, const float *gu, size_t m, size_t n, float *h);
-
-static tailor_status w4a16_pro_describe(tailor_ctx *ctx, const tailor_shape *shape,
-                                        tailor_dtype dtype, tailor_op_buffers *out)
-{
-    long long glu = tailor_shape_get(shape, "glu", 0);
-    if (glu != 0 && glu != 1)
-        return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "w4a16_pro: glu=%lld must be 0 or 1", glu);
-    tailor_status st = glu ? w4a16_glu_describe(ctx, shape, dtype, out)
-                           : w4a16_describe(ctx, shape, dtype, out);
-    if (st)
-        return tailor_wrap_error(ctx, "w4a16_pro");
-    w4a16_dims d = dims_of(shape);
-    if (d.m != 1)
-        return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
-                                "w4a16_pro: m=%d, but the seam prologue serves one row (m=1)", d.m);
-    if ((st = tailor_seam_mode_check(ctx, "w4a16_pro", shape)))
-        return st;
-    size_t k = (size_t)d.k;
-    int bf = dtype == TAILOR_DTYPE_BF16, i = out->count;
-    snprintf(out->b[find_buffer(out, "a")].name, sizeof out->b[0].name, "t");
-    /* the row a is the seam's (rms about 1.5, |a| <= TAILOR_PRO_A_MAX: tailor_fill_seam_row),
-     * and one element of it may round the other way in a correct kernel (its fp32 statistics
-     * differ in the last bits): one step of a at its bound times the largest weight */
-    int io = find_buffer(out, "out");
-    double atol, rtol, w_max = (d.zp ? 15.0 : 8.0) * W4_SCALE_MAX;
-    tolerance_scaled(&d, dtype, 2.0, TAILOR_PRO_A_MAX, &atol, &rtol);
-    atol += ldexp(w_max, (int)floor(log2(TAILOR_PRO_A_MAX)) - (bf ? 7 : 10));
-    if (glu) /* the gated product's bound (w4a16_glu_describe) over the normed row's sigma */
-        atol *= 2.2 * 4 * 2.0 * W4_SCALE_SIGMA * sqrt((d.zp ? 42.5 : 21.5) * (double)d.k);
-    out->b[io].atol = atol;
-    out->b[i++] = (tailor_buffer_spec){"x_in", TAILOR_DTYPE_F32, k, TAILOR_BUF_IN, 0, 0};
-    out->b[i++] = tailor_seam_x_spec("x_out", dtype, k, TAILOR_BUF_OUT);
-    out->b[i++] = tailor_seam_y_spec(dtype, k);
-    tailor_seam_weight_specs(&out->b[i], dtype, k); /* w_post, w_next, scalar */
-    out->count = i + 3;
-    return TAILOR_OK;
-}
-
-static void w4a16_pro_fill(const tailor_shape *shape, tailor_dtype dtype,
-                           const tailor_op_buffers *bufs, void *const *host, uint64_t seed)
-{
-    tailor_shape stack = glu_stack_shape(shape);
-    w4a16_dims d = dims_of(tailor_shape_get(shape, "glu", 0) ? &stack : shape);
-    tailor_w4a16_layout lay;
-    if (layout_of(NULL, &d, &lay) != TAILOR_OK)
-        return; /* describe refused this shape already */
-    uint64_t s = seed;
-    int it = find_buffer(bufs, "t"), iz = find_buffer(bufs, "zeros");
-    fill_weights(&lay, dtype, host[find_buffer(bufs, "qweight")],
-                 host[find_buffer(bufs, "scales")], iz >= 0 ? host[iz] : NULL, &s);
-    tailor_fill_seam_row(dtype, host[it], host[find_buffer(bufs, "x_in")], bufs->b[it].count,
-                         host[find_buffer(bufs, "w_post")], host[find_buffer(bufs, "w_next")],
-                         host[find_buffer(bufs, "scalar")], seed ^ 0x9e3779b9u);
-}
-
-static tailor_status w4a16_pro_reference(tailor_ctx *ctx, const tailor_shape *shape,
-                                         tailor_dtype dtype, const tailor_op_buffers *bufs,
-                                         void *const *host, float *const *ref)
-{
-    w4a16_dims d = dims_of(shape);
-    size_t k = (size_t)d.k;
-    int it = find_buffer(bufs, "t"), iy = find_buffer(bufs, "y");
-    float *t = malloc(k * sizeof *t), *a = malloc(k * sizeof *a);
-    tailor_status st = TAILOR_OK;
-    if (!t || !a)
-        st = tailor_set_error(ctx, TAILOR_ERR_NOMEM, "w4a16_pro reference: out of memory");
-    for (size_t i = 0; st == TAILOR_OK && i < k; i++)
-        t[i] = tailor_dtype_load(dtype, host[it], i);
-    if (st == TAILOR_OK)
-        st = tailor_ref_seam(ctx, dtype, (int)tailor_shape_get(shape, "mode", 0), 1, k, t,
-                             host[find_buffer(bufs, "x_in")], host[find_buffer(bufs, "w_post")],
-                             host[find_buffer(bufs, "w_next")],
-                             ((const float *)host[find_buffer(bufs, "scalar")])[0],
-                             ref[find_buffer(bufs, "x_out")], ref[iy]);
-    for (size_t i = 0; st == TAILOR_OK && i < k; i++) { /* the GEMV reads the row in the dtype */
-        uint16_t r;
-        tailor_dtype_store(dtype, &r, 0, ref[iy][i]);
-        a[i] = tailor_dtype_load(dtype, &r, 0);
-    }
-    float *out = ref[find_buffer(bufs, "out")];
-    if (st == TAILOR_OK && tailor_shape_get(shape, "glu", 0)) { /* the stack's product, gated */
-        tailor_shape stack = glu_stack_shape(shape);
-        float *gu = malloc(2 * (size_t)d.n * sizeof *gu);
-        st = gu ? w4a16_ref_product(ctx, &stack, dtype, bufs, host, a, gu)
-                : tailor_set_error(ctx, TAILOR_ERR_NOMEM, "w4a16_pro reference: out of memory");
-        if (st == TAILOR_OK)
-            glu_gate_rows(dtype, gu, 1, (size_t)d.n, out);
-        free(gu);
-    } else if (st == TAILOR_OK) {
-        st = w4a16_ref_product(ctx, shape, dtype, bufs, host, a, out);
-    }
-    free(t);
-    free(a);
-    return st;
-}
-
-static double w4a16_glu_bytes(const tailor_shape *shape, tailor_dtype dtype);
-static double w4a16_glu_flops(const tailor_shape *shape, tailor_dtype dtype);
-
-static double w4a16_pro_bytes(const tailor_shape *shape, tailor_dtype dtype)
-{
-    w4a16_dims d = dims_of(shape);
-    double k = (double)d.k, e = (double)tailor_dtype_size(dtype);
-    double product = tailor_shape_get(shape, "glu", 0) ? w4a16_glu_bytes(shape, dtype)
-                                                       : w4a16_bytes(shape, dtype);
-    return product + k * (8 + 3 * e); /* + x in and out, y, the norm weights */
-}
-
-static double w4a16_pro_flops(const tailor_shape *shape, tailor_dtype dtype)
-{
-    w4a16_dims d = dims_of(shape);
-    double product = tailor_shape_get(shape, "glu", 0) ? w4a16_glu_flops(shape, dtype)
-                                                       : w4a16_flops(shape, dtype);
-    return product + 10.0 * (double)d.k;
-}
-
-const tailor_op tailor_op_w4a16_pro = {
-    .name = "w4a16_pro",
-    .summary = "the layer seam before an int4 projection as its prologue (decode): x += "
-               "RMSNorm(t), a = RMSNorm(x), then out = a W^T (W4A16)",
-    .keys = w4a16_pro_keys,
-    .describe = w4a16_pro_describe,
-    .fill = w4a16_pro_fill,
-    .reference = w4a16_pro_reference,
-    .bytes = w4a16_pro_bytes,
-    .flops = w4a16_pro_flops,
-};
-
 /* ---- w4a16_glu: h = gelu_tanh(a · Wg[j]) * (a · Wu[j]) (decode) ------------------------------
  *
  * A layer's stacked gate|up as one int4 matrix of 2n rows (gate rows 0..n-1, up rows n..2n-1;
@@ -676,4 +524,147 @@ const tailor_op tailor_op_w4a16_glu = {
     .reference = w4a16_glu_reference,
     .bytes = w4a16_glu_bytes,
     .flops = w4a16_glu_flops,
+};
+
+/* ---- w4a16_pro: the layer seam before an int4 projection, then the product --------------------
+ *
+ * Decode (m = 1), as matmul_pro (tuner/op_matmul.c) with w4a16_matmul's weights: x_out = x_in +
+ * RMSNorm_{w_post}(t) [* scalar], a = RMSNorm_{w_next}(x_out) (mode 0, 1) or T(x_out) (mode 2),
+ * y = a as the seam kernel stores it, out = a (rounded) · W^T. Buffers: those of w4a16_matmul
+ * with the activation named t [k], then x_in [k] fp32, x_out [k] fp32 OUT, y [k] OUT, w_post,
+ * w_next [k], scalar [1] fp32. Tolerances of x_out and y as matmul_seam's. */
+
+static const tailor_shape_key w4a16_pro_keys[] = {
+    {"m", -1, "rows of the activation (1: decode)"},
+    {"n", -1, "output features"},
+    {"k", -1, "input features: the hidden size, the seam's row width (a multiple of 32)"},
+    W4_WEIGHT_KEYS,
+    {"mode", 0, "the seam before: 0 x += norm(t), a = norm(x); 1 also x *= scalar; 2 a = x"},
+    {"glu", 0, "1: the weight is a gate|up stack of 2n rows, gated as w4a16_glu (s_ld: the "
+               "stack's; 0 = 2n rounded up to 16)"},
+    {NULL, 0, NULL},
+};
+
+static tailor_status w4a16_pro_describe(tailor_ctx *ctx, const tailor_shape *shape,
+                                        tailor_dtype dtype, tailor_op_buffers *out)
+{
+    long long glu = tailor_shape_get(shape, "glu", 0);
+    if (glu != 0 && glu != 1)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "w4a16_pro: glu=%lld must be 0 or 1", glu);
+    tailor_status st = glu ? w4a16_glu_describe(ctx, shape, dtype, out)
+                           : w4a16_describe(ctx, shape, dtype, out);
+    if (st)
+        return tailor_wrap_error(ctx, "w4a16_pro");
+    w4a16_dims d = dims_of(shape);
+    if (d.m != 1)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                                "w4a16_pro: m=%d, but the seam prologue serves one row (m=1)", d.m);
+    if ((st = tailor_seam_mode_check(ctx, "w4a16_pro", shape)))
+        return st;
+    size_t k = (size_t)d.k;
+    int bf = dtype == TAILOR_DTYPE_BF16, i = out->count;
+    snprintf(out->b[find_buffer(out, "a")].name, sizeof out->b[0].name, "t");
+    /* the row a is the seam's (rms about 1.5, |a| <= TAILOR_PRO_A_MAX: tailor_fill_seam_row),
+     * and one element of it may round the other way in a correct kernel (its fp32 statistics
+     * differ in the last bits): one step of a at its bound times the largest weight */
+    int io = find_buffer(out, "out");
+    double atol, rtol, w_max = (d.zp ? 15.0 : 8.0) * W4_SCALE_MAX;
+    tolerance_scaled(&d, dtype, 2.0, TAILOR_PRO_A_MAX, &atol, &rtol);
+    atol += ldexp(w_max, (int)floor(log2(TAILOR_PRO_A_MAX)) - (bf ? 7 : 10));
+    if (glu) /* the gated product's bound (w4a16_glu_describe) over the normed row's sigma */
+        atol *= 2.2 * 4 * 2.0 * W4_SCALE_SIGMA * sqrt((d.zp ? 42.5 : 21.5) * (double)d.k);
+    out->b[io].atol = atol;
+    out->b[i++] = (tailor_buffer_spec){"x_in", TAILOR_DTYPE_F32, k, TAILOR_BUF_IN, 0, 0};
+    out->b[i++] = tailor_seam_x_spec("x_out", dtype, k, TAILOR_BUF_OUT);
+    out->b[i++] = tailor_seam_y_spec(dtype, k);
+    tailor_seam_weight_specs(&out->b[i], dtype, k); /* w_post, w_next, scalar */
+    out->count = i + 3;
+    return TAILOR_OK;
+}
+
+static void w4a16_pro_fill(const tailor_shape *shape, tailor_dtype dtype,
+                           const tailor_op_buffers *bufs, void *const *host, uint64_t seed)
+{
+    tailor_shape stack = glu_stack_shape(shape);
+    w4a16_dims d = dims_of(tailor_shape_get(shape, "glu", 0) ? &stack : shape);
+    tailor_w4a16_layout lay;
+    if (layout_of(NULL, &d, &lay) != TAILOR_OK)
+        return; /* describe refused this shape already */
+    uint64_t s = seed;
+    int it = find_buffer(bufs, "t"), iz = find_buffer(bufs, "zeros");
+    fill_weights(&lay, dtype, host[find_buffer(bufs, "qweight")],
+                 host[find_buffer(bufs, "scales")], iz >= 0 ? host[iz] : NULL, &s);
+    tailor_fill_seam_row(dtype, host[it], host[find_buffer(bufs, "x_in")], bufs->b[it].count,
+                         host[find_buffer(bufs, "w_post")], host[find_buffer(bufs, "w_next")],
+                         host[find_buffer(bufs, "scalar")], seed ^ 0x9e3779b9u);
+}
+
+static tailor_status w4a16_pro_reference(tailor_ctx *ctx, const tailor_shape *shape,
+                                         tailor_dtype dtype, const tailor_op_buffers *bufs,
+                                         void *const *host, float *const *ref)
+{
+    w4a16_dims d = dims_of(shape);
+    size_t k = (size_t)d.k;
+    int it = find_buffer(bufs, "t"), iy = find_buffer(bufs, "y");
+    float *t = malloc(k * sizeof *t), *a = malloc(k * sizeof *a);
+    tailor_status st = TAILOR_OK;
+    if (!t || !a)
+        st = tailor_set_error(ctx, TAILOR_ERR_NOMEM, "w4a16_pro reference: out of memory");
+    for (size_t i = 0; st == TAILOR_OK && i < k; i++)
+        t[i] = tailor_dtype_load(dtype, host[it], i);
+    if (st == TAILOR_OK)
+        st = tailor_ref_seam(ctx, dtype, (int)tailor_shape_get(shape, "mode", 0), 1, k, t,
+                             host[find_buffer(bufs, "x_in")], host[find_buffer(bufs, "w_post")],
+                             host[find_buffer(bufs, "w_next")],
+                             ((const float *)host[find_buffer(bufs, "scalar")])[0],
+                             ref[find_buffer(bufs, "x_out")], ref[iy]);
+    for (size_t i = 0; st == TAILOR_OK && i < k; i++) { /* the GEMV reads the row in the dtype */
+        uint16_t r;
+        tailor_dtype_store(dtype, &r, 0, ref[iy][i]);
+        a[i] = tailor_dtype_load(dtype, &r, 0);
+    }
+    float *out = ref[find_buffer(bufs, "out")];
+    if (st == TAILOR_OK && tailor_shape_get(shape, "glu", 0)) { /* the stack's product, gated */
+        tailor_shape stack = glu_stack_shape(shape);
+        float *gu = malloc(2 * (size_t)d.n * sizeof *gu);
+        st = gu ? w4a16_ref_product(ctx, &stack, dtype, bufs, host, a, gu)
+                : tailor_set_error(ctx, TAILOR_ERR_NOMEM, "w4a16_pro reference: out of memory");
+        if (st == TAILOR_OK)
+            glu_gate_rows(dtype, gu, 1, (size_t)d.n, out);
+        free(gu);
+    } else if (st == TAILOR_OK) {
+        st = w4a16_ref_product(ctx, shape, dtype, bufs, host, a, out);
+    }
+    free(t);
+    free(a);
+    return st;
+}
+
+static double w4a16_pro_bytes(const tailor_shape *shape, tailor_dtype dtype)
+{
+    w4a16_dims d = dims_of(shape);
+    double k = (double)d.k, e = (double)tailor_dtype_size(dtype);
+    double product = tailor_shape_get(shape, "glu", 0) ? w4a16_glu_bytes(shape, dtype)
+                                                       : w4a16_bytes(shape, dtype);
+    return product + k * (8 + 3 * e); /* + x in and out, y, the norm weights */
+}
+
+static double w4a16_pro_flops(const tailor_shape *shape, tailor_dtype dtype)
+{
+    w4a16_dims d = dims_of(shape);
+    double product = tailor_shape_get(shape, "glu", 0) ? w4a16_glu_flops(shape, dtype)
+                                                       : w4a16_flops(shape, dtype);
+    return product + 10.0 * (double)d.k;
+}
+
+const tailor_op tailor_op_w4a16_pro = {
+    .name = "w4a16_pro",
+    .summary = "the layer seam before an int4 projection as its prologue (decode): x += "
+               "RMSNorm(t), a = RMSNorm(x), then out = a W^T (W4A16)",
+    .keys = w4a16_pro_keys,
+    .describe = w4a16_pro_describe,
+    .fill = w4a16_pro_fill,
+    .reference = w4a16_pro_reference,
+    .bytes = w4a16_pro_bytes,
+    .flops = w4a16_pro_flops,
 };
