@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu-check.sh — on the GPU machine: build, run every GPU test, then the benchmarks; logs go to
 # $OUT (ctest.txt, bench.txt, model.txt, ...) and a short summary is printed last.
-#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|probe|pdl|fused|fused-bench|all] [ctest -R regex]
+#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|all] [ctest -R regex]
 # quick: the GPU tests with the long scripts in their smoke subsets (MATMUL_QUICK, W4A16_QUICK,
 # ATTN_QUICK), fitting one 10-minute device call; model: Gemma 4 E2B decode and prefill figures
 # with the same-run comparisons (PDL off, gating kernels, each place of the seams, q prepared
@@ -13,7 +13,10 @@
 # wait, against the committed order (scripts/probe/pdl_variants.sh, pdl.txt; ~8 minutes); fused:
 # the int4 gated GEMV (w4a16_glu, w4a16_pro glu=1) and q folded into the K/V store verified
 # (cli_gpu_w4a16 and cli_gpu_small_ops quick, test_gpu_gemma4 on the asym fixture, fused.txt);
-# fused-bench: the decode step with each fusion and without it (fused-bench.txt).
+# fused-bench: the decode step with each fusion and without it (fused-bench.txt); attn: every
+# attention survivor verified (cli_gpu_attention), then prefill and decode at 8k/32k timed with
+# the working tree's templates and with probe-variants/base's (scripts/probe/base_templates.sh
+# REV) in the same run, plus the int4 gated GEMV against the 2N GEMV + gelu_gate (attn.txt).
 set -uo pipefail
 what=${1:-all}
 filter=${2:-}
@@ -160,6 +163,40 @@ if [[ $what == fused-bench ]]; then
     done
   done
   summary+=("fused-bench: $(grep -c '^decode' "$G") decode figures in fused-bench.txt")
+fi
+if [[ $what == attn ]]; then
+  A="$OUT/attn.txt"
+  (cd build-gpu && timeout 300 ctest -R cli_gpu_attention --output-on-failure) >"$OUT/attn-tests.txt" 2>&1
+  summary+=("attn tests: $(grep -E 'tests passed|tests failed' "$OUT/attn-tests.txt" | tail -1)")
+  : >"$A"
+  "$T" bench copy >>"$A" 2>&1
+  shapes=(attention_prefill:q_len=8192,kv_len=8192,head_dim=256,heads=8,kv_heads=1,window=0
+          attention_prefill:q_len=8192,kv_len=8192,head_dim=512,heads=8,kv_heads=1,window=0
+          attention_prefill:q_len=512,kv_len=512,head_dim=256,heads=8,kv_heads=1,window=512
+          attention_decode:kv_len=8192,head_dim=256,heads=8,kv_heads=1,window=0,batch=1
+          attention_decode:kv_len=32768,head_dim=512,heads=8,kv_heads=1,window=0,batch=1)
+  for rep in base new; do
+    for os in "${shapes[@]}"; do
+      echo "== $rep ${os%%:*} ${os#*:}" >>"$A"
+      if [[ $rep == base ]]; then
+        [[ -d probe-variants/base/templates ]] || continue
+        TAILOR_TEMPLATE_PATH=$PWD/probe-variants/base/templates "$T" bench attention \
+          --op "${os%%:*}" --shape "${os#*:}" --cache /tmp/attn-base.sqlite >>"$A" 2>&1
+      else
+        "$T" bench attention --op "${os%%:*}" --shape "${os#*:}" --cache /tmp/attn-new.sqlite >>"$A" 2>&1
+      fi
+    done
+  done
+  # the int4 gated GEMV against what it replaces (the 2N-row GEMV, then gelu_gate)
+  for n in 6144 12288; do
+    for os in "w4a16_glu:m=1,n=$n,k=1536,group=128,s_ld=0,zp=0" \
+              "w4a16_matmul:m=1,n=$((2 * n)),k=1536,group=128,s_ld=0,zp=0" \
+              "gelu_gate:inter=$n,rows=1,u_ld=0"; do
+      echo "== kernel $os" >>"$A"
+      "$T" bench kernel --op "${os%%:*}" --shape "${os#*:}" --cache /tmp/attn-new.sqlite >>"$A" 2>&1
+    done
+  done
+  summary+=("attn: $(grep -c '^==' "$A") figures in attn.txt")
 fi
 if [[ $what == pdl ]]; then
   bash scripts/probe/pdl_variants.sh >/dev/null 2>&1

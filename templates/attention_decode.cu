@@ -313,7 +313,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
             return kb + col < s1 && p >= 0 && p <= t && (window <= 0 || p > t - window);
         };
         attn_tile(acc, qf, sQ, sK + slot * BN * ATTN_KSTR, sV + slot * BN * ATTN_KSTR, sP, sMax,
-                  wm, wn, lane, visible);
+                  wm, wn, lane, visible, false, AttnNoMid());
     }
     attn_wait<0>();
     attn_finish_sums(acc, sMax, wm, wn, lane);

@@ -9,7 +9,8 @@
 // KV head h / (heads / kv_heads).
 // Grid: (ceil(q_len / BM), heads); block 32 * WM * WN threads; dynamic shared memory, in order:
 //   float sMax[WN * BM]; T sQ[BM * (HEAD_DIM + 8)] (absent with Q_REGS);
-//   T sK[STAGES * BN * (HEAD_DIM + 8)]; T sV[same]; T sP[BM * (BN + 8)].
+//   T sK[STAGES * BN * (HEAD_DIM + 8)]; T sV[same]; T sP[BM * (BN + 8)] (only with WN > 1: one
+//   warp per row group keeps P in registers).
 #include "attn_mma.cuh"
 
 #if STAGES > 1 && !ASYNC
@@ -26,7 +27,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
     T *sQ = reinterpret_cast<T *>(attn_smem + sizeof(float) * WN * ATTN_BM);
     T *sK = sQ + (Q_REGS ? 0 : ATTN_BM * ATTN_KSTR);
     T *sV = sK + STAGES * BN * ATTN_KSTR;
-    T *sP = sV + STAGES * BN * ATTN_KSTR;
+    T *sP = sV + STAGES * BN * ATTN_KSTR; // absent with ATTN_P_REGS (WN == 1)
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int wm = warp / WN, wn = warp % WN;
@@ -58,17 +59,25 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
     }
 #endif
 
-    auto load_tile = [&](int tile, int slot) {
+    // K and V of tile `tile` into stage `slot` (separately: STAGES == 1 overlaps each with the
+    // other's use).
+    auto load_rows = [&](T *dst, const T *src, int tile) {
         const int kb = kstart + tile * BN;
-        T *dk = sK + slot * BN * ATTN_KSTR, *dv = sV + slot * BN * ATTN_KSTR;
         for (int c = tid; c < BN * (HEAD_DIM / 8); c += ATTN_NT) {
             const int r = c / (HEAD_DIM / 8), col = (c % (HEAD_DIM / 8)) * 8;
             const int key = kb + r;
             const bool ok = key < kv_len;
-            const size_t off = (size_t)(ok ? key : 0) * kstride + col;
-            attn_copy16(dk + r * ATTN_KSTR + col, kh + off, ok);
-            attn_copy16(dv + r * ATTN_KSTR + col, vh + off, ok);
+            attn_copy16(dst + r * ATTN_KSTR + col, src + (size_t)(ok ? key : 0) * kstride + col, ok);
         }
+    };
+    auto load_k = [&](int tile, int slot) { load_rows(sK + slot * BN * ATTN_KSTR, kh, tile); };
+    auto load_v = [&](int tile, int slot) { load_rows(sV + slot * BN * ATTN_KSTR, vh, tile); };
+
+    // This warp's rows sit at positions [wlo, whi]; a tile at keys [kb, kb + BN) is wholly
+    // visible to them when it ends at or before wlo, inside the keys, and after whi's window.
+    const int wlo = past + row0 + wm * 16, whi = wlo + 15;
+    auto whole = [&](int kb) {
+        return kb + BN - 1 <= wlo && kb + BN <= kv_len && (window <= 0 || kb > whi - window);
     };
 
     AttnAcc acc;
@@ -79,32 +88,54 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
     // so that wait_group counts stay uniform.
 #pragma unroll
     for (int s = 0; s < STAGES - 1; s++) {
-        if (s < ntiles)
-            load_tile(s, s);
+        if (s < ntiles) {
+            load_k(s, s);
+            load_v(s, s);
+        }
         attn_commit();
     }
     for (int i = 0; i < ntiles; i++) {
         attn_wait<STAGES - 2>();
         __syncthreads();
-        if (i + STAGES - 1 < ntiles)
-            load_tile(i + STAGES - 1, (i + STAGES - 1) % STAGES);
+        if (i + STAGES - 1 < ntiles) {
+            load_k(i + STAGES - 1, (i + STAGES - 1) % STAGES);
+            load_v(i + STAGES - 1, (i + STAGES - 1) % STAGES);
+        }
         attn_commit();
         const int slot = i % STAGES, kb = kstart + i * BN;
+        const AttnNoMid mid;
 #else
+    // One stage, K and V in their own groups: V(i) lands while S(i) is computed, K(i + 1) while
+    // P(i)·V(i) is. Groups in flight at the top of tile i: K(i) (with Q at i = 0), then V(i).
+    load_k(0, 0);
+    attn_commit();
+    load_v(0, 0);
+    attn_commit();
     for (int i = 0; i < ntiles; i++) {
-        __syncthreads(); // the previous tile is consumed
-        load_tile(i, 0);
-        attn_commit();
-        attn_wait<0>();
+        attn_wait<1>(); // K(i)
         __syncthreads();
         const int slot = 0, kb = kstart + i * BN;
+        auto mid = [&]() {
+            __syncthreads(); // every warp is past its last read of K(i)
+            if (i + 1 < ntiles)
+                load_k(i + 1, 0);
+            attn_commit();
+            attn_wait<1>(); // V(i)
+            __syncthreads();
+        };
 #endif
         auto visible = [&](int row, int col) {
             const int pos = past + row0 + row, key = kb + col;
             return key <= pos && key < kv_len && (window <= 0 || key > pos - window);
         };
         attn_tile(acc, qf, sQ, sK + slot * BN * ATTN_KSTR, sV + slot * BN * ATTN_KSTR, sP, sMax,
-                  wm, wn, lane, visible);
+                  wm, wn, lane, visible, whole(kb), mid);
+#if STAGES == 1
+        __syncthreads(); // every warp is past its last read of V(i)
+        if (i + 1 < ntiles)
+            load_v(i + 1, 0);
+        attn_commit();
+#endif
     }
     attn_wait<0>();
 

@@ -6,11 +6,13 @@
 local function arch_mma_k(device) return device.sm >= 80 and 16 or 8 end
 
 -- Bytes of dynamic shared memory, exactly the layout the kernel carves (2-byte elements for both
--- dtypes; rows padded by 8 elements): sMax, sQ (unless Q_REGS), sK and sV per stage, sP.
+-- dtypes; rows padded by 8 elements): sMax, sQ (unless Q_REGS), sK and sV per stage, sP (only
+-- with WN > 1: a lone warp per row group keeps P in registers).
 local function smem_bytes(p, shape)
   local bm, kstr, pstr = 16 * p.WM, shape.head_dim + 8, p.BN + 8
   local q = (p.Q_REGS == 1) and 0 or bm * kstr
-  return 4 * p.WN * bm + 2 * (q + 2 * p.STAGES * p.BN * kstr + bm * pstr)
+  local pt = (p.WN > 1) and bm * pstr or 0
+  return 4 * p.WN * bm + 2 * (q + 2 * p.STAGES * p.BN * kstr + pt)
 end
 
 -- 32-bit registers a thread needs for its fragments: output accumulators, Q (when kept in
@@ -28,7 +30,7 @@ return {
   params = {
     -- Cards with room (>= 100 KB per block) get the larger tiles; small ones (T4: 64 KB) the
     -- small tiles that fit at head_dim 512.
-    WM = function(shape, dtype, device) return tailor.roomy(device) and { 2, 4 } or { 1, 2 } end,
+    WM = function(shape, dtype, device) return tailor.roomy(device) and { 2, 4, 8 } or { 1, 2 } end,
     WN = { 1, 2, 4 },
     BN = function(shape, dtype, device) return tailor.roomy(device) and { 32, 64 } or { 16, 32 } end,
     Q_REGS = { 0, 1 },

@@ -314,14 +314,34 @@ __device__ __forceinline__ void attn_load_q_regs(unsigned qf[HEAD_DIM / 16][4], 
     }
 }
 
+// P of one row pair packed as m16n8k16 A fragments: the score fragments of n8 tiles 2kk and
+// 2kk + 1 (rows g, g + 8; columns 2t, 2t + 1) are exactly the A fragment of key chunk kk, so with
+// WN == 1 the probabilities never leave the registers (ATTN_P_REGS).
+#define ATTN_P_REGS (WN == 1)
+
+__device__ __forceinline__ unsigned attn_pack(float lo, float hi)
+{
+    const T2 v = from_f32x2(make_float2(lo, hi));
+    return *reinterpret_cast<const unsigned *>(&v);
+}
+
+// Nothing to do between the softmax and P·V (attn_tile's `mid` for callers that load nothing).
+struct AttnNoMid {
+    __device__ __forceinline__ void operator()() const {}
+};
+
 // One key tile for warp (wm, wn). sQ: the block's Q tile (ATTN_BM x KSTR; unused with Q_REGS),
-// sK/sV: this tile's BN x KSTR keys and values, sP: ATTN_BM x PSTR, sMax: WN x ATTN_BM floats.
-// visible(row, col) says whether block row `row` sees tile key `col`. The caller puts a
-// __syncthreads() between two calls (sP and sMax are reused).
-template <class Visible>
+// sK/sV: this tile's BN x KSTR keys and values, sP: ATTN_BM x PSTR (unused with ATTN_P_REGS),
+// sMax: WN x ATTN_BM floats. visible(row, col) says whether block row `row` sees tile key `col`;
+// full (warp-uniform) says the caller knows every key of the tile is visible to every row of
+// this warp, and then the mask is not evaluated. mid() is called by every thread after the last
+// read of sK and before the first read of sV (a caller may wait for V there and reuse sK). The
+// caller puts a __syncthreads() between two calls (sP and sMax are reused).
+// The output is rescaled only when a row maximum moved (x * 1 == x: the same bits).
+template <class Visible, class Mid>
 __device__ __forceinline__ void attn_tile(AttnAcc &acc, const unsigned (*qf)[4], const T *sQ,
                                           const T *sK, const T *sV, T *sP, float *sMax, int wm,
-                                          int wn, int lane, Visible visible)
+                                          int wn, int lane, Visible visible, bool full, Mid mid)
 {
     const int g = lane >> 2, t = lane & 3;
     float s[ATTN_NS / 8][4];
@@ -363,19 +383,25 @@ __device__ __forceinline__ void attn_tile(AttnAcc &acc, const unsigned (*qf)[4],
 #endif
     }
 
-    // Mask, then this warp's row maxima (rows g and g + 8), reduced over the quad.
+    // Mask (unless the whole tile is visible), then this warp's row maxima (rows g and g + 8),
+    // reduced over the quad.
+    if (!full) {
+#pragma unroll
+        for (int j = 0; j < ATTN_NS / 8; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int row = wm * 16 + g + (e >> 1) * 8;
+                const int col = wn * ATTN_NS + j * 8 + 2 * t + (e & 1);
+                if (!visible(row, col))
+                    s[j][e] = -ATTN_INF;
+            }
+    }
     float mx[2] = {-ATTN_INF, -ATTN_INF};
 #pragma unroll
-    for (int j = 0; j < ATTN_NS / 8; j++) {
+    for (int j = 0; j < ATTN_NS / 8; j++)
 #pragma unroll
-        for (int e = 0; e < 4; e++) {
-            const int row = wm * 16 + g + (e >> 1) * 8;
-            const int col = wn * ATTN_NS + j * 8 + 2 * t + (e & 1);
-            if (!visible(row, col))
-                s[j][e] = -ATTN_INF;
+        for (int e = 0; e < 4; e++)
             mx[e >> 1] = fmaxf(mx[e >> 1], s[j][e]);
-        }
-    }
 #pragma unroll
     for (int i = 0; i < 2; i++) {
         mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
@@ -396,42 +422,66 @@ __device__ __forceinline__ void attn_tile(AttnAcc &acc, const unsigned (*qf)[4],
     (void)sMax;
 #endif
 
-    // Online softmax: new maximum, rescale what was accumulated.
-    float mu[2];
+    // Online softmax: new maximum, rescale what was accumulated where it moved.
+    float mu[2], alpha[2];
+    bool moved = false;
 #pragma unroll
     for (int i = 0; i < 2; i++) {
         const float mnew = fmaxf(acc.m[i], mx[i]);
         mu[i] = mnew == -ATTN_INF ? 0.f : mnew; // no key seen yet: avoid -inf - -inf
-        const float alpha = __expf(acc.m[i] - mu[i]);
+        alpha[i] = __expf(acc.m[i] - mu[i]);
+        moved |= mnew != acc.m[i];
         acc.m[i] = mnew;
-        acc.l[i] *= alpha;
+        acc.l[i] *= alpha[i];
+    }
+    if (__any_sync(0xffffffffu, moved)) {
 #pragma unroll
         for (int n = 0; n < ATTN_DS / 8; n++) {
-            acc.o[n][2 * i] *= alpha;
-            acc.o[n][2 * i + 1] *= alpha;
+            acc.o[n][0] *= alpha[0];
+            acc.o[n][1] *= alpha[0];
+            acc.o[n][2] *= alpha[1];
+            acc.o[n][3] *= alpha[1];
         }
     }
 
-    // P = exp(S - m): summed unrounded (fp32), stored rounded to the dtype for P·V.
+    // P = exp(S - m): summed unrounded (fp32), rounded to the dtype for P·V (in registers with
+    // ATTN_P_REGS, else through sP).
+#if ATTN_P_REGS
+    unsigned pa[BN / 16][4];
+    (void)sP;
+#else
     T *prow0 = sP + (wm * 16 + g) * ATTN_PSTR + wn * ATTN_NS + 2 * t;
     T *prow1 = prow0 + 8 * ATTN_PSTR;
+#endif
 #pragma unroll
     for (int j = 0; j < ATTN_NS / 8; j++) {
         const float e0 = __expf(s[j][0] - mu[0]), e1 = __expf(s[j][1] - mu[0]);
         const float e2 = __expf(s[j][2] - mu[1]), e3 = __expf(s[j][3] - mu[1]);
         acc.l[0] += e0 + e1;
         acc.l[1] += e2 + e3;
+#if ATTN_P_REGS
+        pa[j / 2][2 * (j & 1)] = attn_pack(e0, e1);
+        pa[j / 2][2 * (j & 1) + 1] = attn_pack(e2, e3);
+#else
         *reinterpret_cast<T2 *>(prow0 + j * 8) = from_f32x2(make_float2(e0, e1));
         *reinterpret_cast<T2 *>(prow1 + j * 8) = from_f32x2(make_float2(e2, e3));
+#endif
     }
+#if !ATTN_P_REGS
     attn_group_sync(wm);
+#endif
+    mid();
 
     // O[:, wn DS .. +DS) += P V.
     const T *vw = sV + wn * ATTN_DS;
 #pragma unroll
     for (int kk = 0; kk < BN / 16; kk++) {
+#if ATTN_P_REGS
+        const unsigned *a = pa[kk];
+#else
         unsigned a[4];
         attn_ldsm_x4(a, sP + (wm * 16 + (lane & 15)) * ATTN_PSTR + kk * 16 + (lane >> 4) * 8);
+#endif
 #pragma unroll
         for (int n = 0; n < ATTN_DS / 8; n += 2) {
             unsigned b[4];
