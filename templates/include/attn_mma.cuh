@@ -10,8 +10,8 @@
 // Work split inside a block: warp (wm, wn) owns rows [16 wm, 16 wm + 16). In the score phase it
 // computes S for keys [wn NS, wn NS + NS) of the tile over the whole head dim; the WN warps of a
 // row group agree on the row maxima through shared memory, write their part of P (rounded to the
-// dtype, exactly what HF's eager path feeds to P·V), and in the P·V phase warp wn accumulates
-// output columns [wn DS, wn DS + DS) over all BN keys.
+// dtype, exactly what HF's eager path feeds to P·V; a lone warp, WN = 1, keeps it in registers),
+// and in the P·V phase warp wn accumulates output columns [wn DS, wn DS + DS) over all BN keys.
 #pragma once
 
 #include "tailor_common.cuh"
