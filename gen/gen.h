@@ -22,6 +22,8 @@ typedef struct tailor_compile_request {
     int sm;                    /* target architecture, e.g. 75, 80, 90 */
     int ptx;                   /* 1: PTX for compute_<sm> (rehearsal: the driver JITs it on the
                                   live GPU); 0: a cubin for sm_<sm> */
+    int arch_specific;         /* 1: sm_<sm>a / compute_<sm>a (wgmma): code that runs on that
+                                  architecture only, not on later ones */
     int ndefines;
     const tailor_define *defines;
 } tailor_compile_request;

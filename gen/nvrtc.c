@@ -172,7 +172,8 @@ static const char *cuda_include_dir(char *buf, size_t size)
     return buf;
 }
 
-/* One NVRTC pass: -arch=sm_XX (cubin) or compute_XX (PTX). */
+/* One NVRTC pass: -arch=sm_XX (cubin) or compute_XX (PTX); sm_XXa / compute_XXa for
+ * arch-specific code. */
 static tailor_status compile_once(tailor_ctx *ctx, const tailor_compile_request *req,
                                   const headers *h, int want_ptx, void **image, size_t *size,
                                   char **log_out)
@@ -189,8 +190,8 @@ static tailor_status compile_once(tailor_ctx *ctx, const tailor_compile_request 
     const char *opts[TAILOR_GEN_MAX_DEFINES + FIXED];
     int n = 0;
     char inc[512];
-    snprintf(opt_store[n], sizeof opt_store[n], "-arch=%s_%d", want_ptx ? "compute" : "sm",
-             req->sm);
+    snprintf(opt_store[n], sizeof opt_store[n], "-arch=%s_%d%s", want_ptx ? "compute" : "sm",
+             req->sm, req->arch_specific ? "a" : "");
     opts[n] = opt_store[n];
     n++;
     opts[n++] = "-std=c++17";

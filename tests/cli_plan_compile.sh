@@ -24,6 +24,7 @@ while read -r dev dtype op shape; do
   check "$op $shape on $dev: no spills ($spills)" test -z "$spills"
   echo "$dev $dtype $op $shape: $n compiled"
   if [[ "$dev $op $shape" == "h200 attention_decode $ring" ]]; then cp "$tmp/out" "$tmp/ring"; fi
+  if [[ "$dev $op" == "h200 w4a16_matmul" ]]; then cat "$tmp/out" >>"$tmp/w4h200"; fi
 done <<'LIST'
 h200 bf16 matmul m=1,n=2048,k=1536
 h200 bf16 matmul_glu m=1,n=6144,k=1536
@@ -43,6 +44,7 @@ t4 fp16 matmul m=512,n=2048,k=1536
 h200 bf16 w4a16_matmul m=1,n=2048,k=1536,group=128
 h200 bf16 w4a16_matmul m=16,n=2048,k=1536,group=64,zp=1
 t4 fp16 w4a16_matmul m=16,n=2048,k=1536,group=128
+h200 fp16 w4a16_matmul m=300,n=1000,k=1536,group=64,zp=1
 h200 bf16 attention_decode kv_len=4096,head_dim=512,heads=8,kv_heads=1,window=0,batch=1
 h200 bf16 attention_decode kv_len=512,head_dim=256,heads=8,kv_heads=1,window=512,batch=1,prep=1
 h200 bf16 attention_decode kv_len=512,head_dim=256,heads=8,kv_heads=1,window=512,batch=1
@@ -65,6 +67,14 @@ LIST
 
 check "the cluster merge (CLUSTER=1) compiles for sm_90 with no spills" \
   grep -qE "^  attention_decode .*CLUSTER=1 .*regs, spills 0/0 B" "$tmp/ring"
+
+# the warpgroup-MMA prefill GEMM compiles for sm_90a (the "wgmma" feature), and only there
+check "w4a16_wgmma survivors compile for sm_90a with no spills" \
+  grep -qE "^  w4a16_wgmma .*regs, spills 0/0 B" "$tmp/w4h200"
+"$T" plan --device a100-80gb --op w4a16_matmul --shape m=2048,n=6144,k=1536,group=128 \
+  >"$tmp/out" 2>&1
+check "an A100 refuses w4a16_wgmma, naming the instruction and the architecture" \
+  grep -qE "BK=64 BM=64 STAGES=3 WG=1 bf16: needs wgmma, which only sm_90 has \(code for sm_90a\)" "$tmp/out"
 
 # JSON carries the report
 "$T" plan --device h200 --op residual_norm --shape rows=1,cols=1536,mode=0 --compile --json \

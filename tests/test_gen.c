@@ -17,7 +17,8 @@ static void compile_rmsnorm(tailor_ctx *ctx, int sm, const char *dtype_define, i
     snprintf(defs[3].name, sizeof defs[3].name, "%s", dtype_define);
     char name[256];
     tailor_gen_kernel_name("rmsnorm", "rmsnorm", sm, "fp16", defs, 3, name, sizeof name);
-    tailor_compile_request req = {"rmsnorm.cu", src.text, name, sm, 0, 4, defs};
+    tailor_compile_request req = {.source_name = "rmsnorm.cu", .source = src.text,
+                                  .kernel_name = name, .sm = sm, .ndefines = 4, .defines = defs};
     tailor_compile_result r;
     tailor_status st = tailor_gen_compile(ctx, &req, &r);
     CHECKF(st == TAILOR_OK, "sm_%d %s: %s", sm, dtype_define, tailor_ctx_message(ctx));
@@ -43,7 +44,9 @@ static void test_ptx_rehearsal(tailor_ctx *ctx)
     CHECK_OK(ctx, tailor_template_read(ctx, "rmsnorm.cu", &src));
     tailor_define defs[4] = {{"THREADS", "128"}, {"VEC", "4"}, {"HAS_WEIGHT", "1"},
                              {"TAILOR_DTYPE_FP16", "1"}};
-    tailor_compile_request req = {"rmsnorm.cu", src.text, "k_ptx", 75, 1, 4, defs};
+    tailor_compile_request req = {.source_name = "rmsnorm.cu", .source = src.text,
+                                  .kernel_name = "k_ptx", .sm = 75, .ptx = 1, .ndefines = 4,
+                                  .defines = defs};
     tailor_compile_result r;
     CHECK_OK(ctx, tailor_gen_compile(ctx, &req, &r));
     CHECK(r.is_ptx);
@@ -51,6 +54,23 @@ static void test_ptx_rehearsal(tailor_ctx *ctx)
     CHECK(r.regs > 0); /* the report comes from the sm_75 cubin compiled beside it */
     tailor_compile_result_free(&r);
     tailor_template_file_free(&src);
+}
+
+/* wgmma exists on sm_90a only: the same source compiles with arch_specific and fails without */
+static void test_arch_specific(tailor_ctx *ctx)
+{
+    const char *src = "extern \"C\" __global__ void TAILOR_KERNEL(float *x)\n"
+                      "{ asm volatile(\"wgmma.fence.sync.aligned;\\n\" ::: \"memory\"); x[0] = 1.f; }";
+    tailor_compile_request req = {.source_name = "fence.cu", .source = src,
+                                  .kernel_name = "k_fence", .sm = 90, .arch_specific = 1};
+    tailor_compile_result r;
+    CHECK_OK(ctx, tailor_gen_compile(ctx, &req, &r));
+    CHECK(r.image_size > 100 && strstr(r.log, "sm_90a") != NULL);
+    tailor_compile_result_free(&r);
+    req.arch_specific = 0;
+    CHECK(tailor_gen_compile(ctx, &req, &r) == TAILOR_ERR_NVRTC);
+    CHECK(strstr(tailor_ctx_message(ctx), "wgmma") != NULL);
+    tailor_compile_result_free(&r);
 }
 
 static void test_kernel_name(void)
@@ -73,7 +93,8 @@ static void test_errors(tailor_ctx *ctx)
     CHECK(tailor_gen_parse_arch(ctx, "turing", &sm) == TAILOR_ERR_MISUSE);
 
     const char *broken = "extern \"C\" __global__ void TAILOR_KERNEL(float *x) { x[0] = y; }";
-    tailor_compile_request req = {"broken.cu", broken, "k_broken", 80, 0, 0, NULL};
+    tailor_compile_request req = {.source_name = "broken.cu", .source = broken,
+                                  .kernel_name = "k_broken", .sm = 80};
     tailor_compile_result r;
     tailor_status st = tailor_gen_compile(ctx, &req, &r);
     CHECK(st == TAILOR_ERR_NVRTC);
@@ -115,6 +136,7 @@ int main(void)
     }
     test_ptx_rehearsal(ctx);
     test_kernel_name();
+    test_arch_specific(ctx);
     test_errors(ctx);
     test_report_parser();
     tailor_ctx_destroy(ctx);

@@ -33,6 +33,19 @@ int tailor_feature_min_sm(const char *feature)
     return -1;
 }
 
+int tailor_feature_arch_specific(const char *feature)
+{
+    return strcmp(feature, "wgmma") == 0;
+}
+
+static int features_arch_specific(const tailor_launch *launch)
+{
+    for (int i = 0; i < launch->nfeatures; i++)
+        if (tailor_feature_arch_specific(launch->features[i]))
+            return 1;
+    return 0;
+}
+
 static void describe_config(const char *op, const tailor_config *cfg, tailor_dtype dtype,
                             char *buf, size_t size)
 {
@@ -73,6 +86,11 @@ tailor_verdict tailor_budget_check(const tailor_device_info *dev, const char *op
             if (need < 0) {
                 snprintf(reason, size, "%s: requires unknown feature '%s'", what,
                          launch->features[i]);
+                return TAILOR_REFUSED_FEATURE;
+            }
+            if (tailor_feature_arch_specific(launch->features[i]) && sm != need) {
+                snprintf(reason, size, "%s: needs %s, which only sm_%d has (code for sm_%da); "
+                         "%s lacks it", what, launch->features[i], need, need, where);
                 return TAILOR_REFUSED_FEATURE;
             }
             if (sm < need) {
@@ -273,6 +291,7 @@ tailor_status tailor_plan_compile(tailor_ctx *ctx, const tailor_plan *plan, int 
         .kernel_name = kernel_name,
         .sm = sm,
         .ptx = ptx,
+        .arch_specific = features_arch_specific(&e->launch),
         .ndefines = e->launch.ndefines + 1,
         .defines = defs,
     };

@@ -27,6 +27,10 @@ const char *tailor_verdict_name(tailor_verdict v);
 /* Minimum architecture of a feature ("bf16" -> 80), or -1 for an unknown feature. */
 int tailor_feature_min_sm(const char *feature);
 
+/* 1 when a feature exists on its minimum architecture only (wgmma: sm_90a, not sm_100), so
+ * code using it compiles for sm_XXa and runs on exactly that architecture. */
+int tailor_feature_arch_specific(const char *feature);
+
 /* Checks a configuration against the device before compiling. reason gets one sentence such
  * as "attention_prefill BM=64 BN=32 D=512 fp16: needs 98,304 B shared memory per block; Tesla
  * T4 (sm_75) allows 65,536 B (1.5x over)". */

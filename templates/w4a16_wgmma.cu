@@ -1,0 +1,200 @@
+// w4a16_wgmma.cu — W4A16 matmul for prefill on sm_90a warpgroup MMAs: out[m, n] = a[m, k] · W[n, k]^T
+// computed as its transpose, D[n, m] = W · a^T, so that the dequantized weights are wgmma's A
+// operand in registers and the activations its B operand in shared memory.
+//
+// A block holds WG warpgroups; warpgroup wg owns weight rows n0 + 64 wg .. + 63 and all BM tokens
+// of the block (one m64nBMk16 per 16 columns of k). Per k tile of BK columns, a STAGES-deep
+// cp.async ring carries:
+//   the activation tile, BM tokens x BK columns, K-major in the 128-byte swizzle (wgmma.cuh):
+//     BK / 64 atoms-wide slabs of BM x 128 B, each 1024-byte aligned;
+//   the packed weights, BN = 64 WG rows x BK / 8 words (the kernel layout of runtime/w4a16.h,
+//     rows padded to 4 mod 8 words: conflict-free reads);
+//   scales (one row of BN per group the tile touches) and zero points.
+// A thread dequantizes its A fragments from two weight rows (g and g + 8 of its warp's 16) as
+// round((u - z) · s), like every other w4a16 template, so the products are the same; each
+// fragment then feeds BM tokens (no dequantization per token tile, unlike mma.sync).
+// After the last tile, the fp32 accumulators are rounded once and staged through shared memory
+// as [BM tokens][BN + 8] so that the stores to out are 16-byte rows of n.
+// Defines: BM (64, 128, 256), BK (64, 128), WG (1, 2), STAGES, GROUP, HAS_ZP. Needs n % 8 == 0.
+// Dynamic shared memory: 1024 (alignment slack) + STAGES · stage bytes (the epilogue's staging
+// reuses the ring; the space checks it fits).
+#include "w4a16_common.cuh"
+#include "wgmma.cuh"
+
+#define W4G_THREADS (WG * 128)
+
+namespace w4g {
+constexpr int BN = 64 * WG;                                  // weight rows per block
+constexpr int B_LD = BK / 8 + ((BK / 8) % 8 == 4 ? 0 : 4);   // words per weight row
+constexpr int SROWS = BK >= GROUP ? BK / GROUP : 1;          // scale rows per stage
+constexpr int A_BYTES = BM * BK * 2;                         // activations (multiple of 1024)
+constexpr int W_BYTES = BN * B_LD * 4;
+constexpr int S_BYTES = SROWS * BN * 2;
+constexpr int Z_BYTES = HAS_ZP ? SROWS * BN : 0;
+constexpr int STAGE_BYTES = (A_BYTES + W_BYTES + S_BYTES + Z_BYTES + 1023) / 1024 * 1024;
+constexpr int O_LD = BN + 8;                                 // epilogue staging row (T)
+static_assert(BM == 64 || BM == 128 || BM == 256, "BM is a wgmma N: 64, 128 or 256");
+static_assert(BK % 64 == 0 && GROUP % 32 == 0, "BK is whole swizzle atoms; GROUP a multiple of 32");
+static_assert(BK % GROUP == 0 || GROUP % BK == 0, "BK and GROUP must nest");
+static_assert(STAGES >= 2, "at least 2 stages");
+static_assert(BM * O_LD * 2 <= STAGES * STAGE_BYTES, "the epilogue staging must fit the ring");
+
+struct Stage {
+    u8 *a;  // activations, swizzled
+    u32 *w; // packed weights
+    T *s;   // scales
+    u8 *z;  // zero points
+};
+
+__device__ __forceinline__ Stage stage_at(u8 *ring, int st)
+{
+    u8 *base = ring + st * STAGE_BYTES;
+    Stage s;
+    s.a = base;
+    s.w = reinterpret_cast<u32 *>(base + A_BYTES);
+    s.s = reinterpret_cast<T *>(base + A_BYTES + W_BYTES);
+    s.z = base + A_BYTES + W_BYTES + S_BYTES;
+    return s;
+}
+
+// Byte offset of 16-byte chunk c (0 .. BK/8) of token row r in the swizzled activation tile.
+__device__ __forceinline__ int a_offset(int r, int c)
+{
+    return (c >> 3) * (BM * 128) + r * 128 + (((c & 7) ^ (r & 7)) << 4);
+}
+
+// Issues the copies of k tile kt into stage s; pieces outside m, n, k or the groups are zeros.
+__device__ __forceinline__ void load_tile(const Stage &s, int kt, const T *a, const u32 *qw,
+                                          const T *scales, const u8 *zeros, int M, int N, int K,
+                                          int n_pad, int m0, int n0)
+{
+    const int tid = threadIdx.x, k0 = kt * BK;
+    for (int i = tid; i < BM * (BK / 8); i += W4G_THREADS) {
+        const int r = i / (BK / 8), c = i % (BK / 8), gm = m0 + r, gk = k0 + c * 8;
+        const bool ok = gm < M && gk < K;
+        tc_copy16(s.a + a_offset(r, c), ok ? a + (size_t)gm * K + gk : a, ok);
+    }
+    for (int i = tid; i < BN * (BK / 32); i += W4G_THREADS) {
+        const int r = i / (BK / 32), c = i % (BK / 32), gn = n0 + r, gc = k0 / 32 + c;
+        const bool ok = gn < N && gc * 32 < K;
+        tc_copy16(s.w + r * B_LD + c * 4, ok ? qw + (size_t)gn * (K / 8) + gc * 4 : qw, ok);
+    }
+    const int groups = K / GROUP, ncols = (N + 15) / 16 * 16;
+    for (int i = tid; i < SROWS * (BN / 8); i += W4G_THREADS) {
+        const int r = i / (BN / 8), c = i % (BN / 8), g = k0 / GROUP + r, gn = n0 + c * 8;
+        const bool ok = g < groups && gn < ncols;
+        tc_copy16(s.s + r * BN + c * 8, ok ? scales + (size_t)g * n_pad + gn : scales, ok);
+    }
+#if HAS_ZP
+    for (int i = tid; i < SROWS * (BN / 16); i += W4G_THREADS) {
+        const int r = i / (BN / 16), c = i % (BN / 16), g = k0 / GROUP + r, gn = n0 + c * 16;
+        const bool ok = g < groups && gn < ncols;
+        tc_copy16(s.z + r * BN + c * 16, ok ? zeros + (size_t)g * n_pad + gn : zeros, ok);
+    }
+#else
+    (void)zeros;
+#endif
+}
+
+// The A fragments of this thread for every k16 step of the tile: weight rows r0 and r0 + 8
+// (block rows), pairs 2 (step % 2) and 2 (step % 2) + 1 of the step's 32-column word.
+__device__ __forceinline__ void dequant_tile(const Stage &s, int r0, int t, u32 (&af)[BK / 16][4])
+{
+#pragma unroll
+    for (int kc = 0; kc < BK / 32; kc++) {
+        const int sr = SROWS > 1 ? (kc * 32) / GROUP : 0;
+        const u32 w0 = s.w[r0 * B_LD + kc * 4 + t], w1 = s.w[(r0 + 8) * B_LD + kc * 4 + t];
+        const T2 s0 = w4_splat(s.s[sr * BN + r0]), s1 = w4_splat(s.s[sr * BN + r0 + 8]);
+#if HAS_ZP
+        const T2 z0 = w4_bias(s.z[sr * BN + r0]), z1 = w4_bias(s.z[sr * BN + r0 + 8]);
+#else
+        const T2 z0 = w4_bias(8u), z1 = z0;
+#endif
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            u32 *f = af[2 * kc + h];
+            f[0] = w4_as_u32(w4_pair(w0, 2 * h, z0, s0));
+            f[1] = w4_as_u32(w4_pair(w1, 2 * h, z1, s1));
+            f[2] = w4_as_u32(w4_pair(w0, 2 * h + 1, z0, s0));
+            f[3] = w4_as_u32(w4_pair(w1, 2 * h + 1, z1, s1));
+        }
+    }
+}
+} // namespace w4g
+
+extern "C" __global__ void __launch_bounds__(W4G_THREADS, 1)
+TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restrict__ qweight,
+              const T *__restrict__ scales,
+#if HAS_ZP
+              const u8 *__restrict__ zeros,
+#endif
+              int M, int N, int K, int n_pad)
+{
+    tailor_grid_begin();
+    using namespace w4g;
+    extern __shared__ __align__(16) u8 smem_raw[];
+    // the swizzled tiles need 1024-byte alignment of the shared address
+    const wg_u32 raw = tc_smem_addr(smem_raw);
+    u8 *ring = smem_raw + (((raw + 1023u) & ~1023u) - raw);
+#if !HAS_ZP
+    const u8 *zeros = nullptr;
+#endif
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int g = lane >> 2, t = lane & 3;
+    const int r0 = warp * 16 + g; // this thread's first weight row in the block (warpgroup wg =
+                                  // warp / 4 owns rows 64 wg ..)
+    const int n0 = blockIdx.x * BN, m0 = blockIdx.y * BM;
+    const int ktiles = (K + BK - 1) / BK;
+
+    float acc[BM / 2];
+#pragma unroll
+    for (int i = 0; i < BM / 2; i++)
+        acc[i] = 0.f;
+
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; s++) {
+        if (s < ktiles)
+            load_tile(stage_at(ring, s), s, a, qweight, scales, zeros, M, N, K, n_pad, m0, n0);
+        tc_copy_commit();
+    }
+    for (int kt = 0; kt < ktiles; kt++) {
+        tc_copy_wait<STAGES - 2>();
+        __syncthreads(); // tile kt landed; every warpgroup finished the tile of the stage refilled
+        const int nk = kt + STAGES - 1;
+        if (nk < ktiles)
+            load_tile(stage_at(ring, nk % STAGES), nk, a, qweight, scales, zeros, M, N, K, n_pad,
+                      m0, n0);
+        tc_copy_commit();
+
+        const Stage st = stage_at(ring, kt % STAGES);
+        u32 af[BK / 16][4];
+        dequant_tile(st, r0, t, af);
+        const wg_u32 abase = tc_smem_addr(st.a);
+        wg_fence_acc(acc);
+        wg_fence();
+#pragma unroll
+        for (int step = 0; step < BK / 16; step++)
+            wg_mma_rs<BM>(acc, af[step], wg_desc_sw128(abase + (step >> 2) * (BM * 128) +
+                                                       (step & 3) * 32));
+        wg_commit();
+        wg_wait<0>(); // the stage and af are free once this tile's MMAs are done
+        wg_fence_acc(acc);
+    }
+    tc_copy_wait<0>();
+    __syncthreads(); // every warpgroup is done with the ring: it becomes the staging tile
+
+    // acc[4j + e]: weight row r0 + 8 (e >> 1), token 8j + 2t + (e & 1)
+    T *stage_o = reinterpret_cast<T *>(ring);
+#pragma unroll
+    for (int j = 0; j < BM / 8; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            stage_o[(8 * j + 2 * t + (e & 1)) * O_LD + r0 + 8 * (e >> 1)] = from_f32(acc[4 * j + e]);
+    __syncthreads();
+    for (int i = threadIdx.x; i < BM * (BN / 8); i += W4G_THREADS) {
+        const int r = i / (BN / 8), c = (i % (BN / 8)) * 8, gm = m0 + r, gn = n0 + c;
+        if (gm < M && gn < N)
+            *reinterpret_cast<uint4 *>(out + (size_t)gm * N + gn) =
+                *reinterpret_cast<const uint4 *>(stage_o + r * O_LD + c);
+    }
+}
