@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu-check.sh — on the GPU machine: build, run every GPU test, then the benchmarks; logs go to
 # $OUT (ctest.txt, bench.txt, model.txt, ...) and a short summary is printed last.
-#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|all] [ctest -R regex]
+#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|wgmma|all] [ctest -R regex]
 # quick: the GPU tests with the long scripts in their smoke subsets (MATMUL_QUICK, W4A16_QUICK,
 # ATTN_QUICK), fitting one 10-minute device call; model: Gemma 4 E2B decode and prefill figures
 # with the same-run comparisons (PDL off, gating kernels, each place of the seams, q prepared
@@ -16,7 +16,10 @@
 # fused-bench: the decode step with each fusion and without it (fused-bench.txt); attn: every
 # attention survivor verified (cli_gpu_attention), then prefill and decode at 8k/32k timed with
 # the working tree's templates and with probe-variants/base's (scripts/probe/base_templates.sh
-# REV) in the same run, plus the int4 gated GEMV against the 2N GEMV + gelu_gate (attn.txt).
+# REV) in the same run, plus the int4 gated GEMV against the 2N GEMV + gelu_gate (attn.txt);
+# wgmma: the experimental w4a16_wgmma template (TAILOR_EXPERIMENTAL=1) verified survivor by
+# survivor (tune --verify-all: both dtypes, zero points, odd m, n and k, group 32..128), then
+# the m=2048 shapes benched with it and without it, cuBLAS in the same run (wgmma.txt).
 set -uo pipefail
 what=${1:-all}
 filter=${2:-}
@@ -197,6 +200,26 @@ if [[ $what == attn ]]; then
     done
   done
   summary+=("attn: $(grep -c '^==' "$A") figures in attn.txt")
+fi
+if [[ $what == wgmma ]]; then
+  W="$OUT/wgmma.txt"
+  : >"$W"
+  for sd in "m=2048,n=6144,k=1536,group=128:bf16" "m=2048,n=1536,k=6144,group=128:fp16" \
+            "m=300,n=1000,k=352,group=32,zp=1:bf16" "m=77,n=2056,k=1536,group=64,zp=1:fp16" \
+            "m=512,n=256,k=1536,group=64,zp=1,s_ld=2560:bf16"; do
+    echo "== verify-all ${sd%%:*} ${sd#*:}" >>"$W"
+    TAILOR_EXPERIMENTAL=1 timeout 240 "$T" tune --op w4a16_matmul --shape "${sd%%:*}" \
+      --dtype "${sd#*:}" --verify-all --cache /tmp/wgmma-verify.sqlite >>"$W" 2>&1
+    echo "rc=$?" >>"$W"
+  done
+  for s in m=2048,n=6144,k=1536 m=2048,n=1536,k=6144 m=2048,n=21504,k=5376 m=512,n=6144,k=1536; do
+    for x in 0 1; do
+      echo "== bench TAILOR_EXPERIMENTAL=$x $s" >>"$W"
+      TAILOR_EXPERIMENTAL=$x "$T" bench w4a16 --shape "$s,group=128" \
+        --cache "/tmp/wgmma-bench-$x.sqlite" >>"$W" 2>&1
+    done
+  done
+  summary+=("wgmma: $(grep -c '^rc=0' "$W") of 5 verify-all runs passed; figures in wgmma.txt")
 fi
 if [[ $what == pdl ]]; then
   bash scripts/probe/pdl_variants.sh >/dev/null 2>&1

@@ -5,6 +5,7 @@
 # with a non-zero exit (the CPU-side guard for template edits).
 set -u
 T=${TAILOR_BIN:?}
+export TAILOR_EXPERIMENTAL=1 # experimental templates compile too (their guard is this script)
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail=0
 check() { local what=$1; shift; if "$@"; then :; else echo "FAILED: $what"; fail=1; fi; }
@@ -75,6 +76,11 @@ check "w4a16_wgmma survivors compile for sm_90a with no spills" \
   >"$tmp/out" 2>&1
 check "an A100 refuses w4a16_wgmma, naming the instruction and the architecture" \
   grep -qE "BK=64 BM=64 STAGES=3 WG=1 bf16: needs wgmma, which only sm_90 has \(code for sm_90a\)" "$tmp/out"
+
+TAILOR_EXPERIMENTAL=0 "$T" plan --device h200 --op w4a16_matmul \
+  --shape m=2048,n=6144,k=1536,group=128 >"$tmp/out" 2>&1
+check "without TAILOR_EXPERIMENTAL an experimental template is refused, saying why" \
+  grep -qE "\[refused-experimental\] .*template w4a16_wgmma is experimental \(written without a GPU" "$tmp/out"
 
 # JSON carries the report
 "$T" plan --device h200 --op residual_norm --shape rows=1,cols=1536,mode=0 --compile --json \

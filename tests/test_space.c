@@ -27,6 +27,13 @@ static void write_file(const char *name, const char *text)
     fclose(f);
 }
 
+static void remove_file(const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    remove(path);
+}
+
 static void test_enumerate(tailor_ctx *ctx)
 {
     tailor_space *s = NULL;
@@ -150,6 +157,38 @@ static const tailor_plan_entry *find_entry(const tailor_plan *p, const char *tmp
             return &p->entries[i];
     }
     return NULL;
+}
+
+/* An experimental template is planned only with TAILOR_EXPERIMENTAL=1, and says why it is out;
+ * `experimental` must be that sentence. */
+static void test_experimental(tailor_ctx *ctx)
+{
+    write_file("rmsnorm_exp.lua",
+               "return { op = 'rmsnorm', source = 'rmsnorm.cu', params = { THREADS = { 96 }, VEC = { 1 } },\n"
+               "  experimental = 'not yet run on a GPU',\n"
+               "  threads = function(p) return p.THREADS end, smem_static = 0, smem_dynamic = 0,\n"
+               "  grid = function(p, s) return { s.rows } end,\n"
+               "  args = { 'out', 'x', 'w', { i32 = 'cols' }, { f32 = 1e-6 } },\n}\n");
+    unsetenv("TAILOR_EXPERIMENTAL");
+    tailor_plan p;
+    CHECK_OK(ctx, plan_for(ctx, "h200", "rmsnorm", "rows=8,cols=512", TAILOR_DTYPE_BF16, &p));
+    const tailor_plan_entry *e = find_entry(&p, "rmsnorm_exp", "THREADS=96 VEC=1");
+    CHECK(e && e->verdict == TAILOR_REFUSED_EXPERIMENTAL &&
+          strstr(e->reason, "template rmsnorm_exp is experimental (not yet run on a GPU); "
+                            "TAILOR_EXPERIMENTAL=1 includes it"));
+    CHECK(p.survivors > 0); /* the embedded template still plans */
+    tailor_plan_free(&p);
+    setenv("TAILOR_EXPERIMENTAL", "1", 1);
+    CHECK_OK(ctx, plan_for(ctx, "h200", "rmsnorm", "rows=8,cols=512", TAILOR_DTYPE_BF16, &p));
+    e = find_entry(&p, "rmsnorm_exp", "THREADS=96 VEC=1");
+    CHECK(e && e->verdict == TAILOR_FITS);
+    tailor_plan_free(&p);
+    unsetenv("TAILOR_EXPERIMENTAL");
+    remove_file("rmsnorm_exp.lua");
+    write_file("expnum.lua", "return { op = 'rmsnorm', source = 'rmsnorm.cu', params = { A = {1} },\n"
+                             "  experimental = 3,\n" GOOD_TAIL);
+    expect_broken(ctx, "expnum", "expnum.lua", "'experimental' must be a sentence");
+    remove_file("expnum.lua");
 }
 
 /* A variant dropped into TAILOR_TEMPLATE_PATH: its smem grows with BM and the width, like an
@@ -610,6 +649,7 @@ int main(void)
         unlink(path);
     }
     test_variant_and_budget(ctx);
+    test_experimental(ctx);
     test_plan_errors(ctx);
     test_launch_purpose(ctx);
     test_prologue_launch(ctx);

@@ -13,7 +13,8 @@ const char *tailor_verdict_name(tailor_verdict v)
 {
     static const char *const names[] = {"fits",         "refused-shape",   "refused-dtype",
                                         "refused-feature", "refused-threads", "refused-smem",
-                                        "refused-registers", "space-defect"};
+                                        "refused-registers", "space-defect",
+                                        "refused-experimental"};
     return (unsigned)v < sizeof names / sizeof names[0] ? names[v] : "?";
 }
 
@@ -115,6 +116,12 @@ tailor_verdict tailor_budget_check(const tailor_device_info *dev, const char *op
                  tailor_fmt_int(b, sizeof b, dev->smem_per_block_optin), over < 1.095 ? 2 : 1,
                  over);
         return TAILOR_REFUSED_SMEM;
+    }
+    const char *why = tailor_space_experimental(space);
+    if (why && !tailor_experimental_on()) {
+        snprintf(reason, size, "%s: template %s is experimental (%s); TAILOR_EXPERIMENTAL=1 "
+                 "includes it", what, tailor_space_name(space), why);
+        return TAILOR_REFUSED_EXPERIMENTAL;
     }
     reason[0] = '\0';
     return TAILOR_FITS;

@@ -17,7 +17,8 @@ typedef enum tailor_verdict {
     TAILOR_REFUSED_THREADS, /* threads per block above the device's maximum */
     TAILOR_REFUSED_SMEM,    /* static + dynamic shared memory above the opt-in limit */
     TAILOR_REFUSED_REGS,    /* after compiling: registers x threads above registers per block */
-    TAILOR_SPACE_DEFECT     /* after compiling: the space's smem_static disagrees with ptxas */
+    TAILOR_SPACE_DEFECT,    /* after compiling: the space's smem_static disagrees with ptxas */
+    TAILOR_REFUSED_EXPERIMENTAL /* the template is experimental and TAILOR_EXPERIMENTAL is unset */
 } tailor_verdict;
 
 /* "fits", "refused-shape", "refused-dtype", "refused-feature", "refused-threads",

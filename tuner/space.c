@@ -25,6 +25,7 @@ struct tailor_space {
     char origin[1024];
     char lua_text_hash[65];
     int dtypes_mask;        /* bit per tailor_dtype */
+    char experimental[256]; /* why the template is not yet trusted; "" when it is */
     int nparams;
     char param_names[TAILOR_SPACE_MAX_PARAMS][48]; /* sorted */
 };
@@ -154,6 +155,17 @@ static tailor_status read_header_fields(tailor_ctx *ctx, tailor_space *s)
                                     "search space %s: required field '%s' is missing", s->origin,
                                     required[i]);
     }
+    /* experimental: a sentence saying why the template is not yet in the default space */
+    lua_getfield(L, -1, "experimental");
+    if (lua_type(L, -1) == LUA_TSTRING) {
+        snprintf(s->experimental, sizeof s->experimental, "%s", lua_tostring(L, -1));
+    } else if (!lua_isnil(L, -1)) {
+        lua_pop(L, 1);
+        return tailor_set_error(ctx, TAILOR_ERR_LUA,
+                                "search space %s: 'experimental' must be a sentence saying why",
+                                s->origin);
+    }
+    lua_pop(L, 1);
     /* dtypes: default both 16-bit floats */
     lua_getfield(L, -1, "dtypes");
     if (lua_isnil(L, -1)) {
@@ -309,6 +321,16 @@ const char *tailor_space_name(const tailor_space *s) { return s->name; }
 const char *tailor_space_op(const tailor_space *s) { return s->op; }
 const char *tailor_space_source(const tailor_space *s) { return s->source; }
 const char *tailor_space_origin(const tailor_space *s) { return s->origin; }
+int tailor_experimental_on(void)
+{
+    const char *v = getenv("TAILOR_EXPERIMENTAL");
+    return v && *v && strcmp(v, "0") != 0;
+}
+
+const char *tailor_space_experimental(const tailor_space *s)
+{
+    return s->experimental[0] ? s->experimental : NULL;
+}
 int tailor_space_supports(const tailor_space *s, tailor_dtype dtype)
 {
     return (s->dtypes_mask >> dtype) & 1;

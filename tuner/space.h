@@ -67,6 +67,10 @@ const char *tailor_space_op(const tailor_space *s);     /* the op it implements 
 const char *tailor_space_source(const tailor_space *s); /* "rmsnorm.cu" */
 const char *tailor_space_origin(const tailor_space *s); /* where the .lua came from */
 int tailor_space_supports(const tailor_space *s, tailor_dtype dtype);
+/* The space's `experimental` sentence (why its template is not yet trusted), or NULL. An
+ * experimental template is planned only with TAILOR_EXPERIMENTAL=1 (tailor_experimental_on). */
+const char *tailor_space_experimental(const tailor_space *s);
+int tailor_experimental_on(void);
 
 /* How the tuner measures (tailor_instance_time). Part of every space hash: a winner chosen by
  * another method is tuned again. Session 8: graph replays (host launches had timed the host).
