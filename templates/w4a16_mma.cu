@@ -61,28 +61,8 @@ __device__ __forceinline__ void load_tile(const Stage &s, int kt, const T *a, co
         const bool ok = gm < M && gk < K;
         tc_copy16(s.a + r * A_LD + c * 8, ok ? a + (size_t)gm * K + gk : a, ok);
     }
-    for (int i = tid; i < BN * (BK / 32); i += W4_THREADS) {
-        const int r = i / (BK / 32), c = i % (BK / 32), gn = n0 + r, gc = k0 / 32 + c;
-        const bool ok = gn < N && gc * 32 < K;
-        tc_copy16(s.b + r * B_LD + c * 4, ok ? qw + (size_t)gn * (K / 8) + gc * 4 : qw, ok);
-    }
-    // n_pad is the scales' row stride (a stack's part has more); columns stay inside the part's
-    // own N rounded up to 16, which its row always holds
-    const int groups = K / GROUP, ncols = (N + 15) / 16 * 16;
-    for (int i = tid; i < SROWS * (BN / 8); i += W4_THREADS) {
-        const int r = i / (BN / 8), c = i % (BN / 8), g = k0 / GROUP + r, gn = n0 + c * 8;
-        const bool ok = g < groups && gn < ncols;
-        tc_copy16(s.s + r * BN + c * 8, ok ? scales + (size_t)g * n_pad + gn : scales, ok);
-    }
-#if HAS_ZP
-    for (int i = tid; i < SROWS * (BN / 16); i += W4_THREADS) {
-        const int r = i / (BN / 16), c = i % (BN / 16), g = k0 / GROUP + r, gn = n0 + c * 16;
-        const bool ok = g < groups && gn < ncols;
-        tc_copy16(s.z + r * BN + c * 16, ok ? zeros + (size_t)g * n_pad + gn : zeros, ok);
-    }
-#else
-    (void)zeros;
-#endif
+    w4_load_weight_tile<BN, BK, B_LD, SROWS, GROUP, W4_THREADS>(s.b, s.s, s.z, kt, qw, scales,
+                                                              zeros, N, K, n_pad, n0);
 }
 
 // acc += the stage's a tile x dequantized weight tile, for this warp's WTM x WTN sub-tile.

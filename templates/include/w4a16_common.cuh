@@ -55,6 +55,43 @@ __device__ __forceinline__ float w4_float(u32 word, int nibble)
     return __uint_as_float((bits & 0x000f0000u) | 0x43000000u); // 128 + u
 }
 
+// ---- the weight side of a tensor-core GEMM's k tile (w4a16_mma.cu, w4a16_wgmma.cu) ----
+
+// Issues the copies of k tile kt (columns kt·bk ...) of weight rows [n0, n0 + bn) into shared
+// memory: packed words w[bn][ldw] (bk/8 of each row's), scales s[srows][bn] (one row per group
+// the tile touches) and, with HAS_ZP, zero points z[srows][bn]; pieces past n, k or the groups
+// are zeros. n_pad is the scales' row stride (a stack's part has more); their columns stay inside
+// the part's own n rounded up to 16, which its row always holds. nt threads share the copies.
+template <int bn, int bk, int ldw, int srows, int grp, int nt> // not BN, ...: the kernels' macros
+__device__ __forceinline__ void w4_load_weight_tile(u32 *w, T *s, u8 *z, int kt,
+                                                    const u32 *qw, const T *scales,
+                                                    const u8 *zeros, int N, int K, int n_pad,
+                                                    int n0)
+{
+    const int tid = threadIdx.x, k0 = kt * bk;
+    for (int i = tid; i < bn * (bk / 32); i += nt) {
+        const int r = i / (bk / 32), c = i % (bk / 32), gn = n0 + r, gc = k0 / 32 + c;
+        const bool ok = gn < N && gc * 32 < K;
+        tc_copy16(w + r * ldw + c * 4, ok ? qw + (size_t)gn * (K / 8) + gc * 4 : qw, ok);
+    }
+    const int groups = K / grp, ncols = (N + 15) / 16 * 16;
+    for (int i = tid; i < srows * (bn / 8); i += nt) {
+        const int r = i / (bn / 8), c = i % (bn / 8), g = k0 / grp + r, gn = n0 + c * 8;
+        const bool ok = g < groups && gn < ncols;
+        tc_copy16(s + r * bn + c * 8, ok ? scales + (size_t)g * n_pad + gn : scales, ok);
+    }
+#if HAS_ZP
+    for (int i = tid; i < srows * (bn / 16); i += nt) {
+        const int r = i / (bn / 16), c = i % (bn / 16), g = k0 / grp + r, gn = n0 + c * 16;
+        const bool ok = g < groups && gn < ncols;
+        tc_copy16(z + r * bn + c * 16, ok ? zeros + (size_t)g * n_pad + gn : zeros, ok);
+    }
+#else
+    (void)z;
+    (void)zeros;
+#endif
+}
+
 // ---- split-k across blocks (the decode templates: grid (column tiles, SPLITK)) ----
 
 // After every thread of the block wrote its fp32 partials to slice blockIdx.y of `partial`
