@@ -99,10 +99,9 @@ static void compile_entry(void *user, int i)
         c->spill_stores = r.spill_stores;
         c->spill_loads = r.spill_loads;
         c->seconds = r.seconds;
-        tailor_verdict v = tailor_budget_check_compiled(&job->plan->dev, job->plan->op->name,
-                                                        &e->cfg, job->plan->dtype, &e->launch,
-                                                        r.regs, r.smem_static, c->text,
-                                                        sizeof c->text);
+        tailor_verdict v = tailor_budget_check_compiled(
+            &job->plan->dev, job->plan->op->name, e->template_name, &e->cfg, job->plan->dtype,
+            &e->launch, r.regs, r.smem_static, c->text, sizeof c->text);
         if (v != TAILOR_FITS) {
             e->verdict = v;
             snprintf(e->reason, sizeof e->reason, "%s", c->text);

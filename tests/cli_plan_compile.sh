@@ -75,7 +75,7 @@ check "w4a16_wgmma survivors compile for sm_90a with no spills" \
 "$T" plan --device a100-80gb --op w4a16_matmul --shape m=2048,n=6144,k=1536,group=128 \
   >"$tmp/out" 2>&1
 check "an A100 refuses w4a16_wgmma, naming the instruction and the architecture" \
-  grep -qE "BK=64 BM=64 STAGES=3 WG=1 bf16: needs wgmma, which only sm_90 has \(code for sm_90a\)" "$tmp/out"
+  grep -qE "w4a16_matmul/w4a16_wgmma BK=64 BM=64 STAGES=3 WG=1 bf16: needs wgmma, which only sm_90 has \(code for sm_90a\)" "$tmp/out"
 
 TAILOR_EXPERIMENTAL=0 "$T" plan --device h200 --op w4a16_matmul \
   --shape m=2048,n=6144,k=1536,group=128 >"$tmp/out" 2>&1

@@ -47,12 +47,17 @@ static int features_arch_specific(const tailor_launch *launch)
     return 0;
 }
 
-static void describe_config(const char *op, const tailor_config *cfg, tailor_dtype dtype,
-                            char *buf, size_t size)
+/* "op params dtype", or "op/template params dtype" where the template is not named after the op
+ * (an op with several templates: the reader learns which one refused) */
+static void describe_config(const char *op, const char *tmpl, const tailor_config *cfg,
+                            tailor_dtype dtype, char *buf, size_t size)
 {
     char params[384];
     tailor_config_format(cfg, params, sizeof params);
-    snprintf(buf, size, "%s %s %s", op, params, tailor_dtype_name(dtype));
+    if (tmpl && strcmp(tmpl, op) != 0)
+        snprintf(buf, size, "%s/%s %s %s", op, tmpl, params, tailor_dtype_name(dtype));
+    else
+        snprintf(buf, size, "%s %s %s", op, params, tailor_dtype_name(dtype));
 }
 
 static void device_label(const tailor_device_info *dev, char *buf, size_t size)
@@ -69,7 +74,7 @@ tailor_verdict tailor_budget_check(const tailor_device_info *dev, const char *op
                                    size_t size)
 {
     char what[512], where[192], a[32], b[32];
-    describe_config(op, cfg, dtype, what, sizeof what);
+    describe_config(op, tailor_space_name(space), cfg, dtype, what, sizeof what);
     device_label(dev, where, sizeof where);
     if (!launch->valid) {
         snprintf(reason, size, "%s: %s", what, launch->invalid_reason);
@@ -128,12 +133,13 @@ tailor_verdict tailor_budget_check(const tailor_device_info *dev, const char *op
 }
 
 tailor_verdict tailor_budget_check_compiled(const tailor_device_info *dev, const char *op,
-                                            const tailor_config *cfg, tailor_dtype dtype,
-                                            const tailor_launch *launch, int regs,
-                                            int smem_static_reported, char *reason, size_t size)
+                                            const char *template_name, const tailor_config *cfg,
+                                            tailor_dtype dtype, const tailor_launch *launch,
+                                            int regs, int smem_static_reported, char *reason,
+                                            size_t size)
 {
     char what[512], where[192], a[32], b[32];
-    describe_config(op, cfg, dtype, what, sizeof what);
+    describe_config(op, template_name, cfg, dtype, what, sizeof what);
     device_label(dev, where, sizeof where);
     if (regs > 0 && (long long)regs * launch->threads > dev->regs_per_block) {
         snprintf(reason, size, "%s: %d registers x %d threads = %s registers per block; %s "

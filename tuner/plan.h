@@ -40,11 +40,14 @@ tailor_verdict tailor_budget_check(const tailor_device_info *dev, const char *op
                                    tailor_dtype dtype, const tailor_launch *launch, char *reason,
                                    size_t size);
 
-/* Checks what the compiler reported: registers x threads, and smem_static against the space. */
+/* Checks what the compiler reported: registers x threads, and smem_static against the space.
+ * Reasons (of both checks) name the template after the op when it is named otherwise:
+ * "w4a16_matmul/w4a16_wgmma BK=64 ...". */
 tailor_verdict tailor_budget_check_compiled(const tailor_device_info *dev, const char *op,
-                                            const tailor_config *cfg, tailor_dtype dtype,
-                                            const tailor_launch *launch, int regs,
-                                            int smem_static_reported, char *reason, size_t size);
+                                            const char *template_name, const tailor_config *cfg,
+                                            tailor_dtype dtype, const tailor_launch *launch,
+                                            int regs, int smem_static_reported, char *reason,
+                                            size_t size);
 
 typedef struct tailor_plan_entry {
     char template_name[64];

@@ -253,8 +253,9 @@ static void check_candidate(tune_state *t, int i)
     tailor_ctx *ctx = t->ctx;
     char reason[512];
     tailor_verdict v = tailor_budget_check_compiled(
-        t->budget_dev, t->plan->op->name, &c->entry->cfg, t->plan->dtype, &c->entry->launch,
-        c->compiled.regs, c->compiled.smem_static, reason, sizeof reason);
+        t->budget_dev, t->plan->op->name, c->entry->template_name, &c->entry->cfg,
+        t->plan->dtype, &c->entry->launch, c->compiled.regs, c->compiled.smem_static, reason,
+        sizeof reason);
     if (v != TAILOR_FITS) {
         c->state = CAND_REFUSED;
         snprintf(c->detail, sizeof c->detail, "%s", reason);
