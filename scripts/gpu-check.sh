@@ -108,7 +108,8 @@ fi
 if [[ $what == profile ]]; then
   # ncu reports (speed of light, occupancy, warp stalls, memory) of the kernels the session-6
   # knockouts blamed: the int4 GEMV winners (an E2B MLP shape and the int4 LM head), the dense
-  # GEMV at the MLP shape, the decode attention winners at 8k and at a 512-slot ring; ncu.txt.
+  # GEMV at the MLP shape, the decode attention winners at 8k and at a 512-slot ring, and the
+  # head_dim 256 prefill winner at 8k; ncu.txt.
   # ncu fixes the SM clock at 1.47 GHz: durations are ~1.35x the benchmarks'.
   N="$OUT/ncu.txt"
   : >"$N"
@@ -137,6 +138,11 @@ if [[ $what == profile ]]; then
   "$T" tune --op attention_decode --shape "$a" --dtype bf16 --cache "$cache" >/dev/null 2>&1
   prof "attention_decode winner $a" "attention_decode__" \
     "$T" bench attention --op attention_decode --shape "$a" --cache "$cache"
+  # prefill at head_dim 256: what limits it at ~220 TFLOP/s (latency or shared memory?)
+  f=q_len=8192,kv_len=8192,head_dim=256,heads=8,kv_heads=1,window=0
+  "$T" tune --op attention_prefill --shape "$f" --dtype bf16 --cache "$cache" >/dev/null 2>&1
+  prof "attention_prefill winner $f" "attention_prefill__" \
+    "$T" bench attention --op attention_prefill --shape "$f" --cache "$cache"
   "$T" cache trials --cache "$cache" >"$OUT/trials.txt" 2>&1
   summary+=("profile: $(grep -c '^== ' "$N") ncu sections in ncu.txt, trials in trials.txt")
 fi
