@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu-check.sh — on the GPU machine: build, run every GPU test, then the benchmarks; logs go to
 # $OUT (ctest.txt, bench.txt, model.txt, ...) and a short summary is printed last.
-#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|wgmma|all] [ctest -R regex]
+#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|experimental|all] [ctest -R regex]
 # quick: the GPU tests with the long scripts in their smoke subsets (MATMUL_QUICK, W4A16_QUICK,
 # ATTN_QUICK), fitting one 10-minute device call; model: Gemma 4 E2B decode and prefill figures
 # with the same-run comparisons (PDL off, gating kernels, each place of the seams, q prepared
@@ -17,9 +17,11 @@
 # attention survivor verified (cli_gpu_attention), then prefill and decode at 8k/32k timed with
 # the working tree's templates and with probe-variants/base's (scripts/probe/base_templates.sh
 # REV) in the same run, plus the int4 gated GEMV against the 2N GEMV + gelu_gate (attn.txt);
-# wgmma: the experimental w4a16_wgmma template (TAILOR_EXPERIMENTAL=1) verified survivor by
-# survivor (tune --verify-all: both dtypes, zero points, odd m, n and k, group 32..128), then
-# the m=2048 shapes benched with it and without it, cuBLAS in the same run (wgmma.txt).
+# experimental: the experimental templates (TAILOR_EXPERIMENTAL=1) verified survivor by survivor
+# (tune --verify-all): w4a16_wgmma over both dtypes, zero points, odd m, n and k, group 32..128,
+# and attention_prefill_tall over both head dims, windows, chunked prefill, GQA, the T4
+# rehearsal; then both benched with them and without them in the same run, cuBLAS beside the
+# W4A16 ones (experimental.txt).
 set -uo pipefail
 what=${1:-all}
 filter=${2:-}
@@ -207,25 +209,43 @@ if [[ $what == attn ]]; then
   done
   summary+=("attn: $(grep -c '^==' "$A") figures in attn.txt")
 fi
-if [[ $what == wgmma ]]; then
-  W="$OUT/wgmma.txt"
+if [[ $what == experimental ]]; then
+  W="$OUT/experimental.txt"
   : >"$W"
-  for sd in "m=2048,n=6144,k=1536,group=128:bf16" "m=2048,n=1536,k=6144,group=128:fp16" \
-            "m=300,n=1000,k=352,group=32,zp=1:bf16" "m=77,n=2056,k=1536,group=64,zp=1:fp16" \
-            "m=512,n=256,k=1536,group=64,zp=1,s_ld=2560:bf16"; do
-    echo "== verify-all ${sd%%:*} ${sd#*:}" >>"$W"
-    TAILOR_EXPERIMENTAL=1 timeout 240 "$T" tune --op w4a16_matmul --shape "${sd%%:*}" \
-      --dtype "${sd#*:}" --verify-all --cache /tmp/wgmma-verify.sqlite >>"$W" 2>&1
+  verify() { # verify OP SHAPE DTYPE [flags...]
+    local op=$1 shape=$2 dtype=$3; shift 3
+    echo "== verify-all $op $shape $dtype $*" >>"$W"
+    TAILOR_EXPERIMENTAL=1 timeout 240 "$T" tune --op "$op" --shape "$shape" --dtype "$dtype" \
+      --verify-all --cache /tmp/exp-verify.sqlite "$@" >>"$W" 2>&1
     echo "rc=$?" >>"$W"
-  done
+  }
+  verify w4a16_matmul m=2048,n=6144,k=1536,group=128 bf16
+  verify w4a16_matmul m=2048,n=1536,k=6144,group=128 fp16
+  verify w4a16_matmul m=300,n=1000,k=352,group=32,zp=1 bf16
+  verify w4a16_matmul m=77,n=2056,k=1536,group=64,zp=1 fp16
+  verify w4a16_matmul m=512,n=256,k=1536,group=64,zp=1,s_ld=2560 bf16
+  verify attention_prefill q_len=1000,kv_len=1000,head_dim=256,heads=8,kv_heads=1,window=512 bf16
+  verify attention_prefill q_len=777,kv_len=777,head_dim=512,heads=8,kv_heads=1,window=0 bf16
+  verify attention_prefill q_len=300,kv_len=1300,head_dim=256,heads=8,kv_heads=2,window=1024 fp16
+  verify attention_prefill q_len=33,kv_len=33,head_dim=256,heads=8,kv_heads=1,window=1 fp16
+  verify attention_prefill q_len=200,kv_len=200,head_dim=256,heads=8,kv_heads=1,window=0 fp16 \
+    --rehearse t4
   for s in m=2048,n=6144,k=1536 m=2048,n=1536,k=6144 m=2048,n=21504,k=5376 m=512,n=6144,k=1536; do
     for x in 0 1; do
-      echo "== bench TAILOR_EXPERIMENTAL=$x $s" >>"$W"
+      echo "== bench TAILOR_EXPERIMENTAL=$x w4a16 $s" >>"$W"
       TAILOR_EXPERIMENTAL=$x "$T" bench w4a16 --shape "$s,group=128" \
-        --cache "/tmp/wgmma-bench-$x.sqlite" >>"$W" 2>&1
+        --cache "/tmp/exp-bench-$x.sqlite" >>"$W" 2>&1
     done
   done
-  summary+=("wgmma: $(grep -c '^rc=0' "$W") of 5 verify-all runs passed; figures in wgmma.txt")
+  for s in q_len=8192,kv_len=8192,head_dim=256,heads=8,kv_heads=1,window=0 \
+           q_len=8192,kv_len=8192,head_dim=512,heads=8,kv_heads=1,window=0; do
+    for x in 0 1; do
+      echo "== bench TAILOR_EXPERIMENTAL=$x attention_prefill $s" >>"$W"
+      TAILOR_EXPERIMENTAL=$x "$T" bench attention --op attention_prefill --shape "$s" \
+        --cache "/tmp/exp-bench-$x.sqlite" >>"$W" 2>&1
+    done
+  done
+  summary+=("experimental: $(grep -c '^rc=0' "$W") of 10 verify-all runs passed; figures in experimental.txt")
 fi
 if [[ $what == pdl ]]; then
   bash scripts/probe/pdl_variants.sh >/dev/null 2>&1

@@ -17,15 +17,20 @@ git -C "$here" archive "$rev" templates | tar -x -C "$tmp" ||
   { echo "same-binaries: cannot read the templates of $rev"; exit 2; }
 mkdir -p "$tmp/old" "$tmp/new"
 # templates new in the working tree: REV would fall back to their embedded spaces (with REV's
-# spacelib); a copy whose valid refuses everything stands in for them, and their kernels are
-# listed as new rather than as differences
+# spacelib, which may lack their helpers); a stub of the same op and source that refuses
+# everything stands in for them, and their kernels are listed as new rather than as differences
 new_templates=()
 for f in "$here"/templates/*.lua; do
   b=$(basename "$f")
   [[ -e $tmp/templates/$b ]] && continue
   new_templates+=("${b%.lua}")
-  sed 's/^\(  valid = function([^)]*)\)$/\1\n    if true then return false, "not in this revision" end/' "$f" \
-    >"$tmp/templates/$b"
+  op=$(sed -n 's/^  op = "\([a-z0-9_]*\)",$/\1/p' "$f" | head -1)
+  src=$(sed -n 's/^  source = "\([a-z0-9_.]*\)",$/\1/p' "$f" | head -1)
+  cat >"$tmp/templates/$b" <<STUB
+return { op = "$op", source = "$src", params = { STUB = { 0 } },
+  valid = function() return false, "not in this revision" end,
+  threads = 32, smem_static = 0, smem_dynamic = 0, grid = { 1 }, args = {} }
+STUB
 done
 n=0
 while read -r dev dtype op shape; do

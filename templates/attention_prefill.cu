@@ -75,7 +75,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
 
     // This warp's rows sit at positions [wlo, whi]; a tile at keys [kb, kb + BN) is wholly
     // visible to them when it ends at or before wlo, inside the keys, and after whi's window.
-    const int wlo = past + row0 + wm * 16, whi = wlo + 15;
+    const int wlo = past + row0 + wm * ATTN_WR, whi = wlo + ATTN_WR - 1;
     auto whole = [&](int kb) {
         return kb + BN - 1 <= wlo && kb + BN <= kv_len && (window <= 0 || kb > whi - window);
     };
@@ -143,16 +143,19 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
 
     const int g = lane >> 2, t = lane & 3;
 #pragma unroll
-    for (int i = 0; i < 2; i++) {
-        const int r = wm * 16 + g + 8 * i;
-        if (r >= nrows)
-            continue;
-        const float inv = acc.l[i] > 0.f ? 1.f / acc.l[i] : 0.f;
-        T *orow = out + (size_t)(row0 + r) * qstride + (size_t)head * HEAD_DIM + wn * ATTN_DS +
-                  2 * t;
+    for (int ti = 0; ti < RM; ti++)
 #pragma unroll
-        for (int n = 0; n < ATTN_DS / 8; n++)
-            *reinterpret_cast<T2 *>(orow + n * 8) =
-                from_f32x2(make_float2(acc.o[n][2 * i] * inv, acc.o[n][2 * i + 1] * inv));
-    }
+        for (int i = 0; i < 2; i++) {
+            const int r = wm * ATTN_WR + ti * 16 + g + 8 * i, h = 2 * ti + i;
+            if (r >= nrows)
+                continue;
+            const float inv = acc.l[h] > 0.f ? 1.f / acc.l[h] : 0.f;
+            T *orow = out + (size_t)(row0 + r) * qstride + (size_t)head * HEAD_DIM +
+                      wn * ATTN_DS + 2 * t;
+#pragma unroll
+            for (int n = 0; n < ATTN_DS / 8; n++)
+                *reinterpret_cast<T2 *>(orow + n * 8) = from_f32x2(
+                    make_float2(acc.o[ti * (ATTN_DS / 8) + n][2 * i] * inv,
+                                acc.o[ti * (ATTN_DS / 8) + n][2 * i + 1] * inv));
+        }
 }

@@ -26,6 +26,7 @@ while read -r dev dtype op shape; do
   echo "$dev $dtype $op $shape: $n compiled"
   if [[ "$dev $op $shape" == "h200 attention_decode $ring" ]]; then cp "$tmp/out" "$tmp/ring"; fi
   if [[ "$dev $op" == "h200 w4a16_matmul" ]]; then cat "$tmp/out" >>"$tmp/w4h200"; fi
+  if [[ "$dev $op" == "h200 attention_prefill" ]]; then cat "$tmp/out" >>"$tmp/prefill_h200"; fi
 done <<'LIST'
 h200 bf16 matmul m=1,n=2048,k=1536
 h200 bf16 matmul_glu m=1,n=6144,k=1536
@@ -69,6 +70,8 @@ LIST
 check "the cluster merge (CLUSTER=1) compiles for sm_90 with no spills" \
   grep -qE "^  attention_decode .*CLUSTER=1 .*regs, spills 0/0 B" "$tmp/ring"
 
+check "attention_prefill_tall (32-row warps) survivors compile with no spills" \
+  grep -qE "^  attention_prefill_tall .*regs, spills 0/0 B" "$tmp/prefill_h200"
 # the warpgroup-MMA prefill GEMM compiles for sm_90a (the "wgmma" feature), and only there
 check "w4a16_wgmma survivors compile for sm_90a with no spills" \
   grep -qE "^  w4a16_wgmma .*regs, spills 0/0 B" "$tmp/w4h200"

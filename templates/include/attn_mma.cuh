@@ -18,7 +18,11 @@
 
 #define ATTN_INF __int_as_float(0x7f800000) // NVRTC has no <math.h> INFINITY
 
-#define ATTN_BM (16 * WM)          // rows per block
+#ifndef RM
+#define RM 1                       // m16 row tiles per warp (prefill may take 2: each K/V
+#endif                             // fragment read from shared memory then serves 32 rows)
+#define ATTN_WR (16 * RM)          // rows per warp
+#define ATTN_BM (ATTN_WR * WM)     // rows per block
 #define ATTN_NT (32 * WM * WN)     // threads per block
 #define ATTN_NS (BN / WN)          // keys per warp in the score phase
 #define ATTN_DS (HEAD_DIM / WN)    // output columns per warp in the P·V phase
@@ -31,6 +35,9 @@
 #endif
 #if ATTN_DS % 16 != 0 || BN % 16 != 0
 #error "attn_mma.cuh: HEAD_DIM / WN and BN must be multiples of 16"
+#endif
+#if RM > 1 && (Q_REGS || defined(GROUP))
+#error "attn_mma.cuh: RM > 1 is for the prefill with Q in shared memory"
 #endif
 #if MMA_K == 8 && !defined(TAILOR_DTYPE_FP16)
 #error "attn_mma.cuh: m16n8k8 is used for fp16 only"
@@ -280,21 +287,26 @@ __device__ __forceinline__ void attn_group_sync(int wm)
 #endif
 }
 
-// Running state of one warp: its output columns for rows g and g + 8 of its 16, the running
-// maximum (the same in all WN warps of the group) and its partial row sum (summed at the end).
+// Running state of one warp: its output columns for rows g and g + 8 of each of its RM row
+// tiles (o[i * DS/8 + n]: tile i, n8 column block n), the running maxima (m[2i + h]: row
+// 16i + g + 8h; the same in all WN warps of the group) and its partial row sums (summed at the
+// end).
 struct AttnAcc {
-    float o[ATTN_DS / 8][4];
-    float m[2];
-    float l[2];
+    float o[RM * ATTN_DS / 8][4];
+    float m[2 * RM];
+    float l[2 * RM];
 };
 
 __device__ __forceinline__ void attn_acc_init(AttnAcc &acc)
 {
 #pragma unroll
-    for (int n = 0; n < ATTN_DS / 8; n++)
+    for (int n = 0; n < RM * ATTN_DS / 8; n++)
         acc.o[n][0] = acc.o[n][1] = acc.o[n][2] = acc.o[n][3] = 0.f;
-    acc.m[0] = acc.m[1] = -ATTN_INF;
-    acc.l[0] = acc.l[1] = 0.f;
+#pragma unroll
+    for (int h = 0; h < 2 * RM; h++) {
+        acc.m[h] = -ATTN_INF;
+        acc.l[h] = 0.f;
+    }
 }
 
 // Q fragments of this warp's 16 rows straight from global memory (rows >= nrows are zero).
@@ -344,12 +356,15 @@ __device__ __forceinline__ void attn_tile(AttnAcc &acc, const unsigned (*qf)[4],
                                           int wn, int lane, Visible visible, bool full, Mid mid)
 {
     const int g = lane >> 2, t = lane & 3;
-    float s[ATTN_NS / 8][4];
+    const int wr0 = wm * ATTN_WR; // the warp's first row in the block
+    float s[RM][ATTN_NS / 8][4];
 #pragma unroll
-    for (int j = 0; j < ATTN_NS / 8; j++)
-        s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+    for (int i = 0; i < RM; i++)
+#pragma unroll
+        for (int j = 0; j < ATTN_NS / 8; j++)
+            s[i][j][0] = s[i][j][1] = s[i][j][2] = s[i][j][3] = 0.f;
 
-    // S = Q K^T for this warp's 16 rows and NS keys.
+    // S = Q K^T for this warp's rows and NS keys.
     const T *kw = sK + (wn * ATTN_NS) * ATTN_KSTR;
 #if Q_REGS
 #pragma unroll // qf must be indexed by constants to stay in registers
@@ -357,115 +372,143 @@ __device__ __forceinline__ void attn_tile(AttnAcc &acc, const unsigned (*qf)[4],
 #pragma unroll 4
 #endif
     for (int kk = 0; kk < HEAD_DIM / 16; kk++) {
-        unsigned a[4];
+        unsigned a[RM][4];
 #if Q_REGS
-        a[0] = qf[kk][0];
-        a[1] = qf[kk][1];
-        a[2] = qf[kk][2];
-        a[3] = qf[kk][3];
+        a[0][0] = qf[kk][0];
+        a[0][1] = qf[kk][1];
+        a[0][2] = qf[kk][2];
+        a[0][3] = qf[kk][3];
 #else
         (void)qf;
-        attn_ldsm_x4(a, sQ + (wm * 16 + (lane & 15)) * ATTN_KSTR + kk * 16 + (lane >> 4) * 8);
+#pragma unroll
+        for (int i = 0; i < RM; i++)
+            attn_ldsm_x4(a[i], sQ + (wr0 + i * 16 + (lane & 15)) * ATTN_KSTR + kk * 16 +
+                                   (lane >> 4) * 8);
 #endif
 #if ATTN_NS == 8
         unsigned b[2];
         attn_ldsm_x2(b, kw + (lane & 7) * ATTN_KSTR + kk * 16 + ((lane >> 3) & 1) * 8);
-        attn_mma(s[0], a, b);
+#pragma unroll
+        for (int i = 0; i < RM; i++)
+            attn_mma(s[i][0], a[i], b);
 #else
 #pragma unroll
         for (int j = 0; j < ATTN_NS / 8; j += 2) {
             unsigned b[4];
             attn_ldsm_x4(b, kw + (j * 8 + ((lane >> 4) << 3) + (lane & 7)) * ATTN_KSTR + kk * 16 +
                                 ((lane >> 3) & 1) * 8);
-            attn_mma(s[j], a, b);
-            attn_mma(s[j + 1], a, b + 2);
+#pragma unroll
+            for (int i = 0; i < RM; i++) {
+                attn_mma(s[i][j], a[i], b);
+                attn_mma(s[i][j + 1], a[i], b + 2);
+            }
         }
 #endif
     }
 
-    // Mask (unless the whole tile is visible), then this warp's row maxima (rows g and g + 8),
-    // reduced over the quad.
+    // Mask (unless the whole tile is visible), then this warp's row maxima (statistic 2i + h:
+    // row 16i + g + 8h of the warp's), reduced over the quad.
     if (!full) {
+#pragma unroll
+        for (int i = 0; i < RM; i++)
+#pragma unroll
+            for (int j = 0; j < ATTN_NS / 8; j++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int row = wr0 + i * 16 + g + (e >> 1) * 8;
+                    const int col = wn * ATTN_NS + j * 8 + 2 * t + (e & 1);
+                    if (!visible(row, col))
+                        s[i][j][e] = -ATTN_INF;
+                }
+    }
+    float mx[2 * RM];
+#pragma unroll
+    for (int h = 0; h < 2 * RM; h++)
+        mx[h] = -ATTN_INF;
+#pragma unroll
+    for (int i = 0; i < RM; i++)
 #pragma unroll
         for (int j = 0; j < ATTN_NS / 8; j++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int row = wm * 16 + g + (e >> 1) * 8;
-                const int col = wn * ATTN_NS + j * 8 + 2 * t + (e & 1);
-                if (!visible(row, col))
-                    s[j][e] = -ATTN_INF;
-            }
-    }
-    float mx[2] = {-ATTN_INF, -ATTN_INF};
+            for (int e = 0; e < 4; e++)
+                mx[2 * i + (e >> 1)] = fmaxf(mx[2 * i + (e >> 1)], s[i][j][e]);
 #pragma unroll
-    for (int j = 0; j < ATTN_NS / 8; j++)
-#pragma unroll
-        for (int e = 0; e < 4; e++)
-            mx[e >> 1] = fmaxf(mx[e >> 1], s[j][e]);
-#pragma unroll
-    for (int i = 0; i < 2; i++) {
-        mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
-        mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
+    for (int h = 0; h < 2 * RM; h++) {
+        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
     }
 #if WN > 1
     if (t == 0) {
-        sMax[wn * ATTN_BM + wm * 16 + g] = mx[0];
-        sMax[wn * ATTN_BM + wm * 16 + g + 8] = mx[1];
+#pragma unroll
+        for (int i = 0; i < RM; i++) {
+            sMax[wn * ATTN_BM + wm * ATTN_WR + i * 16 + g] = mx[2 * i];
+            sMax[wn * ATTN_BM + wm * ATTN_WR + i * 16 + g + 8] = mx[2 * i + 1];
+        }
     }
     attn_group_sync(wm);
 #pragma unroll
     for (int w = 0; w < WN; w++) {
-        mx[0] = fmaxf(mx[0], sMax[w * ATTN_BM + wm * 16 + g]);
-        mx[1] = fmaxf(mx[1], sMax[w * ATTN_BM + wm * 16 + g + 8]);
+#pragma unroll
+        for (int i = 0; i < RM; i++) {
+            mx[2 * i] = fmaxf(mx[2 * i], sMax[w * ATTN_BM + wm * ATTN_WR + i * 16 + g]);
+            mx[2 * i + 1] = fmaxf(mx[2 * i + 1], sMax[w * ATTN_BM + wm * ATTN_WR + i * 16 + g + 8]);
+        }
     }
 #else
     (void)sMax;
 #endif
 
     // Online softmax: new maximum, rescale what was accumulated where it moved.
-    float mu[2], alpha[2];
+    float mu[2 * RM], alpha[2 * RM];
     bool moved = false;
 #pragma unroll
-    for (int i = 0; i < 2; i++) {
-        const float mnew = fmaxf(acc.m[i], mx[i]);
-        mu[i] = mnew == -ATTN_INF ? 0.f : mnew; // no key seen yet: avoid -inf - -inf
-        alpha[i] = __expf(acc.m[i] - mu[i]);
-        moved |= mnew != acc.m[i];
-        acc.m[i] = mnew;
-        acc.l[i] *= alpha[i];
+    for (int h = 0; h < 2 * RM; h++) {
+        const float mnew = fmaxf(acc.m[h], mx[h]);
+        mu[h] = mnew == -ATTN_INF ? 0.f : mnew; // no key seen yet: avoid -inf - -inf
+        alpha[h] = __expf(acc.m[h] - mu[h]);
+        moved |= mnew != acc.m[h];
+        acc.m[h] = mnew;
+        acc.l[h] *= alpha[h];
     }
     if (__any_sync(0xffffffffu, moved)) {
 #pragma unroll
-        for (int n = 0; n < ATTN_DS / 8; n++) {
-            acc.o[n][0] *= alpha[0];
-            acc.o[n][1] *= alpha[0];
-            acc.o[n][2] *= alpha[1];
-            acc.o[n][3] *= alpha[1];
-        }
+        for (int i = 0; i < RM; i++)
+#pragma unroll
+            for (int n = 0; n < ATTN_DS / 8; n++) {
+                acc.o[i * (ATTN_DS / 8) + n][0] *= alpha[2 * i];
+                acc.o[i * (ATTN_DS / 8) + n][1] *= alpha[2 * i];
+                acc.o[i * (ATTN_DS / 8) + n][2] *= alpha[2 * i + 1];
+                acc.o[i * (ATTN_DS / 8) + n][3] *= alpha[2 * i + 1];
+            }
     }
 
     // P = exp(S - m): summed unrounded (fp32), rounded to the dtype for P·V (in registers with
     // ATTN_P_REGS, else through sP).
 #if ATTN_P_REGS
-    unsigned pa[BN / 16][4];
+    unsigned pa[RM][BN / 16][4];
     (void)sP;
-#else
-    T *prow0 = sP + (wm * 16 + g) * ATTN_PSTR + wn * ATTN_NS + 2 * t;
-    T *prow1 = prow0 + 8 * ATTN_PSTR;
 #endif
 #pragma unroll
-    for (int j = 0; j < ATTN_NS / 8; j++) {
-        const float e0 = __expf(s[j][0] - mu[0]), e1 = __expf(s[j][1] - mu[0]);
-        const float e2 = __expf(s[j][2] - mu[1]), e3 = __expf(s[j][3] - mu[1]);
-        acc.l[0] += e0 + e1;
-        acc.l[1] += e2 + e3;
-#if ATTN_P_REGS
-        pa[j / 2][2 * (j & 1)] = attn_pack(e0, e1);
-        pa[j / 2][2 * (j & 1) + 1] = attn_pack(e2, e3);
-#else
-        *reinterpret_cast<T2 *>(prow0 + j * 8) = from_f32x2(make_float2(e0, e1));
-        *reinterpret_cast<T2 *>(prow1 + j * 8) = from_f32x2(make_float2(e2, e3));
+    for (int i = 0; i < RM; i++) {
+#if !ATTN_P_REGS
+        T *prow0 = sP + (wr0 + i * 16 + g) * ATTN_PSTR + wn * ATTN_NS + 2 * t;
+        T *prow1 = prow0 + 8 * ATTN_PSTR;
 #endif
+#pragma unroll
+        for (int j = 0; j < ATTN_NS / 8; j++) {
+            const float e0 = __expf(s[i][j][0] - mu[2 * i]), e1 = __expf(s[i][j][1] - mu[2 * i]);
+            const float e2 = __expf(s[i][j][2] - mu[2 * i + 1]);
+            const float e3 = __expf(s[i][j][3] - mu[2 * i + 1]);
+            acc.l[2 * i] += e0 + e1;
+            acc.l[2 * i + 1] += e2 + e3;
+#if ATTN_P_REGS
+            pa[i][j / 2][2 * (j & 1)] = attn_pack(e0, e1);
+            pa[i][j / 2][2 * (j & 1) + 1] = attn_pack(e2, e3);
+#else
+            *reinterpret_cast<T2 *>(prow0 + j * 8) = from_f32x2(make_float2(e0, e1));
+            *reinterpret_cast<T2 *>(prow1 + j * 8) = from_f32x2(make_float2(e2, e3));
+#endif
+        }
     }
 #if !ATTN_P_REGS
     attn_group_sync(wm);
@@ -477,19 +520,32 @@ __device__ __forceinline__ void attn_tile(AttnAcc &acc, const unsigned (*qf)[4],
 #pragma unroll
     for (int kk = 0; kk < BN / 16; kk++) {
 #if ATTN_P_REGS
-        const unsigned *a = pa[kk];
+#define ATTN_PV_A(i) (pa[i][kk]) // rows of tile i
 #else
-        unsigned a[4];
-        attn_ldsm_x4(a, sP + (wm * 16 + (lane & 15)) * ATTN_PSTR + kk * 16 + (lane >> 4) * 8);
+        unsigned a[RM][4];
+#if RM == 1 // the loop below by hand: looped, two WN = 2 kernels compiled differently from
+            // their pre-RM selves (scripts/same-binaries.sh)
+        attn_ldsm_x4(a[0], sP + (wm * 16 + (lane & 15)) * ATTN_PSTR + kk * 16 + (lane >> 4) * 8);
+#else
+#pragma unroll
+        for (int i = 0; i < RM; i++)
+            attn_ldsm_x4(a[i], sP + (wr0 + i * 16 + (lane & 15)) * ATTN_PSTR + kk * 16 +
+                                   (lane >> 4) * 8);
+#endif
+#define ATTN_PV_A(i) (a[i])
 #endif
 #pragma unroll
         for (int n = 0; n < ATTN_DS / 8; n += 2) {
             unsigned b[4];
             attn_ldsm_x4_trans(b, vw + (kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * ATTN_KSTR +
                                       n * 8 + (lane >> 4) * 8);
-            attn_mma(acc.o[n], a, b);
-            attn_mma(acc.o[n + 1], a, b + 2);
+#pragma unroll
+            for (int i = 0; i < RM; i++) {
+                attn_mma(acc.o[i * (ATTN_DS / 8) + n], ATTN_PV_A(i), b);
+                attn_mma(acc.o[i * (ATTN_DS / 8) + n + 1], ATTN_PV_A(i), b + 2);
+            }
         }
+#undef ATTN_PV_A
     }
 }
 
@@ -597,22 +653,30 @@ __device__ __forceinline__ void attn_finish_sums(AttnAcc &acc, float *sMax, int 
 {
     const int g = lane >> 2, t = lane & 3;
 #pragma unroll
-    for (int i = 0; i < 2; i++) {
-        acc.l[i] += __shfl_xor_sync(0xffffffffu, acc.l[i], 1);
-        acc.l[i] += __shfl_xor_sync(0xffffffffu, acc.l[i], 2);
+    for (int h = 0; h < 2 * RM; h++) {
+        acc.l[h] += __shfl_xor_sync(0xffffffffu, acc.l[h], 1);
+        acc.l[h] += __shfl_xor_sync(0xffffffffu, acc.l[h], 2);
     }
 #if WN > 1
     __syncthreads();
     if (t == 0) {
-        sMax[wn * ATTN_BM + wm * 16 + g] = acc.l[0];
-        sMax[wn * ATTN_BM + wm * 16 + g + 8] = acc.l[1];
+#pragma unroll
+        for (int i = 0; i < RM; i++) {
+            sMax[wn * ATTN_BM + wm * ATTN_WR + i * 16 + g] = acc.l[2 * i];
+            sMax[wn * ATTN_BM + wm * ATTN_WR + i * 16 + g + 8] = acc.l[2 * i + 1];
+        }
     }
     __syncthreads();
-    acc.l[0] = acc.l[1] = 0.f;
+#pragma unroll
+    for (int h = 0; h < 2 * RM; h++)
+        acc.l[h] = 0.f;
 #pragma unroll
     for (int w = 0; w < WN; w++) {
-        acc.l[0] += sMax[w * ATTN_BM + wm * 16 + g];
-        acc.l[1] += sMax[w * ATTN_BM + wm * 16 + g + 8];
+#pragma unroll
+        for (int i = 0; i < RM; i++) {
+            acc.l[2 * i] += sMax[w * ATTN_BM + wm * ATTN_WR + i * 16 + g];
+            acc.l[2 * i + 1] += sMax[w * ATTN_BM + wm * ATTN_WR + i * 16 + g + 8];
+        }
     }
 #else
     (void)sMax;

@@ -302,6 +302,61 @@ function lib.attn_requires(p, dtype)
   return r
 end
 
+-- ---- attention_prefill.cu's spaces (attention_prefill.lua: rm = 1; attention_prefill_tall.lua:
+-- rm = 2 row tiles of 16 per warp) ----
+
+-- The mma step: m16n8k16 from sm_80, two m16n8k8 below.
+function lib.attn_mma_k(device) return device.sm >= 80 and 16 or 8 end
+
+-- Bytes of dynamic shared memory, exactly the layout the kernel carves (2-byte elements for both
+-- dtypes; rows padded by 8 elements): sMax, sQ (unless Q_REGS), sK and sV per stage, sP (only
+-- with WN > 1: a lone warp per row group keeps P in registers). A block has 16 rm WM rows.
+function lib.attn_prefill_smem(p, shape, rm)
+  local bm, kstr, pstr = 16 * rm * p.WM, shape.head_dim + 8, p.BN + 8
+  local q = (p.Q_REGS == 1) and 0 or bm * kstr
+  local pt = (p.WN > 1) and bm * pstr or 0
+  return 4 * p.WN * bm + 2 * (q + 2 * p.STAGES * p.BN * kstr + pt)
+end
+
+-- 32-bit registers a thread needs for its fragments: output accumulators, Q (when kept in
+-- registers) and scores. The compiler adds ~90 for addresses, softmax state and loop values.
+local function attn_prefill_regs(p, shape, rm)
+  local d = shape.head_dim
+  local o, q, s = rm * d // (2 * p.WN), (p.Q_REGS == 1) and d // 4 or 0, rm * p.BN // (2 * p.WN)
+  return o + q + s, o, q, s
+end
+
+-- The rules of every attention_prefill space: the shape, keys per warp, warps, registers,
+-- stages, and (pruning only) blocks taller than the chunk.
+function lib.attn_prefill_valid(p, shape, device, purpose, rm)
+  local ok, why = lib.attn_shape_valid(shape, false)
+  if not ok then return false, why end
+  if shape.q_len < 1 or shape.q_len > shape.kv_len then
+    return false, string.format("q_len=%d must be in 1..kv_len=%d", shape.q_len, shape.kv_len)
+  end
+  local ns = p.BN // p.WN
+  if ns ~= 8 and ns % 16 ~= 0 then
+    return false, string.format("BN/WN=%d keys per warp is neither 8 nor a multiple of 16", ns)
+  end
+  if p.WM * p.WN > 8 then
+    return false, string.format("WM*WN=%d warps: more than 8", p.WM * p.WN)
+  end
+  local regs, o, q, s = attn_prefill_regs(p, shape, rm)
+  if regs > 160 then
+    return false, string.format("fragments need %d registers per thread (O %d + Q %d + S %d) "
+                                .. "> 160: would spill", regs, o, q, s)
+  end
+  -- pruning only (a winner of the prefill chunk runs shorter chunks)
+  local bm = 16 * rm * p.WM
+  if purpose ~= "launch" and p.WM > (lib.roomy(device) and 2 or 1) and bm > 2 * shape.q_len then
+    return false, string.format("BM=%d rows for q_len=%d leaves most rows idle", bm, shape.q_len)
+  end
+  if p.STAGES > 1 and p.ASYNC == 0 then
+    return false, "STAGES>1 needs cp.async"
+  end
+  return true
+end
+
 -- ---- the CUDA-core GEMVs (matmul_gemv.cu, w4a16_gemv.cu) and their seam epilogue ----
 
 -- The row stride of a W4A16 weight's scales and zeros (runtime/w4a16.h): n rounded up to 16, or
