@@ -141,6 +141,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
     }
     for (int kt = 0; kt < ktiles; kt++) {
         tc_copy_wait<STAGES - 2>();
+        wg_fence_proxy_async(); // the copies of tile kt, visible to the wgmma operand reads
         __syncthreads(); // tile kt landed; every warpgroup finished the tile of the stage refilled
         const int nk = kt + STAGES - 1;
         if (nk < ktiles)

@@ -30,6 +30,13 @@ __device__ __forceinline__ unsigned long long wg_desc_sw128(wg_u32 addr)
            ((unsigned long long)(1024 >> 4) << 32) | (1ull << 62);
 }
 
+// Makes this thread's shared-memory writes (stores, completed cp.async copies: the generic
+// proxy) visible to wgmma's operand reads (the async proxy); then a barrier, then the wgmma.
+__device__ __forceinline__ void wg_fence_proxy_async()
+{
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
 // Orders this thread's register writes (A fragments, zeroed accumulators) before the next wgmma.
 __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
