@@ -8,12 +8,7 @@ return {
   source = "w4a16_gemv.cu",
   dtypes = { "fp16", "bf16" },
 
-  params = {
-    THREADS = { 64, 128, 256 },
-    KWARPS = { 1, 2, 4 },
-    ROWS = { 1, 2, 4 },
-    MT = { 1, 2, 4, 8 },
-  },
+  params = tailor.W4A16_GEMV_PARAMS,
 
   defines = function(p, shape, dtype, device)
     local d = tailor.seam_defines(shape.n, shape.mode)

@@ -88,6 +88,16 @@ function lib.w4_layout_ok(shape)
   return true
 end
 
+-- The parameters of every space over the CUDA-core W4A16 GEMV (templates/w4a16_gemv.cu:
+-- w4a16_gemv, w4a16_glu, w4a16_seam): THREADS, KWARPS warps splitting k, ROWS weight rows per
+-- warp, MT activation rows per block.
+lib.W4A16_GEMV_PARAMS = {
+  THREADS = { 64, 128, 256 },
+  KWARPS = { 1, 2, 4 },
+  ROWS = { 1, 2, 4 },
+  MT = { 1, 2, 4, 8 },
+}
+
 -- Rules of the CUDA-core W4A16 GEMV (templates/w4a16_gemv.cu), shared by w4a16_matmul and
 -- w4a16_seam: a warp owns ROWS rows and a 1/KWARPS share of the 32-column chunks of k.
 function lib.w4a16_gemv_valid(p, shape, purpose)
