@@ -10,8 +10,6 @@ return {
   op = "attention_prefill",
   source = "attention_prefill.cu",
   dtypes = { "fp16", "bf16" },
-  -- out of the default space until a GPU run has verified every survivor (tune --verify-all)
-  experimental = "written without a GPU: the 32-row warp tiles are unverified",
 
   params = {
     WM = function(shape, dtype, device) return tailor.roomy(device) and { 1, 2, 4 } or { 1, 2 } end,

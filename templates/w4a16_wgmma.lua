@@ -19,8 +19,6 @@ end
 return {
   op = "w4a16_matmul",
   source = "w4a16_wgmma.cu",
-  -- out of the default space until a GPU run has verified every survivor (tune --verify-all)
-  experimental = "written without a GPU: its wgmma descriptors and fragment layouts are unverified",
   dtypes = { "fp16", "bf16" },
 
   params = {

@@ -80,10 +80,14 @@ check "w4a16_wgmma survivors compile for sm_90a with no spills" \
 check "an A100 refuses w4a16_wgmma, naming the instruction and the architecture" \
   grep -qE "w4a16_matmul/w4a16_wgmma BK=64 BM=64 STAGES=3 WG=1 bf16: needs wgmma, which only sm_90 has \(code for sm_90a\)" "$tmp/out"
 
-TAILOR_EXPERIMENTAL=0 "$T" plan --device h200 --op w4a16_matmul \
+# a template marked experimental (here a copy of w4a16_wgmma's space) is out unless asked for
+mkdir -p "$tmp/exp"
+sed 's/^  source = "w4a16_wgmma.cu",/&\n  experimental = "a test copy, not verified",/' \
+  "${TAILOR_SOURCE_DIR:?}/templates/w4a16_wgmma.lua" >"$tmp/exp/w4a16_wgmma.lua"
+TAILOR_EXPERIMENTAL=0 TAILOR_TEMPLATE_PATH="$tmp/exp" "$T" plan --device h200 --op w4a16_matmul \
   --shape m=2048,n=6144,k=1536,group=128 >"$tmp/out" 2>&1
 check "without TAILOR_EXPERIMENTAL an experimental template is refused, saying why" \
-  grep -qE "\[refused-experimental\] .*template w4a16_wgmma is experimental \(written without a GPU" "$tmp/out"
+  grep -qE "\[refused-experimental\] .*template w4a16_wgmma is experimental \(a test copy" "$tmp/out"
 
 # JSON carries the report
 "$T" plan --device h200 --op residual_norm --shape rows=1,cols=1536,mode=0 --compile --json \
