@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu-check.sh — on the GPU machine: build, run every GPU test, then the benchmarks; logs go to
 # $OUT (ctest.txt, bench.txt, model.txt, ...) and a short summary is printed last.
-#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|experimental|all] [ctest -R regex]
+#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|experimental|wgmma|all] [ctest -R regex]
 # quick: the GPU tests with the long scripts in their smoke subsets (MATMUL_QUICK, W4A16_QUICK,
 # ATTN_QUICK), fitting one 10-minute device call; model: Gemma 4 E2B decode and prefill figures
 # with the same-run comparisons (PDL off, gating kernels, each place of the seams, q prepared
@@ -21,7 +21,9 @@
 # (tune --verify-all): w4a16_wgmma over both dtypes, zero points, odd m, n and k, group 32..128,
 # and attention_prefill_tall over both head dims, windows, chunked prefill, GQA, the T4
 # rehearsal; then both benched with them and without them in the same run, cuBLAS beside the
-# W4A16 ones (experimental.txt).
+# W4A16 ones (experimental.txt). wgmma: every w4a16_matmul survivor verified at three m >= 64
+# shapes, the m = 512-2048 benches beside cuBLAS, each wgmma configuration's time (trials) and
+# ncu of the m = 2048 winner (wgmma.txt).
 set -uo pipefail
 what=${1:-all}
 filter=${2:-}
@@ -246,6 +248,29 @@ if [[ $what == experimental ]]; then
     done
   done
   summary+=("experimental: $(grep -c '^rc=0' "$W") of 10 verify-all runs passed; figures in experimental.txt")
+fi
+if [[ $what == wgmma ]]; then
+  W="$OUT/wgmma.txt"
+  : >"$W"
+  for sd in "m=2048,n=6144,k=1536,group=128 bf16" "m=2048,n=1536,k=6144,group=128 fp16" \
+            "m=300,n=1000,k=352,group=32,zp=1 bf16"; do
+    echo "== verify-all w4a16_matmul $sd" >>"$W"
+    timeout 200 "$T" tune --op w4a16_matmul --shape "${sd% *}" --dtype "${sd#* }" --verify-all \
+      --cache /tmp/wg-verify.sqlite >>"$W" 2>&1
+    echo "rc=$?" >>"$W"
+  done
+  for s in m=2048,n=6144,k=1536 m=2048,n=1536,k=6144 m=2048,n=21504,k=5376 m=512,n=6144,k=1536; do
+    echo "== bench w4a16 $s" >>"$W"
+    timeout 120 "$T" bench w4a16 --shape "$s,group=128" --cache /tmp/wg-bench.sqlite >>"$W" 2>&1
+  done
+  echo "== trials (w4a16_wgmma, fastest first)" >>"$W"
+  "$T" cache trials --cache /tmp/wg-bench.sqlite 2>&1 | grep -E "^[^ ]|w4a16_wgmma" | head -120 >>"$W"
+  echo "== ncu m=2048,n=6144,k=1536 winner" >>"$W"
+  timeout 150 ncu --kernel-name "regex:w4a16_matmul__" --launch-skip 3 --launch-count 1 \
+    --section SpeedOfLight --section Occupancy --section WarpStateStats \
+    --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis --section SchedulerStats \
+    "$T" bench w4a16 --shape m=2048,n=6144,k=1536,group=128 --cache /tmp/wg-bench.sqlite >>"$W" 2>&1
+  summary+=("wgmma: $(grep -c '^rc=0' "$W") of 3 verify-all runs passed; figures in wgmma.txt")
 fi
 if [[ $what == pdl ]]; then
   bash scripts/probe/pdl_variants.sh >/dev/null 2>&1

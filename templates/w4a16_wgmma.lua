@@ -24,8 +24,9 @@ return {
   params = {
     BM = { 64, 128, 256 },
     BK = { 64, 128 },
-    WG = { 1, 2 },
+    WG = { 1, 2, 3 },
     STAGES = { 3, 4, 5 },
+    ILV = { 0, 1 },
   },
 
   defines = function(p, shape, dtype, device)
@@ -51,6 +52,13 @@ return {
     end
     if 64 * p.WG > math.max(64, tailor.pow2_at_least(shape.n)) then
       return false, string.format("%d weight rows per block > n=%d rounded up", 64 * p.WG, shape.n)
+    end
+    -- one block per SM; registers a thread as ptxas allots them on sm_90a (BM / 2 fp32
+    -- accumulators, the fragments, addresses): 64 K registers in all
+    local per_thread = ({ [64] = 130, [128] = 168, [256] = 192 })[p.BM]
+    if per_thread * 128 * p.WG > 65536 then
+      return false, string.format("%d threads x ~%d registers (BM=%d) > 65536", 128 * p.WG,
+                                  per_thread, p.BM)
     end
     local ktiles = tailor.ceil_div(shape.k, p.BK)
     if p.STAGES > ktiles then
