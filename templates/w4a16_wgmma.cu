@@ -15,7 +15,7 @@
 // fragment then feeds BM tokens (no dequantization per token tile, unlike mma.sync).
 // After the last tile, the fp32 accumulators are rounded once and staged through shared memory
 // as [BM tokens][BN + 8] so that the stores to out are 16-byte rows of n.
-// Defines: BM (64, 128, 256), BK (64, 128), WG (1-4), STAGES, ILV (0, 1: mma_tile), GROUP, HAS_ZP.
+// Defines: BM (64, 128, 192, 256), BK (64, 128), WG (1-3), STAGES, ILV (0, 1: mma_tile), GROUP, HAS_ZP.
 // Needs n % 8 == 0.
 // Dynamic shared memory: 1024 (alignment slack) + STAGES · stage bytes (the epilogue's staging
 // reuses the ring; the space checks it fits).
@@ -34,7 +34,7 @@ constexpr int S_BYTES = SROWS * BN * 2;
 constexpr int Z_BYTES = HAS_ZP ? SROWS * BN : 0;
 constexpr int STAGE_BYTES = (A_BYTES + W_BYTES + S_BYTES + Z_BYTES + 1023) / 1024 * 1024;
 constexpr int O_LD = BN + 8;                                 // epilogue staging row (T)
-static_assert(BM == 64 || BM == 128 || BM == 256, "BM is a wgmma N: 64, 128 or 256");
+static_assert(BM == 64 || BM == 128 || BM == 192 || BM == 256, "BM is a wgmma N: 64, 128, 192 or 256");
 static_assert(BK % 64 == 0 && GROUP % 32 == 0, "BK is whole swizzle atoms; GROUP a multiple of 32");
 static_assert(BK % GROUP == 0 || GROUP % BK == 0, "BK and GROUP must nest");
 static_assert(STAGES >= 2, "at least 2 stages");

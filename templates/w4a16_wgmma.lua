@@ -1,6 +1,6 @@
 -- w4a16_wgmma.lua — search space of templates/w4a16_wgmma.cu (op "w4a16_matmul"; shape keys m, n,
 -- k, group, zp): the prefill GEMM on sm_90a warpgroup MMAs, weights dequantized into wgmma's
--- register A operand, activations its swizzled shared-memory B operand. BM tokens (the wgmma N),
+-- register A operand, activations its swizzled shared-memory B operand. BM tokens (the wgmma N: 64-256),
 -- 64 weight rows per warpgroup, BK columns per stage.
 
 -- Bytes of one pipeline stage, rounded up to 1024 (the next stage's swizzled tile is aligned):
@@ -22,7 +22,7 @@ return {
   dtypes = { "fp16", "bf16" },
 
   params = {
-    BM = { 64, 128, 256 },
+    BM = { 64, 128, 192, 256 },
     BK = { 64, 128 },
     WG = { 1, 2, 3 },
     STAGES = { 3, 4, 5 },
@@ -55,7 +55,7 @@ return {
     end
     -- one block per SM; registers a thread as ptxas allots them on sm_90a (BM / 2 fp32
     -- accumulators, the fragments, addresses): 64 K registers in all
-    local per_thread = ({ [64] = 130, [128] = 168, [256] = 192 })[p.BM]
+    local per_thread = ({ [64] = 130, [128] = 168, [192] = 168, [256] = 192 })[p.BM]
     if per_thread * 128 * p.WG > 65536 then
       return false, string.format("%d threads x ~%d registers (BM=%d) > 65536", 128 * p.WG,
                                   per_thread, p.BM)
