@@ -21,9 +21,9 @@
 # (tune --verify-all): w4a16_wgmma over both dtypes, zero points, odd m, n and k, group 32..128,
 # and attention_prefill_tall over both head dims, windows, chunked prefill, GQA, the T4
 # rehearsal; then both benched with them and without them in the same run, cuBLAS beside the
-# W4A16 ones (experimental.txt). wgmma: every w4a16_matmul survivor verified at three m >= 64
-# shapes, the m = 512-2048 benches beside cuBLAS, each wgmma configuration's time (trials) and
-# ncu of the m = 2048 winner (wgmma.txt).
+# W4A16 ones (experimental.txt). wgmma: every w4a16_matmul survivor (w4a16_wgmma_v5 included)
+# verified at two shapes, test_gpu_gemma4 with the default spaces (g4.txt), the m = 2048 benches
+# beside cuBLAS and each wgmma configuration's time (trials; wgmma.txt).
 set -uo pipefail
 what=${1:-all}
 filter=${2:-}
@@ -252,25 +252,24 @@ fi
 if [[ $what == wgmma ]]; then
   W="$OUT/wgmma.txt"
   : >"$W"
-  for sd in "m=2048,n=6144,k=1536,group=128 bf16" "m=2048,n=1536,k=6144,group=128 fp16" \
-            "m=300,n=1000,k=352,group=32,zp=1 bf16"; do
+  export TAILOR_EXPERIMENTAL=1 # w4a16_wgmma_v5 joins
+  for sd in "m=2048,n=6144,k=1536,group=128 bf16" "m=300,n=1000,k=352,group=32,zp=1 fp16"; do
     echo "== verify-all w4a16_matmul $sd" >>"$W"
-    timeout 200 "$T" tune --op w4a16_matmul --shape "${sd% *}" --dtype "${sd#* }" --verify-all \
+    timeout 100 "$T" tune --op w4a16_matmul --shape "${sd% *}" --dtype "${sd#* }" --verify-all \
       --cache /tmp/wg-verify.sqlite >>"$W" 2>&1
     echo "rc=$?" >>"$W"
   done
-  for s in m=2048,n=6144,k=1536 m=2048,n=1536,k=6144 m=2048,n=21504,k=5376 m=512,n=6144,k=1536; do
+  # the model with the default spaces (the prefill GEMMs and attention tuned at 512 rows)
+  (cd build-gpu && TAILOR_EXPERIMENTAL=0 TAILOR_SOURCE_DIR=$PWD/.. TAILOR_TEST_CACHE=/tmp/g4.db \
+    TAILOR_TEST_FIXTURES=e2b_w4a16_asym timeout 150 ./tests/test_gpu_gemma4) >"$OUT/g4.txt" 2>&1
+  echo "test_gpu_gemma4 rc=$?" >>"$W"
+  for s in m=2048,n=6144,k=1536 m=2048,n=1536,k=6144; do
     echo "== bench w4a16 $s" >>"$W"
-    timeout 120 "$T" bench w4a16 --shape "$s,group=128" --cache /tmp/wg-bench.sqlite >>"$W" 2>&1
+    timeout 60 "$T" bench w4a16 --shape "$s,group=128" --cache /tmp/wg-verify.sqlite >>"$W" 2>&1
   done
   echo "== trials (w4a16_wgmma, fastest first)" >>"$W"
-  "$T" cache trials --cache /tmp/wg-bench.sqlite 2>&1 | grep -E "^[^ ]|w4a16_wgmma" | head -120 >>"$W"
-  echo "== ncu m=2048,n=6144,k=1536 winner" >>"$W"
-  timeout 150 ncu --kernel-name "regex:w4a16_matmul__" --launch-skip 3 --launch-count 1 \
-    --section SpeedOfLight --section Occupancy --section WarpStateStats \
-    --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis --section SchedulerStats \
-    "$T" bench w4a16 --shape m=2048,n=6144,k=1536,group=128 --cache /tmp/wg-bench.sqlite >>"$W" 2>&1
-  summary+=("wgmma: $(grep -c '^rc=0' "$W") of 3 verify-all runs passed; figures in wgmma.txt")
+  "$T" cache trials --cache /tmp/wg-verify.sqlite 2>&1 | grep -E "^[^ ]|wgmma" | head -150 >>"$W"
+  summary+=("wgmma: $(grep -c '^rc=0' "$W") of 2 verify-all runs passed; $(grep 'gemma4 rc' "$W")")
 fi
 if [[ $what == pdl ]]; then
   bash scripts/probe/pdl_variants.sh >/dev/null 2>&1

@@ -612,7 +612,8 @@ function lib.w4g_space(params, opts)
       end
       -- one block per SM; registers a thread as ptxas allots them on sm_90a (BM / 2 fp32
       -- accumulators, the fragments, addresses): 64 K registers in all
-      local per_thread = ({ [64] = 130, [128] = 168, [192] = 168, [256] = 192 })[p.BM]
+      -- (BM = 128 with ILV = 1 wants a few more: three warpgroups of it spilled)
+      local per_thread = ({ [64] = 130, [128] = 168 + 4 * p.ILV, [192] = 168, [256] = 192 })[p.BM]
       if per_thread * 128 * p.WG > 65536 then
         return false, string.format("%d threads x ~%d registers (BM=%d) > 65536", 128 * p.WG,
                                     per_thread, p.BM)
