@@ -21,7 +21,7 @@
 # (tune --verify-all): w4a16_wgmma over both dtypes, zero points, odd m, n and k, group 32..128,
 # and attention_prefill_tall over both head dims, windows, chunked prefill, GQA, the T4
 # rehearsal; then both benched with them and without them in the same run, cuBLAS beside the
-# W4A16 ones (experimental.txt). wgmma: every w4a16_matmul survivor (w4a16_wgmma_v5 included)
+# W4A16 ones (experimental.txt). wgmma: every w4a16_matmul survivor (experimental ones included)
 # verified at two shapes, test_gpu_gemma4 with the default spaces (g4.txt), the m = 2048 benches
 # beside cuBLAS and each wgmma configuration's time (trials; wgmma.txt).
 set -uo pipefail
@@ -252,7 +252,7 @@ fi
 if [[ $what == wgmma ]]; then
   W="$OUT/wgmma.txt"
   : >"$W"
-  export TAILOR_EXPERIMENTAL=1 # w4a16_wgmma_v5 joins
+  export TAILOR_EXPERIMENTAL=1 # any experimental w4a16 space joins
   for sd in "m=2048,n=6144,k=1536,group=128 bf16" "m=300,n=1000,k=352,group=32,zp=1 fp16"; do
     echo "== verify-all w4a16_matmul $sd" >>"$W"
     timeout 100 "$T" tune --op w4a16_matmul --shape "${sd% *}" --dtype "${sd#* }" --verify-all \

@@ -15,8 +15,7 @@
 // fragment then feeds BM tokens (no dequantization per token tile, unlike mma.sync).
 // After the last tile, the fp32 accumulators are rounded once and staged through shared memory
 // as [BM tokens][BN + 8] so that the stores to out are 16-byte rows of n.
-// Defines: BM (64, 128, 192, 256), BK (64, 128), WG (1-3), STAGES, ILV (0, 1: mma_tile), GROUP, HAS_ZP.
-// Needs n % 8 == 0.
+// Defines: BM (64, 128, 192, 256), BK (64, 128), WG (1-3), STAGES, GROUP, HAS_ZP. Needs n % 8 == 0.
 // Dynamic shared memory: 1024 (alignment slack) + STAGES · stage bytes (the epilogue's staging
 // reuses the ring; the space checks it fits).
 #include "w4a16_common.cuh"
@@ -100,34 +99,10 @@ __device__ __forceinline__ void dequant_word(const Stage &s, int r0, int t, int 
     }
 }
 
-// The A fragments of this thread for every k16 step of the tile (ILV = 0): weight rows r0 and r0 + 8
-// (block rows), pairs 2 (step % 2) and 2 (step % 2) + 1 of the step's 32-column word.
-__device__ __forceinline__ void dequant_tile(const Stage &s, int r0, int t, u32 (&af)[BK / 16][4])
-{
-#pragma unroll
-    for (int kc = 0; kc < BK / 32; kc++) {
-        const int sr = SROWS > 1 ? (kc * 32) / GROUP : 0;
-        const u32 w0 = s.w[r0 * B_LD + kc * 4 + t], w1 = s.w[(r0 + 8) * B_LD + kc * 4 + t];
-        const T2 s0 = w4_splat(s.s[sr * BN + r0]), s1 = w4_splat(s.s[sr * BN + r0 + 8]);
-#if HAS_ZP
-        const T2 z0 = w4_bias(s.z[sr * BN + r0]), z1 = w4_bias(s.z[sr * BN + r0 + 8]);
-#else
-        const T2 z0 = w4_bias(8u), z1 = z0;
-#endif
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            u32 *f = af[2 * kc + h];
-            f[0] = w4_as_u32(w4_pair(w0, 2 * h, z0, s0));
-            f[1] = w4_as_u32(w4_pair(w1, 2 * h, z1, s1));
-            f[2] = w4_as_u32(w4_pair(w0, 2 * h + 1, z0, s0));
-            f[3] = w4_as_u32(w4_pair(w1, 2 * h + 1, z1, s1));
-        }
-    }
-}
-// The MMAs of one k tile with ILV = 1: each word's two fragments dequantized while the previous
-// word's MMAs run (the wgmma.fence between them orders register writes; it does not wait for the
-// MMAs in flight).
-__device__ __forceinline__ void mma_tile_ilv(float (&acc)[BM / 2], const Stage &st, int r0, int t)
+// The MMAs of one k tile: each word's two fragments are dequantized while the previous word's
+// MMAs run (the wgmma.fence between them orders register writes; it does not wait for the MMAs
+// in flight). Dequantizing the whole tile first was 5-10 % slower at m = 2048 (docs/perf/w4a16.md).
+__device__ __forceinline__ void mma_tile(float (&acc)[BM / 2], const Stage &st, int r0, int t)
 {
     const wg_u32 abase = tc_smem_addr(st.a);
     u32 af[BK / 32][2][4];
@@ -194,23 +169,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
                       m0, n0);
         tc_copy_commit();
 
-#if ILV
-        mma_tile_ilv(acc, stage_at(ring, kt % STAGES), r0, t);
-#else
-        const Stage st = stage_at(ring, kt % STAGES);
-        u32 af[BK / 16][4];
-        dequant_tile(st, r0, t, af);
-        const wg_u32 abase = tc_smem_addr(st.a);
-        wg_fence_acc(acc);
-        wg_fence();
-#pragma unroll
-        for (int step = 0; step < BK / 16; step++)
-            wg_mma_rs<BM>(acc, af[step], wg_desc_sw128(abase + (step >> 2) * (BM * 128) +
-                                                       (step & 3) * 32));
-        wg_commit();
-        wg_wait<0>(); // the stage and af are free once this tile's MMAs are done
-        wg_fence_acc(acc);
-#endif
+        mma_tile(acc, stage_at(ring, kt % STAGES), r0, t);
     }
     tc_copy_wait<0>();
     __syncthreads(); // every warpgroup is done with the ring: it becomes the staging tile

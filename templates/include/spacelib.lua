@@ -574,9 +574,10 @@ function lib.w4g_stage_bytes(p, shape)
   return (bytes + 1023) // 1024 * 1024
 end
 
--- The space of w4a16_wgmma.cu over `params` (BM, BK, WG, STAGES, ILV lists). Optional `opts`:
+-- The space of w4a16_wgmma.cu over `params` (BM, BK, WG, STAGES lists). Optional `opts`:
 -- experimental (the sentence), only (a function of p: false leaves a configuration to another
--- space over the same source, with the reason `only_why`).
+-- space over the same source, with the reason `only_why`). A builder, so that a variant space
+-- over the same kernel (a trial, a test's one-configuration copy) is a few lines.
 function lib.w4g_space(params, opts)
   opts = opts or {}
   return {
@@ -612,8 +613,8 @@ function lib.w4g_space(params, opts)
       end
       -- one block per SM; registers a thread as ptxas allots them on sm_90a (BM / 2 fp32
       -- accumulators, the fragments, addresses): 64 K registers in all
-      -- (BM = 128 with ILV = 1 wants a few more: three warpgroups of it spilled)
-      local per_thread = ({ [64] = 130, [128] = 168 + 4 * p.ILV, [192] = 168, [256] = 192 })[p.BM]
+      -- (BM = 128 wants 172: three warpgroups of it spilled)
+      local per_thread = ({ [64] = 130, [128] = 172, [192] = 168, [256] = 192 })[p.BM]
       if per_thread * 128 * p.WG > 65536 then
         return false, string.format("%d threads x ~%d registers (BM=%d) > 65536", 128 * p.WG,
                                     per_thread, p.BM)
