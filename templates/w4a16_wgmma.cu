@@ -15,7 +15,8 @@
 // fragment then feeds BM tokens (no dequantization per token tile, unlike mma.sync).
 // After the last tile, the fp32 accumulators are rounded once and staged through shared memory
 // as [BM tokens][BN + 8] so that the stores to out are 16-byte rows of n.
-// Defines: BM (64, 128, 192, 256), BK (64, 128), WG (1-3), STAGES, GROUP, HAS_ZP. Needs n % 8 == 0.
+// Defines: BM (64, 128, 192, 256), BK (64, 128), WG (1-3), STAGES, INFLIGHT (0, 1: k_loop_inflight),
+// GROUP, HAS_ZP. Needs n % 8 == 0.
 // Dynamic shared memory: 1024 (alignment slack) + STAGES · stage bytes (the epilogue's staging
 // reuses the ring; the space checks it fits).
 #include "w4a16_common.cuh"
@@ -36,7 +37,7 @@ constexpr int O_LD = BN + 8;                                 // epilogue staging
 static_assert(BM == 64 || BM == 128 || BM == 192 || BM == 256, "BM is a wgmma N: 64, 128, 192 or 256");
 static_assert(BK % 64 == 0 && GROUP % 32 == 0, "BK is whole swizzle atoms; GROUP a multiple of 32");
 static_assert(BK % GROUP == 0 || GROUP % BK == 0, "BK and GROUP must nest");
-static_assert(STAGES >= 2, "at least 2 stages");
+static_assert(STAGES >= 2 + INFLIGHT, "at least 2 stages (3 with a tile in flight)");
 static_assert(BM * O_LD * 2 <= STAGES * STAGE_BYTES, "the epilogue staging must fit the ring");
 
 struct Stage {
@@ -122,6 +123,70 @@ __device__ __forceinline__ void mma_tile(float (&acc)[BM / 2], const Stage &st, 
     wg_wait<0>(); // the stage and af are free once this tile's MMAs are done
     wg_fence_acc(acc);
 }
+
+// INFLIGHT = 1: a tile's MMAs issued into fragments `af` that the caller double-buffers, left in
+// flight (the caller's wait_group 1 retires the tile before).
+__device__ __forceinline__ void mma_issue(float (&acc)[BM / 2], const Stage &st, int r0, int t,
+                                          u32 (&af)[BK / 32][2][4])
+{
+    const wg_u32 abase = tc_smem_addr(st.a);
+#pragma unroll
+    for (int kc = 0; kc < BK / 32; kc++) {
+        dequant_word(st, r0, t, kc, af[kc]);
+        wg_fence();
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int step = 2 * kc + h;
+            wg_mma_rs<BM>(acc, af[kc][h], wg_desc_sw128(abase + (step >> 2) * (BM * 128) +
+                                                         (step & 3) * 32));
+        }
+    }
+    wg_commit();
+}
+
+// The k loop with one tile's MMAs in flight while the next tile is dequantized: the prefetch
+// distance is STAGES - 2, so the stage refilled at tile kt held tile kt - 2, which the
+// wait_group 1 after tile kt - 1 retired in every warpgroup before the barrier; the fragments
+// alternate between two register sets (unrolled by two), so tile kt never overwrites those of
+// tile kt - 1 while its MMAs read them.
+__device__ __forceinline__ void k_loop_inflight(float (&acc)[BM / 2], u8 *ring, const T *a,
+                                                const u32 *qweight, const T *scales,
+                                                const u8 *zeros, int M, int N, int K, int n_pad,
+                                                int m0, int n0, int r0, int t)
+{
+    const int ktiles = (K + BK - 1) / BK;
+#pragma unroll
+    for (int s = 0; s < STAGES - 2; s++) {
+        if (s < ktiles)
+            load_tile(stage_at(ring, s), s, a, qweight, scales, zeros, M, N, K, n_pad, m0, n0);
+        tc_copy_commit();
+    }
+    u32 af0[BK / 32][2][4], af1[BK / 32][2][4];
+    wg_fence_acc(acc);
+    for (int kt = 0; kt < ktiles; kt += 2) {
+#pragma unroll
+        for (int half = 0; half < 2; half++) {
+            const int kk = kt + half;
+            if (kk < ktiles) {
+                tc_copy_wait<STAGES - 3>();
+                wg_fence_proxy_async(); // tile kk's copies, visible to the wgmma operand reads
+                __syncthreads();
+                const int nk = kk + STAGES - 2;
+                if (nk < ktiles)
+                    load_tile(stage_at(ring, nk % STAGES), nk, a, qweight, scales, zeros, M, N, K,
+                              n_pad, m0, n0);
+                tc_copy_commit();
+                if (half == 0)
+                    mma_issue(acc, stage_at(ring, kk % STAGES), r0, t, af0);
+                else
+                    mma_issue(acc, stage_at(ring, kk % STAGES), r0, t, af1);
+                wg_wait<1>(); // tile kk - 1 retired: its stage and fragments are free
+            }
+        }
+    }
+    wg_wait<0>();
+    wg_fence_acc(acc);
+}
 } // namespace w4g
 
 extern "C" __global__ void __launch_bounds__(W4G_THREADS, 1)
@@ -146,13 +211,16 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
     const int r0 = warp * 16 + g; // this thread's first weight row in the block (warpgroup wg =
                                   // warp / 4 owns rows 64 wg ..)
     const int n0 = blockIdx.x * BN, m0 = blockIdx.y * BM;
-    const int ktiles = (K + BK - 1) / BK;
 
     float acc[BM / 2];
 #pragma unroll
     for (int i = 0; i < BM / 2; i++)
         acc[i] = 0.f;
 
+#if INFLIGHT
+    k_loop_inflight(acc, ring, a, qweight, scales, zeros, M, N, K, n_pad, m0, n0, r0, t);
+#else
+    const int ktiles = (K + BK - 1) / BK;
 #pragma unroll
     for (int s = 0; s < STAGES - 1; s++) {
         if (s < ktiles)
@@ -171,6 +239,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
 
         mma_tile(acc, stage_at(ring, kt % STAGES), r0, t);
     }
+#endif
     tc_copy_wait<0>();
     __syncthreads(); // every warpgroup is done with the ring: it becomes the staging tile
 

@@ -3,11 +3,12 @@
 -- register A operand, activations its swizzled shared-memory B operand. BM tokens (the wgmma N),
 -- 64 weight rows per warpgroup, BK columns per stage. The rules, budget and launch are
 -- tailor.w4g_space's (spacelib.lua). Every configuration here was verified on the H200
--- (tune --verify-all, session 11).
+-- (tune --verify-all, session 11); w4a16_wgmma_inflight.lua is its experimental sibling.
 
 return tailor.w4g_space({
   BM = { 64, 128, 192, 256 },
   BK = { 64, 128 },
   WG = { 1, 2, 3 },
   STAGES = { 3, 4, 5 },
+  INFLIGHT = { 0 },
 })

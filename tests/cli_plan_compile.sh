@@ -76,12 +76,15 @@ check "attention_prefill_tall (32-row warps) survivors compile with no spills" \
 check "w4a16_wgmma survivors compile for sm_90a, every one with no spills" \
   bash -c "grep -E '^  w4a16_wgmma .*regs' '$tmp/w4h200' | grep -q . &&
            ! grep -E '^  w4a16_wgmma .*regs' '$tmp/w4h200' | grep -vq 'spills 0/0 B'"
+check "w4a16_wgmma_inflight survivors compile, every one with no spills" \
+  bash -c "grep -E '^  w4a16_wgmma_inflight .*regs' '$tmp/w4h200' | grep -q . &&
+           ! grep -E '^  w4a16_wgmma_inflight .*regs' '$tmp/w4h200' | grep -vq 'spills 0/0 B'"
 
 # a template marked experimental (here a one-configuration space over w4a16_wgmma.cu) is out
 # unless asked for
 mkdir -p "$tmp/exp"
 cat >"$tmp/exp/w4a16_wgmma_test.lua" <<'LUA'
-return tailor.w4g_space({ BM = { 64 }, BK = { 64 }, WG = { 1 }, STAGES = { 3 } },
+return tailor.w4g_space({ BM = { 64 }, BK = { 64 }, WG = { 1 }, STAGES = { 3 }, INFLIGHT = { 0 } },
                         { experimental = "a test copy, not verified" })
 LUA
 TAILOR_EXPERIMENTAL=0 TAILOR_TEMPLATE_PATH="$tmp/exp" "$T" plan --device h200 --op w4a16_matmul \

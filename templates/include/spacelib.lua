@@ -574,7 +574,7 @@ function lib.w4g_stage_bytes(p, shape)
   return (bytes + 1023) // 1024 * 1024
 end
 
--- The space of w4a16_wgmma.cu over `params` (BM, BK, WG, STAGES lists). Optional `opts`:
+-- The space of w4a16_wgmma.cu over `params` (BM, BK, WG, STAGES, INFLIGHT lists). Optional `opts`:
 -- experimental (the sentence), only (a function of p: false leaves a configuration to another
 -- space over the same source, with the reason `only_why`). A builder, so that a variant space
 -- over the same kernel (a trial, a test's one-configuration copy) is a few lines.
