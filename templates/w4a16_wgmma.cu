@@ -100,32 +100,10 @@ __device__ __forceinline__ void dequant_word(const Stage &s, int r0, int t, int 
     }
 }
 
-// The MMAs of one k tile: each word's two fragments are dequantized while the previous word's
-// MMAs run (the wgmma.fence between them orders register writes; it does not wait for the MMAs
-// in flight). Dequantizing the whole tile first was 5-10 % slower at m = 2048 (docs/perf/w4a16.md).
-__device__ __forceinline__ void mma_tile(float (&acc)[BM / 2], const Stage &st, int r0, int t)
-{
-    const wg_u32 abase = tc_smem_addr(st.a);
-    u32 af[BK / 32][2][4];
-    wg_fence_acc(acc);
-#pragma unroll
-    for (int kc = 0; kc < BK / 32; kc++) {
-        dequant_word(st, r0, t, kc, af[kc]);
-        wg_fence();
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            const int step = 2 * kc + h;
-            wg_mma_rs<BM>(acc, af[kc][h], wg_desc_sw128(abase + (step >> 2) * (BM * 128) +
-                                                         (step & 3) * 32));
-        }
-    }
-    wg_commit();
-    wg_wait<0>(); // the stage and af are free once this tile's MMAs are done
-    wg_fence_acc(acc);
-}
-
-// INFLIGHT = 1: a tile's MMAs issued into fragments `af` that the caller double-buffers, left in
-// flight (the caller's wait_group 1 retires the tile before).
+// A tile's MMAs issued into fragments `af` and left in flight (committed as one group): each
+// word's two fragments are dequantized while the previous word's MMAs run (the wgmma.fence
+// between them orders register writes; it does not wait for the MMAs in flight). Dequantizing
+// the whole tile first was 5-10 % slower at m = 2048 (docs/perf/w4a16.md).
 __device__ __forceinline__ void mma_issue(float (&acc)[BM / 2], const Stage &st, int r0, int t,
                                           u32 (&af)[BK / 32][2][4])
 {
@@ -142,6 +120,16 @@ __device__ __forceinline__ void mma_issue(float (&acc)[BM / 2], const Stage &st,
         }
     }
     wg_commit();
+}
+
+// The MMAs of one k tile, retired before it returns (INFLIGHT = 0).
+__device__ __forceinline__ void mma_tile(float (&acc)[BM / 2], const Stage &st, int r0, int t)
+{
+    u32 af[BK / 32][2][4];
+    wg_fence_acc(acc);
+    mma_issue(acc, st, r0, t, af);
+    wg_wait<0>(); // the stage and af are free once this tile's MMAs are done
+    wg_fence_acc(acc);
 }
 
 // The k loop with one tile's MMAs in flight while the next tile is dequantized: the prefetch
