@@ -613,8 +613,10 @@ function lib.w4g_space(params, opts)
       end
       -- one block per SM; registers a thread as ptxas allots them on sm_90a (BM / 2 fp32
       -- accumulators, the fragments, addresses): 64 K registers in all
-      -- (BM = 128 wants 172: three warpgroups of it spilled)
-      local per_thread = ({ [64] = 130, [128] = 172, [192] = 168, [256] = 192 })[p.BM]
+      -- (BM = 128 wants 172: three warpgroups of it spilled; zero points take ~4 more, which
+      -- three warpgroups of BM = 192 do not have)
+      local per_thread = ({ [64] = 130, [128] = 172, [192] = 168, [256] = 192 })[p.BM] +
+                         4 * shape.zp
       if per_thread * 128 * p.WG > 65536 then
         return false, string.format("%d threads x ~%d registers (BM=%d) > 65536", 128 * p.WG,
                                     per_thread, p.BM)
