@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu-check.sh — on the GPU machine: build, run every GPU test, then the benchmarks; logs go to
 # $OUT (ctest.txt, bench.txt, model.txt, ...) and a short summary is printed last.
-#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|experimental|wgmma|all] [ctest -R regex]
+#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|experimental|experimental-attn|wgmma|all] [ctest -R regex]
 # quick: the GPU tests with the long scripts in their smoke subsets (MATMUL_QUICK, W4A16_QUICK,
 # ATTN_QUICK), fitting one 10-minute device call; model: Gemma 4 E2B decode and prefill figures
 # with the same-run comparisons (PDL off, gating kernels, each place of the seams, q prepared
@@ -20,7 +20,10 @@
 # experimental: the experimental W4A16 templates (TAILOR_EXPERIMENTAL=1; now
 # w4a16_wgmma_inflight) verified survivor by survivor (tune --verify-all) over both dtypes, zero
 # points, odd m, n and k, group 32..128, a stack stride; then benched with them and without
-# them in the same run, cuBLAS beside (experimental.txt). wgmma: every w4a16_matmul survivor (experimental ones included)
+# them in the same run, cuBLAS beside (experimental.txt). experimental-attn: the same for the
+# experimental attention_prefill templates (now attention_prefill_wg) at head_dim 256: four
+# verify-all shapes (window, full causal, chunked GQA fp16, window 1), then the 8k and 512-token
+# prefills with and without them (experimental-attn.txt). wgmma: every w4a16_matmul survivor (experimental ones included)
 # verified at two shapes, test_gpu_gemma4 with the default spaces (g4.txt), the m = 2048 benches
 # beside cuBLAS and each wgmma configuration's time (trials; wgmma.txt).
 set -uo pipefail
@@ -235,6 +238,30 @@ if [[ $what == experimental ]]; then
   echo "== trials with the experimental templates (wgmma configurations, fastest first)" >>"$W"
   "$T" cache trials --cache /tmp/exp-bench-1.sqlite 2>&1 | grep -E "^[^ ]|wgmma" | head -120 >>"$W"
   summary+=("experimental: $(grep -c '^rc=0' "$W") of 5 verify-all runs passed; figures in experimental.txt")
+fi
+if [[ $what == experimental-attn ]]; then
+  W="$OUT/experimental-attn.txt"
+  : >"$W"
+  for sd in "q_len=1000,kv_len=1000,head_dim=256,heads=8,kv_heads=1,window=512 bf16" \
+            "q_len=777,kv_len=777,head_dim=256,heads=8,kv_heads=1,window=0 bf16" \
+            "q_len=300,kv_len=1300,head_dim=256,heads=8,kv_heads=2,window=1024 fp16" \
+            "q_len=33,kv_len=33,head_dim=256,heads=8,kv_heads=1,window=1 fp16"; do
+    echo "== verify-all attention_prefill $sd" >>"$W"
+    TAILOR_EXPERIMENTAL=1 timeout 150 "$T" tune --op attention_prefill --shape "${sd% *}" \
+      --dtype "${sd#* }" --verify-all --cache /tmp/expa-verify.sqlite >>"$W" 2>&1
+    echo "rc=$?" >>"$W"
+  done
+  for s in q_len=8192,kv_len=8192,head_dim=256,heads=8,kv_heads=1,window=0 \
+           q_len=512,kv_len=512,head_dim=256,heads=8,kv_heads=1,window=512; do
+    for x in 0 1; do
+      echo "== bench TAILOR_EXPERIMENTAL=$x attention_prefill $s" >>"$W"
+      TAILOR_EXPERIMENTAL=$x timeout 120 "$T" bench attention --op attention_prefill --shape "$s" \
+        --cache "/tmp/expa-bench-$x.sqlite" >>"$W" 2>&1
+    done
+  done
+  echo "== trials with the experimental templates (fastest first)" >>"$W"
+  "$T" cache trials --cache /tmp/expa-bench-1.sqlite 2>&1 | head -80 >>"$W"
+  summary+=("experimental-attn: $(grep -c '^rc=0' "$W") of 4 verify-all runs passed; figures in experimental-attn.txt")
 fi
 if [[ $what == wgmma ]]; then
   W="$OUT/wgmma.txt"

@@ -72,6 +72,9 @@ check "the cluster merge (CLUSTER=1) compiles for sm_90 with no spills" \
 
 check "attention_prefill_tall (32-row warps) survivors compile with no spills" \
   grep -qE "^  attention_prefill_tall .*regs, spills 0/0 B" "$tmp/prefill_h200"
+check "attention_prefill_wg (warpgroup MMAs) survivors compile for sm_90a, every one with no spills" \
+  bash -c "grep -E '^  attention_prefill_wg .*regs' '$tmp/prefill_h200' | grep -q . &&
+           ! grep -E '^  attention_prefill_wg .*regs' '$tmp/prefill_h200' | grep -vq 'spills 0/0 B'"
 # the warpgroup-MMA prefill GEMM compiles for sm_90a (the "wgmma" feature), and only there
 check "w4a16_wgmma survivors compile for sm_90a, every one with no spills" \
   bash -c "grep -E '^  w4a16_wgmma .*regs' '$tmp/w4h200' | grep -q . &&

@@ -168,3 +168,52 @@ __device__ __forceinline__ void wg_mma_rs<256>(float (&d)[128], const wg_u32 a[4
 {
     wg_mma_rs_n256(d, a, b);
 }
+
+// ---- both operands in shared memory (SS form): D[64 x N] (+)= A[64 x 16] · B[16 x N], A and B
+// K-major in the 128-byte swizzle (wg_desc_sw128); scale_d = 0 overwrites D (no zeroing needed).
+
+__device__ __forceinline__ void wg_mma_ss_n32(float (&d)[16], unsigned long long a,
+                                              unsigned long long b, int scale_d)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n32k16.f32." WG_AB "." WG_AB " "
+                 "{"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
+                 "%16, %17, p, 1, 1, 0, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+                 : "l"(a), "l"(b), "r"(scale_d));
+}
+
+__device__ __forceinline__ void wg_mma_ss_n64(float (&d)[32], unsigned long long a,
+                                              unsigned long long b, int scale_d)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32." WG_AB "." WG_AB " "
+                 "{"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+                 "%32, %33, p, 1, 1, 0, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                 : "l"(a), "l"(b), "r"(scale_d));
+}
+
+// One m64nNk16 SS step for N in {32, 64}.
+template <int N>
+__device__ __forceinline__ void wg_mma_ss(float (&d)[N / 2], unsigned long long a,
+                                          unsigned long long b, int scale_d);
+template <>
+__device__ __forceinline__ void wg_mma_ss<32>(float (&d)[16], unsigned long long a,
+                                              unsigned long long b, int scale_d)
+{
+    wg_mma_ss_n32(d, a, b, scale_d);
+}
+template <>
+__device__ __forceinline__ void wg_mma_ss<64>(float (&d)[32], unsigned long long a,
+                                              unsigned long long b, int scale_d)
+{
+    wg_mma_ss_n64(d, a, b, scale_d);
+}
