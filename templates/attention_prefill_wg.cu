@@ -23,7 +23,8 @@
 // The loads run STAGES deep through cp.async (K swizzled on the way in, V as rows); P·V of tile i
 // stays in flight while tile i + 1's loads, transpose and S are issued.
 // Dynamic shared memory (1024-aligned): sQ [64 NWG x HEAD_DIM], STAGES x (sK [BN x HEAD_DIM],
-// sV [BN x HEAD_DIM]), 2 x sVt [HEAD_DIM x BN]; sizes in attention_prefill_wg.lua.
+// sV [BN x HEAD_DIM]), 2 x sVt [HEAD_DIM x max(BN, 64)] (a swizzled row is 128 bytes); sizes in
+// attention_prefill_wg.lua.
 // Defines: HEAD_DIM (256), NWG (1, 2), BN (32, 64), STAGES (>= 2).
 #include "tc_common.cuh"
 #include "wgmma.cuh"
@@ -35,7 +36,9 @@
 namespace aw {
 typedef unsigned char u8;
 constexpr int QBYTES = AW_BM * HEAD_DIM * 2;
-constexpr int KBYTES = BN * HEAD_DIM * 2; // one K tile (and one V tile, one Vt tile)
+constexpr int KBYTES = BN * HEAD_DIM * 2; // one K tile (and one V tile)
+// one Vᵀ tile: HEAD_DIM rows of BN keys, but a swizzled row is 128 bytes (64 keys) even at BN = 32
+constexpr int VTBYTES = HEAD_DIM * (BN > 64 ? BN : 64) * 2;
 static_assert(HEAD_DIM == 256, "the P·V accumulators are one m64n256 (head_dim 256)");
 static_assert(BN == 32 || BN == 64, "BN is a wgmma N of the score step: 32 or 64");
 static_assert(STAGES >= 2, "at least 2 stages");
@@ -105,7 +108,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
     const wg_u32 raw = tc_smem_addr(smem_raw);
     u8 *sQ = smem_raw + (((raw + 1023u) & ~1023u) - raw); // swizzled tiles: 1024-byte aligned
     u8 *sK = sQ + QBYTES;                                  // STAGES x (K tile, V tile)
-    u8 *sVt = sK + STAGES * 2 * KBYTES;                    // 2 x Vt tile
+    u8 *sVt = sK + STAGES * 2 * KBYTES;                    // 2 x Vᵀ tile
     auto stage_k = [&](int s) { return sK + s * 2 * KBYTES; };
     auto stage_v = [&](int s) { return reinterpret_cast<T *>(sK + s * 2 * KBYTES + KBYTES); };
 
@@ -164,7 +167,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
                     kstart + nk * BN, kv_len);
         tc_copy_commit();
         // Vt[i % 2] was last read by tile i - 2's P·V, retired by the wait of tile i - 1
-        u8 *vt = sVt + (i & 1) * KBYTES;
+        u8 *vt = sVt + (i & 1) * VTBYTES;
         transpose_v(vt, stage_v(i % STAGES));
         wg_fence_proxy_async(); // this thread's copies and stores, visible to the async proxy
         __syncthreads();

@@ -4,10 +4,11 @@
 -- rows; key tiles of BN, STAGES deep; V transposed once per tile into a double-buffered Vᵀ.
 
 -- Bytes of dynamic shared memory: the 1024-byte alignment slack, Q (64 NWG rows), STAGES x (K,
--- V) tiles and two Vᵀ tiles of BN x head_dim (2-byte elements).
+-- V) tiles of BN x head_dim, and two Vᵀ tiles of head_dim rows of 128 bytes per 64 keys (a
+-- swizzled row is 128 bytes even at BN = 32); 2-byte elements.
 local function smem_bytes(p, shape)
-  local tile = p.BN * shape.head_dim * 2
-  return 1024 + 64 * p.NWG * shape.head_dim * 2 + p.STAGES * 2 * tile + 2 * tile
+  local tile, vt = p.BN * shape.head_dim * 2, shape.head_dim * math.max(p.BN, 64) * 2
+  return 1024 + 64 * p.NWG * shape.head_dim * 2 + p.STAGES * 2 * tile + 2 * vt
 end
 
 return {
