@@ -44,11 +44,7 @@ return {
     return true
   end,
 
-  requires = function(p, shape, dtype, device)
-    local r = { "wgmma", "cp.async" }
-    if dtype == "bf16" then r[#r + 1] = "bf16" end
-    return r
-  end,
+  requires = function(p, shape, dtype, device) return tailor.wgmma_requires(dtype) end,
 
   threads = function(p, shape, dtype, device) return 128 * p.NWG end,
   smem_static = function(p, shape, dtype, device) return 0 end,

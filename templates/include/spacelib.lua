@@ -559,6 +559,14 @@ function lib.w4t_grid(p, shape, glu)
   return { lib.ceil_div(shape.n, lib.w4t_block_outputs(p, glu)), p.SPLITK, 1 }
 end
 
+-- What every sm_90a warpgroup-MMA template needs: wgmma (code for sm_90a), cp.async, and bf16
+-- support when that is the dtype.
+function lib.wgmma_requires(dtype)
+  local r = { "wgmma", "cp.async" }
+  if dtype == "bf16" then r[#r + 1] = "bf16" end
+  return r
+end
+
 -- ---- w4a16_wgmma.cu (the sm_90a prefill GEMM): the one space builder its spaces share ----
 
 -- Bytes of one pipeline stage, rounded up to 1024 (the next stage's swizzled tile is aligned):
@@ -633,11 +641,7 @@ function lib.w4g_space(params, opts)
       return true
     end,
 
-    requires = function(p, shape, dtype, device)
-      local r = { "wgmma", "cp.async" }
-      if dtype == "bf16" then r[#r + 1] = "bf16" end
-      return r
-    end,
+    requires = function(p, shape, dtype, device) return lib.wgmma_requires(dtype) end,
 
     threads = function(p, shape, dtype, device) return 128 * p.WG end,
     smem_static = function(p, shape, dtype, device) return 0 end,
