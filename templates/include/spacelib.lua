@@ -582,10 +582,10 @@ function lib.w4g_stage_bytes(p, shape)
   return (bytes + 1023) // 1024 * 1024
 end
 
--- The space of w4a16_wgmma.cu over `params` (BM, BK, WG, STAGES, INFLIGHT lists). Optional `opts`:
--- experimental (the sentence), only (a function of p: false leaves a configuration to another
--- space over the same source, with the reason `only_why`). A builder, so that a variant space
--- over the same kernel (a trial, a test's one-configuration copy) is a few lines.
+-- The space of w4a16_wgmma.cu over `params` (BM, BK, WG, STAGES, INFLIGHT lists); opts.experimental
+-- (optional) is the sentence that keeps it out of the default space. A builder, so that a variant
+-- space over the same kernel (w4a16_wgmma_inflight.lua, a test's one-configuration copy) is a
+-- few lines.
 function lib.w4g_space(params, opts)
   opts = opts or {}
   return {
@@ -599,7 +599,6 @@ function lib.w4g_space(params, opts)
     end,
 
     valid = function(p, shape, dtype, device, purpose)
-      if opts.only and not opts.only(p) then return false, opts.only_why end
       local ok, why = lib.w4_layout_ok(shape)
       if not ok then return false, why end
       if shape.n % 8 ~= 0 then
