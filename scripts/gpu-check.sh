@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu-check.sh — on the GPU machine: build, run every GPU test, then the benchmarks; logs go to
 # $OUT (ctest.txt, bench.txt, model.txt, ...) and a short summary is printed last.
-#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|experimental|experimental-attn|wgmma|all] [ctest -R regex]
+#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|experimental|experimental-attn|wgmma|boot|all] [ctest -R regex]
 # quick: the GPU tests with the long scripts in their smoke subsets (MATMUL_QUICK, W4A16_QUICK,
 # ATTN_QUICK), fitting one 10-minute device call; model: Gemma 4 E2B decode and prefill figures
 # with the same-run comparisons (PDL off, gating kernels, each place of the seams, q prepared
@@ -23,7 +23,9 @@
 # them in the same run, cuBLAS beside (experimental.txt). experimental-attn: the same for the
 # experimental attention_prefill templates (now attention_prefill_wg) at head_dim 256: four
 # verify-all shapes (window, full causal, chunked GQA fp16, window 1), then the 8k and 512-token
-# prefills with and without them (experimental-attn.txt). wgmma: every w4a16_matmul survivor (experimental ones included)
+# prefills with and without them (experimental-attn.txt). boot: `tailor tune --preset
+# gemma-4-e2b` from an empty cache under `time` (the first-boot cost), then the E2B W4A16 and bf16
+# benches on that cache (boot.txt). wgmma: every w4a16_matmul survivor (experimental ones included)
 # verified at two shapes, test_gpu_gemma4 with the default spaces (g4.txt), the m = 2048 benches
 # beside cuBLAS and each wgmma configuration's time (trials; wgmma.txt).
 set -uo pipefail
@@ -260,6 +262,19 @@ if [[ $what == experimental-attn ]]; then
   echo "== trials with the experimental templates (fastest first)" >>"$W"
   "$T" cache trials --cache /tmp/expa-bench-1.sqlite 2>&1 | head -80 >>"$W"
   summary+=("experimental-attn: $(grep -c '^rc=0' "$W") of 4 verify-all runs passed; figures in experimental-attn.txt")
+fi
+if [[ $what == boot ]]; then
+  # first boot: every kernel shape of E2B (16-bit and W4A16 passes) tuned from an empty cache,
+  # timed; then the model benches on that warm cache while the call's time lasts
+  B="$OUT/boot.txt"
+  { time timeout 420 "$T" tune --preset gemma-4-e2b --cache /tmp/boot.sqlite; } >"$B" 2>&1
+  echo "tune rc=$?" >>"$B"
+  for flags in "--prompt-len 512 --decode 128 --quantize w4a16 --quantize-head" \
+               "--prompt-len 512 --decode 128"; do
+    echo "== bench model $flags" >>"$B"
+    timeout 60 "$T" bench model --preset gemma-4-e2b --cache /tmp/boot.sqlite $flags >>"$B" 2>&1
+  done
+  summary+=("boot: $(grep -E '^real' "$B") to tune the preset; $(grep -c 'tok/s' "$B") bench lines")
 fi
 if [[ $what == wgmma ]]; then
   W="$OUT/wgmma.txt"
