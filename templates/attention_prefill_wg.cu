@@ -8,7 +8,10 @@
 //   out [q_len, heads, HEAD_DIM]
 // Query at position t sees key u when u <= t and (window == 0 or u > t - window).
 //
-// A block is NWG warpgroups, each 64 query rows of one head (grid (ceil(q_len / 64 NWG), heads)).
+// A block is NWG warpgroups of 64 rows each. Its rows are HP heads of one KV group at BM / HP
+// consecutive positions, interleaved (row x: position x / HP, head x % HP of the block's heads),
+// so that HP query heads share each K/V tile they read (grid (ceil(q_len HP / 64 NWG),
+// heads / HP)); HP = 1 is one head.
 // Per key tile of BN keys:
 //   S = Q·Kᵀ   wgmma m64nBNk16, both operands from shared memory (Q and K are K-major as they
 //              come: rows of HEAD_DIM), in the 128-byte swizzle;
@@ -25,7 +28,8 @@
 // Dynamic shared memory (1024-aligned): sQ [64 NWG x HEAD_DIM], STAGES x (sK [BN x HEAD_DIM],
 // sV [BN x HEAD_DIM]), 2 x sVt [HEAD_DIM x max(BN, 64)] (a swizzled row is 128 bytes); sizes in
 // attention_prefill_wg.lua.
-// Defines: HEAD_DIM (256), NWG (1, 2), BN (32, 64), STAGES (>= 2).
+// Defines: HEAD_DIM (256), NWG (1, 2), BN (32, 64), STAGES (>= 2), HP (heads a block, dividing
+// heads / kv_heads).
 #include "tc_common.cuh"
 #include "wgmma.cuh"
 
@@ -56,13 +60,16 @@ __device__ __forceinline__ unsigned pack(float lo, float hi)
     return *reinterpret_cast<const unsigned *>(&v);
 }
 
-// Rows [row0, row0 + BM) of q (zeros past q_len) into sQ, swizzled.
-__device__ __forceinline__ void load_q(u8 *sQ, const T *qb, size_t qstride, int nrows)
+// Packed rows [row0, row0 + BM) of q (zeros past q_len) into sQ, swizzled; qh is the block's
+// first head's row 0.
+__device__ __forceinline__ void load_q(u8 *sQ, const T *qh, size_t qstride, int row0, int q_len)
 {
     for (int i = threadIdx.x; i < AW_BM * (HEAD_DIM / 8); i += AW_THREADS) {
         const int r = i / (HEAD_DIM / 8), c = i % (HEAD_DIM / 8);
-        const bool ok = r < nrows;
-        tc_copy16(sQ + swz(r, c, AW_BM), qb + (size_t)(ok ? r : 0) * qstride + c * 8, ok);
+        const int pos = (row0 + r) / HP, h = (row0 + r) % HP;
+        const bool ok = pos < q_len;
+        tc_copy16(sQ + swz(r, c, AW_BM),
+                  qh + (size_t)(ok ? pos : 0) * qstride + (size_t)h * HEAD_DIM + c * 8, ok);
     }
 }
 
@@ -115,30 +122,30 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int wg = warp >> 2, g = lane >> 2, t = lane & 3;
     const int row0 = (gridDim.x - 1 - blockIdx.x) * AW_BM; // longest rows start first
-    const int head = blockIdx.y, kvh = head / (heads / kv_heads);
+    const int head0 = blockIdx.y * HP, kvh = head0 / (heads / kv_heads);
     const int past = kv_len - q_len;
     const size_t qstride = (size_t)heads * HEAD_DIM, kstride = (size_t)kv_heads * HEAD_DIM;
-    const T *qb = q + (size_t)row0 * qstride + (size_t)head * HEAD_DIM;
+    const T *qh = q + (size_t)head0 * HEAD_DIM;
     const T *kh = k + (size_t)kvh * HEAD_DIM;
     const T *vh = v + (size_t)kvh * HEAD_DIM;
-    const int nrows = min(AW_BM, q_len - row0);
+    const int nrows = min(AW_BM, q_len * HP - row0); // packed rows of real queries
 
     // Keys any row of this block can see: [klo, khi), in tiles from kstart.
-    const int first_pos = past + row0, last_pos = past + row0 + nrows - 1;
+    const int first_pos = past + row0 / HP, last_pos = past + (row0 + nrows - 1) / HP;
     const int klo = window > 0 ? max(0, first_pos - window + 1) : 0;
     const int khi = last_pos + 1;
     const int kstart = (klo / BN) * BN;
     const int ntiles = (khi - kstart + BN - 1) / BN;
 
-    // This warp's 16 rows sit at positions [wlo, wlo + 15]: a tile is wholly visible to them
-    // when it ends at or before wlo, inside the keys, and after the last row's window.
+    // This warp's 16 rows sit at positions [wlo, whi]: a tile is wholly visible to them when it
+    // ends at or before wlo, inside the keys, and after the last row's window.
     const int wrow = wg * 64 + (warp & 3) * 16; // the warp's first row in the block
-    const int wlo = past + row0 + wrow, whi = wlo + 15;
+    const int wlo = past + (row0 + wrow) / HP, whi = past + (row0 + wrow + 15) / HP;
     auto whole = [&](int kb) {
         return kb + BN - 1 <= wlo && kb + BN <= kv_len && (window <= 0 || kb > whi - window);
     };
 
-    load_q(sQ, qb, qstride, nrows); // in the first group, with tile 0
+    load_q(sQ, qh, qstride, row0, q_len); // in the first group, with tile 0
 #pragma unroll
     for (int s = 0; s < STAGES - 1; s++) {
         if (s < ntiles)
@@ -192,7 +199,8 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
             for (int j = 0; j < BN / 8; j++)
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
-                    const int pos = wlo + g + 8 * (e >> 1), key = kb + 8 * j + 2 * t + (e & 1);
+                    const int pos = past + (row0 + wrow + g + 8 * (e >> 1)) / HP;
+                    const int key = kb + 8 * j + 2 * t + (e & 1);
                     if (!(key <= pos && key < kv_len && (window <= 0 || key > pos - window)))
                         sc[4 * j + e] = -AW_INF;
                 }
@@ -263,7 +271,8 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
         if (r >= nrows)
             continue;
         const float inv = l[h] > 0.f ? 1.f / l[h] : 0.f;
-        T *orow = out + (size_t)(row0 + r) * qstride + (size_t)head * HEAD_DIM + 2 * t;
+        T *orow = out + (size_t)((row0 + r) / HP) * qstride +
+                  (size_t)(head0 + (row0 + r) % HP) * HEAD_DIM + 2 * t;
 #pragma unroll
         for (int j = 0; j < HEAD_DIM / 8; j++)
             *reinterpret_cast<T2 *>(orow + 8 * j) =

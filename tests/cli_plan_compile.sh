@@ -96,7 +96,7 @@ check "with zero points three warpgroups of BM=192 are refused" \
 TAILOR_EXPERIMENTAL=1 "$T" plan --device h200 --op attention_prefill \
   --shape q_len=8192,kv_len=8192,head_dim=512,heads=8,kv_heads=1,window=0 >"$tmp/out" 2>&1
 check "attention_prefill_wg refuses head_dim 512, saying why" \
-  grep -qF "attention_prefill/attention_prefill_wg BN=64 NWG=1 STAGES=2 bf16: head_dim=512: the P·V accumulators are one m64n256 (256 only)" "$tmp/out"
+  grep -qF "attention_prefill/attention_prefill_wg BN=64 HP=1 NWG=1 STAGES=2 bf16: head_dim=512: the P·V accumulators are one m64n256 (256 only)" "$tmp/out"
 
 # a template marked experimental (here a one-configuration space over w4a16_wgmma.cu) is out
 # unless asked for
