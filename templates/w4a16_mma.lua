@@ -35,11 +35,8 @@ return {
   end,
 
   valid = function(p, shape, dtype, device, purpose)
-    local lay_ok, lay_why = tailor.w4_layout_ok(shape)
-    if not lay_ok then return false, lay_why end
-    if p.BK % shape.group ~= 0 and shape.group % p.BK ~= 0 then
-      return false, string.format("BK=%d and group=%d do not nest", p.BK, shape.group)
-    end
+    local tile_ok, tile_why = tailor.w4_tile_ok(p, shape)
+    if not tile_ok then return false, tile_why end
     -- warps and their tiles: 2..8 warps, each 16..64 rows by 32..64 columns
     local warps, wtm, wtn = p.WM * p.WN, p.BM // p.WM, p.BN // p.WN
     if warps < 2 or warps > 8 then

@@ -88,6 +88,17 @@ function lib.w4_layout_ok(shape)
   return true
 end
 
+-- The layout, and a k tile of BK columns that nests with the scale groups (one divides the
+-- other): the first rules of the tensor-core W4A16 templates (w4a16_mma, w4a16_wgmma).
+function lib.w4_tile_ok(p, shape)
+  local ok, why = lib.w4_layout_ok(shape)
+  if not ok then return false, why end
+  if p.BK % shape.group ~= 0 and shape.group % p.BK ~= 0 then
+    return false, string.format("BK=%d and group=%d do not nest", p.BK, shape.group)
+  end
+  return true
+end
+
 -- The parameters of every space over the CUDA-core W4A16 GEMV (templates/w4a16_gemv.cu:
 -- w4a16_gemv, w4a16_glu, w4a16_seam): THREADS, KWARPS warps splitting k, ROWS weight rows per
 -- warp, MT activation rows per block.
@@ -599,14 +610,11 @@ function lib.w4g_space(params, opts)
     end,
 
     valid = function(p, shape, dtype, device, purpose)
-      local ok, why = lib.w4_layout_ok(shape)
+      local ok, why = lib.w4_tile_ok(p, shape)
       if not ok then return false, why end
       if shape.n % 8 ~= 0 then
         return false, string.format("n=%d: the epilogue stores 8 columns at a time (n %% 8 == 0)",
                                     shape.n)
-      end
-      if p.BK % shape.group ~= 0 and shape.group % p.BK ~= 0 then
-        return false, string.format("BK=%d and group=%d do not nest", p.BK, shape.group)
       end
       -- a prefill template: the tokens fill the wgmma's N (pruning only; any m runs)
       if purpose ~= "launch" and shape.m < 64 then
