@@ -17,11 +17,11 @@
 # attention survivor verified (cli_gpu_attention), then prefill and decode at 8k/32k timed with
 # the working tree's templates and with probe-variants/base's (scripts/probe/base_templates.sh
 # REV) in the same run, plus the int4 gated GEMV against the 2N GEMV + gelu_gate (attn.txt);
-# experimental: the experimental W4A16 templates (TAILOR_EXPERIMENTAL=1; now
-# w4a16_wgmma_inflight) verified survivor by survivor (tune --verify-all) over both dtypes, zero
+# experimental: the experimental W4A16 templates (TAILOR_EXPERIMENTAL=1; none at present)
+# verified survivor by survivor (tune --verify-all) over both dtypes, zero
 # points, odd m and n, group 32..128, a stack stride; then benched with them and without
 # them in the same run, cuBLAS beside (experimental.txt). experimental-attn: the same for the
-# experimental attention_prefill templates (now attention_prefill_wg) at head_dim 256: four
+# experimental attention_prefill templates (none at present) at head_dim 256: four
 # verify-all shapes (window, full causal, chunked GQA fp16, window 1), then the 8k and 512-token
 # prefills with and without them (experimental-attn.txt). boot: `tailor tune --preset
 # gemma-4-e2b` from an empty cache under `time` (the first-boot cost), then the E2B W4A16 and bf16

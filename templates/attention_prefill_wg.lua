@@ -2,7 +2,8 @@
 -- "attention_prefill"; shape keys q_len, kv_len, head_dim, heads, kv_heads, window): prefill
 -- attention on sm_90a warpgroup MMAs at head_dim 256. A block is NWG warpgroups of 64 query
 -- rows (HP query heads of one KV head, interleaved, so that they share each K/V tile); key
--- tiles of BN, STAGES deep; V transposed once per tile into a double-buffered Vᵀ.
+-- tiles of BN, STAGES deep; V transposed once per tile into a double-buffered Vᵀ. Verified on
+-- the H200 (tune --verify-all at four shapes, session 12; docs/perf/attention.md, v4).
 
 -- Bytes of dynamic shared memory: the 1024-byte alignment slack, Q (64 NWG rows), STAGES x (K,
 -- V) tiles of BN x head_dim, and two Vᵀ tiles of head_dim rows of 128 bytes per 64 keys (a
@@ -16,8 +17,6 @@ return {
   op = "attention_prefill",
   source = "attention_prefill_wg.cu",
   dtypes = { "fp16", "bf16" },
-  experimental = "written without a GPU: the wgmma attention (its descriptors, the Vᵀ "
-                 .. "transpose and the in-flight P·V) is unverified",
 
   params = {
     NWG = { 1, 2 },

@@ -2,13 +2,16 @@
 -- k, group, zp): the prefill GEMM on sm_90a warpgroup MMAs, weights dequantized into wgmma's
 -- register A operand, activations its swizzled shared-memory B operand. BM tokens (the wgmma N),
 -- 64 weight rows per warpgroup, BK columns per stage. The rules, budget and launch are
--- tailor.w4g_space's (spacelib.lua). Every configuration here was verified on the H200
--- (tune --verify-all, session 11); w4a16_wgmma_inflight.lua is its experimental sibling.
+-- tailor.w4g_space's (spacelib.lua). INFLIGHT = 1 leaves one k tile's MMAs in flight while the
+-- next is dequantized (k_loop_inflight: the fragments in two register sets, prefetch distance
+-- STAGES - 2); INFLIGHT = 0 drains them at the end of every tile. Neither wins every shape
+-- (docs/perf/w4a16.md, v6). Every configuration here was verified on the H200 (tune
+-- --verify-all, sessions 11 and 12).
 
 return tailor.w4g_space({
   BM = { 64, 128, 192, 256 },
   BK = { 64, 128 },
   WG = { 1, 2, 3 },
   STAGES = { 3, 4, 5 },
-  INFLIGHT = { 0 },
+  INFLIGHT = { 0, 1 },
 })

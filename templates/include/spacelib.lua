@@ -595,8 +595,8 @@ end
 
 -- The space of w4a16_wgmma.cu over `params` (BM, BK, WG, STAGES, INFLIGHT lists); opts.experimental
 -- (optional) is the sentence that keeps it out of the default space. A builder, so that a variant
--- space over the same kernel (w4a16_wgmma_inflight.lua, a test's one-configuration copy) is a
--- few lines.
+-- space over the same kernel (a test's one-configuration copy, an experimental tile) is a few
+-- lines.
 function lib.w4g_space(params, opts)
   opts = opts or {}
   return {
