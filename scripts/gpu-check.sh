@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu-check.sh — on the GPU machine: build, run every GPU test, then the benchmarks; logs go to
 # $OUT (ctest.txt, bench.txt, model.txt, ...) and a short summary is printed last.
-#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|experimental|experimental-attn|wgmma|boot|all] [ctest -R regex]
+#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|experimental|experimental-attn|attn-wg|wgmma|boot|all] [ctest -R regex]
 # quick: the GPU tests with the long scripts in their smoke subsets (MATMUL_QUICK, W4A16_QUICK,
 # ATTN_QUICK), fitting one 10-minute device call; model: Gemma 4 E2B decode and prefill figures
 # with the same-run comparisons (PDL off, gating kernels, each place of the seams, q prepared
@@ -262,6 +262,32 @@ if [[ $what == experimental-attn ]]; then
   echo "== trials with the experimental templates (fastest first)" >>"$W"
   "$T" cache trials --cache /tmp/expa-bench-1.sqlite 2>&1 | head -80 >>"$W"
   summary+=("experimental-attn: $(grep -c '^rc=0' "$W") of 4 verify-all runs passed; figures in experimental-attn.txt")
+fi
+if [[ $what == attn-wg ]]; then
+  # attention_prefill_wg (VT = 0 and 1, head_dim 256 and 512): every prefill survivor verified,
+  # then the 8k prefills benched and each wg configuration's time (trials; attn-wg.txt)
+  W="$OUT/attn-wg.txt"
+  : >"$W"
+  for sd in "q_len=1000,kv_len=1000,head_dim=256,heads=8,kv_heads=1,window=512 bf16" \
+            "q_len=300,kv_len=1300,head_dim=256,heads=8,kv_heads=2,window=1024 fp16" \
+            "q_len=33,kv_len=33,head_dim=256,heads=8,kv_heads=1,window=1 fp16" \
+            "q_len=777,kv_len=777,head_dim=512,heads=8,kv_heads=1,window=0 bf16" \
+            "q_len=300,kv_len=1300,head_dim=512,heads=8,kv_heads=2,window=1024 fp16" \
+            "q_len=33,kv_len=33,head_dim=512,heads=8,kv_heads=1,window=1 bf16"; do
+    echo "== verify-all attention_prefill $sd" >>"$W"
+    timeout 120 "$T" tune --op attention_prefill --shape "${sd% *}" --dtype "${sd#* }" \
+      --verify-all --cache /tmp/awg-verify.sqlite >>"$W" 2>&1
+    echo "rc=$?" >>"$W"
+  done
+  for s in q_len=8192,kv_len=8192,head_dim=256,heads=8,kv_heads=1,window=0 \
+           q_len=8192,kv_len=8192,head_dim=512,heads=8,kv_heads=1,window=0; do
+    echo "== bench attention_prefill $s" >>"$W"
+    timeout 150 "$T" bench attention --op attention_prefill --shape "$s" \
+      --cache /tmp/awg-bench.sqlite >>"$W" 2>&1
+  done
+  echo "== trials (fastest first)" >>"$W"
+  "$T" cache trials --cache /tmp/awg-bench.sqlite 2>&1 | head -150 >>"$W"
+  summary+=("attn-wg: $(grep -c '^rc=0' "$W") of 6 verify-all runs passed; figures in attn-wg.txt")
 fi
 if [[ $what == boot ]]; then
   # first boot: every kernel shape of E2B (16-bit and W4A16 passes) tuned from an empty cache,

@@ -1,16 +1,20 @@
 -- attention_prefill_wg.lua — search space of templates/attention_prefill_wg.cu (op
 -- "attention_prefill"; shape keys q_len, kv_len, head_dim, heads, kv_heads, window): prefill
--- attention on sm_90a warpgroup MMAs at head_dim 256. A block is NWG warpgroups of 64 query
--- rows (HP query heads of one KV head, interleaved, so that they share each K/V tile); key
--- tiles of BN, STAGES deep; V transposed once per tile into a double-buffered Vᵀ. Verified on
--- the H200 (tune --verify-all at four shapes, session 12; docs/perf/attention.md, v4).
+-- attention on sm_90a warpgroup MMAs at head_dim 256 and 512. A block is NWG row groups of 64
+-- query rows (HP query heads of one KV head, interleaved, so that they share each K/V tile),
+-- each served by head_dim / 256 warpgroups (one per 256 output columns); key tiles of BN,
+-- STAGES deep; V read N-major by the wgmma itself. Verified on the H200 (tune --verify-all at
+-- three shapes of each head_dim, session 12; docs/perf/attention.md, v5). STAGES = 4 and the
+-- transposed-V variant (1.6x the time) left the space after that run.
 
 -- Bytes of dynamic shared memory: the 1024-byte alignment slack, Q (64 NWG rows), STAGES x (K,
--- V) tiles of BN x head_dim, and two Vᵀ tiles of head_dim rows of 128 bytes per 64 keys (a
--- swizzled row is 128 bytes even at BN = 32); 2-byte elements.
+-- V) tiles of BN x head_dim, and at head_dim 512 the two warpgroups' partial scores (2 x 64 x BN
+-- fp32 a row group); 2-byte elements.
 local function smem_bytes(p, shape)
-  local tile, vt = p.BN * shape.head_dim * 2, shape.head_dim * math.max(p.BN, 64) * 2
-  return 1024 + 64 * p.NWG * shape.head_dim * 2 + p.STAGES * 2 * tile + 2 * vt
+  local hd = shape.head_dim
+  local tile = p.BN * hd * 2
+  local x = hd == 512 and p.NWG * 2 * 64 * p.BN * 4 or 0
+  return 1024 + 64 * p.NWG * hd * 2 + p.STAGES * 2 * tile + x
 end
 
 return {
@@ -21,7 +25,7 @@ return {
   params = {
     NWG = { 1, 2 },
     BN = { 32, 64 },
-    STAGES = { 2, 3, 4 },
+    STAGES = { 2, 3 },
     HP = { 1, 2, 4, 8 },
   },
 
@@ -30,9 +34,11 @@ return {
   valid = function(p, shape, dtype, device, purpose)
     local ok, why = tailor.attn_shape_valid(shape, false)
     if not ok then return false, why end
-    if shape.head_dim ~= 256 then
-      return false, string.format("head_dim=%d: the P·V accumulators are one m64n256 (256 only)",
-                                  shape.head_dim)
+    -- ~200 registers a thread (128 fp32 accumulators of O, the scores, P): two warpgroups a block
+    local wgs = p.NWG * shape.head_dim // 256
+    if wgs > 2 then
+      return false, string.format("%d warpgroups (NWG=%d x head_dim %d / 256) x 128 threads x "
+                                  .. "~200 registers > 65536", wgs, p.NWG, shape.head_dim)
     end
     local group = tailor.attn_group(shape)
     if group % p.HP ~= 0 then
@@ -52,7 +58,7 @@ return {
 
   requires = function(p, shape, dtype, device) return tailor.wgmma_requires(dtype) end,
 
-  threads = function(p, shape, dtype, device) return 128 * p.NWG end,
+  threads = function(p, shape, dtype, device) return 128 * p.NWG * (shape.head_dim // 256) end,
   smem_static = function(p, shape, dtype, device) return 0 end,
   smem_dynamic = function(p, shape, dtype, device) return smem_bytes(p, shape) end,
   grid = function(p, shape, dtype, device)

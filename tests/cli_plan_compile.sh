@@ -53,6 +53,7 @@ h200 bf16 attention_decode kv_len=512,head_dim=256,heads=8,kv_heads=1,window=512
 t4 fp16 attention_decode kv_len=4096,head_dim=512,heads=8,kv_heads=1,window=0,batch=1,prep=1
 t4 fp16 attention_decode kv_len=512,head_dim=256,heads=8,kv_heads=1,window=512,batch=1
 h200 bf16 attention_prefill q_len=512,kv_len=512,head_dim=256,heads=8,kv_heads=1,window=512
+h200 fp16 attention_prefill q_len=512,kv_len=512,head_dim=512,heads=8,kv_heads=1,window=0
 t4 fp16 attention_prefill q_len=512,kv_len=512,head_dim=512,heads=8,kv_heads=1,window=0
 h200 bf16 residual_norm rows=1,cols=1536,mode=0
 h200 bf16 qk_norm_rope tokens=1,heads=8,head_dim=512,weight=1,rope=2,inplace=0
@@ -72,8 +73,8 @@ check "the cluster merge (CLUSTER=1) compiles for sm_90 with no spills" \
 
 check "attention_prefill_tall (32-row warps) survivors compile with no spills" \
   grep -qE "^  attention_prefill_tall .*regs, spills 0/0 B" "$tmp/prefill_h200"
-check "attention_prefill_wg (warpgroup MMAs) survivors compile for sm_90a, every one with no spills" \
-  bash -c "grep -E '^  attention_prefill_wg .*regs' '$tmp/prefill_h200' | grep -q . &&
+check "attention_prefill_wg (warpgroup MMAs) survivors compile for sm_90a at head_dim 256 and 512, every one with no spills" \
+  bash -c "grep -qE '^  attention_prefill_wg .*214,016 B smem .*regs' '$tmp/prefill_h200' &&
            ! grep -E '^  attention_prefill_wg .*regs' '$tmp/prefill_h200' | grep -vq 'spills 0/0 B'"
 # the warpgroup-MMA prefill GEMM compiles for sm_90a (the "wgmma" feature), and only there
 check "w4a16_wgmma survivors compile for sm_90a, every one with no spills" \
@@ -94,8 +95,10 @@ check "with zero points three warpgroups of BM=192 are refused" \
   grep -qF "w4a16_wgmma BK=128 BM=192 INFLIGHT=0 STAGES=3 WG=3 bf16: 384 threads x ~172 registers (BM=192) > 65536" "$tmp/out"
 "$T" plan --device h200 --op attention_prefill \
   --shape q_len=8192,kv_len=8192,head_dim=512,heads=8,kv_heads=1,window=0 >"$tmp/out" 2>&1
-check "attention_prefill_wg refuses head_dim 512, saying why" \
-  grep -qF "attention_prefill/attention_prefill_wg BN=64 HP=1 NWG=1 STAGES=2 bf16: head_dim=512: the P·V accumulators are one m64n256 (256 only)" "$tmp/out"
+check "attention_prefill_wg plans head_dim 512 with two warpgroups a row group" \
+  grep -qE "^  attention_prefill_wg +BN=32 HP=8 NWG=1 STAGES=2 +214,016 B smem +256 threads" "$tmp/out"
+check "attention_prefill_wg refuses four warpgroups at head_dim 512, with the register arithmetic" \
+  grep -qF "attention_prefill/attention_prefill_wg BN=32 HP=1 NWG=2 STAGES=2 bf16: 4 warpgroups (NWG=2 x head_dim 512 / 256) x 128 threads x ~200 registers > 65536" "$tmp/out"
 
 # a template marked experimental (here a one-configuration space over w4a16_wgmma.cu) is out
 # unless asked for

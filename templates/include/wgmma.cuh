@@ -3,9 +3,10 @@
 // A warpgroup is 4 consecutive warps; warp w holds rows 16w..16w+15 of A in the m16n8k16
 // A-fragment layout (a0: row g, columns 2t, 2t+1; a1: row g + 8; a2, a3: columns + 8), and of D
 // the same rows: d[4j + e] is row g + 8 (e >> 1), column 8j + 2t + (e & 1) (g = lane / 4,
-// t = lane % 4). B lives in shared memory, K-major (each of its N rows holds 16 contiguous k),
-// in the 128-byte swizzle: rows of 64 elements (128 B), 16-byte chunk c of row r stored at chunk
-// c ^ (r % 8), 8-row atoms of 1024 B, 1024-byte aligned (wg_desc_sw128). The accumulate is
+// t = lane % 4). B lives in shared memory in the 128-byte swizzle: rows of 64 elements (128 B),
+// 16-byte chunk c of row r stored at chunk c ^ (r % 8), 8-row atoms of 1024 B, 1024-byte
+// aligned; K-major (each of its N rows holds 16 contiguous k: wg_desc_sw128) or, for
+// wg_mma_rs_n256<1>, N-major (rows of k, N contiguous: wg_desc_sw128_mn). The accumulate is
 // always on (scale-d = 1): callers zero d first. Code using it compiles for sm_90a only (the
 // space requires the feature "wgmma"; gen passes -arch=sm_90a).
 #pragma once
@@ -27,6 +28,16 @@ typedef unsigned int wg_u32;
 __device__ __forceinline__ unsigned long long wg_desc_sw128(wg_u32 addr)
 {
     return (unsigned long long)((addr & 0x3ffffu) >> 4) | (1ull << 16) |
+           ((unsigned long long)(1024 >> 4) << 32) | (1ull << 62);
+}
+
+// Matrix descriptor of an N-major (MN-major) B tile in the 128-byte swizzle, for wgmma with
+// imm-trans-b = 1: 8 k rows of 64 N elements (128 B) form a 1024-byte atom (chunk c of row r at
+// c ^ (r % 8)); the next 8 k rows follow 1024 B on (stride byte offset), the next 64 N elements
+// `lbo` bytes on (leading byte offset: the slab stride). `addr` is 1024-byte aligned.
+__device__ __forceinline__ unsigned long long wg_desc_sw128_mn(wg_u32 addr, wg_u32 lbo)
+{
+    return (unsigned long long)((addr & 0x3ffffu) >> 4) | ((unsigned long long)(lbo >> 4) << 16) |
            ((unsigned long long)(1024 >> 4) << 32) | (1ull << 62);
 }
 
@@ -113,6 +124,8 @@ __device__ __forceinline__ void wg_mma_rs_n192(float (&d)[96], const wg_u32 a[4]
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
 }
 
+// TB = 1: B is N-major (wg_desc_sw128_mn), i.e. transposed on the fly (16-bit types only).
+template <int TB = 0>
 __device__ __forceinline__ void wg_mma_rs_n256(float (&d)[128], const wg_u32 a[4], unsigned long long b)
 {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
@@ -125,7 +138,7 @@ __device__ __forceinline__ void wg_mma_rs_n256(float (&d)[128], const wg_u32 a[4
                  "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95,"
                  "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111,"
                  "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
-                 "{%128, %129, %130, %131}, %132, p, 1, 1, 0;\n}\n"
+                 "{%128, %129, %130, %131}, %132, p, 1, 1, %134;\n}\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
                    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
                    "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
@@ -142,7 +155,7 @@ __device__ __forceinline__ void wg_mma_rs_n256(float (&d)[128], const wg_u32 a[4
                    "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
                    "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
                    "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1), "n"(TB));
 }
 
 // One m64nBMk16 step for BM in {64, 128, 192, 256}.
@@ -166,7 +179,7 @@ __device__ __forceinline__ void wg_mma_rs<192>(float (&d)[96], const wg_u32 a[4]
 template <>
 __device__ __forceinline__ void wg_mma_rs<256>(float (&d)[128], const wg_u32 a[4], unsigned long long b)
 {
-    wg_mma_rs_n256(d, a, b);
+    wg_mma_rs_n256<0>(d, a, b);
 }
 
 // ---- both operands in shared memory (SS form): D[64 x N] (+)= A[64 x 16] · B[16 x N], A and B
