@@ -88,7 +88,7 @@ static void compile_entry(void *user, int i)
                            tailor_dtype_name(job->plan->dtype), e->launch.defines,
                            e->launch.ndefines, name, sizeof name);
     tailor_compile_result r;
-    tailor_status st = tailor_plan_compile(ctx, job->plan, i, job->sm, 0, name, &r);
+    tailor_status st = tailor_plan_compile(ctx, job->plan, i, job->sm, 0, name, NULL, &r);
     c->done = 1;
     if (st) {
         c->failed = 1;
@@ -165,6 +165,12 @@ static void print_json(const tailor_plan *plan, const compiled_entry *comp)
         cJSON_AddStringToObject(item, "template", e->template_name);
         cJSON_AddItemToObject(item, "params", params_json(&e->cfg));
         if (e->verdict == TAILOR_FITS) {
+            char name[256]; /* the instantiation: equal names, equal binaries */
+            tailor_gen_kernel_name(plan->op->name, e->template_name,
+                                   plan->dev.cc_major * 10 + plan->dev.cc_minor,
+                                   tailor_dtype_name(plan->dtype), e->launch.defines,
+                                   e->launch.ndefines, name, sizeof name);
+            cJSON_AddStringToObject(item, "kernel", name);
             cJSON_AddNumberToObject(item, "smem_bytes",
                                     (double)(e->launch.smem_static + e->launch.smem_dynamic));
             cJSON_AddNumberToObject(item, "threads", e->launch.threads);

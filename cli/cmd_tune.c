@@ -57,9 +57,12 @@ static void print_result(const char *op, const char *shape, tailor_dtype dtype,
         return;
     }
     double gbs = r->median_us > 0 ? r->bytes / (r->median_us * 1e-6) / 1e9 : 0;
-    printf("%-14s %-40s %s  %d candidates, %d survive, %d compiled, %d right, %d wrong; "
+    char reused[48] = "";
+    if (r->reused)
+        snprintf(reused, sizeof reused, " (%d of them earlier in this run)", r->reused);
+    printf("%-14s %-40s %s  %d candidates, %d survive, %d compiled%s, %d right, %d wrong; "
            "winner %s %s  %.2f us (+-%.2f)  %.0f GB/s\n",
-           op, shape, tailor_dtype_name(dtype), r->candidates, r->survivors, r->compiled,
+           op, shape, tailor_dtype_name(dtype), r->candidates, r->survivors, r->compiled, reused,
            r->verified, r->wrong, r->template_name, r->params, r->median_us, r->spread_us, gbs);
 }
 
@@ -185,6 +188,8 @@ static int tune_main(tailor_ctx *ctx, int argc, char **argv)
     o.progress_user = &ps;
     tailor_log(ctx, TAILOR_LOG_INFO, "cache %s; seed %llu", tailor_cache_path(cache),
                (unsigned long long)o.seed);
+    /* one memo for the run: a configuration planned for many shapes compiles once */
+    o.memo = tailor_compile_memo_create(TAILOR_COMPILE_MEMO_BYTES);
     int failures = 0;
     for (int i = 0; i < ntargets; i++) {
         tailor_tune_result r;
@@ -205,6 +210,14 @@ static int tune_main(tailor_ctx *ctx, int argc, char **argv)
         tailor_shape_format(&targets[i].shape, shape, sizeof shape);
         print_result(targets[i].op, shape, dtype, &r);
     }
+    if (o.memo && ntargets > 1) {
+        int hits, misses;
+        size_t bytes;
+        tailor_compile_memo_stats(o.memo, &hits, &misses, &bytes);
+        tailor_log(ctx, TAILOR_LOG_INFO, "compiled %d instantiations, reused %d (%.0f MB kept)",
+                   misses, hits, (double)bytes / 1e6);
+    }
+    tailor_compile_memo_destroy(o.memo);
     tailor_cache_close(cache);
     tailor_gpu_close(gpu);
     free(targets);

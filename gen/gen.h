@@ -38,6 +38,7 @@ typedef struct tailor_compile_result {
     int spill_stores, spill_loads;
     double seconds;            /* compile wall time */
     char *log;                 /* the whole NVRTC log; malloc'd */
+    int reused;                /* 1: a copy of an identical earlier compile (tailor_compile_memo) */
 } tailor_compile_result;
 
 /* Compiles one instantiation. For ptx=1 it also compiles a cubin for sm_<sm> so that the
@@ -46,6 +47,28 @@ typedef struct tailor_compile_result {
 tailor_status tailor_gen_compile(tailor_ctx *ctx, const tailor_compile_request *req,
                                  tailor_compile_result *out);
 void tailor_compile_result_free(tailor_compile_result *r);
+
+/* Compile results kept for the rest of a run, so that an instantiation planned for many shapes
+ * (the same configuration and defines) is compiled once. The key is every input of the compiler:
+ * the template text, the headers it may include, kernel name, target and defines. At most
+ * max_bytes of images and logs are kept; past that, new results are not. Thread-safe. */
+typedef struct tailor_compile_memo tailor_compile_memo;
+
+/* What a tuning run keeps by default: the E2B preset's first boot compiles a few thousand
+ * instantiations of 20-200 KB each. */
+#define TAILOR_COMPILE_MEMO_BYTES ((size_t)512 << 20)
+
+/* NULL only when out of memory. */
+tailor_compile_memo *tailor_compile_memo_create(size_t max_bytes);
+void tailor_compile_memo_destroy(tailor_compile_memo *m);
+
+/* tailor_gen_compile through the memo (m may be NULL: a plain compile). A hit is a copy of the
+ * earlier result with reused = 1 and seconds = 0; failures are not kept. */
+tailor_status tailor_gen_compile_memo(tailor_ctx *ctx, tailor_compile_memo *m,
+                                      const tailor_compile_request *req, tailor_compile_result *out);
+
+/* Lookups answered from the memo, compiles it made, bytes it holds. */
+void tailor_compile_memo_stats(tailor_compile_memo *m, int *hits, int *misses, size_t *bytes);
 
 /* The architectures this NVRTC can compile for (nvrtcGetSupportedArchs), e.g. 75 80 ... 120.
  * archs must hold 64 entries. */

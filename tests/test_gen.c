@@ -1,5 +1,6 @@
 /* test_gen.c — NVRTC instantiation without a GPU: the RMSNorm template compiles for sm_75, sm_80
- * and sm_90 with the resource report read back; kernel names; bad arch; compile errors. */
+ * and sm_90 with the resource report read back; the compile memo; kernel names; bad arch;
+ * compile errors. */
 #include <string.h>
 
 #include "gen.h"
@@ -73,6 +74,68 @@ static void test_arch_specific(tailor_ctx *ctx)
     tailor_compile_result_free(&r);
 }
 
+/* The compile memo: an identical request is a copy (reused, no compile time), a different define
+ * or target is not, failures are not kept, and a full memo keeps nothing new. */
+static void test_memo(tailor_ctx *ctx)
+{
+    tailor_template_file src;
+    CHECK_OK(ctx, tailor_template_read(ctx, "rmsnorm.cu", &src));
+    tailor_define defs[4] = {{"THREADS", "128"}, {"VEC", "4"}, {"HAS_WEIGHT", "1"},
+                             {"TAILOR_DTYPE_FP16", "1"}};
+    tailor_compile_request req = {.source_name = "rmsnorm.cu", .source = src.text,
+                                  .kernel_name = "k_memo", .sm = 80, .ndefines = 4,
+                                  .defines = defs};
+    tailor_compile_memo *m = tailor_compile_memo_create(64 << 20);
+    CHECK(m != NULL);
+    tailor_compile_result a, b, c;
+    CHECK_OK(ctx, tailor_gen_compile_memo(ctx, m, &req, &a));
+    CHECK(!a.reused && a.seconds > 0);
+    CHECK_OK(ctx, tailor_gen_compile_memo(ctx, m, &req, &b));
+    CHECK(b.reused && b.seconds == 0.0);
+    CHECK(b.image != a.image && b.image_size == a.image_size &&
+          memcmp(a.image, b.image, a.image_size) == 0);
+    CHECK(b.regs == a.regs && b.smem_static == a.smem_static && strcmp(a.log, b.log) == 0);
+    snprintf(defs[1].value, sizeof defs[1].value, "8"); /* another define: another binary */
+    CHECK_OK(ctx, tailor_gen_compile_memo(ctx, m, &req, &c));
+    CHECK(!c.reused);
+    tailor_compile_result_free(&c);
+    req.sm = 90; /* another target */
+    CHECK_OK(ctx, tailor_gen_compile_memo(ctx, m, &req, &c));
+    CHECK(!c.reused);
+    tailor_compile_result_free(&c);
+    int hits, misses;
+    size_t bytes;
+    tailor_compile_memo_stats(m, &hits, &misses, &bytes);
+    CHECKF(hits == 1 && misses == 3, "hits %d misses %d", hits, misses);
+    CHECK(bytes > a.image_size + strlen(a.log)); /* the first and two more */
+    const char *broken = "extern \"C\" __global__ void TAILOR_KERNEL(float *x) { x[0] = y; }";
+    tailor_compile_request bad = {.source_name = "broken.cu", .source = broken,
+                                  .kernel_name = "k_broken", .sm = 80};
+    for (int i = 0; i < 2; i++) {
+        CHECK(tailor_gen_compile_memo(ctx, m, &bad, &c) == TAILOR_ERR_NVRTC);
+        tailor_compile_result_free(&c);
+    }
+    tailor_compile_memo_stats(m, &hits, &misses, &bytes);
+    CHECKF(hits == 1 && misses == 5, "failures are compiled again: hits %d misses %d", hits,
+           misses);
+    tailor_compile_memo_destroy(m);
+    /* a memo with no room answers nothing */
+    m = tailor_compile_memo_create(16);
+    CHECK_OK(ctx, tailor_gen_compile_memo(ctx, m, &req, &c));
+    tailor_compile_result_free(&c);
+    CHECK_OK(ctx, tailor_gen_compile_memo(ctx, m, &req, &c));
+    CHECK(!c.reused);
+    tailor_compile_result_free(&c);
+    tailor_compile_memo_destroy(m);
+    /* no memo: a plain compile */
+    CHECK_OK(ctx, tailor_gen_compile_memo(ctx, NULL, &req, &c));
+    CHECK(!c.reused && c.image_size > 100);
+    tailor_compile_result_free(&c);
+    tailor_compile_result_free(&a);
+    tailor_compile_result_free(&b);
+    tailor_template_file_free(&src);
+}
+
 static void test_kernel_name(void)
 {
     tailor_define defs[2] = {{"VEC", "8"}, {"BM", "-1"}};
@@ -135,6 +198,7 @@ int main(void)
             compile_rmsnorm(ctx, sms[i], "TAILOR_DTYPE_BF16", 128);
     }
     test_ptx_rehearsal(ctx);
+    test_memo(ctx);
     test_kernel_name();
     test_arch_specific(ctx);
     test_errors(ctx);

@@ -46,6 +46,7 @@ struct tailor_kernels {
     int from_cache, tuned;
     tailor_op_kernel *list;
     int strategy, trials; /* on-demand tuning (tailor_kernels_set_strategy) */
+    tailor_compile_memo *memo; /* on-demand tuning's compiles, made at the first one */
     int pdl;              /* tailor_kernels_set_pdl */
 };
 
@@ -81,6 +82,7 @@ void tailor_kernels_destroy(tailor_kernels *set)
         next = k->next;
         op_kernel_free(set->gpu, k);
     }
+    tailor_compile_memo_destroy(set->memo);
     free(set);
 }
 
@@ -199,6 +201,9 @@ tailor_status tailor_kernels_get(tailor_ctx *ctx, tailor_kernels *set, const cha
         o.strategy = (tailor_strategy)set->strategy;
         o.trials = set->trials;
         o.seed = (uint64_t)time(NULL);
+        if (!set->memo)
+            set->memo = tailor_compile_memo_create(TAILOR_COMPILE_MEMO_BYTES);
+        o.memo = set->memo; /* NULL when out of memory: then every survivor compiles */
         tailor_tune_result r;
         if ((st = tailor_tune(ctx, set->gpu, set->cache, op, &completed, dtype, &o, &r)))
             return st;

@@ -277,7 +277,8 @@ void tailor_plan_free(tailor_plan *plan)
 }
 
 tailor_status tailor_plan_compile(tailor_ctx *ctx, const tailor_plan *plan, int i, int sm, int ptx,
-                                  const char *kernel_name, tailor_compile_result *out)
+                                  const char *kernel_name, tailor_compile_memo *memo,
+                                  tailor_compile_result *out)
 {
     memset(out, 0, sizeof *out);
     const tailor_plan_entry *e = &plan->entries[i];
@@ -308,7 +309,7 @@ tailor_status tailor_plan_compile(tailor_ctx *ctx, const tailor_plan *plan, int 
         .ndefines = e->launch.ndefines + 1,
         .defines = defs,
     };
-    st = tailor_gen_compile(ctx, &req, out);
+    st = tailor_gen_compile_memo(ctx, memo, &req, out);
     tailor_template_file_free(&src);
     return st;
 }

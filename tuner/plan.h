@@ -76,9 +76,11 @@ tailor_status tailor_plan_build(tailor_ctx *ctx, const tailor_device_info *dev, 
 void tailor_plan_free(tailor_plan *plan);
 
 /* Compiles entry i of the plan with NVRTC for sm (ptx = 1: PTX for compute_<sm>, as a rehearsal
- * runs it) under kernel_name; needs no GPU. Free *out with tailor_compile_result_free, also
- * after a failure (TAILOR_ERR_NVRTC with the compiler's log). Thread-safe. */
+ * runs it) under kernel_name; needs no GPU. memo (may be NULL) answers an instantiation compiled
+ * earlier in the run. Free *out with tailor_compile_result_free, also after a failure
+ * (TAILOR_ERR_NVRTC with the compiler's log). Thread-safe. */
 tailor_status tailor_plan_compile(tailor_ctx *ctx, const tailor_plan *plan, int i, int sm, int ptx,
-                                  const char *kernel_name, tailor_compile_result *out);
+                                  const char *kernel_name, tailor_compile_memo *memo,
+                                  tailor_compile_result *out);
 
 #endif

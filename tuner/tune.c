@@ -80,6 +80,7 @@ typedef struct compile_job {
     int ptx;
     const tailor_plan *plan;
     double deadline;          /* 0: none */
+    tailor_compile_memo *memo; /* the run's compiled instantiations (may be NULL) */
 } compile_job;
 
 static void compile_one(compile_job *job, candidate *c)
@@ -91,7 +92,8 @@ static void compile_one(compile_job *job, candidate *c)
         return;
     }
     tailor_status st = tailor_plan_compile(ctx, job->plan, (int)(c->entry - job->plan->entries),
-                                           job->sm, job->ptx, c->kernel_name, &c->compiled);
+                                           job->sm, job->ptx, c->kernel_name, job->memo,
+                                           &c->compiled);
     if (st) {
         c->state = CAND_COMPILE_ERROR;
         snprintf(c->detail, sizeof c->detail, "%s", tailor_ctx_message(ctx));
@@ -139,7 +141,8 @@ static tailor_status compile_all(tailor_ctx *ctx, const tailor_plan *plan, candi
                                  int sm, int ptx, const tailor_tune_options *o)
 {
     (void)ctx;
-    compile_job job = {.cands = cands, .count = n, .sm = sm, .ptx = ptx, .plan = plan};
+    compile_job job = {.cands = cands, .count = n, .sm = sm, .ptx = ptx, .plan = plan,
+                       .memo = o->memo};
     if (o->strategy == TAILOR_STRATEGY_RANDOM && o->budget_seconds > 0)
         job.deadline = now_seconds() + o->budget_seconds;
     pthread_mutex_init(&job.lock, NULL);
@@ -448,6 +451,7 @@ static tailor_status run_candidates(tune_state *t, int sm, int ptx)
         if (c->state != CAND_COMPILED)
             continue;
         t->out->compiled++;
+        t->out->reused += c->compiled.reused;
         check_candidate(t, i);
         if (c->state == CAND_REFUSED)
             t->out->refused_after_compile++;

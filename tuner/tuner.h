@@ -37,6 +37,8 @@ typedef struct tailor_tune_options {
                                             on the live GPU); NULL: the live GPU's own */
     int force;                           /* re-tune even when the cache has a winner */
     int jobs;                            /* compile threads (0: number of CPUs) */
+    tailor_compile_memo *memo;           /* instantiations compiled earlier in the run, shared
+                                            across calls (NULL: compile every survivor) */
     uint64_t seed;                       /* inputs and sampling */
     void (*progress)(void *user, const tailor_tune_progress *p);
     void *progress_user;
@@ -46,6 +48,7 @@ typedef struct tailor_tune_result {
     int from_cache;           /* the winner was already cached: nothing compiled */
     int candidates, survivors;
     int compiled, compile_errors, refused_after_compile;
+    int reused;               /* of the compiled: copies of the run's earlier compiles (memo) */
     int verified, wrong, launch_errors, timed;
     char template_name[64];
     char params[512];         /* "BM=64 BN=32" */
