@@ -42,6 +42,7 @@ typedef struct compiled_entry {
     int done;          /* compiled (or tried) */
     int failed;        /* NVRTC error: message in text */
     int regs, smem_static, spill_stores, spill_loads;
+    int wgmma_serialized;
     double seconds;
     char text[512];    /* the error, or the compiled verdict's reason */
 } compiled_entry;
@@ -98,6 +99,7 @@ static void compile_entry(void *user, int i)
         c->smem_static = r.smem_static;
         c->spill_stores = r.spill_stores;
         c->spill_loads = r.spill_loads;
+        c->wgmma_serialized = r.wgmma_serialized;
         c->seconds = r.seconds;
         tailor_verdict v = tailor_budget_check_compiled(
             &job->plan->dev, job->plan->op->name, e->template_name, &e->cfg, job->plan->dtype,
@@ -178,6 +180,7 @@ static void print_json(const tailor_plan *plan, const compiled_entry *comp)
                 cJSON_AddStringToObject(item, "compile_error", comp[i].text);
             } else if (comp && comp[i].done) {
                 cJSON_AddNumberToObject(item, "regs", comp[i].regs);
+                cJSON_AddBoolToObject(item, "wgmma_serialized", comp[i].wgmma_serialized);
                 cJSON_AddNumberToObject(item, "spill_stores", comp[i].spill_stores);
                 cJSON_AddNumberToObject(item, "spill_loads", comp[i].spill_loads);
                 cJSON_AddNumberToObject(item, "compile_seconds", comp[i].seconds);
@@ -214,8 +217,9 @@ static void print_text(const tailor_plan *plan, const compiled_entry *comp, int 
         if (comp && comp[i].failed)
             printf("  COMPILE ERROR: %s", comp[i].text);
         else if (comp && comp[i].done)
-            printf("  %3d regs, spills %d/%d B, %.1f s", comp[i].regs, comp[i].spill_stores,
-                   comp[i].spill_loads, comp[i].seconds);
+            printf("  %3d regs, spills %d/%d B, %.1f s%s", comp[i].regs, comp[i].spill_stores,
+                   comp[i].spill_loads, comp[i].seconds,
+                   comp[i].wgmma_serialized ? ", wgmma serialized (ptxas C7515)" : "");
         printf("\n");
     }
     if (quiet)

@@ -98,9 +98,19 @@ void tailor_gen_kernel_name(const char *op, const char *template_name, int sm, c
 void tailor_gen_parse_report(const char *log, const char *kernel, tailor_compile_result *r)
 {
     r->regs = r->smem_static = r->stack_bytes = r->spill_stores = r->spill_loads = -1;
+    r->wgmma_serialized = 0;
     if (!log)
         return;
     char needle[512];
+    /* "ptxas info : (C7515) Potential Performance Loss: wgmma.mma_async instructions are
+     * serialized ... in the function 'kernel'" */
+    snprintf(needle, sizeof needle, "function '%s'", kernel);
+    for (const char *c = strstr(log, "(C7515)"); c; c = strstr(c + 1, "(C7515)")) {
+        const char *eol = strchr(c, '\n');
+        const char *f = strstr(c, needle);
+        if (f && (!eol || f < eol))
+            r->wgmma_serialized = 1;
+    }
     snprintf(needle, sizeof needle, "Function properties for %s", kernel);
     const char *p = strstr(log, needle);
     if (!p) {

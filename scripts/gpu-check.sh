@@ -21,7 +21,8 @@
 # verified survivor by survivor (tune --verify-all) over both dtypes, zero
 # points, odd m and n, group 32..128, a stack stride; then benched with them and without
 # them in the same run, cuBLAS beside (experimental.txt). experimental-attn: the same for the
-# experimental attention_prefill templates (none at present) at head_dim 256: four
+# experimental attention_prefill templates (now attention_prefill_wg_retire) at head_dim 256
+# and 512: five
 # verify-all shapes (window, full causal, chunked GQA fp16, window 1), then the 8k and 512-token
 # prefills with and without them (experimental-attn.txt). boot: `tailor tune --preset
 # gemma-4-e2b` from an empty cache under `time` (the first-boot cost), then the E2B W4A16 and bf16
@@ -245,13 +246,15 @@ if [[ $what == experimental-attn ]]; then
   for sd in "q_len=1000,kv_len=1000,head_dim=256,heads=8,kv_heads=1,window=512 bf16" \
             "q_len=777,kv_len=777,head_dim=256,heads=8,kv_heads=1,window=0 bf16" \
             "q_len=300,kv_len=1300,head_dim=256,heads=8,kv_heads=2,window=1024 fp16" \
-            "q_len=33,kv_len=33,head_dim=256,heads=8,kv_heads=1,window=1 fp16"; do
+            "q_len=33,kv_len=33,head_dim=256,heads=8,kv_heads=1,window=1 fp16" \
+            "q_len=777,kv_len=777,head_dim=512,heads=8,kv_heads=1,window=0 bf16"; do
     echo "== verify-all attention_prefill $sd" >>"$W"
     TAILOR_EXPERIMENTAL=1 timeout 150 "$T" tune --op attention_prefill --shape "${sd% *}" \
       --dtype "${sd#* }" --verify-all --cache /tmp/expa-verify.sqlite >>"$W" 2>&1
     echo "rc=$?" >>"$W"
   done
   for s in q_len=8192,kv_len=8192,head_dim=256,heads=8,kv_heads=1,window=0 \
+           q_len=8192,kv_len=8192,head_dim=512,heads=8,kv_heads=1,window=0 \
            q_len=512,kv_len=512,head_dim=256,heads=8,kv_heads=1,window=512; do
     for x in 0 1; do
       echo "== bench TAILOR_EXPERIMENTAL=$x attention_prefill $s" >>"$W"
@@ -261,7 +264,7 @@ if [[ $what == experimental-attn ]]; then
   done
   echo "== trials with the experimental templates (fastest first)" >>"$W"
   "$T" cache trials --cache /tmp/expa-bench-1.sqlite 2>&1 | head -80 >>"$W"
-  summary+=("experimental-attn: $(grep -c '^rc=0' "$W") of 4 verify-all runs passed; figures in experimental-attn.txt")
+  summary+=("experimental-attn: $(grep -c '^rc=0' "$W") of 5 verify-all runs passed; figures in experimental-attn.txt")
 fi
 if [[ $what == attn-wg ]]; then
   # attention_prefill_wg (VT = 0 and 1, head_dim 256 and 512): every prefill survivor verified,

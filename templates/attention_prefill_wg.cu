@@ -31,7 +31,8 @@
 // sV [BN x HEAD_DIM]), and with DW = 2 sX [NWG x 2 x 64 x BN] fp32 partial scores; sizes in
 // attention_prefill_wg.lua.
 // Defines: HEAD_DIM (256, 512), NWG (1, 2), BN (32, 64), STAGES (>= 2), HP (heads a block, dividing
-// heads / kv_heads).
+// heads / kv_heads), RETIRE (1: each tile's P·V retired at its end, which keeps ptxas from
+// serializing the wgmmas; 0: left in flight across the next tile's wait and S).
 #include "tc_common.cuh"
 #include "wgmma.cuh"
 
@@ -267,6 +268,8 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
         for (int kk = 0; kk < BN / 16; kk++)
             wg_mma_rs_n256<1>(o, pa[kk], wg_desc_sw128_mn(vaddr + kk * 2048, BN * 128));
         wg_commit();
+        if (RETIRE)
+            wg_wait<0>(); // P·V retired here, not at the next tile's wait
     }
     wg_wait<0>();
     wg_fence_acc(o);

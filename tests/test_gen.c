@@ -183,6 +183,16 @@ static void test_report_parser(void)
     CHECK(r.regs == 168);
     CHECK(r.smem_static == 98304);
     CHECK(r.stack_bytes == 8 && r.spill_stores == 4 && r.spill_loads == 12);
+    CHECK(r.wgmma_serialized == 0);
+    /* ptxas's wgmma serialization notice, for this kernel and for another one */
+    const char *c7515 = "ptxas info    : (C7515) Potential Performance Loss: wgmma.mma_async "
+                        "instructions are serialized due to non wgmma instructions defining "
+                        "accumulator registers of a wgmma between start and end of the pipeline "
+                        "stage in the function 'kk'\n";
+    tailor_gen_parse_report(c7515, "kk", &r);
+    CHECK(r.wgmma_serialized == 1);
+    tailor_gen_parse_report(c7515, "k", &r);
+    CHECK(r.wgmma_serialized == 0);
 }
 
 int main(void)

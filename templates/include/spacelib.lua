@@ -666,4 +666,69 @@ function lib.w4g_space(params, opts)
   }
 end
 
+-- ---- attention_prefill_wg.cu: prefill attention on sm_90a warpgroup MMAs --------------------
+
+-- Bytes of dynamic shared memory of attention_prefill_wg.cu: the 1024-byte alignment slack, Q (64
+-- NWG rows), STAGES x (K, V) tiles of BN x head_dim, and at head_dim 512 the two warpgroups'
+-- partial scores (2 x 64 x BN fp32 a row group); 2-byte elements.
+function lib.awg_smem(p, shape)
+  local hd = shape.head_dim
+  local x = hd == 512 and p.NWG * 2 * 64 * p.BN * 4 or 0
+  return 1024 + 64 * p.NWG * hd * 2 + p.STAGES * 2 * p.BN * hd * 2 + x
+end
+
+-- The space of attention_prefill_wg.cu over `params` (NWG, BN, STAGES, HP, RETIRE lists);
+-- opts.experimental (optional) keeps it out of the default space. A builder, so that a variant
+-- of the same kernel is a few lines.
+function lib.awg_space(params, opts)
+  opts = opts or {}
+  return {
+    op = "attention_prefill",
+    source = "attention_prefill_wg.cu",
+    experimental = opts.experimental,
+    dtypes = { "fp16", "bf16" },
+    params = params,
+
+    defines = function(p, shape, dtype, device) return { HEAD_DIM = shape.head_dim } end,
+
+    valid = function(p, shape, dtype, device, purpose)
+      local ok, why = lib.attn_shape_valid(shape, false)
+      if not ok then return false, why end
+      -- ~200 registers a thread (128 fp32 accumulators of O, the scores, P): two warpgroups a
+      -- block
+      local wgs = p.NWG * shape.head_dim // 256
+      if wgs > 2 then
+        return false, string.format("%d warpgroups (NWG=%d x head_dim %d / 256) x 128 threads x "
+                                    .. "~200 registers > 65536", wgs, p.NWG, shape.head_dim)
+      end
+      local group = lib.attn_group(shape)
+      if group % p.HP ~= 0 then
+        return false, string.format("HP=%d heads a block do not divide the %d query heads of a "
+                                    .. "KV head", p.HP, group)
+      end
+      if shape.q_len < 1 or shape.q_len > shape.kv_len then
+        return false, string.format("q_len=%d must be in 1..kv_len=%d", shape.q_len, shape.kv_len)
+      end
+      -- pruning only (a winner of the prefill chunk runs shorter chunks)
+      if purpose ~= "launch" and p.NWG > 1 and 64 * p.NWG > 2 * shape.q_len * p.HP then
+        return false, string.format("BM=%d rows for q_len=%d x HP=%d leaves most rows idle",
+                                    64 * p.NWG, shape.q_len, p.HP)
+      end
+      return true
+    end,
+
+    requires = function(p, shape, dtype, device) return lib.wgmma_requires(dtype) end,
+
+    threads = function(p, shape, dtype, device) return 128 * p.NWG * (shape.head_dim // 256) end,
+    smem_static = function(p, shape, dtype, device) return 0 end,
+    smem_dynamic = function(p, shape, dtype, device) return lib.awg_smem(p, shape) end,
+    grid = function(p, shape, dtype, device)
+      return { lib.ceil_div(shape.q_len * p.HP, 64 * p.NWG), shape.heads // p.HP, 1 }
+    end,
+
+    args = { "out", "q", "k", "v", { i32 = "q_len" }, { i32 = "kv_len" }, { i32 = "heads" },
+             { i32 = "kv_heads" }, { i32 = "window" } },
+  }
+end
+
 return lib
