@@ -198,6 +198,18 @@ static void print_json(const tailor_plan *plan, const compiled_entry *comp)
     cJSON_Delete(o);
 }
 
+/* Width of the survivors' template column: 22, or the longest survivor's template name. */
+static int template_column(const tailor_plan *plan)
+{
+    int width = 22;
+    for (int i = 0; i < plan->count; i++) {
+        int n = (int)strlen(plan->entries[i].template_name);
+        if (plan->entries[i].verdict == TAILOR_FITS && n > width)
+            width = n;
+    }
+    return width;
+}
+
 static void print_text(const tailor_plan *plan, const compiled_entry *comp, int quiet)
 {
     char shape[256], a[32];
@@ -205,13 +217,14 @@ static void print_text(const tailor_plan *plan, const compiled_entry *comp, int 
     printf("%s %s %s on %s: %d candidates, %d survive\n", plan->op->name, shape,
            tailor_dtype_name(plan->dtype), plan->dev.name, plan->count, plan->survivors);
     printf("\nsurvivors:\n");
+    int width = template_column(plan);
     for (int i = 0; i < plan->count; i++) {
         const tailor_plan_entry *e = &plan->entries[i];
         if (e->verdict != TAILOR_FITS)
             continue;
         char params[384];
         tailor_config_format(&e->cfg, params, sizeof params);
-        printf("  %-22s %-48s %10s B smem %5d threads", e->template_name, params,
+        printf("  %-*s %-48s %10s B smem %5d threads", width, e->template_name, params,
                tailor_fmt_int(a, sizeof a, e->launch.smem_static + e->launch.smem_dynamic),
                e->launch.threads);
         if (comp && comp[i].failed)
