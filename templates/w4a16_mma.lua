@@ -37,6 +37,14 @@ return {
   valid = function(p, shape, dtype, device, purpose)
     local tile_ok, tile_why = tailor.w4_tile_ok(p, shape)
     if not tile_ok then return false, tile_why end
+    -- pruning only: on sm_90 the warpgroup GEMM's best beat this template's best by 25-40 % at
+    -- every shape measured from m = 512 (docs/perf/w4a16.md, sessions 11-12), so where its space
+    -- plans the shape, tuning does not time these
+    if purpose ~= "launch" and device.sm == 90 and shape.m >= 512 and
+       tailor.w4g_covers(shape, dtype, device) then
+      return false, string.format("m=%d on sm_90: left to w4a16_wgmma, which beat every "
+                                  .. "w4a16_mma configuration by 25-40 %% from m = 512", shape.m)
+    end
     -- warps and their tiles: 2..8 warps, each 16..64 rows by 32..64 columns
     local warps, wtm, wtn = p.WM * p.WN, p.BM // p.WM, p.BN // p.WN
     if warps < 2 or warps > 8 then

@@ -92,6 +92,14 @@ check "w4a16_wgmma survivors with the in-flight k loop (INFLIGHT=1) compile" \
 "$T" plan --device h200 --op w4a16_matmul --shape m=2048,n=6144,k=1536,group=128 >"$tmp/out" 2>&1
 check "three warpgroups of BM=256 are refused, with the register arithmetic" \
   grep -qF "w4a16_matmul/w4a16_wgmma BK=64 BM=256 INFLIGHT=0 STAGES=3 WG=3 bf16: 384 threads x ~192 registers (BM=256) > 65536" "$tmp/out"
+check "from m=512 on sm_90, w4a16_mma is left to the warpgroup GEMM, saying why" \
+  grep -qF "w4a16_matmul/w4a16_mma BK=32 BM=16 BN=64 SPLITK=1 STAGES=2 WM=1 WN=1 bf16: m=2048 on sm_90: left to w4a16_wgmma, which beat every w4a16_mma configuration by 25-40 % from m = 512" "$tmp/out"
+"$T" plan --device h200 --op w4a16_matmul --shape m=512,n=100,k=1536,group=128 >"$tmp/out2" 2>&1
+check "... but not where the warpgroup GEMM plans nothing (n=100: its epilogue needs n % 8 == 0)" \
+  bash -c "grep -qE '^  w4a16_mma ' '$tmp/out2' && ! grep -qE '^  w4a16_wgmma ' '$tmp/out2'"
+"$T" plan --device t4 --op w4a16_matmul --dtype fp16 --shape m=2048,n=6144,k=1536,group=128 \
+  >"$tmp/out2" 2>&1
+check "... nor on other cards (the T4 plans w4a16_mma at m=2048)" grep -qE "^  w4a16_mma " "$tmp/out2"
 check "three warpgroups of BM=192 plan without zero points" \
   grep -qE "^  w4a16_wgmma +BK=128 BM=192 INFLIGHT=0 STAGES=3 WG=3 " "$tmp/out"
 "$T" plan --device h200 --op w4a16_matmul --shape m=2048,n=6144,k=1536,group=128,zp=1 \

@@ -666,6 +666,19 @@ function lib.w4g_space(params, opts)
   }
 end
 
+-- Whether w4a16_wgmma's space plans (op, shape) on an sm_90 card: its smallest configuration
+-- (64 tokens, one warpgroup, three stages: ~40 KB of shared memory, within every sm_90 card's
+-- budget) passes the space's own rules at BK = 64 or 128. For a rule that leaves a shape to it.
+local w4g_probe
+function lib.w4g_covers(shape, dtype, device)
+  w4g_probe = w4g_probe or lib.w4g_space({})
+  for _, bk in ipairs({ 64, 128 }) do
+    local p = { BM = 64, BK = bk, WG = 1, STAGES = 3, INFLIGHT = 0 }
+    if w4g_probe.valid(p, shape, dtype, device, "tune") then return true end
+  end
+  return false
+end
+
 -- ---- attention_prefill_wg.cu: prefill attention on sm_90a warpgroup MMAs --------------------
 
 -- Bytes of dynamic shared memory of attention_prefill_wg.cu: the 1024-byte alignment slack, Q (64
