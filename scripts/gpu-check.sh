@@ -21,10 +21,11 @@
 # verified survivor by survivor (tune --verify-all) over both dtypes, zero
 # points, odd m and n, group 32..128, a stack stride; then benched with them and without
 # them in the same run, cuBLAS beside (experimental.txt). experimental-attn: the same for the
-# experimental attention_prefill templates (now attention_prefill_wg_retire) at head_dim 256
-# and 512: five
-# verify-all shapes (window, full causal, chunked GQA fp16, window 1), then the 8k and 512-token
-# prefills with and without them (experimental-attn.txt). boot: `tailor tune --preset
+# experimental attention templates (now attention_prefill_wg_retire and attention_decode_wg) at
+# head_dim 256 and 512: five prefill
+# verify-all shapes (window, full causal, chunked GQA fp16, window 1, head_dim 512) and three
+# decode ones (8k MQA, GQA batch 3 fp16 at head_dim 512, a 3,000-slot ring), then the 8k and
+# 512-token prefills and the 8k / 32k decodes with and without them (experimental-attn.txt). boot: `tailor tune --preset
 # gemma-4-e2b` from an empty cache under `time` (the first-boot cost), then the E2B W4A16 and bf16
 # benches on that cache (boot.txt). wgmma: every w4a16_matmul survivor (experimental ones included)
 # verified at two shapes, test_gpu_gemma4 with the default spaces (g4.txt), the m = 2048 benches
@@ -262,9 +263,26 @@ if [[ $what == experimental-attn ]]; then
         --cache "/tmp/expa-bench-$x.sqlite" >>"$W" 2>&1
     done
   done
+  # the experimental decode (attention_decode_wg): every survivor verified, then 8k and 32k
+  for sd in "kv_len=8192,head_dim=256,heads=8,kv_heads=1,window=0,batch=1 bf16" \
+            "kv_len=5000,head_dim=512,heads=8,kv_heads=2,window=0,batch=3 fp16" \
+            "kv_len=4096,head_dim=256,heads=4,kv_heads=1,window=3000,batch=2 bf16"; do
+    echo "== verify-all attention_decode $sd" >>"$W"
+    TAILOR_EXPERIMENTAL=1 timeout 120 "$T" tune --op attention_decode --shape "${sd% *}" \
+      --dtype "${sd#* }" --verify-all --cache /tmp/expa-verify.sqlite >>"$W" 2>&1
+    echo "rc=$?" >>"$W"
+  done
+  for s in kv_len=8192,head_dim=256,heads=8,kv_heads=1,window=0,batch=1 \
+           kv_len=32768,head_dim=512,heads=8,kv_heads=1,window=0,batch=1; do
+    for x in 0 1; do
+      echo "== bench TAILOR_EXPERIMENTAL=$x attention_decode $s" >>"$W"
+      TAILOR_EXPERIMENTAL=$x timeout 120 "$T" bench attention --op attention_decode --shape "$s" \
+        --cache "/tmp/expa-bench-$x.sqlite" >>"$W" 2>&1
+    done
+  done
   echo "== trials with the experimental templates (fastest first)" >>"$W"
-  "$T" cache trials --cache /tmp/expa-bench-1.sqlite 2>&1 | head -80 >>"$W"
-  summary+=("experimental-attn: $(grep -c '^rc=0' "$W") of 5 verify-all runs passed; figures in experimental-attn.txt")
+  "$T" cache trials --cache /tmp/expa-bench-1.sqlite 2>&1 | head -160 >>"$W"
+  summary+=("experimental-attn: $(grep -c '^rc=0' "$W") of 8 verify-all runs passed; figures in experimental-attn.txt")
 fi
 if [[ $what == attn-wg ]]; then
   # attention_prefill_wg (VT = 0 and 1, head_dim 256 and 512): every prefill survivor verified,

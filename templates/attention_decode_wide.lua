@@ -44,23 +44,7 @@ local function nsplit_for(q, p, shape, device)
   return (slots(shape) + c - 1) // c
 end
 
--- Fan-in of the merge tree: the smallest F >= 2 with F * F >= nsplit (two levels at most).
-local function fan_of(n)
-  local f = 2
-  while f * f < n do f = f + 1 end
-  return f
-end
-
--- Stored tree nodes (levels with more than one node) and counters (levels >= 1).
-local function tree_sizes(n, f)
-  local nodes, cnts = 0, 0
-  while n > 1 do
-    nodes = nodes + n
-    n = (n + f - 1) // f
-    cnts = cnts + n
-  end
-  return nodes, cnts
-end
+local fan_of, tree_sizes = tailor.attn_tree_fan, tailor.attn_tree_sizes
 
 local QWAVES = { 2, 4, 8 }
 

@@ -76,6 +76,16 @@ check "attention_prefill_tall (32-row warps) survivors compile with no spills" \
 check "attention_prefill_wg (warpgroup MMAs) survivors compile for sm_90a at head_dim 256 and 512, every one with no spills" \
   bash -c "grep -qE '^  attention_prefill_wg .*214,016 B smem .*regs' '$tmp/prefill_h200' &&
            ! grep -E '^  attention_prefill_wg .*regs' '$tmp/prefill_h200' | grep -vq 'spills 0/0 B'"
+# the experimental warpgroup decode (transposed scores) compiles for sm_90a at both head dims,
+# with no spills and its wgmmas not serialized
+for s in kv_len=32768,head_dim=512,heads=8,kv_heads=1,window=0,batch=1 \
+         kv_len=8192,head_dim=256,heads=8,kv_heads=2,window=0,batch=3; do
+  "$T" plan --device h200 --op attention_decode --shape "$s" --compile >>"$tmp/decode_wg" 2>&1
+done
+check "attention_decode_wg survivors compile with no spills, unserialized" \
+  bash -c "grep -qE '^  attention_decode_wg .*regs, spills 0/0 B' '$tmp/decode_wg' &&
+           ! grep -E '^  attention_decode_wg ' '$tmp/decode_wg' | grep -vq 'spills 0/0 B' &&
+           ! grep -E '^  attention_decode_wg ' '$tmp/decode_wg' | grep -q serialized"
 # the warpgroup-MMA prefill GEMM compiles for sm_90a (the "wgmma" feature), and only there
 check "w4a16_wgmma survivors compile for sm_90a, every one with no spills" \
   bash -c "grep -E '^  w4a16_wgmma .*regs' '$tmp/w4h200' | grep -q . &&

@@ -315,6 +315,24 @@ function lib.attn_prep_args(shape, args)
   return args
 end
 
+-- Decode's merge tree over n split partials (attention_decode_wide.cu, attention_decode_wg.cu):
+-- the fan-in, the smallest F >= 2 with F * F >= n (two levels at most), and the stored nodes
+-- (levels with more than one node) and arrival counters (levels >= 1) it needs.
+function lib.attn_tree_fan(n)
+  local f = 2
+  while f * f < n do f = f + 1 end
+  return f
+end
+function lib.attn_tree_sizes(n, f)
+  local nodes, cnts = 0, 0
+  while n > 1 do
+    nodes = nodes + n
+    n = (n + f - 1) // f
+    cnts = cnts + n
+  end
+  return nodes, cnts
+end
+
 -- The instructions of attn_mma.cuh: ldmatrix, the mma of MMA_K, cp.async when ASYNC.
 function lib.attn_requires(p, dtype)
   local r = { "ldmatrix", p.MMA_K == 16 and "mma.m16n8k16" or "mma.m16n8k8" }

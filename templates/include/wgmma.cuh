@@ -214,6 +214,19 @@ __device__ __forceinline__ void wg_mma_ss_n64(float (&d)[32], unsigned long long
                  : "l"(a), "l"(b), "r"(scale_d));
 }
 
+// m64n8k16, both operands in shared memory; TA = 1 reads A M-major (wg_desc_sw128_mn: A's M
+// contiguous, e.g. Vᵀ of a V tile stored as rows of keys), 16-bit types only.
+template <int TA>
+__device__ __forceinline__ void wg_mma_ss_n8(float (&d)[4], unsigned long long a,
+                                             unsigned long long b, int scale_d)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n8k16.f32." WG_AB "." WG_AB " "
+                 "{%0, %1, %2, %3}, %4, %5, p, 1, 1, %7, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "l"(a), "l"(b), "r"(scale_d), "n"(TA));
+}
+
 // One m64nNk16 SS step for N in {32, 64}.
 template <int N>
 __device__ __forceinline__ void wg_mma_ss(float (&d)[N / 2], unsigned long long a,

@@ -1,0 +1,103 @@
+-- attention_decode_wg.lua — search space of templates/attention_decode_wg.cu (op
+-- "attention_decode"; shape keys kv_len, head_dim, heads, kv_heads, window, batch, prep): decode
+-- on sm_90a warpgroup MMAs with the scores transposed (the GROUP <= 8 query heads are the wgmma's
+-- N), one warpgroup a block streaming BN-key tiles STAGES deep, the splits merged by
+-- attention_decode_wide's tree. For long caches: the issue-5 target of 70 % of the copy bandwidth
+-- at 8k and more (docs/perf/attention.md, session 12).
+
+local slots = tailor.attn_slots
+
+local function smem_bytes(p, shape)
+  local d = shape.head_dim
+  return 1024 + 8 * d * 2 + p.STAGES * 2 * p.BN * d * 2 + 1024 + 4 * p.STAGES * p.BN + 4 * 64 + 16
+end
+
+-- Blocks per (sequence, KV head) for QWAVES quarter waves of one block per SM, rounded to whole
+-- tiles; and the slots each covers.
+local function chunk_of(n, p, shape)
+  local per = (slots(shape) + n - 1) // n
+  return ((per + p.BN - 1) // p.BN) * p.BN
+end
+local function nsplit_for(q, p, shape, device)
+  local pairs = shape.batch * shape.kv_heads
+  local want = (q * tailor.sms(device) + 4 * pairs - 1) // (4 * pairs)
+  want = math.max(1, math.min(want, (slots(shape) + p.BN - 1) // p.BN))
+  local c = chunk_of(want, p, shape)
+  return (slots(shape) + c - 1) // c
+end
+
+local QWAVES = { 4, 8 }
+
+return {
+  op = "attention_decode",
+  source = "attention_decode_wg.cu",
+  dtypes = { "fp16", "bf16" },
+  experimental = "written without a GPU run: the transposed warpgroup decode is unverified",
+
+  params = {
+    BN = { 32, 64 },
+    STAGES = { 2, 3 },
+    QWAVES = QWAVES,
+  },
+
+  -- attn_mma.cuh's helpers (live split, merge) see one warpgroup: WM = 1, WN = 4
+  defines = function(p, shape, dtype, device)
+    return { HEAD_DIM = shape.head_dim, GROUP = tailor.attn_group(shape), WM = 1, WN = 4,
+             MMA_K = 16, Q_REGS = 0, ASYNC = 1, PREP = 0 }
+  end,
+
+  valid = function(p, shape, dtype, device, purpose)
+    local ok, why = tailor.attn_shape_valid(shape, true)
+    if not ok then return false, why end
+    if shape.prep ~= 0 then
+      return false, "prep=1: this template takes q prepared (prep = 0)"
+    end
+    local group = tailor.attn_group(shape)
+    if group > 8 then
+      return false, string.format("%d query heads per KV head: the scores' N side holds 8", group)
+    end
+    -- pruning only: a long-cache template (short rings are the other templates' ground)
+    if purpose ~= "launch" and slots(shape) < 2048 then
+      return false, string.format("%d cache slots < 2048: a long-cache template", slots(shape))
+    end
+    local n = nsplit_for(p.QWAVES, p, shape, device)
+    local merge = 4 * group * (2 * tailor.attn_tree_fan(n) + 2) -- attn_merge_nodes' weights
+    local area = p.STAGES * 2 * p.BN * shape.head_dim * 2
+    if merge > area then
+      return false, string.format("merge weights %d B exceed the K/V area %d B", merge, area)
+    end
+    if purpose ~= "launch" and QWAVES[1] < p.QWAVES and
+       nsplit_for(QWAVES[1], p, shape, device) == n then
+      return false, string.format("QWAVES=%d gives the same %d blocks as QWAVES=%d", p.QWAVES, n,
+                                  QWAVES[1])
+    end
+    return true
+  end,
+
+  requires = function(p, shape, dtype, device) return tailor.wgmma_requires(dtype) end,
+
+  threads = function(p, shape, dtype, device) return 128 end,
+  smem_static = function(p, shape, dtype, device) return 0 end,
+  smem_dynamic = function(p, shape, dtype, device) return smem_bytes(p, shape) end,
+  grid = function(p, shape, dtype, device)
+    return { nsplit_for(p.QWAVES, p, shape, device), shape.kv_heads, shape.batch }
+  end,
+
+  -- ws: tree node outputs then (max, sum); cnt: one arrival counter per node above the leaves
+  workspace = function(p, shape, dtype, device)
+    local pairs = shape.batch * shape.kv_heads
+    local n = nsplit_for(p.QWAVES, p, shape, device)
+    local nodes, cnts = tailor.attn_tree_sizes(n, tailor.attn_tree_fan(n))
+    return { ws = 4 * pairs * nodes * tailor.attn_group(shape) * (shape.head_dim + 2),
+             cnt = 4 * pairs * cnts }
+  end,
+
+  args = function(p, shape, dtype, device)
+    local n = nsplit_for(p.QWAVES, p, shape, device)
+    local f = tailor.attn_tree_fan(n)
+    local nodes, cnts = tailor.attn_tree_sizes(n, f)
+    return { "out", "q", "k_cache", "v_cache", "positions", "qpos", "ws", "cnt",
+             { i32 = "heads" }, { i32 = "kv_heads" }, { i32 = slots(shape) }, { i32 = "window" },
+             { i32 = chunk_of(n, p, shape) }, { i32 = f }, { i32 = nodes }, { i32 = cnts } }
+  end,
+}
