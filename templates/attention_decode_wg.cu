@@ -279,37 +279,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
                 wsml[((size_t)split * GROUP + 2 * t + h) * 2 + 1] = l[h];
             }
 
-    // ---- the merge tree (attention_decode_wide.cu's): the last of each group of `fan` merges ----
-    float4 *wso4 = reinterpret_cast<float4 *>(wso);
-    float *sW = reinterpret_cast<float *>(sK); // the K/V area is no longer read
-    unsigned *pc = cnt + (size_t)pair * ncnt;
-    int n = nact, off = 0, coff = 0, idx = split;
-    for (;;) {
-        const int pn = (n + fan - 1) / fan, parent = idx / fan;
-        const int c0 = parent * fan, nc = min(fan, n - c0);
-        __threadfence();
-        __syncthreads();
-        if (tid == 0) {
-            const unsigned ticket = atomicAdd(pc + coff + parent, 1u);
-            const int last = ticket == (unsigned)nc - 1u;
-            if (last)
-                pc[coff + parent] = 0u;
-            *sFlag = last;
-        }
-        __syncthreads();
-        if (!*sFlag)
-            return;
-        __threadfence();
-        const bool root = pn == 1;
-        const size_t dst = (size_t)off + n + parent; // unused at the root
-        attn_merge_nodes(wso4 + (size_t)(off + c0) * ATTN_ME, wsml + (size_t)(off + c0) * GROUP * 2,
-                         nc, fan, sW, root, ob, wso4 + (root ? 0 : dst * ATTN_ME),
-                         wsml + (root ? 0 : dst * GROUP * 2));
-        if (root)
-            return;
-        off += n;
-        coff += pn;
-        n = pn;
-        idx = parent;
-    }
+    // the merge tree (attn_mma.cuh); its weights in the K/V area, no longer read
+    attn_merge_tree(reinterpret_cast<float4 *>(wso), wsml, cnt + (size_t)pair * ncnt, nact, split,
+                    fan, reinterpret_cast<float *>(sK), sFlag, ob);
 }

@@ -368,36 +368,6 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
         return;
 
     // ---- the merge tree: the last of each group of `fan` children merges them ----
-    int *sFlag = sPos;
-    float *sW = slab; // the slabs were read before the first barrier below
-    unsigned *pc = cnt + (size_t)pair * ncnt;
-    int n = nact, off = 0, coff = 0, idx = split; // the tree over the live leaves
-    for (;;) {
-        const int pn = (n + fan - 1) / fan, parent = idx / fan;
-        const int c0 = parent * fan, nc = min(fan, n - c0);
-        __threadfence();
-        __syncthreads();
-        if (tid == 0) {
-            const unsigned ticket = atomicAdd(pc + coff + parent, 1u);
-            const int last = ticket == (unsigned)nc - 1u;
-            if (last)
-                pc[coff + parent] = 0u;
-            *sFlag = last;
-        }
-        __syncthreads();
-        if (!*sFlag)
-            return;
-        __threadfence();
-        const bool root = pn == 1;
-        const size_t dst = (size_t)off + n + parent; // unused at the root
-        attn_merge_nodes(wso + (size_t)(off + c0) * ATTN_ME, wsml + (size_t)(off + c0) * GROUP * 2, nc,
-                   fan, sW, root, ob, wso + (root ? 0 : dst * ATTN_ME),
-                   wsml + (root ? 0 : dst * GROUP * 2));
-        if (root)
-            return;
-        off += n;
-        coff += pn;
-        n = pn;
-        idx = parent;
-    }
+    // (sFlag in sPos; the weights in the slabs, read before the tree's first barrier)
+    attn_merge_tree(wso, wsml, cnt + (size_t)pair * ncnt, nact, split, fan, slab, sPos, ob);
 }

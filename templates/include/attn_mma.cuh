@@ -644,6 +644,48 @@ __device__ __forceinline__ void attn_merge_nodes(const float4 *src_o, const floa
         }
     }
 }
+
+// Decode's merge tree over the nact live split partials of one (sequence, KV head): node
+// outputs wso [nodes][ATTN_ME] float4 and (max, sum) wsml [nodes][GROUP][2], the leaves first
+// (this block's partial is leaf `split`, written before the call), then each level with more
+// than one node; pc the pair's arrival counters (one per node of levels >= 1). The last block of
+// each group of `fan` children merges them into their parent (attn_merge_nodes) and climbs; the
+// root writes out. sW: the merge weights (GROUP * (2 fan + 2) floats); sFlag: one int of shared
+// memory. Every thread of the block calls it; counters are put back to 0 by their last user.
+__device__ __forceinline__ void attn_merge_tree(float4 *wso, float *wsml, unsigned *pc, int nact,
+                                                int split, int fan, float *sW, int *sFlag, T *out)
+{
+    const int tid = threadIdx.x;
+    int n = nact, off = 0, coff = 0, idx = split;
+    for (;;) {
+        const int pn = (n + fan - 1) / fan, parent = idx / fan;
+        const int c0 = parent * fan, nc = min(fan, n - c0);
+        __threadfence();
+        __syncthreads();
+        if (tid == 0) {
+            const unsigned ticket = atomicAdd(pc + coff + parent, 1u);
+            const int last = ticket == (unsigned)nc - 1u;
+            if (last)
+                pc[coff + parent] = 0u;
+            *sFlag = last;
+        }
+        __syncthreads();
+        if (!*sFlag)
+            return;
+        __threadfence();
+        const bool root = pn == 1;
+        const size_t dst = (size_t)off + n + parent; // unused at the root
+        attn_merge_nodes(wso + (size_t)(off + c0) * ATTN_ME, wsml + (size_t)(off + c0) * GROUP * 2, nc,
+                         fan, sW, root, out, wso + (root ? 0 : dst * ATTN_ME),
+                         wsml + (root ? 0 : dst * GROUP * 2));
+        if (root)
+            return;
+        off += n;
+        coff += pn;
+        n = pn;
+        idx = parent;
+    }
+}
 #endif
 
 // After the last tile: full row sums (quad, then across the WN warps through sMax). Every thread
