@@ -426,6 +426,29 @@ static void test_stride_and_prep_launch(tailor_ctx *ctx)
     CHECKF(strstr(got, "i:1 i:200 i:1536 i:208") != NULL, "w4a16 whole launch: %s", got);
 }
 
+/* attention_decode_wg (experimental) hands its kernel wide's arguments: the split of 32k slots
+ * over a wave of 132 SMs (128 blocks of 256 slots), the merge tree's fan-in 12 (12^2 >= 128),
+ * its 139 stored nodes (128 leaves, 11 parents) and 12 counters; one warpgroup, no static shared
+ * memory. prep = 1 and 16 heads a KV head are refused; short caches are left to the others
+ * (pruning only). */
+static void test_decode_wg_launch(tailor_ctx *ctx)
+{
+    char got[600];
+    const char *cfg = "{\"BN\":32,\"QWAVES\":4,\"STAGES\":3}";
+    launch_text(ctx, "attention_decode_wg", cfg,
+                "kv_len=32768,head_dim=512,heads=8,kv_heads=1,window=0,batch=1", got, sizeof got);
+    CHECKF(strcmp(got, "128 0 128 | out q k_cache v_cache positions qpos ws cnt i:8 i:1 i:32768 "
+                       "i:0 i:256 i:12 i:139 i:12") == 0, "attention_decode_wg launch: %s", got);
+    expect_valid(ctx, "attention_decode_wg", cfg,
+                 "kv_len=32768,head_dim=512,heads=8,kv_heads=1,window=0,batch=1,prep=1", 1, 0);
+    expect_valid(ctx, "attention_decode_wg", cfg,
+                 "kv_len=32768,head_dim=512,heads=16,kv_heads=1,window=0,batch=1", 1, 0);
+    expect_valid(ctx, "attention_decode_wg", cfg,
+                 "kv_len=512,head_dim=256,heads=8,kv_heads=1,window=512,batch=1", 0, 0);
+    expect_valid(ctx, "attention_decode_wg", cfg,
+                 "kv_len=512,head_dim=256,heads=8,kv_heads=1,window=512,batch=1", 1, 1);
+}
+
 /* The value of define `name` in a launch (parameters and the space's defines), or -1. */
 static int define_int(const tailor_launch *l, const char *name)
 {
@@ -654,6 +677,7 @@ int main(void)
     test_launch_purpose(ctx);
     test_prologue_launch(ctx);
     test_stride_and_prep_launch(ctx);
+    test_decode_wg_launch(ctx);
     test_decode_cluster(ctx);
     test_space_lib(ctx);
     test_split_neighbours(ctx);
