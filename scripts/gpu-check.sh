@@ -21,7 +21,7 @@
 # verified survivor by survivor (tune --verify-all) over both dtypes, zero
 # points, odd m and n, group 32..128, a stack stride; then benched with them and without
 # them in the same run, cuBLAS beside (experimental.txt). experimental-attn: the same for the
-# experimental attention templates (now attention_prefill_wg_retire and attention_decode_wg) at
+# experimental attention templates (none at present; session 13 promoted the last two) at
 # head_dim 256 and 512: five prefill
 # verify-all shapes (window, full causal, chunked GQA fp16, window 1, head_dim 512) and three
 # decode ones (8k MQA, GQA batch 3 fp16 at head_dim 512, a 3,000-slot ring), then the 8k and

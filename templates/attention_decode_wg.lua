@@ -3,7 +3,9 @@
 -- on sm_90a warpgroup MMAs with the scores transposed (the GROUP <= 8 query heads are the wgmma's
 -- N), one warpgroup a block streaming BN-key tiles STAGES deep, the splits merged by
 -- attention_decode_wide's tree. For long caches: the issue-5 target of 70 % of the copy bandwidth
--- at 8k and more (docs/perf/attention.md, session 12).
+-- at 8k and more (docs/perf/attention.md, v6). Verified on the H200 (tune --verify-all at three
+-- shapes, session 13); wins 32k hd512 (32.8 against wide's 37.6 us), loses 8k hd256 (14.5
+-- against 11.8 us).
 
 local slots = tailor.attn_slots
 
@@ -32,7 +34,6 @@ return {
   op = "attention_decode",
   source = "attention_decode_wg.cu",
   dtypes = { "fp16", "bf16" },
-  experimental = "written without a GPU run: the transposed warpgroup decode is unverified",
 
   params = {
     BN = { 32, 64 },

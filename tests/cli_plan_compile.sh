@@ -76,7 +76,7 @@ check "attention_prefill_tall (32-row warps) survivors compile with no spills" \
 check "attention_prefill_wg (warpgroup MMAs) survivors compile for sm_90a at head_dim 256 and 512, every one with no spills" \
   bash -c "grep -qE '^  attention_prefill_wg .*214,016 B smem .*regs' '$tmp/prefill_h200' &&
            ! grep -E '^  attention_prefill_wg .*regs' '$tmp/prefill_h200' | grep -vq 'spills 0/0 B'"
-# the experimental warpgroup decode (transposed scores) compiles for sm_90a at both head dims,
+# the warpgroup decode (transposed scores) compiles for sm_90a at both head dims,
 # with no spills and its wgmmas not serialized
 for s in kv_len=32768,head_dim=512,heads=8,kv_heads=1,window=0,batch=1 \
          kv_len=8192,head_dim=256,heads=8,kv_heads=2,window=0,batch=3; do
@@ -92,9 +92,9 @@ check "w4a16_wgmma survivors compile for sm_90a, every one with no spills" \
            ! grep -E '^  w4a16_wgmma .*regs' '$tmp/w4h200' | grep -vq 'spills 0/0 B'"
 check "no w4a16_wgmma survivor has its wgmmas serialized by ptxas (C7515)" \
   bash -c "! grep -E '^  w4a16_wgmma ' '$tmp/w4h200' | grep -q 'wgmma serialized'"
-check "attention_prefill_wg with P·V retired per tile (RETIRE=1) compiles unserialized" \
-  bash -c "grep -qE '^  attention_prefill_wg_retire .*regs, spills 0/0 B' '$tmp/prefill_h200' &&
-           ! grep -E '^  attention_prefill_wg_retire ' '$tmp/prefill_h200' | grep -q 'serialized'"
+check "attention_prefill_wg (P·V retired per tile, RETIRE=1) compiles unserialized" \
+  bash -c "grep -qE '^  attention_prefill_wg .*RETIRE=1 .*regs, spills 0/0 B' '$tmp/prefill_h200' &&
+           ! grep -E '^  attention_prefill_wg ' '$tmp/prefill_h200' | grep -q 'serialized'"
 check "w4a16_wgmma survivors with the in-flight k loop (INFLIGHT=1) compile" \
   grep -qE "^  w4a16_wgmma .*INFLIGHT=1 .*regs, spills 0/0 B" "$tmp/w4h200"
 
@@ -119,9 +119,9 @@ check "with zero points three warpgroups of BM=192 are refused" \
 "$T" plan --device h200 --op attention_prefill \
   --shape q_len=8192,kv_len=8192,head_dim=512,heads=8,kv_heads=1,window=0 >"$tmp/out" 2>&1
 check "attention_prefill_wg plans head_dim 512 with two warpgroups a row group" \
-  grep -qE "^  attention_prefill_wg +BN=32 HP=8 NWG=1 RETIRE=0 STAGES=2 +214,016 B smem +256 threads" "$tmp/out"
+  grep -qE "^  attention_prefill_wg +BN=32 HP=8 NWG=1 RETIRE=1 STAGES=2 +214,016 B smem +256 threads" "$tmp/out"
 check "attention_prefill_wg refuses four warpgroups at head_dim 512, with the register arithmetic" \
-  grep -qF "attention_prefill/attention_prefill_wg BN=32 HP=1 NWG=2 RETIRE=0 STAGES=2 bf16: 4 warpgroups (NWG=2 x head_dim 512 / 256) x 128 threads x ~200 registers > 65536" "$tmp/out"
+  grep -qF "attention_prefill/attention_prefill_wg BN=32 HP=1 NWG=2 RETIRE=1 STAGES=2 bf16: 4 warpgroups (NWG=2 x head_dim 512 / 256) x 128 threads x ~200 registers > 65536" "$tmp/out"
 
 # a template marked experimental (here a one-configuration space over w4a16_wgmma.cu) is out
 # unless asked for

@@ -426,7 +426,7 @@ static void test_stride_and_prep_launch(tailor_ctx *ctx)
     CHECKF(strstr(got, "i:1 i:200 i:1536 i:208") != NULL, "w4a16 whole launch: %s", got);
 }
 
-/* attention_decode_wg (experimental) hands its kernel wide's arguments: the split of 32k slots
+/* attention_decode_wg hands its kernel wide's arguments: the split of 32k slots
  * over a wave of 132 SMs (128 blocks of 256 slots), the merge tree's fan-in 12 (12^2 >= 128),
  * its 139 stored nodes (128 leaves, 11 parents) and 12 counters; one warpgroup, no static shared
  * memory. prep = 1 and 16 heads a KV head are refused; short caches are left to the others
