@@ -314,12 +314,13 @@ if [[ $what == boot ]]; then
   # first boot: every kernel shape of E2B (16-bit and W4A16 passes) tuned from an empty cache,
   # timed; then the model benches on that warm cache while the call's time lasts
   B="$OUT/boot.txt"
-  { time timeout 420 "$T" tune --preset gemma-4-e2b --cache /tmp/boot.sqlite; } >"$B" 2>&1
+  { time timeout "${BOOT_TUNE_S:-420}" "$T" tune --preset gemma-4-e2b --cache /tmp/boot.sqlite; } >"$B" 2>&1
   echo "tune rc=$?" >>"$B"
   for flags in "--prompt-len 512 --decode 128 --quantize w4a16 --quantize-head" \
                "--prompt-len 512 --decode 128"; do
     echo "== bench model $flags" >>"$B"
-    timeout 60 "$T" bench model --preset gemma-4-e2b --cache /tmp/boot.sqlite $flags >>"$B" 2>&1
+    timeout "${BOOT_BENCH_S:-60}" "$T" bench model --preset gemma-4-e2b --cache /tmp/boot.sqlite $flags \
+      >>"$B" 2>&1
   done
   summary+=("boot: $(grep -E '^real' "$B") to tune the preset; $(grep -c 'tok/s' "$B") bench lines")
 fi

@@ -29,8 +29,10 @@ tailor_status tailor_instance_create(tailor_ctx *ctx, tailor_gpu *gpu, const tai
         if (b->role != TAILOR_BUF_IN)
             inst->ref[i] = calloc(b->count ? b->count : 1, sizeof(float));
         if (!inst->host[i] || (b->role != TAILOR_BUF_IN && !inst->ref[i])) {
+            /* the error names the buffer before the instance (and b with it) is freed */
+            tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory for buffer %s", b->name);
             tailor_instance_destroy(gpu, inst);
-            return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory for buffer %s", b->name);
+            return TAILOR_ERR_NOMEM;
         }
     }
     op->fill(&inst->shape, dtype, &inst->bufs, inst->host, seed);
