@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu-check.sh — on the GPU machine: build, run every GPU test, then the benchmarks; logs go to
 # $OUT (ctest.txt, bench.txt, model.txt, ...) and a short summary is printed last.
-#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|experimental|experimental-attn|attn-wg|wgmma|boot|all] [ctest -R regex]
+#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|experimental|experimental-attn|attn-wg|wgmma|boot|decode-scale|decode-wg|all] [ctest -R regex]
 # quick: the GPU tests with the long scripts in their smoke subsets (MATMUL_QUICK, W4A16_QUICK,
 # ATTN_QUICK), fitting one 10-minute device call; model: Gemma 4 E2B decode and prefill figures
 # with the same-run comparisons (PDL off, gating kernels, each place of the seams, q prepared
@@ -309,6 +309,51 @@ if [[ $what == attn-wg ]]; then
   echo "== trials (fastest first)" >>"$W"
   "$T" cache trials --cache /tmp/awg-bench.sqlite 2>&1 | head -150 >>"$W"
   summary+=("attn-wg: $(grep -c '^rc=0' "$W") of 6 verify-all runs passed; figures in attn-wg.txt")
+fi
+if [[ $what == decode-wg ]]; then
+  # attention_decode_wg's merge tree depth (TREE 2 or 3): every decode survivor verified at three
+  # shapes, then the long caches benched and each configuration's time (trials; decode-wg.txt)
+  W="$OUT/decode-wg.txt"
+  : >"$W"
+  for sd in "kv_len=32768,head_dim=512,heads=8,kv_heads=1,window=0,batch=1 bf16" \
+            "kv_len=5000,head_dim=512,heads=8,kv_heads=2,window=0,batch=3 fp16" \
+            "kv_len=4096,head_dim=256,heads=4,kv_heads=1,window=3000,batch=2 bf16"; do
+    echo "== verify-all attention_decode $sd" >>"$W"
+    timeout 120 "$T" tune --op attention_decode --shape "${sd% *}" --dtype "${sd#* }" \
+      --verify-all --cache /tmp/dwg-verify.sqlite >>"$W" 2>&1
+    echo "rc=$?" >>"$W"
+  done
+  for s in kv_len=32768,head_dim=512,heads=8,kv_heads=1,window=0,batch=1 \
+           kv_len=8192,head_dim=256,heads=8,kv_heads=1,window=0,batch=1 \
+           kv_len=32768,head_dim=256,heads=8,kv_heads=1,window=0,batch=1; do
+    echo "== bench attention_decode $s" >>"$W"
+    timeout 90 "$T" bench attention --op attention_decode --shape "$s" \
+      --cache /tmp/dwg-bench.sqlite >>"$W" 2>&1
+  done
+  echo "== trials (fastest first)" >>"$W"
+  "$T" cache trials --cache /tmp/dwg-bench.sqlite 2>&1 | grep -E "winner|decode_wg|decode_wide" \
+    | head -60 >>"$W"
+  summary+=("decode-wg: $(grep -c '^rc=0' "$W") of 3 verify-all runs passed; figures in decode-wg.txt")
+fi
+if [[ $what == decode-scale ]]; then
+  # decode attention as the cache grows wider: the same 32k head_dim 512 and 8k head_dim 256
+  # caches read by 1, 2, 4 or 8 (sequence, KV head) pairs and at query groups of 4 and 8, each
+  # tuned afresh; says whether batch-1 MQA's fraction of copy is the split of one pair (its merge)
+  # or the stream itself (decode-scale.txt)
+  D="$OUT/decode-scale.txt"
+  "$T" bench copy >"$D" 2>&1
+  for s in kv_len=32768,head_dim=512,heads=8,kv_heads=1,window=0,batch=1 \
+           kv_len=32768,head_dim=512,heads=4,kv_heads=1,window=0,batch=1 \
+           kv_len=32768,head_dim=512,heads=8,kv_heads=2,window=0,batch=1 \
+           kv_len=32768,head_dim=512,heads=8,kv_heads=1,window=0,batch=4 \
+           kv_len=8192,head_dim=256,heads=8,kv_heads=1,window=0,batch=1 \
+           kv_len=8192,head_dim=256,heads=8,kv_heads=1,window=0,batch=8 \
+           kv_len=8192,head_dim=256,heads=8,kv_heads=2,window=0,batch=4; do
+    echo "== $s" >>"$D"
+    timeout 90 "$T" bench attention --op attention_decode --shape "$s" \
+      --cache /tmp/decode-scale.sqlite >>"$D" 2>&1
+  done
+  summary+=("decode-scale: $(grep -c 'of copy' "$D") bench lines in decode-scale.txt")
 fi
 if [[ $what == boot ]]; then
   # first boot: every kernel shape of E2B (16-bit and W4A16 passes) tuned from an empty cache,
