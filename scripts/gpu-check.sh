@@ -311,8 +311,9 @@ if [[ $what == attn-wg ]]; then
   summary+=("attn-wg: $(grep -c '^rc=0' "$W") of 6 verify-all runs passed; figures in attn-wg.txt")
 fi
 if [[ $what == decode-wg ]]; then
-  # attention_decode_wg's merge tree depth (TREE 2 or 3): every decode survivor verified at three
-  # shapes, then the long caches benched and each configuration's time (trials; decode-wg.txt)
+  # the long-cache decode (attention_decode_wg beside the others): every decode survivor verified
+  # at three shapes, then the long caches benched and each configuration's time (trials;
+  # decode-wg.txt). Session 13 ran it with a TREE = {2, 3} merge-depth parameter, which lost.
   W="$OUT/decode-wg.txt"
   : >"$W"
   for sd in "kv_len=32768,head_dim=512,heads=8,kv_heads=1,window=0,batch=1 bf16" \

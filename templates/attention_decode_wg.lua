@@ -30,11 +30,6 @@ end
 
 local QWAVES = { 4, 8 }
 
--- The merge tree's fan-in for TREE levels at most: a deeper tree merges fewer partials per
--- level (each level one L2 round trip per ATTN_MU partials, serial in one block) at the cost of
--- a counter and a fence per extra level.
-local function fan_for(n, p) return tailor.attn_tree_fan(n, p.TREE) end
-
 return {
   op = "attention_decode",
   source = "attention_decode_wg.cu",
@@ -44,7 +39,6 @@ return {
     BN = { 32, 64 },
     STAGES = { 2, 3 },
     QWAVES = QWAVES,
-    TREE = { 2, 3 },
   },
 
   -- attn_mma.cuh's helpers (live split, merge) see one warpgroup: WM = 1, WN = 4
@@ -68,11 +62,7 @@ return {
       return false, string.format("%d cache slots < 2048: a long-cache template", slots(shape))
     end
     local n = nsplit_for(p.QWAVES, p, shape, device)
-    if purpose ~= "launch" and p.TREE > 2 and fan_for(n, p) == tailor.attn_tree_fan(n, p.TREE - 1) then
-      return false, string.format("TREE=%d gives the same fan-in %d over %d splits as TREE=%d",
-                                  p.TREE, fan_for(n, p), n, p.TREE - 1)
-    end
-    local merge = 4 * group * (2 * fan_for(n, p) + 2) -- attn_merge_nodes' weights
+    local merge = 4 * group * (2 * tailor.attn_tree_fan(n) + 2) -- attn_merge_nodes' weights
     local area = p.STAGES * 2 * p.BN * shape.head_dim * 2
     if merge > area then
       return false, string.format("merge weights %d B exceed the K/V area %d B", merge, area)
@@ -98,14 +88,14 @@ return {
   workspace = function(p, shape, dtype, device)
     local pairs = shape.batch * shape.kv_heads
     local n = nsplit_for(p.QWAVES, p, shape, device)
-    local nodes, cnts = tailor.attn_tree_sizes(n, fan_for(n, p))
+    local nodes, cnts = tailor.attn_tree_sizes(n, tailor.attn_tree_fan(n))
     return { ws = 4 * pairs * nodes * tailor.attn_group(shape) * (shape.head_dim + 2),
              cnt = 4 * pairs * cnts }
   end,
 
   args = function(p, shape, dtype, device)
     local n = nsplit_for(p.QWAVES, p, shape, device)
-    local f = fan_for(n, p)
+    local f = tailor.attn_tree_fan(n)
     local nodes, cnts = tailor.attn_tree_sizes(n, f)
     return { "out", "q", "k_cache", "v_cache", "positions", "qpos", "ws", "cnt",
              { i32 = "heads" }, { i32 = "kv_heads" }, { i32 = slots(shape) }, { i32 = "window" },

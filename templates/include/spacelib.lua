@@ -316,13 +316,11 @@ function lib.attn_prep_args(shape, args)
 end
 
 -- Decode's merge tree over n split partials (attention_decode_wide.cu, attention_decode_wg.cu):
--- the fan-in, the smallest F >= 2 with F ^ levels >= n (`levels` levels at most, 2 unless
--- given), and the stored nodes (levels with more than one node) and arrival counters (levels
--- >= 1) it needs.
-function lib.attn_tree_fan(n, levels)
-  levels = levels or 2
+-- the fan-in, the smallest F >= 2 with F * F >= n (two levels at most), and the stored nodes
+-- (levels with more than one node) and arrival counters (levels >= 1) it needs.
+function lib.attn_tree_fan(n)
   local f = 2
-  while f ^ levels < n do f = f + 1 end
+  while f * f < n do f = f + 1 end
   return f
 end
 function lib.attn_tree_sizes(n, f)
