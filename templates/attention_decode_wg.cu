@@ -28,8 +28,8 @@
 // split waits for its slowest block: ncu saw the SMs active half of the kernel's time). The
 // first STAGES - 1 tiles of block `split` are fixed (split * (STAGES - 1) + j); after them
 // thread 0 claims one tile an iteration from the pair's counter (cnt[npairs * ncnt + 2 pair],
-// atomicAdd issued an iteration before its answer is used), counting on from
-// nact * (STAGES - 1), and publishes it in sTile before the barrier that precedes its load. The first failed claim of
+// atomicAdd, its answer needed one tile later), counting on from nact * (STAGES - 1), and
+// publishes it in sTile before the barrier that precedes its load. The first failed claim of
 // each block bumps the pair's second counter; the last block to fail puts both back to 0.
 // Any set of tiles gives the same partial up to the order of the fp32 sums; the merge weighs a
 // block that got no tile (max -inf, sum 0) by 0.
@@ -123,22 +123,11 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
         }
         return sTile[j & 7];
     };
-    // Thread 0's claims, two deep: one issued (claim_issue) an iteration before its answer is
-    // taken (claim_take), so the atomic's round trip is off the tile's chain. No claim after
-    // the first that failed; every issued claim is taken before the block can leave the loop.
-    unsigned claimed = 0u;
-    bool have_raw = false, claim_failed = false;
-    auto claim_issue = [&]() {
-        if (!claim_failed) {
-            claimed = atomicAdd(claim, 1u);
-            have_raw = true;
-        }
-    };
-    auto claim_take = [&]() -> int {
-        if (!have_raw)
+    bool claim_failed = false; // thread 0's: no claim after the first that failed
+    auto claim_next = [&]() -> int {
+        if (claim_failed)
             return ntot;
-        have_raw = false;
-        const int c = nact * (STAGES - 1) + (int)claimed;
+        const int c = nact * (STAGES - 1) + (int)atomicAdd(claim, 1u);
         if (c < ntot)
             return c;
         claim_failed = true;
@@ -148,11 +137,8 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
         }
         return ntot;
     };
-    if (tid == 0) {
-        claim_issue();
-        sTile[(STAGES - 1) & 7] = claim_take(); // visible after the loop's first barrier
-        claim_issue();                          // load STAGES's, taken in iteration 0
-    }
+    if (tid == 0)
+        sTile[(STAGES - 1) & 7] = claim_next(); // visible after the loop's first barrier
 #else
     const AttnLive live = attn_live_split(slots, qp, split, gridDim.x, BN, chunk);
     if (split >= live.nact)
@@ -224,6 +210,8 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
         const int tile_i = tile_of(i);
         if (tile_i >= ntot)
             break;
+        // the claim for load i + STAGES, published before the barrier ahead of its refill
+        const int next_claim = tid == 0 ? claim_next() : 0;
 #else
         const int tile_i = i;
 #endif
@@ -298,10 +286,8 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
             for (int e = 0; e < 4; e++)
                 o[mt][e] *= alpha[e & 1];
 #if DYN
-        if (tid == 0) { // load i + STAGES's tile, for the refill after the next iteration's maxima
-            sTile[(i + STAGES) & 7] = claim_take();
-            claim_issue();
-        }
+        if (tid == 0)
+            sTile[(i + STAGES) & 7] = next_claim;
 #endif
         wg_fence_proxy_async(); // Pᵀ, visible to the async proxy
         __syncthreads();
