@@ -23,21 +23,10 @@
 //               score wait. Oᵀ is HEAD_DIM / 64 x 4 fp32 a thread.
 // Then the block's partial (unnormalised Oᵀ, the running max and the summed P per head) goes to
 // its tree leaf, or straight to `out` when one block covers the live slots.
-// DYN = 1: the tiles are handed out at run time instead of as one chunk a block, so that blocks
-// the memory system serves faster take more of them (at one (sequence, KV head) pair a static
-// split waits for its slowest block: ncu saw the SMs active half of the kernel's time). The
-// first STAGES - 1 tiles of block `split` are fixed (split * (STAGES - 1) + j); after them
-// thread 0 claims one tile an iteration from the pair's counter (cnt[npairs * ncnt + 2 pair],
-// atomicAdd, its answer needed one tile later), counting on from nact * (STAGES - 1), and
-// publishes it in sTile before the barrier that precedes its load. The first failed claim of
-// each block bumps the pair's second counter; the last block to fail puts both back to 0.
-// Any set of tiles gives the same partial up to the order of the fp32 sums; the merge weighs a
-// block that got no tile (max -inf, sum 0) by 0.
 // Dynamic shared memory (1024-aligned): sQ [8 x HEAD_DIM], STAGES x (sK, sV [BN x HEAD_DIM]),
-// sPt [8 x 64], then int sPos [STAGES x BN], float sMax [4 x 8], float sSum [4 x 8], int sFlag,
-// int sTile [8] (DYN: the claimed tile of load j in sTile[j & 7]);
+// sPt [8 x 64], then int sPos [STAGES x BN], float sMax [4 x 8], float sSum [4 x 8], int sFlag;
 // the merge weights reuse the K/V area. Sizes in attention_decode_wg.lua.
-// Defines: HEAD_DIM (256, 512), GROUP (<= 8), BN (32, 64), STAGES (>= 2), DYN (0, 1), and for attn_mma.cuh's
+// Defines: HEAD_DIM (256, 512), GROUP (<= 8), BN (32, 64), STAGES (>= 2), and for attn_mma.cuh's
 // helpers WM = 1, WN = 4 (128 threads), MMA_K = 16, Q_REGS = 0, ASYNC = 1, PREP = 0.
 #include "attn_mma.cuh"
 #include "wgmma.cuh"
@@ -45,11 +34,8 @@
 #if ATTN_NT != 128 || PREP || !ASYNC
 #error "attention_decode_wg.cu: one warpgroup (WM = 1, WN = 4), prep = 0, cp.async"
 #endif
-#if GROUP > 8 || (BN != 32 && BN != 64) || STAGES < 2 || STAGES > 4
-#error "attention_decode_wg.cu: GROUP <= 8, BN 32 or 64, STAGES 2..4"
-#endif
-#ifndef DYN
-#define DYN 0
+#if GROUP > 8 || (BN != 32 && BN != 64) || STAGES < 2
+#error "attention_decode_wg.cu: GROUP <= 8, BN 32 or 64, STAGES >= 2"
 #endif
 
 namespace adw {
@@ -96,7 +82,6 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
     float *sMax = reinterpret_cast<float *>(sPos + STAGES * BN);
     float *sSum = sMax + 32;
     int *sFlag = reinterpret_cast<int *>(sSum + 32);
-    int *sTile = sFlag + 1;
     auto stage_k = [&](int s) { return sK + s * 2 * KBYTES; };
     auto stage_v = [&](int s) { return sK + s * 2 * KBYTES + KBYTES; };
 
@@ -107,45 +92,11 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
     (void)nsplit;
     tailor_grid_begin();
     const int qp = qpos[b];
-#if DYN
-    // tiles of BN over the live slots [0, s1), handed out at run time; nact blocks take part
-    (void)chunk;
-    const int s0 = 0, s1 = max(1, min(slots, qp + 1));
-    const int ntot = (s1 + BN - 1) / BN, nact = min((int)gridDim.x, ntot);
-    if (split >= nact)
-        return; // more blocks than tiles
-    unsigned *claim = cnt + (size_t)npairs * ncnt + 2 * pair; // [0] tiles handed out, [1] done
-    // load j's tile: fixed for j < STAGES - 1, else claimed (ntot when none is left)
-    auto tile_of = [&](int j) {
-        if (j < STAGES - 1) {
-            const int f = split * (STAGES - 1) + j;
-            return f < ntot ? f : ntot;
-        }
-        return sTile[j & 7];
-    };
-    bool claim_failed = false; // thread 0's: no claim after the first that failed
-    auto claim_next = [&]() -> int {
-        if (claim_failed)
-            return ntot;
-        const int c = nact * (STAGES - 1) + (int)atomicAdd(claim, 1u);
-        if (c < ntot)
-            return c;
-        claim_failed = true;
-        if (atomicAdd(claim + 1, 1u) == (unsigned)nact - 1u) { // every block is past its last claim
-            claim[0] = 0u;
-            claim[1] = 0u;
-        }
-        return ntot;
-    };
-    if (tid == 0)
-        sTile[(STAGES - 1) & 7] = claim_next(); // visible after the loop's first barrier
-#else
     const AttnLive live = attn_live_split(slots, qp, split, gridDim.x, BN, chunk);
     if (split >= live.nact)
         return; // past the filled part of the cache
     const int s0 = live.s0, s1 = live.s1, nact = live.nact;
     const int ntiles = (s1 - s0 + BN - 1) / BN;
-#endif
     const T *qb = q + ((size_t)b * heads + (size_t)kvh * GROUP) * HEAD_DIM;
     const size_t cache_off = (size_t)pair * slots * HEAD_DIM;
     const T *kh = k_cache + cache_off, *vh = v_cache + cache_off;
@@ -157,14 +108,9 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
         attn_copy16(reinterpret_cast<T *>(sQ + swz(r, c, 8)),
                     qb + (size_t)(r < GROUP ? r : 0) * HEAD_DIM + c * 8, r < GROUP);
     }
-    auto refill = [&](int j) { // load j's tile into stage j % STAGES; one commit group either way
-#if DYN
-        const int tile = tile_of(j), ntiles = ntot;
-#else
-        const int tile = j;
-#endif
+    auto refill = [&](int tile) { // tile `tile` into its stage; one commit group either way
         if (tile < ntiles) {
-            const int kb = s0 + tile * BN, st = j % STAGES;
+            const int kb = s0 + tile * BN, st = tile % STAGES;
             u8 *dk = stage_k(st), *dv = stage_v(st);
             for (int i = tid; i < BN * (HEAD_DIM / 8); i += 128) {
                 const int r = i / (HEAD_DIM / 8), c = i % (HEAD_DIM / 8);
@@ -194,27 +140,10 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
     float m[2] = {-ATTN_INF, -ATTN_INF}, lsum[2] = {0.f, 0.f}; // heads 2t, 2t + 1
     const wg_u32 qaddr = attn_smem_addr(sQ), ptaddr = attn_smem_addr(sPt);
 
-    for (int i = 0;; i++) {
-#if DYN
-        if (i < STAGES - 1 ? tile_of(i) >= ntot : false)
-            break;
-#else
-        if (i >= ntiles)
-            break;
-#endif
+    for (int i = 0; i < ntiles; i++) {
         attn_wait<STAGES - 2>(); // tile i landed (this thread's copies)
         wg_fence_proxy_async();
         __syncthreads();
-#if DYN
-        // load i's tile (claimed two barriers ago); all of a block agrees, so it leaves together
-        const int tile_i = tile_of(i);
-        if (tile_i >= ntot)
-            break;
-        // the claim for load i + STAGES, published before the barrier ahead of its refill
-        const int next_claim = tid == 0 ? claim_next() : 0;
-#else
-        const int tile_i = i;
-#endif
 
         // Sᵀ = K·Qᵀ (queued behind tile i - 1's Oᵀ)
         const wg_u32 kaddr = attn_smem_addr(stage_k(i % STAGES));
@@ -233,7 +162,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
 
         // mask (sc[e]: key 16 warp + g + 8 (e >> 1) of the tile, head 2t + (e & 1)), then the
         // warp's maximum per head over its 16 keys
-        const int kb = s0 + tile_i * BN;
+        const int kb = s0 + i * BN;
         const int *pos = sPos + (i % STAGES) * BN;
         float mx[2] = {-ATTN_INF, -ATTN_INF};
 #pragma unroll
@@ -285,10 +214,6 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 o[mt][e] *= alpha[e & 1];
-#if DYN
-        if (tid == 0)
-            sTile[(i + STAGES) & 7] = next_claim;
-#endif
         wg_fence_proxy_async(); // Pᵀ, visible to the async proxy
         __syncthreads();
 

@@ -11,7 +11,7 @@ local slots = tailor.attn_slots
 
 local function smem_bytes(p, shape)
   local d = shape.head_dim
-  return 1024 + 8 * d * 2 + p.STAGES * 2 * p.BN * d * 2 + 1024 + 4 * p.STAGES * p.BN + 4 * 64 + 48
+  return 1024 + 8 * d * 2 + p.STAGES * 2 * p.BN * d * 2 + 1024 + 4 * p.STAGES * p.BN + 4 * 64 + 16
 end
 
 -- Blocks per (sequence, KV head) for QWAVES quarter waves of one block per SM, rounded to whole
@@ -39,8 +39,6 @@ return {
     BN = { 32, 64 },
     STAGES = { 2, 3 },
     QWAVES = QWAVES,
-    -- 1: tiles handed out at run time (a block the memory system serves faster takes more)
-    DYN = { 0, 1 },
   },
 
   -- attn_mma.cuh's helpers (live split, merge) see one warpgroup: WM = 1, WN = 4
@@ -86,14 +84,13 @@ return {
     return { nsplit_for(p.QWAVES, p, shape, device), shape.kv_heads, shape.batch }
   end,
 
-  -- ws: tree node outputs then (max, sum); cnt: one arrival counter per node above the leaves,
-  -- then (DYN) two per pair: the tiles handed out and the blocks done claiming
+  -- ws: tree node outputs then (max, sum); cnt: one arrival counter per node above the leaves
   workspace = function(p, shape, dtype, device)
     local pairs = shape.batch * shape.kv_heads
     local n = nsplit_for(p.QWAVES, p, shape, device)
     local nodes, cnts = tailor.attn_tree_sizes(n, tailor.attn_tree_fan(n))
     return { ws = 4 * pairs * nodes * tailor.attn_group(shape) * (shape.head_dim + 2),
-             cnt = 4 * pairs * (cnts + 2 * p.DYN) }
+             cnt = 4 * pairs * cnts }
   end,
 
   args = function(p, shape, dtype, device)

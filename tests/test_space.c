@@ -434,27 +434,11 @@ static void test_stride_and_prep_launch(tailor_ctx *ctx)
 static void test_decode_wg_launch(tailor_ctx *ctx)
 {
     char got[600];
-    const char *cfg = "{\"BN\":32,\"DYN\":0,\"QWAVES\":4,\"STAGES\":3}";
+    const char *cfg = "{\"BN\":32,\"QWAVES\":4,\"STAGES\":3}";
     launch_text(ctx, "attention_decode_wg", cfg,
                 "kv_len=32768,head_dim=512,heads=8,kv_heads=1,window=0,batch=1", got, sizeof got);
     CHECKF(strcmp(got, "128 0 128 | out q k_cache v_cache positions qpos ws cnt i:8 i:1 i:32768 "
                        "i:0 i:256 i:12 i:139 i:12") == 0, "attention_decode_wg launch: %s", got);
-    /* DYN=1 (tiles handed out at run time): the same arguments; its two claim counters a pair
-     * follow the tree's in cnt, (12 + 2) x 4 bytes */
-    launch_text(ctx, "attention_decode_wg", "{\"BN\":32,\"DYN\":1,\"QWAVES\":4,\"STAGES\":3}",
-                "kv_len=32768,head_dim=512,heads=8,kv_heads=1,window=0,batch=1", got, sizeof got);
-    CHECKF(strcmp(got, "128 0 128 | out q k_cache v_cache positions qpos ws cnt i:8 i:1 i:32768 "
-                       "i:0 i:256 i:12 i:139 i:12") == 0, "attention_decode_wg DYN=1 launch: %s",
-           got);
-    tailor_launch l;
-    if (evaluate(ctx, "attention_decode_wg", "{\"BN\":32,\"DYN\":1,\"QWAVES\":4,\"STAGES\":3}",
-                 "kv_len=32768,head_dim=512,heads=8,kv_heads=1,window=0,batch=1", 0, &l)) {
-        long long cnt_bytes = -1;
-        for (int w = 0; w < l.nworkspace; w++)
-            if (strcmp(l.workspace[w].name, "cnt") == 0)
-                cnt_bytes = l.workspace[w].bytes;
-        CHECKF(cnt_bytes == 56, "attention_decode_wg DYN=1 cnt workspace: %lld B, want 56", cnt_bytes);
-    }
     expect_valid(ctx, "attention_decode_wg", cfg,
                  "kv_len=32768,head_dim=512,heads=8,kv_heads=1,window=0,batch=1,prep=1", 1, 0);
     expect_valid(ctx, "attention_decode_wg", cfg,
