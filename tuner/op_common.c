@@ -218,7 +218,7 @@ tailor_status tailor_op_compare(tailor_ctx *ctx, const tailor_buffer_spec *spec,
 
 float tailor_ref_round(tailor_dtype dtype, float v)
 {
-    uint16_t t;
+    uint64_t t = 0; /* room for every dtype (fp32, int64 included), not only the 16-bit ones */
     tailor_dtype_store(dtype, &t, 0, v);
     return tailor_dtype_load(dtype, &t, 0);
 }
