@@ -76,10 +76,25 @@ static void hash_int(tailor_sha256 *s, int v)
     tailor_sha256_update(s, &x, sizeof x);
 }
 
-/* The key of a request: every input of the compiler, headers included. */
+static int cmp_define_names(const void *a, const void *b)
+{
+    return strcmp((*(const tailor_define *const *)a)->name, (*(const tailor_define *const *)b)->name);
+}
+
+/* The key of a request: every input of the compiler, headers included. The defines go in by
+ * name: a space's `defines` table comes out of Lua in hash order, which differs between Lua
+ * states (per-state string seeds), and the order of -D flags changes nothing. */
 static tailor_status request_key(tailor_ctx *ctx, const tailor_compile_request *req,
                                  uint8_t key[32])
 {
+    const tailor_define *defs[TAILOR_GEN_MAX_DEFINES + 8];
+    int nd = req->ndefines;
+    if (nd < 0 || nd > (int)(sizeof defs / sizeof defs[0]))
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "compile request for %s: %d defines",
+                                req->kernel_name, nd);
+    for (int i = 0; i < nd; i++)
+        defs[i] = &req->defines[i];
+    qsort(defs, (size_t)nd, sizeof defs[0], cmp_define_names);
     char **names = NULL, **texts = NULL;
     int count = 0;
     tailor_status st = tailor_template_headers(ctx, &names, &texts, &count);
@@ -93,10 +108,10 @@ static tailor_status request_key(tailor_ctx *ctx, const tailor_compile_request *
     hash_int(&s, req->sm);
     hash_int(&s, req->ptx);
     hash_int(&s, req->arch_specific);
-    hash_int(&s, req->ndefines);
-    for (int i = 0; i < req->ndefines; i++) {
-        hash_text(&s, req->defines[i].name);
-        hash_text(&s, req->defines[i].value);
+    hash_int(&s, nd);
+    for (int i = 0; i < nd; i++) {
+        hash_text(&s, defs[i]->name);
+        hash_text(&s, defs[i]->value);
     }
     hash_int(&s, count);
     for (int i = 0; i < count; i++) {
