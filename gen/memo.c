@@ -87,19 +87,20 @@ static int cmp_define_names(const void *a, const void *b)
 static tailor_status request_key(tailor_ctx *ctx, const tailor_compile_request *req,
                                  uint8_t key[32])
 {
-    const tailor_define *defs[TAILOR_GEN_MAX_DEFINES + 8];
-    int nd = req->ndefines;
-    if (nd < 0 || nd > (int)(sizeof defs / sizeof defs[0]))
-        return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "compile request for %s: %d defines",
-                                req->kernel_name, nd);
+    const int nd = req->ndefines > 0 ? req->ndefines : 0;
+    const tailor_define **defs = malloc((size_t)(nd ? nd : 1) * sizeof *defs);
+    if (!defs)
+        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory");
     for (int i = 0; i < nd; i++)
         defs[i] = &req->defines[i];
-    qsort(defs, (size_t)nd, sizeof defs[0], cmp_define_names);
+    qsort(defs, (size_t)nd, sizeof *defs, cmp_define_names);
     char **names = NULL, **texts = NULL;
     int count = 0;
     tailor_status st = tailor_template_headers(ctx, &names, &texts, &count);
-    if (st)
+    if (st) {
+        free(defs);
         return st;
+    }
     tailor_sha256 s;
     tailor_sha256_init(&s);
     hash_text(&s, req->source_name);
@@ -113,6 +114,7 @@ static tailor_status request_key(tailor_ctx *ctx, const tailor_compile_request *
         hash_text(&s, defs[i]->name);
         hash_text(&s, defs[i]->value);
     }
+    free(defs);
     hash_int(&s, count);
     for (int i = 0; i < count; i++) {
         hash_text(&s, names[i]);
