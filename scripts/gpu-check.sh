@@ -39,6 +39,28 @@ bash scripts/gpu-build.sh || exit 1
 source scripts/gpu-env.sh
 T=$PWD/build-gpu/tailor
 summary=()
+
+# verify_all LOG OP CACHE "SHAPE DTYPE"...: every survivor of each shape checked against the C
+# reference (tune --verify-all), an rc= line after each
+verify_all() {
+  local log=$1 op=$2 cache=$3 sd
+  shift 3
+  for sd in "$@"; do
+    echo "== verify-all $op $sd" >>"$log"
+    timeout 120 "$T" tune --op "$op" --shape "${sd% *}" --dtype "${sd#* }" --verify-all \
+      --cache "$cache" >>"$log" 2>&1
+    echo "rc=$?" >>"$log"
+  done
+}
+# bench_attention LOG OP CACHE LIMIT_S SHAPE...: each shape tuned (if new) and benched
+bench_attention() {
+  local log=$1 op=$2 cache=$3 limit=$4 s
+  shift 4
+  for s in "$@"; do
+    echo "== bench $op $s" >>"$log"
+    timeout "$limit" "$T" bench attention --op "$op" --shape "$s" --cache "$cache" >>"$log" 2>&1
+  done
+}
 if [[ $what == quick ]]; then
   export MATMUL_QUICK=1 W4A16_QUICK=1 ATTN_QUICK=1
   what=tests
@@ -289,23 +311,16 @@ if [[ $what == attn-wg ]]; then
   # then the 8k prefills benched and each wg configuration's time (trials; attn-wg.txt)
   W="$OUT/attn-wg.txt"
   : >"$W"
-  for sd in "q_len=1000,kv_len=1000,head_dim=256,heads=8,kv_heads=1,window=512 bf16" \
-            "q_len=300,kv_len=1300,head_dim=256,heads=8,kv_heads=2,window=1024 fp16" \
-            "q_len=33,kv_len=33,head_dim=256,heads=8,kv_heads=1,window=1 fp16" \
-            "q_len=777,kv_len=777,head_dim=512,heads=8,kv_heads=1,window=0 bf16" \
-            "q_len=300,kv_len=1300,head_dim=512,heads=8,kv_heads=2,window=1024 fp16" \
-            "q_len=33,kv_len=33,head_dim=512,heads=8,kv_heads=1,window=1 bf16"; do
-    echo "== verify-all attention_prefill $sd" >>"$W"
-    timeout 120 "$T" tune --op attention_prefill --shape "${sd% *}" --dtype "${sd#* }" \
-      --verify-all --cache /tmp/awg-verify.sqlite >>"$W" 2>&1
-    echo "rc=$?" >>"$W"
-  done
-  for s in q_len=8192,kv_len=8192,head_dim=256,heads=8,kv_heads=1,window=0 \
-           q_len=8192,kv_len=8192,head_dim=512,heads=8,kv_heads=1,window=0; do
-    echo "== bench attention_prefill $s" >>"$W"
-    timeout 150 "$T" bench attention --op attention_prefill --shape "$s" \
-      --cache /tmp/awg-bench.sqlite >>"$W" 2>&1
-  done
+  verify_all "$W" attention_prefill /tmp/awg-verify.sqlite \
+    "q_len=1000,kv_len=1000,head_dim=256,heads=8,kv_heads=1,window=512 bf16" \
+    "q_len=300,kv_len=1300,head_dim=256,heads=8,kv_heads=2,window=1024 fp16" \
+    "q_len=33,kv_len=33,head_dim=256,heads=8,kv_heads=1,window=1 fp16" \
+    "q_len=777,kv_len=777,head_dim=512,heads=8,kv_heads=1,window=0 bf16" \
+    "q_len=300,kv_len=1300,head_dim=512,heads=8,kv_heads=2,window=1024 fp16" \
+    "q_len=33,kv_len=33,head_dim=512,heads=8,kv_heads=1,window=1 bf16"
+  bench_attention "$W" attention_prefill /tmp/awg-bench.sqlite 150 \
+    q_len=8192,kv_len=8192,head_dim=256,heads=8,kv_heads=1,window=0 \
+    q_len=8192,kv_len=8192,head_dim=512,heads=8,kv_heads=1,window=0
   echo "== trials (fastest first)" >>"$W"
   "$T" cache trials --cache /tmp/awg-bench.sqlite 2>&1 | head -150 >>"$W"
   summary+=("attn-wg: $(grep -c '^rc=0' "$W") of 6 verify-all runs passed; figures in attn-wg.txt")
@@ -316,21 +331,14 @@ if [[ $what == decode-wg ]]; then
   # decode-wg.txt). Session 13 ran it with a TREE = {2, 3} merge-depth parameter, which lost.
   W="$OUT/decode-wg.txt"
   : >"$W"
-  for sd in "kv_len=32768,head_dim=512,heads=8,kv_heads=1,window=0,batch=1 bf16" \
-            "kv_len=5000,head_dim=512,heads=8,kv_heads=2,window=0,batch=3 fp16" \
-            "kv_len=4096,head_dim=256,heads=4,kv_heads=1,window=3000,batch=2 bf16"; do
-    echo "== verify-all attention_decode $sd" >>"$W"
-    timeout 120 "$T" tune --op attention_decode --shape "${sd% *}" --dtype "${sd#* }" \
-      --verify-all --cache /tmp/dwg-verify.sqlite >>"$W" 2>&1
-    echo "rc=$?" >>"$W"
-  done
-  for s in kv_len=32768,head_dim=512,heads=8,kv_heads=1,window=0,batch=1 \
-           kv_len=8192,head_dim=256,heads=8,kv_heads=1,window=0,batch=1 \
-           kv_len=32768,head_dim=256,heads=8,kv_heads=1,window=0,batch=1; do
-    echo "== bench attention_decode $s" >>"$W"
-    timeout 90 "$T" bench attention --op attention_decode --shape "$s" \
-      --cache /tmp/dwg-bench.sqlite >>"$W" 2>&1
-  done
+  verify_all "$W" attention_decode /tmp/dwg-verify.sqlite \
+    "kv_len=32768,head_dim=512,heads=8,kv_heads=1,window=0,batch=1 bf16" \
+    "kv_len=5000,head_dim=512,heads=8,kv_heads=2,window=0,batch=3 fp16" \
+    "kv_len=4096,head_dim=256,heads=4,kv_heads=1,window=3000,batch=2 bf16"
+  bench_attention "$W" attention_decode /tmp/dwg-bench.sqlite 90 \
+    kv_len=32768,head_dim=512,heads=8,kv_heads=1,window=0,batch=1 \
+    kv_len=8192,head_dim=256,heads=8,kv_heads=1,window=0,batch=1 \
+    kv_len=32768,head_dim=256,heads=8,kv_heads=1,window=0,batch=1
   echo "== trials (fastest first)" >>"$W"
   "$T" cache trials --cache /tmp/dwg-bench.sqlite 2>&1 | grep -E "winner|decode_wg|decode_wide" \
     | head -60 >>"$W"
@@ -343,17 +351,14 @@ if [[ $what == decode-scale ]]; then
   # or the stream itself (decode-scale.txt)
   D="$OUT/decode-scale.txt"
   "$T" bench copy >"$D" 2>&1
-  for s in kv_len=32768,head_dim=512,heads=8,kv_heads=1,window=0,batch=1 \
-           kv_len=32768,head_dim=512,heads=4,kv_heads=1,window=0,batch=1 \
-           kv_len=32768,head_dim=512,heads=8,kv_heads=2,window=0,batch=1 \
-           kv_len=32768,head_dim=512,heads=8,kv_heads=1,window=0,batch=4 \
-           kv_len=8192,head_dim=256,heads=8,kv_heads=1,window=0,batch=1 \
-           kv_len=8192,head_dim=256,heads=8,kv_heads=1,window=0,batch=8 \
-           kv_len=8192,head_dim=256,heads=8,kv_heads=2,window=0,batch=4; do
-    echo "== $s" >>"$D"
-    timeout 90 "$T" bench attention --op attention_decode --shape "$s" \
-      --cache /tmp/decode-scale.sqlite >>"$D" 2>&1
-  done
+  bench_attention "$D" attention_decode /tmp/decode-scale.sqlite 90 \
+    kv_len=32768,head_dim=512,heads=8,kv_heads=1,window=0,batch=1 \
+    kv_len=32768,head_dim=512,heads=4,kv_heads=1,window=0,batch=1 \
+    kv_len=32768,head_dim=512,heads=8,kv_heads=2,window=0,batch=1 \
+    kv_len=32768,head_dim=512,heads=8,kv_heads=1,window=0,batch=4 \
+    kv_len=8192,head_dim=256,heads=8,kv_heads=1,window=0,batch=1 \
+    kv_len=8192,head_dim=256,heads=8,kv_heads=1,window=0,batch=8 \
+    kv_len=8192,head_dim=256,heads=8,kv_heads=2,window=0,batch=4
   summary+=("decode-scale: $(grep -c 'of copy' "$D") bench lines in decode-scale.txt")
 fi
 if [[ $what == boot ]]; then
