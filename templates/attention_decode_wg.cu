@@ -30,6 +30,7 @@
 // helpers WM = 1, WN = 4 (128 threads), MMA_K = 16, Q_REGS = 0, ASYNC = 1, PREP = 0.
 #include "attn_mma.cuh"
 #include "wgmma.cuh"
+#include "tailor_probe.cuh"
 
 #if ATTN_NT != 128 || PREP || !ASYNC
 #error "attention_decode_wg.cu: one warpgroup (WM = 1, WN = 4), prep = 0, cp.async"
@@ -90,11 +91,16 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
     const int split = blockIdx.x, nsplit = gridDim.x, kvh = blockIdx.y, b = blockIdx.z;
     const int pair = b * kv_heads + kvh, npairs = gridDim.y * gridDim.z;
     (void)nsplit;
+    TAILOR_PROBE_INIT; // timeline marks (tailor_probe.cuh): 0 entry, 1 after the grid wait,
+                       // 2 first tile landed, 3 stream done, 4 partial written, then the exit
     tailor_grid_begin();
+    TAILOR_PROBE_MARK(1);
     const int qp = qpos[b];
     const AttnLive live = attn_live_split(slots, qp, split, gridDim.x, BN, chunk);
-    if (split >= live.nact)
+    if (split >= live.nact) {
+        TAILOR_PROBE_EMIT();
         return; // past the filled part of the cache
+    }
     const int s0 = live.s0, s1 = live.s1, nact = live.nact;
     const int ntiles = (s1 - s0 + BN - 1) / BN;
     const T *qb = q + ((size_t)b * heads + (size_t)kvh * GROUP) * HEAD_DIM;
@@ -144,6 +150,8 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
         attn_wait<STAGES - 2>(); // tile i landed (this thread's copies)
         wg_fence_proxy_async();
         __syncthreads();
+        if (i == 0)
+            TAILOR_PROBE_MARK(2);
 
         // Sᵀ = K·Qᵀ (queued behind tile i - 1's Oᵀ)
         const wg_u32 kaddr = attn_smem_addr(stage_k(i % STAGES));
@@ -235,6 +243,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
     for (int mt = 0; mt < NMT; mt++)
         wg_fence_acc(o[mt]);
     attn_wait<0>();
+    TAILOR_PROBE_MARK(3);
 
     // the sums per head: over the lanes of a warp with the same t, then over the 4 warps
 #pragma unroll
@@ -269,8 +278,11 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
             else
                 wso[((size_t)split * GROUP + h) * HEAD_DIM + d] = o[mt][e];
         }
-    if (nact == 1)
+    TAILOR_PROBE_MARK(4);
+    if (nact == 1) {
+        TAILOR_PROBE_EMIT();
         return;
+    }
     if (warp == 0 && g == 0)
 #pragma unroll
         for (int h = 0; h < 2; h++)
@@ -282,4 +294,5 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
     // the merge tree (attn_mma.cuh); its weights in the K/V area, no longer read
     attn_merge_tree(reinterpret_cast<float4 *>(wso), wsml, cnt + (size_t)pair * ncnt, nact, split,
                     fan, reinterpret_cast<float *>(sK), sFlag, ob);
+    TAILOR_PROBE_EMIT();
 }
