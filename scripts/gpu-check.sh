@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu-check.sh — on the GPU machine: build, run every GPU test, then the benchmarks; logs go to
 # $OUT (ctest.txt, bench.txt, model.txt, ...) and a short summary is printed last.
-#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|experimental|experimental-attn|attn-wg|wgmma|boot|decode-scale|decode-wg|all] [ctest -R regex]
+#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|experimental|experimental-attn|attn-wg|wgmma|boot|decode-scale|decode-wg|decode-merge|all] [ctest -R regex]
 # quick: the GPU tests with the long scripts in their smoke subsets (MATMUL_QUICK, W4A16_QUICK,
 # ATTN_QUICK), fitting one 10-minute device call; model: Gemma 4 E2B decode and prefill figures
 # with the same-run comparisons (PDL off, gating kernels, each place of the seams, q prepared
@@ -204,6 +204,34 @@ if [[ $what == fused-bench ]]; then
     done
   done
   summary+=("fused-bench: $(grep -c '^decode' "$G") decode figures in fused-bench.txt")
+fi
+if [[ $what == decode-merge ]]; then
+  # the decode merge tree with its partials staged in shared memory (session 14): every decode
+  # survivor verified at four shapes (the E2B ring among them), the long caches benched with the
+  # working tree's templates and with probe-variants/base's (scripts/probe/base_templates.sh)
+  # in the same run, then the per-block timeline (scripts/probe/timeline.sh; decode-merge.txt)
+  M="$OUT/decode-merge.txt"
+  : >"$M"
+  "$T" bench copy >>"$M" 2>&1
+  verify_all "$M" attention_decode /tmp/dm-verify.sqlite \
+    "kv_len=32768,head_dim=512,heads=8,kv_heads=1,window=0,batch=1 bf16" \
+    "kv_len=5000,head_dim=512,heads=8,kv_heads=2,window=0,batch=3 fp16" \
+    "kv_len=4096,head_dim=256,heads=4,kv_heads=1,window=3000,batch=2 bf16" \
+    "kv_len=640,head_dim=256,heads=8,kv_heads=1,window=512,batch=1 bf16"
+  dm_shapes=(kv_len=8192,head_dim=256,heads=8,kv_heads=1,window=0,batch=1
+             kv_len=32768,head_dim=256,heads=8,kv_heads=1,window=0,batch=1
+             kv_len=32768,head_dim=512,heads=8,kv_heads=1,window=0,batch=1
+             kv_len=32768,head_dim=512,heads=8,kv_heads=2,window=0,batch=1
+             kv_len=640,head_dim=512,heads=8,kv_heads=1,window=0,batch=1)
+  if [[ -d probe-variants/base/templates ]]; then
+    echo "== base: $(cat probe-variants/base/REV)" >>"$M"
+    (export TAILOR_TEMPLATE_PATH=$PWD/probe-variants/base/templates
+     bench_attention "$M" attention_decode /tmp/dm-base.sqlite 90 "${dm_shapes[@]}")
+  fi
+  echo "== new" >>"$M"
+  bench_attention "$M" attention_decode /tmp/dm-new.sqlite 90 "${dm_shapes[@]}"
+  timeout 200 bash scripts/probe/timeline.sh >/dev/null 2>&1
+  summary+=("decode-merge: $(grep -c '^rc=0' "$M") of 4 verify-all runs passed; figures in decode-merge.txt")
 fi
 if [[ $what == attn ]]; then
   A="$OUT/attn.txt"

@@ -25,7 +25,7 @@
 // its tree leaf, or straight to `out` when one block covers the live slots.
 // Dynamic shared memory (1024-aligned): sQ [8 x HEAD_DIM], STAGES x (sK, sV [BN x HEAD_DIM]),
 // sPt [8 x 64], then int sPos [STAGES x BN], float sMax [4 x 8], float sSum [4 x 8], int sFlag;
-// the merge weights reuse the K/V area. Sizes in attention_decode_wg.lua.
+// the merge weights reuse sPt and sPos, the staged partials of the merge the K/V area. Sizes in attention_decode_wg.lua.
 // Defines: HEAD_DIM (256, 512), GROUP (<= 8), BN (32, 64), STAGES (>= 2), and for attn_mma.cuh's
 // helpers WM = 1, WN = 4 (128 threads), MMA_K = 16, Q_REGS = 0, ASYNC = 1, PREP = 0.
 #include "attn_mma.cuh"
@@ -291,8 +291,11 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
                 wsml[((size_t)split * GROUP + 2 * t + h) * 2 + 1] = l[h];
             }
 
-    // the merge tree (attn_mma.cuh); its weights in the K/V area, no longer read
+    // the merge tree (attn_mma.cuh): its weights in Pᵀ and the positions (contiguous, no longer
+    // read; the tree's first barrier comes before any write), the children's partials staged in
+    // the K/V area
     attn_merge_tree(reinterpret_cast<float4 *>(wso), wsml, cnt + (size_t)pair * ncnt, nact, split,
-                    fan, reinterpret_cast<float *>(sK), sFlag, ob);
+                    fan, reinterpret_cast<float *>(sPt), sFlag, ob, reinterpret_cast<float4 *>(sK),
+                    STAGES * 2 * KBYTES / (ATTN_ME * 16));
     TAILOR_PROBE_EMIT();
 }

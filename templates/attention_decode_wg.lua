@@ -62,10 +62,15 @@ return {
       return false, string.format("%d cache slots < 2048: a long-cache template", slots(shape))
     end
     local n = nsplit_for(p.QWAVES, p, shape, device)
+    -- the merge's weights go in Pt and the positions, its staged partials in the K/V area
     local merge = 4 * group * (2 * tailor.attn_tree_fan(n) + 2) -- attn_merge_nodes' weights
-    local area = p.STAGES * 2 * p.BN * shape.head_dim * 2
-    if merge > area then
-      return false, string.format("merge weights %d B exceed the K/V area %d B", merge, area)
+    local room = 1024 + 4 * p.STAGES * p.BN
+    if merge > room then
+      return false, string.format("merge weights %d B exceed Pt and the positions, %d B", merge, room)
+    end
+    local partial = 16 * ((group * shape.head_dim + 3) // 4)
+    if partial > p.STAGES * 2 * p.BN * shape.head_dim * 2 then
+      return false, string.format("a partial of %d B does not fit the K/V area", partial)
     end
     if purpose ~= "launch" and QWAVES[1] < p.QWAVES and
        nsplit_for(QWAVES[1], p, shape, device) == n then

@@ -368,6 +368,10 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
         return;
 
     // ---- the merge tree: the last of each group of `fan` children merges them ----
-    // (sFlag in sPos; the weights in the slabs, read before the tree's first barrier)
-    attn_merge_tree(wso, wsml, cnt + (size_t)pair * ncnt, nact, split, fan, slab, sPos, ob);
+    // (sFlag in sPos; the weights at the start of the K/V area, the staged partials after them;
+    // the slabs were read before the tree's first barrier)
+    const int wfl = (GROUP * (2 * fan + 2) + 3) & ~3; // the weights' floats, 16-byte aligned
+    const int area = 2 * STAGES * WIDE_KB * ATTN_KSTR * (int)sizeof(T);
+    attn_merge_tree(wso, wsml, cnt + (size_t)pair * ncnt, nact, split, fan, slab, sPos, ob,
+                    reinterpret_cast<float4 *>(slab + wfl), (area - 4 * wfl) / (ATTN_ME * 16));
 }

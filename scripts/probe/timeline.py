@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """timeline.py — summarises the PROBE lines of a kernel built with tailor_probe.cuh.
 
-Each line: PROBE ticket blocks sm bx by bz t0 t1 t2 t3 t4 t5 exit (ns of %globaltimer; 0 = unset).
+Each line: PROBE module ticket blocks sm bx by bz t0 t1 t2 t3 t4 t5 exit (ns of %globaltimer; 0 = unset).
 Launches are told apart by ticket // blocks (a module loaded again restarts the tickets). Per launch it prints the span from the first
 block past its grid wait to the last exit, and each phase's median and maximum over blocks:
   start  t1 - min(t1)   when a block got past its grid wait, from the first one
@@ -22,27 +22,26 @@ def pct(v, q):
 
 
 def main():
-    rows = []
+    # one group per loaded module: lines carry the module's ticket address; an address seen
+    # again with a ticket it already printed is a module loaded again at the same place
+    groups, current = [], {}
     for line in open(sys.argv[1], errors="replace"):
         f = line.split()
-        if len(f) == 14 and f[0] == "PROBE":
-            v = [int(x) for x in f[1:]]
-            rows.append([v[0]] + v[2:] + [v[1]])  # the block count last
-    if not rows:
+        if len(f) != 15 or f[0] != "PROBE":
+            continue
+        v = [int(x) for x in f[2:]]
+        row = [v[0]] + v[2:] + [v[1]]  # ticket, sm, x, y, z, t0..t5, exit, blocks
+        g = current.get(f[1])
+        if g is None or row[0] in g[1]:
+            g = ([], set())
+            current[f[1]] = g
+            groups.append(g[0])
+        g[0].append(row)
+        g[1].add(row[0])
+    if not groups:
         print("timeline: no PROBE lines in %s" % sys.argv[1])
         return 1
     label = sys.argv[2] if len(sys.argv) > 2 else sys.argv[1]
-    # blocks per launch: the grid is the same for every launch of one module; tickets restart
-    # at 0 when a module is loaded again, so group runs of increasing tickets
-    groups, cur, last = [], [], -1
-    for r in rows:
-        if r[0] <= last and cur:
-            groups.append(cur)
-            cur = []
-        cur.append(r)
-        last = r[0]
-    if cur:
-        groups.append(cur)
     for gi, g in enumerate(groups):
         nb = g[0][12]
         launches = defaultdict(list)

@@ -645,15 +645,113 @@ __device__ __forceinline__ void attn_merge_nodes(const float4 *src_o, const floa
     }
 }
 
+#if ASYNC
+// attn_merge_nodes with the partials staged in shared memory (cp.async, sm_80+): every 16-byte
+// piece of up to `cap` partials (a node's children are consecutive, so one contiguous run) is
+// requested at once, before the statistics are read and weighed, so a merge costs one L2 round
+// trip plus the bytes at the SM's rate instead of a round trip per ATTN_MU partials (which made
+// each level of the tree ~6 us at head_dim 512 on the H200: docs/perf/attention.md, session 14).
+// stage: cap x ATTN_ME float4 of shared memory (16-byte aligned), disjoint from sW; cap >= 1.
+// Every thread of the block calls it.
+__device__ __forceinline__ void attn_merge_nodes_staged(const float4 *src_o, const float *src_ml,
+                                                        int nc, int fan, float *sW, bool root,
+                                                        T *out, float4 *dst_o, float *dst_ml,
+                                                        float4 *stage, int cap)
+{
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    float *sSum = sW + GROUP * fan, *sM = sSum + GROUP * fan, *sL = sM + GROUP;
+    auto request = [&](int c0) { // partials c0 .. c0 + cap - 1 into the stage; one commit group
+        const int n = min(cap, nc - c0) * ATTN_ME;
+        const float4 *src = src_o + (size_t)c0 * ATTN_ME;
+        for (int i = tid; i < n; i += ATTN_NT)
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(attn_smem_addr(stage + i)),
+                         "l"(src + i));
+        attn_commit();
+    };
+    request(0);
+    for (int r = warp; r < GROUP; r += ATTN_NT / 32) {
+        float M = -ATTN_INF;
+        for (int c = lane; c < nc; c += 32) {
+            const float2 ml = __ldcg(reinterpret_cast<const float2 *>(src_ml) + (size_t)c * GROUP + r);
+            sW[r * fan + c] = ml.x;
+            sSum[r * fan + c] = ml.y;
+            M = fmaxf(M, ml.x);
+        }
+        M = warp_max(M);
+        float L = 0.f;
+        for (int c = lane; c < nc; c += 32) {
+            const float m = sW[r * fan + c];
+            const float w = m == -ATTN_INF ? 0.f : __expf(m - M);
+            L += w * sSum[r * fan + c];
+            sW[r * fan + c] = w;
+        }
+        L = warp_sum(L);
+        if (lane == 0) {
+            sM[r] = M;
+            sL[r] = L;
+        }
+    }
+    float4 a[ATTN_MJ];
+#pragma unroll
+    for (int j = 0; j < ATTN_MJ; j++)
+        a[j] = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int c0 = 0; c0 < nc; c0 += cap) {
+        if (c0 > 0) { // the stage is free once every thread has summed the run before
+            __syncthreads();
+            request(c0);
+        }
+        attn_wait<0>();
+        __syncthreads(); // the run landed (every thread's pieces); the weights are in
+        const int n = min(cap, nc - c0);
+        for (int u = 0; u < n; u++)
+#pragma unroll
+            for (int j = 0; j < ATTN_MJ; j++) {
+                const int e = tid + j * ATTN_NT;
+                if (ATTN_ME % ATTN_NT != 0 && e >= ATTN_ME)
+                    continue;
+                const float w = sW[(e / (HEAD_DIM / 4)) * fan + c0 + u];
+                const float4 v = stage[(size_t)u * ATTN_ME + e];
+                a[j].x += w * v.x;
+                a[j].y += w * v.y;
+                a[j].z += w * v.z;
+                a[j].w += w * v.w;
+            }
+    }
+#pragma unroll
+    for (int j = 0; j < ATTN_MJ; j++) {
+        const int e = tid + j * ATTN_NT;
+        if (e >= ATTN_ME)
+            continue;
+        const int r = e / (HEAD_DIM / 4), c4 = e % (HEAD_DIM / 4);
+        if (root) {
+            const float inv = sL[r] > 0.f ? 1.f / sL[r] : 0.f;
+            T *dst = out + (size_t)r * HEAD_DIM + c4 * 4;
+            *reinterpret_cast<T2 *>(dst) = from_f32x2(make_float2(a[j].x * inv, a[j].y * inv));
+            *reinterpret_cast<T2 *>(dst + 2) = from_f32x2(make_float2(a[j].z * inv, a[j].w * inv));
+        } else {
+            dst_o[e] = a[j];
+            if (c4 == 0) {
+                dst_ml[r * 2] = sM[r];
+                dst_ml[r * 2 + 1] = sL[r];
+            }
+        }
+    }
+}
+#endif
+
 // Decode's merge tree over the nact live split partials of one (sequence, KV head): node
 // outputs wso [nodes][ATTN_ME] float4 and (max, sum) wsml [nodes][GROUP][2], the leaves first
 // (this block's partial is leaf `split`, written before the call), then each level with more
 // than one node; pc the pair's arrival counters (one per node of levels >= 1). The last block of
 // each group of `fan` children merges them into their parent (attn_merge_nodes) and climbs; the
 // root writes out. sW: the merge weights (GROUP * (2 fan + 2) floats); sFlag: one int of shared
-// memory. Every thread of the block calls it; counters are put back to 0 by their last user.
+// memory; stage: room for `cap` partials (ATTN_ME float4 each) apart from both, where the
+// partials are staged with cp.async (attn_merge_nodes_staged; without ASYNC, or with cap = 0,
+// they are loaded into registers by attn_merge_nodes). Every thread of the block calls it;
+// counters are put back to 0 by their last user.
 __device__ __forceinline__ void attn_merge_tree(float4 *wso, float *wsml, unsigned *pc, int nact,
-                                                int split, int fan, float *sW, int *sFlag, T *out)
+                                                int split, int fan, float *sW, int *sFlag, T *out,
+                                                float4 *stage, int cap)
 {
     const int tid = threadIdx.x;
     int n = nact, off = 0, coff = 0, idx = split;
@@ -675,9 +773,17 @@ __device__ __forceinline__ void attn_merge_tree(float4 *wso, float *wsml, unsign
         __threadfence();
         const bool root = pn == 1;
         const size_t dst = (size_t)off + n + parent; // unused at the root
-        attn_merge_nodes(wso + (size_t)(off + c0) * ATTN_ME, wsml + (size_t)(off + c0) * GROUP * 2, nc,
-                         fan, sW, root, out, wso + (root ? 0 : dst * ATTN_ME),
-                         wsml + (root ? 0 : dst * GROUP * 2));
+#if ASYNC
+        if (cap > 0)
+            attn_merge_nodes_staged(wso + (size_t)(off + c0) * ATTN_ME,
+                                    wsml + (size_t)(off + c0) * GROUP * 2, nc, fan, sW, root, out,
+                                    wso + (root ? 0 : dst * ATTN_ME),
+                                    wsml + (root ? 0 : dst * GROUP * 2), stage, cap);
+        else
+#endif
+            attn_merge_nodes(wso + (size_t)(off + c0) * ATTN_ME,
+                             wsml + (size_t)(off + c0) * GROUP * 2, nc, fan, sW, root, out,
+                             wso + (root ? 0 : dst * ATTN_ME), wsml + (root ? 0 : dst * GROUP * 2));
         if (root)
             return;
         off += n;

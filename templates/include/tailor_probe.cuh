@@ -5,8 +5,13 @@
 // launches L .. L + 2 of the module (counted by block exits, which PDL cannot interleave across
 // launches: a launch's blocks pass their grid wait only after every block of the one before has
 // exited) print one line each:
-//   PROBE <exit ticket> <blocks> <sm> <block x y z> <t0 .. t5 ns> <exit ns>
+//   PROBE <module> <exit ticket> <blocks> <sm> <block x y z> <t0 .. t5 ns> <exit ns>
+// (<module>: the ticket's address, which tells the loaded modules apart; the printf buffer
+// interleaves the lines of one module's launches)
 // Marks left unset print 0. Without PROBE every macro is empty and the kernel is unchanged.
+// The printf is a call, and ptxas serializes wgmma across calls (C7510): in a warpgroup kernel
+// the probe build's MMA phases run slower than the real kernel's (decode_wg at 32k head_dim 512:
+// 38.5 against 32.7 us); the phases without MMAs (waits, loads, merges) time as they are.
 #pragma once
 
 #if defined(PROBE)
@@ -23,7 +28,7 @@ __device__ __forceinline__ unsigned long long tailor_probe_now()
     return t;
 }
 
-__device__ __noinline__ void tailor_probe_emit(const TailorProbe &p)
+__device__ __forceinline__ void tailor_probe_emit(const TailorProbe &p)
 {
     const unsigned long long end = tailor_probe_now();
     if (threadIdx.x != 0)
@@ -34,7 +39,7 @@ __device__ __noinline__ void tailor_probe_emit(const TailorProbe &p)
     const unsigned tk = atomicAdd(&tailor_probe_ticket, 1u);
     if (tk / nb < (unsigned)PROBE || tk / nb >= (unsigned)PROBE + 3u)
         return;
-    printf("PROBE %u %u %u %u %u %u %llu %llu %llu %llu %llu %llu %llu\n", tk, nb, sm, blockIdx.x,
+    printf("PROBE %p %u %u %u %u %u %u %llu %llu %llu %llu %llu %llu %llu\n", &tailor_probe_ticket, tk, nb, sm, blockIdx.x,
            blockIdx.y, blockIdx.z, p.t[0], p.t[1], p.t[2], p.t[3], p.t[4], p.t[5], end);
 }
 
