@@ -46,7 +46,7 @@ def main():
         nb = g[0][12]
         launches = defaultdict(list)
         for r in g:
-            launches[(r[0] - g[0][0]) // max(nb, 1)].append(r)
+            launches[r[0] // max(nb, 1)].append(r)  # tickets start at 0 in a module
         prev_exit = None
         for li, blocks in sorted(launches.items()):
             t1min = min(b[6] for b in blocks)
