@@ -554,32 +554,42 @@ __device__ __forceinline__ void attn_tile(AttnAcc &acc, const unsigned (*qf)[4],
 #define ATTN_MJ ((ATTN_ME + ATTN_NT - 1) / ATTN_NT)       // of them per thread
 #define ATTN_MU (ATTN_MJ >= 16 ? 1 : 16 / ATTN_MJ)        // partials loaded together
 
-// Merges nc consecutive partial results of one (sequence, KV head) — unnormalised outputs src_o
-// [nc][ATTN_ME] float4 and (max, sum) src_ml [nc][GROUP][2], written by other blocks before a
-// fence and a ticket — into one: a node (dst_o, dst_ml) of a merge tree, or, when root, the
-// normalised rows of out. The statistics and the first ATTN_MU outputs take one L2 round trip
-// (each row's (max, sum) pairs parked in shared memory, then weighed there); further outputs
-// are loaded ATTN_MU partials at a time (ATTN_MJ float4 each per thread). sW: GROUP * (2 * fan + 2) floats of shared memory,
-// fan >= nc. Every thread of the block calls it.
-__device__ __forceinline__ void attn_merge_nodes(const float4 *src_o, const float *src_ml, int nc,
-                                                 int fan, float *sW, bool root, T *out,
+// A merge's result, this thread's ATTN_MJ float4 of it (element tid + j ATTN_NT): at the root
+// normalised by the weighed sums into out, else into the parent node with its (max, sum).
+__device__ __forceinline__ void attn_merge_store(const float4 (&a)[ATTN_MJ], const float *sM,
+                                                 const float *sL, bool root, T *out,
                                                  float4 *dst_o, float *dst_ml)
 {
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    float *sSum = sW + GROUP * fan, *sM = sSum + GROUP * fan, *sL = sM + GROUP;
-    // The first ATTN_MU outputs are requested with the statistics: both in one L2 round trip.
-    auto load = [&](float4 (&v)[ATTN_MU][ATTN_MJ], int c) {
+    const int tid = threadIdx.x;
 #pragma unroll
-        for (int u = 0; u < ATTN_MU; u++)
-#pragma unroll
-            for (int j = 0; j < ATTN_MJ; j++) {
-                const int e = tid + j * ATTN_NT;
-                v[u][j] = (c + u < nc && e < ATTN_ME) ? __ldcg(src_o + (size_t)(c + u) * ATTN_ME + e)
-                                                      : make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int j = 0; j < ATTN_MJ; j++) {
+        const int e = tid + j * ATTN_NT;
+        if (e >= ATTN_ME)
+            continue;
+        const int r = e / (HEAD_DIM / 4), c4 = e % (HEAD_DIM / 4);
+        if (root) {
+            const float inv = sL[r] > 0.f ? 1.f / sL[r] : 0.f;
+            T *dst = out + (size_t)r * HEAD_DIM + c4 * 4;
+            *reinterpret_cast<T2 *>(dst) = from_f32x2(make_float2(a[j].x * inv, a[j].y * inv));
+            *reinterpret_cast<T2 *>(dst + 2) = from_f32x2(make_float2(a[j].z * inv, a[j].w * inv));
+        } else {
+            dst_o[e] = a[j];
+            if (c4 == 0) {
+                dst_ml[r * 2] = sM[r];
+                dst_ml[r * 2 + 1] = sL[r];
             }
-    };
-    float4 v[ATTN_MU][ATTN_MJ];
-    load(v, 0);
+        }
+    }
+}
+
+// The merge weights of nc partials: per row r of GROUP, the largest max M, each partial's
+// weight exp(m - M) (0 for a partial that saw no key) in sW[r * fan + c], and M and the weighed
+// sum L in sM[r], sL[r] (sW layout: GROUP * fan weights, GROUP * fan sums, GROUP M, GROUP L).
+// One warp a row; the caller's barrier publishes them.
+__device__ __forceinline__ void attn_merge_weights(const float *src_ml, int nc, int fan, float *sW)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    float *sSum = sW + GROUP * fan, *sM = sSum + GROUP * fan, *sL = sM + GROUP;
     for (int r = warp; r < GROUP; r += ATTN_NT / 32) {
         float M = -ATTN_INF;
         for (int c = lane; c < nc; c += 32) {
@@ -602,6 +612,35 @@ __device__ __forceinline__ void attn_merge_nodes(const float4 *src_o, const floa
             sL[r] = L;
         }
     }
+}
+
+// Merges nc consecutive partial results of one (sequence, KV head) — unnormalised outputs src_o
+// [nc][ATTN_ME] float4 and (max, sum) src_ml [nc][GROUP][2], written by other blocks before a
+// fence and a ticket — into one: a node (dst_o, dst_ml) of a merge tree, or, when root, the
+// normalised rows of out. The statistics and the first ATTN_MU outputs take one L2 round trip
+// (each row's (max, sum) pairs parked in shared memory, then weighed there); further outputs
+// are loaded ATTN_MU partials at a time (ATTN_MJ float4 each per thread). sW: GROUP * (2 * fan + 2) floats of shared memory,
+// fan >= nc. Every thread of the block calls it.
+__device__ __forceinline__ void attn_merge_nodes(const float4 *src_o, const float *src_ml, int nc,
+                                                 int fan, float *sW, bool root, T *out,
+                                                 float4 *dst_o, float *dst_ml)
+{
+    const int tid = threadIdx.x;
+    const float *sM = sW + 2 * GROUP * fan, *sL = sM + GROUP;
+    // The first ATTN_MU outputs are requested with the statistics: both in one L2 round trip.
+    auto load = [&](float4 (&v)[ATTN_MU][ATTN_MJ], int c) {
+#pragma unroll
+        for (int u = 0; u < ATTN_MU; u++)
+#pragma unroll
+            for (int j = 0; j < ATTN_MJ; j++) {
+                const int e = tid + j * ATTN_NT;
+                v[u][j] = (c + u < nc && e < ATTN_ME) ? __ldcg(src_o + (size_t)(c + u) * ATTN_ME + e)
+                                                      : make_float4(0.f, 0.f, 0.f, 0.f);
+            }
+    };
+    float4 v[ATTN_MU][ATTN_MJ];
+    load(v, 0);
+    attn_merge_weights(src_ml, nc, fan, sW);
     __syncthreads();
 
         float4 a[ATTN_MJ];
@@ -624,25 +663,7 @@ __device__ __forceinline__ void attn_merge_nodes(const float4 *src_o, const floa
                 a[j].w += w * v[u][j].w;
             }
     }
-#pragma unroll
-    for (int j = 0; j < ATTN_MJ; j++) {
-        const int e = tid + j * ATTN_NT;
-        if (e >= ATTN_ME)
-            continue;
-        const int r = e / (HEAD_DIM / 4), c4 = e % (HEAD_DIM / 4);
-        if (root) {
-            const float inv = sL[r] > 0.f ? 1.f / sL[r] : 0.f;
-            T *dst = out + (size_t)r * HEAD_DIM + c4 * 4;
-            *reinterpret_cast<T2 *>(dst) = from_f32x2(make_float2(a[j].x * inv, a[j].y * inv));
-            *reinterpret_cast<T2 *>(dst + 2) = from_f32x2(make_float2(a[j].z * inv, a[j].w * inv));
-        } else {
-            dst_o[e] = a[j];
-            if (c4 == 0) {
-                dst_ml[r * 2] = sM[r];
-                dst_ml[r * 2 + 1] = sL[r];
-            }
-        }
-    }
+    attn_merge_store(a, sM, sL, root, out, dst_o, dst_ml);
 }
 
 #if ASYNC
@@ -658,8 +679,8 @@ __device__ __forceinline__ void attn_merge_nodes_staged(const float4 *src_o, con
                                                         T *out, float4 *dst_o, float *dst_ml,
                                                         float4 *stage, int cap)
 {
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    float *sSum = sW + GROUP * fan, *sM = sSum + GROUP * fan, *sL = sM + GROUP;
+    const int tid = threadIdx.x;
+    const float *sM = sW + 2 * GROUP * fan, *sL = sM + GROUP;
     auto request = [&](int c0) { // partials c0 .. c0 + cap - 1 into the stage; one commit group
         const int n = min(cap, nc - c0) * ATTN_ME;
         const float4 *src = src_o + (size_t)c0 * ATTN_ME;
@@ -669,28 +690,7 @@ __device__ __forceinline__ void attn_merge_nodes_staged(const float4 *src_o, con
         attn_commit();
     };
     request(0);
-    for (int r = warp; r < GROUP; r += ATTN_NT / 32) {
-        float M = -ATTN_INF;
-        for (int c = lane; c < nc; c += 32) {
-            const float2 ml = __ldcg(reinterpret_cast<const float2 *>(src_ml) + (size_t)c * GROUP + r);
-            sW[r * fan + c] = ml.x;
-            sSum[r * fan + c] = ml.y;
-            M = fmaxf(M, ml.x);
-        }
-        M = warp_max(M);
-        float L = 0.f;
-        for (int c = lane; c < nc; c += 32) {
-            const float m = sW[r * fan + c];
-            const float w = m == -ATTN_INF ? 0.f : __expf(m - M);
-            L += w * sSum[r * fan + c];
-            sW[r * fan + c] = w;
-        }
-        L = warp_sum(L);
-        if (lane == 0) {
-            sM[r] = M;
-            sL[r] = L;
-        }
-    }
+    attn_merge_weights(src_ml, nc, fan, sW);
     float4 a[ATTN_MJ];
 #pragma unroll
     for (int j = 0; j < ATTN_MJ; j++)
@@ -717,25 +717,7 @@ __device__ __forceinline__ void attn_merge_nodes_staged(const float4 *src_o, con
                 a[j].w += w * v.w;
             }
     }
-#pragma unroll
-    for (int j = 0; j < ATTN_MJ; j++) {
-        const int e = tid + j * ATTN_NT;
-        if (e >= ATTN_ME)
-            continue;
-        const int r = e / (HEAD_DIM / 4), c4 = e % (HEAD_DIM / 4);
-        if (root) {
-            const float inv = sL[r] > 0.f ? 1.f / sL[r] : 0.f;
-            T *dst = out + (size_t)r * HEAD_DIM + c4 * 4;
-            *reinterpret_cast<T2 *>(dst) = from_f32x2(make_float2(a[j].x * inv, a[j].y * inv));
-            *reinterpret_cast<T2 *>(dst + 2) = from_f32x2(make_float2(a[j].z * inv, a[j].w * inv));
-        } else {
-            dst_o[e] = a[j];
-            if (c4 == 0) {
-                dst_ml[r * 2] = sM[r];
-                dst_ml[r * 2 + 1] = sL[r];
-            }
-        }
-    }
+    attn_merge_store(a, sM, sL, root, out, dst_o, dst_ml);
 }
 #endif
 
