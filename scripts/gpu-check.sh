@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu-check.sh — on the GPU machine: build, run every GPU test, then the benchmarks; logs go to
 # $OUT (ctest.txt, bench.txt, model.txt, ...) and a short summary is printed last.
-#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|experimental|experimental-attn|attn-wg|wgmma|boot|decode-scale|decode-wg|decode-merge|all] [ctest -R regex]
+#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|experimental|experimental-attn|attn-wg|wgmma|boot|decode-scale|decode-wg|decode-merge|decode-linear|all] [ctest -R regex]
 # quick: the GPU tests with the long scripts in their smoke subsets (MATMUL_QUICK, W4A16_QUICK,
 # ATTN_QUICK), fitting one 10-minute device call; model: Gemma 4 E2B decode and prefill figures
 # with the same-run comparisons (PDL off, gating kernels, each place of the seams, q prepared
@@ -232,6 +232,47 @@ if [[ $what == decode-merge ]]; then
   bench_attention "$M" attention_decode /tmp/dm-new.sqlite 90 "${dm_shapes[@]}"
   timeout 200 bash scripts/probe/timeline.sh >/dev/null 2>&1
   summary+=("decode-merge: $(grep -c '^rc=0' "$M") of 4 verify-all runs passed; figures in decode-merge.txt")
+fi
+if [[ $what == decode-linear ]]; then
+  # the cluster merge on a full layer's linear cache (session 15): every decode survivor verified
+  # at three shapes, the full layer's short and long tuned lengths benched with the working
+  # tree's templates and probe-variants/base's, then the preset tuned and the E2B decode benched
+  # with both (base: its own attention_decode winners, the rest shared), with a kernel profile
+  D="$OUT/decode-linear.txt"
+  : >"$D"
+  "$T" bench copy >>"$D" 2>&1
+  verify_all "$D" attention_decode /tmp/dl-verify.sqlite \
+    "kv_len=1024,head_dim=512,heads=8,kv_heads=1,window=0,batch=1 bf16" \
+    "kv_len=700,head_dim=256,heads=8,kv_heads=2,window=0,batch=3 fp16" \
+    "kv_len=512,head_dim=256,heads=8,kv_heads=1,window=512,batch=1 bf16"
+  dl_shapes=(kv_len=1024,head_dim=512,heads=8,kv_heads=1,window=0,batch=1,prep=0
+             kv_len=4096,head_dim=512,heads=8,kv_heads=1,window=0,batch=1,prep=0)
+  for rep in base new; do
+    echo "== $rep" >>"$D"
+    if [[ $rep == base ]]; then
+      [[ -d probe-variants/base/templates ]] || continue
+      export TAILOR_TEMPLATE_PATH=$PWD/probe-variants/base/templates
+    else
+      unset TAILOR_TEMPLATE_PATH
+    fi
+    bench_attention "$D" attention_decode /tmp/dl-$rep.sqlite 90 "${dl_shapes[@]}"
+  done
+  unset TAILOR_TEMPLATE_PATH
+  echo "== tune --preset gemma-4-e2b" >>"$D"
+  { time timeout ${DL_TUNE_S:-280} "$T" tune --preset gemma-4-e2b --cache /tmp/dl-model.sqlite \
+      2>&1 | tail -3; } >>"$D" 2>&1
+  B="$T bench model --preset gemma-4-e2b --cache /tmp/dl-model.sqlite --prompt-len 512 --decode 128"
+  for run in "new" "new --quantize w4a16 --quantize-head" "base" "new --profile" "base --profile"; do
+    echo "== bench model $run" >>"$D"
+    if [[ ${run%% *} == base ]]; then
+      [[ -d probe-variants/base/templates ]] || continue
+      export TAILOR_TEMPLATE_PATH=$PWD/probe-variants/base/templates
+    fi
+    flags=${run#new}
+    timeout 120 $B ${flags#base} 2>&1 | grep -vE '^tailor: (tuning|gemma4 gpu)' | grep -v '^ *[0-9.]* *0\.[0-4]%' >>"$D"
+    unset TAILOR_TEMPLATE_PATH
+  done
+  summary+=("decode-linear: $(grep -c '^rc=0' "$D") of 3 verify-all runs passed; figures in decode-linear.txt")
 fi
 if [[ $what == attn ]]; then
   A="$OUT/attn.txt"

@@ -10,23 +10,35 @@ local function small_bn(device) return device.smem_optin >= 100000 and 32 or 16 
 local function wm(shape) return (tailor.attn_group(shape) + 15) // 16 end
 local chunk_of, nsplit_of = tailor.attn_chunk, tailor.attn_nsplit
 
+-- With CLUSTER = 1 the launch has exactly SPLITS blocks per (sequence, KV head): the cluster size
+-- is compiled in, so it cannot follow the cache length the way the workspace merge's block count
+-- does; the chunk still covers all slots (attn_chunk) and the live split re-splits the filled
+-- ones over the SPLITS blocks, so a linear cache tuned at one length runs any other.
 -- The one split tried with CLUSTER = 1 (pruning only): the most blocks per (sequence, KV head),
--- 2 to 8, that a split target gives while the launch stays one wave of a block per SM (the
--- latency-bound decode the cluster merge is for). The cluster merge is spread over all blocks,
--- so unlike the last-block merge it does not slow down with more of them, and fewer blocks
--- would only stream more keys each. Returns the block count (nil if none) and the reason.
+-- 2 to 8, among the split targets that fill all their blocks at the tuned length (attn_nsplit)
+-- while the launch stays one wave of a block per SM (the latency-bound decode the cluster merge
+-- is for). The cluster merge is spread over all blocks, so unlike the last-block merge it does
+-- not slow down with more of them, and fewer blocks would only stream more keys each. Returns
+-- the block count (nil if none) and the reason.
 local function cluster_blocks(p, shape, device)
   local pairs, sms, best = shape.batch * shape.kv_heads, tailor.sms(device), nil
   for _, t in ipairs(tailor.attn_split_targets(shape, device)) do
-    local x = nsplit_of(t, p.BN, shape)
-    if x >= 2 and x <= 8 and pairs * x <= sms and (not best or x > best) then best = x end
+    if t >= 2 and t <= 8 and nsplit_of(t, p.BN, shape) == t and pairs * t <= sms
+       and (not best or t > best) then
+      best = t
+    end
   end
   if not best then
-    return nil, string.format("no split gives 2 to 8 blocks within one wave (%d pairs, %d SMs)",
+    return nil, string.format("no split fills 2 to 8 blocks within one wave (%d pairs, %d SMs)",
                               pairs, sms)
   end
   return best, string.format("%d blocks is the split tried (the most within one wave: %d pairs, "
                              .. "%d SMs)", best, pairs, sms)
+end
+
+-- Blocks per (sequence, KV head): SPLITS itself with CLUSTER = 1, else what the split target gives.
+local function blocks(p, shape)
+  return p.CLUSTER == 1 and p.SPLITS or nsplit_of(p.SPLITS, p.BN, shape)
 end
 
 local function smem_bytes(p, shape)
@@ -54,12 +66,12 @@ return {
     CLUSTER = function(shape, dtype, device) return device.sm >= 90 and { 0, 1 } or { 0 } end,
   },
 
-  -- CLUSTER_X: the cluster's size, compiled in (__cluster_dims__) = the grid's x; only with
-  -- CLUSTER = 1, where it depends on the ring's window alone (see valid)
+  -- CLUSTER_X: the cluster's size, compiled in (__cluster_dims__) = the grid's x = SPLITS; only
+  -- with CLUSTER = 1
   defines = function(p, shape, dtype, device)
     return { HEAD_DIM = shape.head_dim, GROUP = tailor.attn_group(shape), WM = wm(shape), Q_REGS = 0,
              PREP = shape.prep,
-             CLUSTER_X = p.CLUSTER == 1 and nsplit_of(p.SPLITS, p.BN, shape) or nil }
+             CLUSTER_X = p.CLUSTER == 1 and p.SPLITS or nil }
   end,
 
   valid = function(p, shape, dtype, device, purpose)
@@ -82,8 +94,8 @@ return {
       return false, string.format("BN=%d exceeds the %d cache slots", p.BN, slots(shape))
     end
     -- Two targets rounding to the same block count would be the same launch twice.
-    local n = nsplit_of(p.SPLITS, p.BN, shape)
-    local rep = purpose ~= "launch" and tailor.attn_split_repeat(p, p.BN, shape, device)
+    local n = blocks(p, shape)
+    local rep = purpose ~= "launch" and p.CLUSTER ~= 1 and tailor.attn_split_repeat(p, p.BN, shape, device)
     if rep then return false, rep end
     -- The merge (attn_merge_nodes) keeps GROUP * (2 nsplit + 2) floats in the K/V tile area.
     local merge = 4 * tailor.attn_group(shape) * (2 * n + 2)
@@ -92,17 +104,9 @@ return {
       return false, string.format("merge weights %d B exceed the K/V tile area %d B", merge, area)
     end
     if p.CLUSTER == 1 then
-      -- the grid's x is compiled in as the cluster size: a linear cache's x follows kv_len
-      -- (a winner tuned at 4096 slots runs the model's max_tokens), a ring's only its window
-      if shape.window <= 0 then
-        return false, string.format("CLUSTER=1 on a linear cache (window=0): the block count "
-                                    .. "(%d at kv_len=%d) follows kv_len, the cluster size is "
-                                    .. "compiled in", n, shape.kv_len)
-      end
       if n < 2 or n > 8 then
         return false, string.format("CLUSTER=1 needs 2 to 8 blocks per (sequence, KV head) "
-                                    .. "(a portable cluster); SPLITS=%d BN=%d gives %d",
-                                    p.SPLITS, p.BN, n)
+                                    .. "(a portable cluster); SPLITS=%d", p.SPLITS)
       end
       if purpose ~= "launch" then
         local best, why = cluster_blocks(p, shape, device)
@@ -129,14 +133,14 @@ return {
   smem_static = function(p, shape, dtype, device) return 0 end,
   smem_dynamic = function(p, shape, dtype, device) return smem_bytes(p, shape) end,
   grid = function(p, shape, dtype, device)
-    return { nsplit_of(p.SPLITS, p.BN, shape), shape.kv_heads, shape.batch }
+    return { blocks(p, shape), shape.kv_heads, shape.batch }
   end,
 
   -- ws: partial outputs then (max, sum) per split; cnt: one arrival counter per (sequence, KV head).
   -- CLUSTER = 1 leaves both unused (the arguments stay the same; they cost one allocation).
   workspace = function(p, shape, dtype, device)
     local pairs = shape.batch * shape.kv_heads
-    local n = nsplit_of(p.SPLITS, p.BN, shape)
+    local n = blocks(p, shape)
     return { ws = 4 * pairs * n * tailor.attn_group(shape) * (shape.head_dim + 2), cnt = 4 * pairs }
   end,
 

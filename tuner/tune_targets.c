@@ -44,12 +44,12 @@ static tailor_status add(tailor_ctx *ctx, target_list *l, const char *op, const 
     return TAILOR_OK;
 }
 
-/* The kernels of one dry pass (quantize 0/1) into l. */
-static tailor_status add_pass(tailor_ctx *ctx, target_list *l, const tailor_gemma4_config *cfg,
-                              const tailor_gemma4 *m, int quantize)
+/* The kernels of one dry pass (quantize 0/1) of a model with max_tokens positions into l. */
+static tailor_status add_run(tailor_ctx *ctx, target_list *l, const tailor_gemma4_config *cfg,
+                             const tailor_gemma4 *m, int quantize, int max_tokens)
 {
     /* the quantized pass also lists the int4 LM head (--quantize-head) */
-    tailor_gemma4_gpu_opts o = {.max_tokens = TARGET_MAX_TOKENS, .quantize = quantize,
+    tailor_gemma4_gpu_opts o = {.max_tokens = max_tokens, .quantize = quantize,
                                 .quantize_head = quantize};
     tailor_gemma4_kernel_use *uses = NULL;
     int n = 0;
@@ -58,6 +58,16 @@ static tailor_status add_pass(tailor_ctx *ctx, target_list *l, const tailor_gemm
         st = add(ctx, l, uses[i].op, uses[i].shape);
     free(uses);
     return st;
+}
+
+/* Both kinds of run: a long one (every prefill chunk with history) and a short one, whose full
+ * layers' decode attention is tuned at TAILOR_GEMMA4_SHORT_CONTEXT (the rest is listed twice and
+ * kept once). */
+static tailor_status add_pass(tailor_ctx *ctx, target_list *l, const tailor_gemma4_config *cfg,
+                              const tailor_gemma4 *m, int quantize)
+{
+    tailor_status st = add_run(ctx, l, cfg, m, quantize, TARGET_MAX_TOKENS);
+    return st ? st : add_run(ctx, l, cfg, m, quantize, TAILOR_GEMMA4_SHORT_CONTEXT);
 }
 
 static tailor_status load_config(tailor_ctx *ctx, const char *dir, tailor_gemma4_config *cfg)

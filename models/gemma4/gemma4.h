@@ -233,6 +233,10 @@ typedef struct tailor_gemma4_gpu_info {
     int chunk;
 } tailor_gemma4_gpu_info;
 
+/* A GPU model whose max_tokens is at most this tunes its full layers' decode attention at this
+ * cache length, a longer one at 4096: short runs get a kernel chosen for a few hundred keys. */
+#define TAILOR_GEMMA4_SHORT_CONTEXT 1024
+
 /* One kernel a GPU model runs: the op and the shape it is tuned at (the cache key's shape). */
 typedef struct tailor_gemma4_kernel_use {
     char op[64];

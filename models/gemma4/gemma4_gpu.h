@@ -39,9 +39,12 @@ typedef struct g4g_layer {
 
 #define G4G_MAX_ALLOCS 4096
 
-/* The cache length full layers' decode attention is tuned at, whatever max_tokens is (the split
- * count follows the actual length at launch). */
+/* The cache length full layers' kernels are tuned at, whatever max_tokens is (the split count
+ * follows the actual length at launch). Their decode attention is tuned at G4G_DECODE_KV_SHORT
+ * when max_tokens fits it (a latency-bound launch of a few hundred keys, where the cluster merge
+ * of few blocks wins; tailor run's default and most chats), else at G4G_DECODE_KV. */
 #define G4G_DECODE_KV 4096
+#define G4G_DECODE_KV_SHORT TAILOR_GEMMA4_SHORT_CONTEXT
 
 struct tailor_gemma4_gpu {
     tailor_gpu *gpu;

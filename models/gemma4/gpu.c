@@ -376,6 +376,15 @@ static long long tuned_slots(const tailor_gemma4_gpu *g, int i)
     return g->cfg.layer[i].full ? G4G_DECODE_KV : g->layers[i].slots;
 }
 
+/* The cache slots layer i's decode attention is tuned at: as tuned_slots, but a full layer's
+ * cache of at most G4G_DECODE_KV_SHORT slots is tuned at that length. */
+static long long attention_tuned_slots(const tailor_gemma4_gpu *g, int i)
+{
+    if (g->cfg.layer[i].full && g->max_tokens <= G4G_DECODE_KV_SHORT)
+        return G4G_DECODE_KV_SHORT;
+    return tuned_slots(g, i);
+}
+
 /* History rows a prefill chunk at p0 attends to on layer i's cache. */
 static int hist_rows(const tailor_gemma4_gpu *g, int i, int p0)
 {
@@ -489,12 +498,12 @@ static tailor_status attend(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int T,
     tailor_shape t = s;
     if (decode) {
         /* a ring of W slots, or the linear cache of the model's max_tokens: tuned at W, or at
-         * G4G_DECODE_KV whatever max_tokens is */
+         * one of two lengths whatever max_tokens is (attention_tuned_slots) */
         g4g_put(&s, "kv_len", S->slots);
         g4g_put(&s, "batch", 1);
         g4g_put(&s, "prep", raw_q ? 1 : 0);
         t = s;
-        g4g_put(&t, "kv_len", tuned_slots(g, ly->kv_source));
+        g4g_put(&t, "kv_len", attention_tuned_slots(g, ly->kv_source));
         const g4g_layer *L = &g->layers[i];
         tailor_binding b[] = {{"q", raw_q ? raw_q : g->qb}, {"k_cache", S->kc},
                               {"v_cache", S->vc},           {"positions", S->positions},
