@@ -206,8 +206,8 @@ if [[ $what == fused-bench ]]; then
   summary+=("fused-bench: $(grep -c '^decode' "$G") decode figures in fused-bench.txt")
 fi
 if [[ $what == decode-merge ]]; then
-  # the decode merge tree with its partials staged in shared memory (session 14): every decode
-  # survivor verified at four shapes (the E2B ring among them), the long caches benched with the
+  # the decode merge tree with its partials staged in shared memory (session 14) and its root
+  # spread (session 15): every decode survivor verified at four shapes, the caches benched with the
   # working tree's templates and with probe-variants/base's (scripts/probe/base_templates.sh)
   # in the same run, then the per-block timeline (scripts/probe/timeline.sh; decode-merge.txt)
   M="$OUT/decode-merge.txt"
@@ -217,7 +217,7 @@ if [[ $what == decode-merge ]]; then
     "kv_len=32768,head_dim=512,heads=8,kv_heads=1,window=0,batch=1 bf16" \
     "kv_len=5000,head_dim=512,heads=8,kv_heads=2,window=0,batch=3 fp16" \
     "kv_len=4096,head_dim=256,heads=4,kv_heads=1,window=3000,batch=2 bf16" \
-    "kv_len=640,head_dim=256,heads=8,kv_heads=1,window=512,batch=1 bf16"
+    "kv_len=8192,head_dim=256,heads=8,kv_heads=1,window=0,batch=1 fp16"
   dm_shapes=(kv_len=8192,head_dim=256,heads=8,kv_heads=1,window=0,batch=1
              kv_len=32768,head_dim=256,heads=8,kv_heads=1,window=0,batch=1
              kv_len=32768,head_dim=512,heads=8,kv_heads=1,window=0,batch=1

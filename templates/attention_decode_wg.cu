@@ -25,12 +25,19 @@
 // its tree leaf, or straight to `out` when one block covers the live slots.
 // Dynamic shared memory (1024-aligned): sQ [8 x HEAD_DIM], STAGES x (sK, sV [BN x HEAD_DIM]),
 // sPt [8 x 64], then int sPos [STAGES x BN], float sMax [4 x 8], float sSum [4 x 8], int sFlag;
-// the merge weights reuse sPt and sPos, the staged partials of the merge the K/V area. Sizes in attention_decode_wg.lua.
-// Defines: HEAD_DIM (256, 512), GROUP (<= 8), BN (32, 64), STAGES (>= 2), and for attn_mma.cuh's
+// the merge weights reuse sPt and sPos (with SPREAD, sQ), the staged partials of the merge the K/V area. Sizes in attention_decode_wg.lua.
+// SPREAD = 1: the merge is attn_merge_spread (level-1 groups of `fan` leaves, the root spread
+// over their mergers; cnt's last two per pair are the root's arrival and leaving counters), else
+// attn_merge_tree.
+// Defines: HEAD_DIM (256, 512), GROUP (<= 8), BN (32, 64), STAGES (>= 2), SPREAD, and for attn_mma.cuh's
 // helpers WM = 1, WN = 4 (128 threads), MMA_K = 16, Q_REGS = 0, ASYNC = 1, PREP = 0.
 #include "attn_mma.cuh"
 #include "wgmma.cuh"
 #include "tailor_probe.cuh"
+
+#ifndef SPREAD
+#define SPREAD 0
+#endif
 
 #if ATTN_NT != 128 || PREP || !ASYNC
 #error "attention_decode_wg.cu: one warpgroup (WM = 1, WN = 4), prep = 0, cp.async"
@@ -294,8 +301,14 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
     // the merge tree (attn_mma.cuh): its weights in Pᵀ and the positions (contiguous, no longer
     // read; the tree's first barrier comes before any write), the children's partials staged in
     // the K/V area
+#if SPREAD // the root spread over the level-1 mergers; its weights (up to 32 a row) in Q's tile
+    attn_merge_spread(reinterpret_cast<float4 *>(wso), wsml, cnt + (size_t)pair * ncnt, ncnt, nact,
+                      split, fan, reinterpret_cast<float *>(sQ), sFlag, ob,
+                      reinterpret_cast<float4 *>(sK), STAGES * 2 * KBYTES / (ATTN_ME * 16));
+#else
     attn_merge_tree(reinterpret_cast<float4 *>(wso), wsml, cnt + (size_t)pair * ncnt, nact, split,
                     fan, reinterpret_cast<float *>(sPt), sFlag, ob, reinterpret_cast<float4 *>(sK),
                     STAGES * 2 * KBYTES / (ATTN_ME * 16));
+#endif
     TAILOR_PROBE_EMIT();
 }

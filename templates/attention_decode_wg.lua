@@ -2,7 +2,7 @@
 -- "attention_decode"; shape keys kv_len, head_dim, heads, kv_heads, window, batch, prep): decode
 -- on sm_90a warpgroup MMAs with the scores transposed (the GROUP <= 8 query heads are the wgmma's
 -- N), one warpgroup a block streaming BN-key tiles STAGES deep, the splits merged by
--- attention_decode_wide's tree. For long caches: the issue-5 target of 70 % of the copy bandwidth
+-- attention_decode_wide's tree or (SPREAD = 1) with the root spread over the level-1 mergers. For long caches: the issue-5 target of 70 % of the copy bandwidth
 -- at 8k and more (docs/perf/attention.md, v6). Verified on the H200 (tune --verify-all at three
 -- shapes, session 13); wins 32k hd512 (32.8 against wide's 37.6 us), loses 8k hd256 (14.5
 -- against 11.8 us).
@@ -30,6 +30,32 @@ end
 
 local QWAVES = { 4, 8 }
 
+-- The merge for n blocks a (sequence, KV head). SPREAD = 0: attn_merge_tree, fan the smallest
+-- with fan^2 >= n. SPREAD = 1: attn_merge_spread, level-1 groups of fan >= 4 leaves whose pn
+-- mergers then share the root: pn at most 32 and at most half the SMs over all pairs (at most
+-- pn - 1 blocks a pair wait for the others, so every block not yet resident still finds an SM).
+-- Returns fan, the stored nodes, the counters and the merge weights' stride, or nil and why.
+local function merge_plan(p, n, shape, device)
+  if p.SPREAD == 1 then
+    local pairs = shape.batch * shape.kv_heads
+    local pnmax = math.min(32, tailor.sms(device) // (2 * pairs))
+    if pnmax < 2 then
+      return nil, string.format("SPREAD=1: %d pairs leave fewer than 2 root mergers within half "
+                                .. "of %d SMs", pairs, tailor.sms(device))
+    end
+    local f = math.max(4, (n + pnmax - 1) // pnmax)
+    local pn = (n + f - 1) // f
+    if pn < 2 then
+      return nil, string.format("SPREAD=1: %d blocks make one level-1 node (fan %d): no root to "
+                                .. "spread", n, f)
+    end
+    return { fan = f, nodes = n + pn, cnts = pn + 2, wstride = math.max(f, pn) }
+  end
+  local f = tailor.attn_tree_fan(n)
+  local nodes, cnts = tailor.attn_tree_sizes(n, f)
+  return { fan = f, nodes = nodes, cnts = cnts, wstride = f }
+end
+
 return {
   op = "attention_decode",
   source = "attention_decode_wg.cu",
@@ -39,6 +65,7 @@ return {
     BN = { 32, 64 },
     STAGES = { 2, 3 },
     QWAVES = QWAVES,
+    SPREAD = { 0, 1 },
   },
 
   -- attn_mma.cuh's helpers (live split, merge) see one warpgroup: WM = 1, WN = 4
@@ -62,15 +89,21 @@ return {
       return false, string.format("%d cache slots < 2048: a long-cache template", slots(shape))
     end
     local n = nsplit_for(p.QWAVES, p, shape, device)
-    -- the merge's weights go in Pt and the positions, its staged partials in the K/V area
-    local merge = 4 * group * (2 * tailor.attn_tree_fan(n) + 2) -- attn_merge_nodes' weights
-    local room = 1024 + 4 * p.STAGES * p.BN
+    local plan, pwhy = merge_plan(p, n, shape, device)
+    if not plan then return false, pwhy end
+    -- the merge's weights go in Pt and the positions (SPREAD = 1: in Q's tile), its staged
+    -- partials in the K/V area
+    local merge = 4 * group * (2 * plan.wstride + 2) -- attn_merge_weights' layout
+    local room, where = 1024 + 4 * p.STAGES * p.BN, "Pt and the positions"
+    if p.SPREAD == 1 then room, where = 16 * shape.head_dim, "Q's tile" end
     if merge > room then
-      return false, string.format("merge weights %d B exceed Pt and the positions, %d B", merge, room)
+      return false, string.format("merge weights %d B exceed %s, %d B", merge, where, room)
     end
+    -- the staged merge needs one partial of room, the spread root's slice two
     local partial = 16 * ((group * shape.head_dim + 3) // 4)
-    if partial > p.STAGES * 2 * p.BN * shape.head_dim * 2 then
-      return false, string.format("a partial of %d B does not fit the K/V area", partial)
+    local need = p.SPREAD == 1 and 2 or 1
+    if need * partial > p.STAGES * 2 * p.BN * shape.head_dim * 2 then
+      return false, string.format("%d partial(s) of %d B do not fit the K/V area", need, partial)
     end
     if purpose ~= "launch" and QWAVES[1] < p.QWAVES and
        nsplit_for(QWAVES[1], p, shape, device) == n then
@@ -89,21 +122,20 @@ return {
     return { nsplit_for(p.QWAVES, p, shape, device), shape.kv_heads, shape.batch }
   end,
 
-  -- ws: tree node outputs then (max, sum); cnt: one arrival counter per node above the leaves
+  -- ws: tree node outputs then (max, sum); cnt: the merge's counters (merge_plan)
   workspace = function(p, shape, dtype, device)
     local pairs = shape.batch * shape.kv_heads
-    local n = nsplit_for(p.QWAVES, p, shape, device)
-    local nodes, cnts = tailor.attn_tree_sizes(n, tailor.attn_tree_fan(n))
-    return { ws = 4 * pairs * nodes * tailor.attn_group(shape) * (shape.head_dim + 2),
-             cnt = 4 * pairs * cnts }
+    local plan = merge_plan(p, nsplit_for(p.QWAVES, p, shape, device), shape, device)
+    return { ws = 4 * pairs * plan.nodes * tailor.attn_group(shape) * (shape.head_dim + 2),
+             cnt = 4 * pairs * plan.cnts }
   end,
 
   args = function(p, shape, dtype, device)
     local n = nsplit_for(p.QWAVES, p, shape, device)
-    local f = tailor.attn_tree_fan(n)
-    local nodes, cnts = tailor.attn_tree_sizes(n, f)
+    local plan = merge_plan(p, n, shape, device)
     return { "out", "q", "k_cache", "v_cache", "positions", "qpos", "ws", "cnt",
              { i32 = "heads" }, { i32 = "kv_heads" }, { i32 = slots(shape) }, { i32 = "window" },
-             { i32 = chunk_of(n, p, shape) }, { i32 = f }, { i32 = nodes }, { i32 = cnts } }
+             { i32 = chunk_of(n, p, shape) }, { i32 = plan.fan }, { i32 = plan.nodes },
+             { i32 = plan.cnts } }
   end,
 }

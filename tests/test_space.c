@@ -440,7 +440,7 @@ static void test_stride_and_prep_launch(tailor_ctx *ctx)
 static void test_decode_wg_launch(tailor_ctx *ctx)
 {
     char got[600];
-    const char *cfg = "{\"BN\":32,\"QWAVES\":4,\"STAGES\":3}";
+    const char *cfg = "{\"BN\":32,\"QWAVES\":4,\"SPREAD\":0,\"STAGES\":3}";
     launch_text(ctx, "attention_decode_wg", cfg,
                 "kv_len=32768,head_dim=512,heads=8,kv_heads=1,window=0,batch=1", got, sizeof got);
     CHECKF(strcmp(got, "128 0 128 | out q k_cache v_cache positions qpos ws cnt i:8 i:1 i:32768 "
@@ -453,6 +453,23 @@ static void test_decode_wg_launch(tailor_ctx *ctx)
                  "kv_len=512,head_dim=256,heads=8,kv_heads=1,window=512,batch=1", 0, 0);
     expect_valid(ctx, "attention_decode_wg", cfg,
                  "kv_len=512,head_dim=256,heads=8,kv_heads=1,window=512,batch=1", 1, 1);
+    /* SPREAD = 1: level-1 groups of 4 leaves, whose 32 mergers share the root (at most 32, and
+     * half the SMs over all pairs): 160 nodes (128 leaves, 32 level-1), 34 counters (32 groups,
+     * the root's arrivals and leavers); refused where the pairs leave no two mergers, and where a
+     * short split makes one level-1 node */
+    const char *spread = "{\"BN\":32,\"QWAVES\":4,\"SPREAD\":1,\"STAGES\":3}";
+    launch_text(ctx, "attention_decode_wg", spread,
+                "kv_len=32768,head_dim=512,heads=8,kv_heads=1,window=0,batch=1", got, sizeof got);
+    CHECKF(strstr(got, " i:256 i:4 i:160 i:34") != NULL, "attention_decode_wg SPREAD=1: %s", got);
+    tailor_launch l;
+    if (evaluate(ctx, "attention_decode_wg", spread,
+                 "kv_len=32768,head_dim=256,heads=80,kv_heads=40,window=0,batch=1", 1, &l))
+        CHECKF(!l.valid && strstr(l.invalid_reason, "SPREAD=1: 40 pairs leave fewer than 2 root "
+                                  "mergers within half of 132 SMs"), "%s", l.invalid_reason);
+    if (evaluate(ctx, "attention_decode_wg", spread,
+                 "kv_len=96,head_dim=256,heads=8,kv_heads=1,window=0,batch=1", 1, &l))
+        CHECKF(!l.valid && strstr(l.invalid_reason, "SPREAD=1: 3 blocks make one level-1 node"),
+               "%s", l.invalid_reason);
 }
 
 /* The value of define `name` in a launch (parameters and the space's defines), or -1. */

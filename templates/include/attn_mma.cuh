@@ -774,6 +774,110 @@ __device__ __forceinline__ void attn_merge_tree(float4 *wso, float *wsml, unsign
         idx = parent;
     }
 }
+
+#if ASYNC
+// A 32-bit load from global memory with acquire semantics at GPU scope (the spin of
+// attn_merge_spread: what the releasing block wrote before its fence and atomic is visible after).
+__device__ __forceinline__ unsigned attn_ld_acquire(const unsigned *p)
+{
+    unsigned v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+// Decode's merge with the root spread over the level-1 mergers (two levels; sm_80+). The nact
+// leaves (this block's partial is leaf `split`, written before the call) are merged by groups of
+// `fan` into pn = ceil(nact / fan) level-1 nodes (wso/wsml [nact + j], by the last child of group
+// j to arrive, as attn_merge_tree does); then, instead of a last-arriver merging all pn nodes on
+// one SM while the others idle, each level-1 merger arrives at the pair's root counter, waits
+// until all pn nodes are in, and merges slice j of the GROUP x HEAD_DIM outputs over the pn
+// nodes (every node's piece of the slice staged with cp.async at once) into out. Counters pc:
+// [0, pn) the groups', pc[ncnt - 2] the root arrivals, pc[ncnt - 1] the leavers (the last one
+// puts both back to 0). At most pn - 1 blocks of a pair wait, each of them running and done with
+// its keys; the space keeps pairs * pn to half the SMs, so blocks not yet resident always find
+// an SM (the next kernel's blocks launch only once every block of this grid has run). sW: the
+// merge weights, GROUP * (2 * wstride + 2) floats with wstride = max(fan, ncnt - 2) >= pn;
+// stage: room for `cap` >= 2 partials (a slice of pn nodes is at most ATTN_ME + pn float4).
+// With one level-1 node (pn == 1) it is the root: attn_merge_tree's plain merge. Every thread of
+// the block calls it.
+__device__ __forceinline__ void attn_merge_spread(float4 *wso, float *wsml, unsigned *pc, int ncnt,
+                                                  int nact, int split, int fan, float *sW,
+                                                  int *sFlag, T *out, float4 *stage, int cap)
+{
+    const int tid = threadIdx.x, wstride = max(fan, ncnt - 2);
+    const int pn = (nact + fan - 1) / fan, j = split / fan;
+    if (pn == 1) {
+        attn_merge_tree(wso, wsml, pc, nact, split, wstride, sW, sFlag, out, stage, cap);
+        return;
+    }
+    const int c0 = j * fan, nc = min(fan, nact - c0);
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) {
+        const unsigned ticket = atomicAdd(pc + j, 1u);
+        const int last = ticket == (unsigned)nc - 1u;
+        if (last)
+            pc[j] = 0u;
+        *sFlag = last;
+    }
+    __syncthreads();
+    if (!*sFlag)
+        return;
+    __threadfence();
+    attn_merge_nodes_staged(wso + (size_t)c0 * ATTN_ME, wsml + (size_t)c0 * GROUP * 2, nc, wstride,
+                            sW, false, out, wso + (size_t)(nact + j) * ATTN_ME,
+                            wsml + (size_t)(nact + j) * GROUP * 2, stage, cap);
+
+    // Node j is in: arrive, and wait for the other level-1 nodes.
+    unsigned *arrive = pc + ncnt - 2, *leave = pc + ncnt - 1;
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) {
+        atomicAdd(arrive, 1u);
+        while (attn_ld_acquire(arrive) < (unsigned)pn)
+            __nanosleep(32);
+    }
+    __syncthreads();
+    __threadfence();
+
+    // Slice j of the root: outputs [e0, e1) of every node, staged together, weighed, normalised.
+    const int slen = (ATTN_ME + pn - 1) / pn, e0 = j * slen, e1 = min(ATTN_ME, e0 + slen);
+    const float4 *nodes = wso + (size_t)nact * ATTN_ME;
+    for (int i = tid; i < pn * slen; i += ATTN_NT) {
+        const int c = i / slen, e = e0 + i % slen;
+        if (e < e1)
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(attn_smem_addr(stage + i)),
+                         "l"(nodes + (size_t)c * ATTN_ME + e));
+    }
+    attn_commit();
+    attn_merge_weights(wsml + (size_t)nact * GROUP * 2, pn, wstride, sW);
+    attn_wait<0>();
+    __syncthreads();
+    const float *sL = sW + 2 * GROUP * wstride + GROUP;
+    for (int e = e0 + tid; e < e1; e += ATTN_NT) {
+        const int r = e / (HEAD_DIM / 4), c4 = e % (HEAD_DIM / 4);
+        float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
+        for (int c = 0; c < pn; c++) {
+            const float w = sW[r * wstride + c];
+            const float4 v = stage[c * slen + (e - e0)];
+            a.x += w * v.x;
+            a.y += w * v.y;
+            a.z += w * v.z;
+            a.w += w * v.w;
+        }
+        const float inv = sL[r] > 0.f ? 1.f / sL[r] : 0.f;
+        T *dst = out + (size_t)r * HEAD_DIM + c4 * 4;
+        *reinterpret_cast<T2 *>(dst) = from_f32x2(make_float2(a.x * inv, a.y * inv));
+        *reinterpret_cast<T2 *>(dst + 2) = from_f32x2(make_float2(a.z * inv, a.w * inv));
+    }
+
+    // The last to leave puts the root's counters back (every block is past its wait by then).
+    if (tid == 0 && atomicAdd(leave, 1u) == (unsigned)pn - 1u) {
+        *arrive = 0u;
+        *leave = 0u;
+    }
+}
+#endif
 #endif
 
 // After the last tile: full row sums (quad, then across the WN warps through sMax). Every thread
