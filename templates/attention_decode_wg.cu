@@ -27,8 +27,9 @@
 // sPt [8 x 64], then int sPos [STAGES x BN], float sMax [4 x 8], float sSum [4 x 8], int sFlag;
 // the merge weights reuse sPt and sPos (with SPREAD, sQ), the staged partials of the merge the K/V area. Sizes in attention_decode_wg.lua.
 // SPREAD = 1: the merge is attn_merge_spread (level-1 groups of `fan` leaves, the root spread
-// over their mergers; cnt's last two per pair are the root's arrival and leaving counters), else
-// attn_merge_tree.
+// over their mergers; cnt's last two per pair are the root's arrival and leaving counters);
+// SPREAD = 2: attn_merge_flat (one level, a slice of the output on every live block; cnt: the
+// arrivals and the leavers per pair); else attn_merge_tree.
 // Defines: HEAD_DIM (256, 512), GROUP (<= 8), BN (32, 64), STAGES (>= 2), SPREAD, and for attn_mma.cuh's
 // helpers WM = 1, WN = 4 (128 threads), MMA_K = 16, Q_REGS = 0, ASYNC = 1, PREP = 0.
 #include "attn_mma.cuh"
@@ -301,7 +302,11 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
     // the merge tree (attn_mma.cuh): its weights in Pᵀ and the positions (contiguous, no longer
     // read; the tree's first barrier comes before any write), the children's partials staged in
     // the K/V area
-#if SPREAD // the root spread over the level-1 mergers; its weights (up to 32 a row) in Q's tile
+#if SPREAD == 2 // one level over every live block; its weights in Q's tile
+    attn_merge_flat(reinterpret_cast<const float4 *>(wso), wsml, cnt + (size_t)pair * ncnt, nact,
+                    split, reinterpret_cast<float *>(sQ), ob, reinterpret_cast<float4 *>(sK));
+    (void)fan;
+#elif SPREAD // the root spread over the level-1 mergers; its weights (up to 32 a row) in Q's tile
     attn_merge_spread(reinterpret_cast<float4 *>(wso), wsml, cnt + (size_t)pair * ncnt, ncnt, nact,
                       split, fan, reinterpret_cast<float *>(sQ), sFlag, ob,
                       reinterpret_cast<float4 *>(sK), STAGES * 2 * KBYTES / (ATTN_ME * 16));

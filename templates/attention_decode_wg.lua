@@ -2,7 +2,8 @@
 -- "attention_decode"; shape keys kv_len, head_dim, heads, kv_heads, window, batch, prep): decode
 -- on sm_90a warpgroup MMAs with the scores transposed (the GROUP <= 8 query heads are the wgmma's
 -- N), one warpgroup a block streaming BN-key tiles STAGES deep, the splits merged by
--- attention_decode_wide's tree or (SPREAD = 1) with the root spread over the level-1 mergers. For long caches: the issue-5 target of 70 % of the copy bandwidth
+-- attention_decode_wide's tree, with the root spread over the level-1 mergers (SPREAD = 1), or in
+-- one level spread over every block (SPREAD = 2). For long caches: the issue-5 target of 70 % of the copy bandwidth
 -- at 8k and more (docs/perf/attention.md, v6). Verified on the H200 (tune --verify-all at three
 -- shapes, session 13); wins 32k hd512 (32.8 against wide's 37.6 us), loses 8k hd256 (14.5
 -- against 11.8 us).
@@ -34,8 +35,20 @@ local QWAVES = { 4, 8 }
 -- with fan^2 >= n. SPREAD = 1: attn_merge_spread, level-1 groups of fan >= 4 leaves whose pn
 -- mergers then share the root: pn at most 32 and at most half the SMs over all pairs (at most
 -- pn - 1 blocks a pair wait for the others, so every block not yet resident still finds an SM).
--- Returns fan, the stored nodes, the counters and the merge weights' stride, or nil and why.
+-- SPREAD = 2: attn_merge_flat, one level: every live block waits for all the others and merges a
+-- slice of the output, so the whole grid must be resident at once (at most one block per SM).
+-- Returns fan, the stored nodes, the counters and the merge weights' stride (SPREAD = 2: the
+-- weights' floats and the stage's float4 instead), or nil and why.
 local function merge_plan(p, n, shape, device)
+  if p.SPREAD == 2 then
+    local pairs = shape.batch * shape.kv_heads
+    if pairs * n > tailor.sms(device) then
+      return nil, string.format("SPREAD=2: %d pairs x %d blocks exceed one wave of %d SMs (every "
+                                .. "block waits for the others)", pairs, n, tailor.sms(device))
+    end
+    return { fan = n, nodes = n, cnts = 2, wstride = 0,
+             flat_floats = 16 + 3 * (n + 1), flat_stage = tailor.attn_group(shape) * shape.head_dim // 4 + n }
+  end
   if p.SPREAD == 1 then
     local pairs = shape.batch * shape.kv_heads
     local pnmax = math.min(32, tailor.sms(device) // (2 * pairs))
@@ -65,7 +78,7 @@ return {
     BN = { 32, 64 },
     STAGES = { 2, 3 },
     QWAVES = QWAVES,
-    SPREAD = { 0, 1 },
+    SPREAD = { 0, 1, 2 },
   },
 
   -- attn_mma.cuh's helpers (live split, merge) see one warpgroup: WM = 1, WN = 4
@@ -93,17 +106,17 @@ return {
     if not plan then return false, pwhy end
     -- the merge's weights go in Pt and the positions (SPREAD = 1: in Q's tile), its staged
     -- partials in the K/V area
-    local merge = 4 * group * (2 * plan.wstride + 2) -- attn_merge_weights' layout
+    local merge = plan.flat_floats and 4 * plan.flat_floats or 4 * group * (2 * plan.wstride + 2)
     local room, where = 1024 + 4 * p.STAGES * p.BN, "Pt and the positions"
-    if p.SPREAD == 1 then room, where = 16 * shape.head_dim, "Q's tile" end
+    if p.SPREAD >= 1 then room, where = 16 * shape.head_dim, "Q's tile" end
     if merge > room then
       return false, string.format("merge weights %d B exceed %s, %d B", merge, where, room)
     end
     -- the staged merge needs one partial of room, the spread root's slice two
     local partial = 16 * ((group * shape.head_dim + 3) // 4)
-    local need = p.SPREAD == 1 and 2 or 1
-    if need * partial > p.STAGES * 2 * p.BN * shape.head_dim * 2 then
-      return false, string.format("%d partial(s) of %d B do not fit the K/V area", need, partial)
+    local need = p.SPREAD == 1 and 2 * partial or p.SPREAD == 2 and 16 * plan.flat_stage or partial
+    if need > p.STAGES * 2 * p.BN * shape.head_dim * 2 then
+      return false, string.format("the merge's stage of %d B does not fit the K/V area", need)
     end
     if purpose ~= "launch" and QWAVES[1] < p.QWAVES and
        nsplit_for(QWAVES[1], p, shape, device) == n then

@@ -470,6 +470,16 @@ static void test_decode_wg_launch(tailor_ctx *ctx)
                  "kv_len=96,head_dim=256,heads=8,kv_heads=1,window=0,batch=1", 1, &l))
         CHECKF(!l.valid && strstr(l.invalid_reason, "SPREAD=1: 3 blocks make one level-1 node"),
                "%s", l.invalid_reason);
+    /* SPREAD = 2: one level over the 128 leaves (two counters: arrivals, leavers), only where the
+     * whole grid is one wave: two quarter-waves too many (QWAVES = 8) are refused */
+    const char *flat = "{\"BN\":32,\"QWAVES\":4,\"SPREAD\":2,\"STAGES\":3}";
+    launch_text(ctx, "attention_decode_wg", flat,
+                "kv_len=32768,head_dim=512,heads=8,kv_heads=1,window=0,batch=1", got, sizeof got);
+    CHECKF(strstr(got, " i:256 i:128 i:128 i:2") != NULL, "attention_decode_wg SPREAD=2: %s", got);
+    if (evaluate(ctx, "attention_decode_wg", "{\"BN\":32,\"QWAVES\":8,\"SPREAD\":2,\"STAGES\":3}",
+                 "kv_len=32768,head_dim=512,heads=8,kv_heads=1,window=0,batch=1", 1, &l))
+        CHECKF(!l.valid && strstr(l.invalid_reason, "SPREAD=2: 1 pairs x 256 blocks exceed one "
+                                  "wave of 132 SMs"), "%s", l.invalid_reason);
 }
 
 /* The value of define `name` in a launch (parameters and the space's defines), or -1. */

@@ -13,10 +13,10 @@ L=$OUT/timeline.txt
 : >"$L"
 # case: name | BN STAGES QWAVES SPREAD | shape
 cases=(
-  "hd512-32k-bn32-s3|32 3 4 0|kv_len=32768,head_dim=512,heads=8,kv_heads=1,window=0,batch=1"
   "hd512-32k-bn32-s3-spread|32 3 4 1|kv_len=32768,head_dim=512,heads=8,kv_heads=1,window=0,batch=1"
-  "hd256-32k-bn64-s3-spread|64 3 4 1|kv_len=32768,head_dim=256,heads=8,kv_heads=1,window=0,batch=1"
-  "hd256-8k-bn64-s2-spread|64 2 4 1|kv_len=8192,head_dim=256,heads=8,kv_heads=1,window=0,batch=1"
+  "hd512-32k-bn32-s3-flat|32 3 4 2|kv_len=32768,head_dim=512,heads=8,kv_heads=1,window=0,batch=1"
+  "hd256-32k-bn64-s3-flat|64 3 4 2|kv_len=32768,head_dim=256,heads=8,kv_heads=1,window=0,batch=1"
+  "hd256-8k-bn64-s2-flat|64 2 4 2|kv_len=8192,head_dim=256,heads=8,kv_heads=1,window=0,batch=1"
 )
 off='  valid = function(p, shape, dtype, device, purpose) do return false, "timeline probe: off" end'
 for c in "${cases[@]}"; do
@@ -31,7 +31,7 @@ for c in "${cases[@]}"; do
   done
   w=$d/templates/attention_decode_wg.lua
   sed -i -e "s/^    BN = { 32, 64 },/    BN = { $bn },/" -e "s/^    STAGES = { 2, 3 },/    STAGES = { $st },/" \
-    -e "s/^    QWAVES = QWAVES,/    QWAVES = { $qw },/" -e "s/^    SPREAD = { 0, 1 },/    SPREAD = { $sp },/" -e "s/MMA_K = 16, Q_REGS = 0,/MMA_K = 16, PROBE = 20, Q_REGS = 0,/" "$w"
+    -e "s/^    QWAVES = QWAVES,/    QWAVES = { $qw },/" -e "s/^    SPREAD = { 0, 1, 2 },/    SPREAD = { $sp },/" -e "s/MMA_K = 16, Q_REGS = 0,/MMA_K = 16, PROBE = 20, Q_REGS = 0,/" "$w"
   echo "== $name: $shape (BN $bn STAGES $st QWAVES $qw SPREAD $sp)" >>"$L"
   TAILOR_TEMPLATE_PATH=$d/templates timeout 120 "$T" bench attention --op attention_decode \
     --shape "$shape" --cache "$d/cache.sqlite" >"$d/log.txt" 2>&1

@@ -878,6 +878,95 @@ __device__ __forceinline__ void attn_merge_spread(float4 *wso, float *wsml, unsi
     }
 }
 #endif
+
+#if ASYNC
+// Decode's merge in one level, spread over every live block (sm_80+; a grid of one wave only).
+// Each of the nact live blocks, after writing its partial (leaf `split`), arrives at the pair's
+// counter pc[0] and waits until all nact partials are in, then merges slice `split` of the GROUP
+// x HEAD_DIM outputs over all nact partials: the slice's pieces of every partial staged with
+// cp.async at once, the weights of the rows it touches computed from the nact (max, sum) pairs
+// (one warp a row), normalised, stored to out. After the last partial lands, the merge is one
+// fence and atomic, the wait's poll, and one L2 round trip on every SM at once, where a tree
+// chains a round trip of tickets and reads per level on one SM. Every live block waits, so the
+// space allows it only where the whole grid is resident at once (at most one block per SM over
+// all pairs): the next kernel's blocks launch only once every block of this grid has run.
+// pc[1] counts the leavers; the last one puts both back to 0. sW: (rows a slice touches) x
+// (nact + 1) floats, the rows at most min(GROUP, GROUP / nact + 2); stage: ATTN_ME + nact float4.
+// Every thread of the block calls it.
+__device__ __forceinline__ void attn_merge_flat(const float4 *wso, const float *wsml, unsigned *pc,
+                                                int nact, int split, float *sW, T *out,
+                                                float4 *stage)
+{
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    unsigned *arrive = pc, *leave = pc + 1;
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) {
+        atomicAdd(arrive, 1u);
+        while (attn_ld_acquire(arrive) < (unsigned)nact)
+            __nanosleep(20);
+    }
+    __syncthreads();
+    __threadfence();
+
+    constexpr int ROW4 = HEAD_DIM / 4; // float4 per output row
+    const int slen = (ATTN_ME + nact - 1) / nact, e0 = split * slen, e1 = min(ATTN_ME, e0 + slen);
+    if (e0 < e1) {
+        const int r0 = e0 / ROW4, nrows = (e1 - 1) / ROW4 - r0 + 1;
+        for (int i = tid; i < nact * slen; i += ATTN_NT) {
+            const int c = i / slen, e = e0 + i % slen;
+            if (e < e1)
+                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(attn_smem_addr(stage + i)),
+                             "l"(wso + (size_t)c * ATTN_ME + e));
+        }
+        attn_commit();
+        // sW: per touched row rr, nact weights, then (M, L) of every row after them
+        float *sML = sW + nrows * nact;
+        for (int rr = warp; rr < nrows; rr += ATTN_NT / 32) {
+            const int r = r0 + rr;
+            float M = -ATTN_INF;
+            for (int c = lane; c < nact; c += 32) {
+                const float m = __ldcg(wsml + ((size_t)c * GROUP + r) * 2);
+                sW[rr * nact + c] = m;
+                M = fmaxf(M, m);
+            }
+            M = warp_max(M);
+            float L = 0.f;
+            for (int c = lane; c < nact; c += 32) {
+                const float m = sW[rr * nact + c];
+                const float w = m == -ATTN_INF ? 0.f : __expf(m - M);
+                L += w * __ldcg(wsml + ((size_t)c * GROUP + r) * 2 + 1);
+                sW[rr * nact + c] = w;
+            }
+            L = warp_sum(L);
+            if (lane == 0)
+                sML[rr] = L;
+        }
+        attn_wait<0>();
+        __syncthreads();
+        for (int e = e0 + tid; e < e1; e += ATTN_NT) {
+            const int rr = e / ROW4 - r0, c4 = e % ROW4;
+            float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
+            for (int c = 0; c < nact; c++) {
+                const float w = sW[rr * nact + c];
+                const float4 v = stage[c * slen + (e - e0)];
+                a.x += w * v.x;
+                a.y += w * v.y;
+                a.z += w * v.z;
+                a.w += w * v.w;
+            }
+            const float inv = sML[rr] > 0.f ? 1.f / sML[rr] : 0.f;
+            T *dst = out + (size_t)(r0 + rr) * HEAD_DIM + c4 * 4;
+            *reinterpret_cast<T2 *>(dst) = from_f32x2(make_float2(a.x * inv, a.y * inv));
+            *reinterpret_cast<T2 *>(dst + 2) = from_f32x2(make_float2(a.z * inv, a.w * inv));
+        }
+    }
+    if (tid == 0 && atomicAdd(leave, 1u) == (unsigned)nact - 1u) {
+        *arrive = 0u;
+        *leave = 0u;
+    }
+}
+#endif
 #endif
 
 // After the last tile: full row sums (quad, then across the WN warps through sMax). Every thread
