@@ -47,7 +47,7 @@ local function merge_plan(p, n, shape, device)
                                 .. "block waits for the others)", pairs, n, tailor.sms(device))
     end
     return { fan = n, nodes = n, cnts = 2, wstride = 0,
-             flat_floats = 16 + 3 * (n + 1), flat_stage = tailor.attn_group(shape) * shape.head_dim // 4 + n }
+             flat_floats = 2 * (16 + 3 * (n + 1)), flat_stage = tailor.attn_group(shape) * shape.head_dim // 4 + n }
   end
   if p.SPREAD == 1 then
     local pairs = shape.batch * shape.kv_heads

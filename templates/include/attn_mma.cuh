@@ -891,7 +891,7 @@ __device__ __forceinline__ void attn_merge_spread(float4 *wso, float *wsml, unsi
 // space allows it only where the whole grid is resident at once (at most one block per SM over
 // all pairs): the next kernel's blocks launch only once every block of this grid has run.
 // pc[1] counts the leavers; the last one puts both back to 0. sW: (rows a slice touches) x
-// (nact + 1) floats, the rows at most min(GROUP, GROUP / nact + 2); stage: ATTN_ME + nact float4.
+// (2 nact + 1) floats, the rows at most min(GROUP, GROUP / nact + 2); stage: ATTN_ME + nact float4.
 // Every thread of the block calls it.
 __device__ __forceinline__ void attn_merge_flat(const float4 *wso, const float *wsml, unsigned *pc,
                                                 int nact, int split, float *sW, T *out,
@@ -920,22 +920,24 @@ __device__ __forceinline__ void attn_merge_flat(const float4 *wso, const float *
                              "l"(wso + (size_t)c * ATTN_ME + e));
         }
         attn_commit();
-        // sW: per touched row rr, nact weights, then (M, L) of every row after them
-        float *sML = sW + nrows * nact;
+        // sW: per touched row rr, nact weights, then each row's weighed sum L, then the nact
+        // sums of every row (the (max, sum) pairs come in one round trip)
+        float *sML = sW + nrows * nact, *sSum = sML + nrows;
         for (int rr = warp; rr < nrows; rr += ATTN_NT / 32) {
             const int r = r0 + rr;
             float M = -ATTN_INF;
             for (int c = lane; c < nact; c += 32) {
-                const float m = __ldcg(wsml + ((size_t)c * GROUP + r) * 2);
-                sW[rr * nact + c] = m;
-                M = fmaxf(M, m);
+                const float2 ml = __ldcg(reinterpret_cast<const float2 *>(wsml) + (size_t)c * GROUP + r);
+                sW[rr * nact + c] = ml.x;
+                sSum[rr * nact + c] = ml.y;
+                M = fmaxf(M, ml.x);
             }
             M = warp_max(M);
             float L = 0.f;
             for (int c = lane; c < nact; c += 32) {
                 const float m = sW[rr * nact + c];
                 const float w = m == -ATTN_INF ? 0.f : __expf(m - M);
-                L += w * __ldcg(wsml + ((size_t)c * GROUP + r) * 2 + 1);
+                L += w * sSum[rr * nact + c];
                 sW[rr * nact + c] = w;
             }
             L = warp_sum(L);
