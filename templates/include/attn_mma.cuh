@@ -835,10 +835,9 @@ __device__ __forceinline__ void attn_merge_spread(float4 *wso, float *wsml, unsi
     if (tid == 0) {
         atomicAdd(arrive, 1u);
         while (attn_ld_acquire(arrive) < (unsigned)pn)
-            __nanosleep(32);
+            ;
     }
-    __syncthreads();
-    __threadfence();
+    __syncthreads(); // thread 0's acquire, then the barrier: the nodes are visible to every thread
 
     // Slice j of the root: outputs [e0, e1) of every node, staged together, weighed, normalised.
     const int slen = (ATTN_ME + pn - 1) / pn, e0 = j * slen, e1 = min(ATTN_ME, e0 + slen);
@@ -904,10 +903,9 @@ __device__ __forceinline__ void attn_merge_flat(const float4 *wso, const float *
     if (tid == 0) {
         atomicAdd(arrive, 1u);
         while (attn_ld_acquire(arrive) < (unsigned)nact)
-            __nanosleep(20);
+            ;
     }
-    __syncthreads();
-    __threadfence();
+    __syncthreads(); // thread 0's acquire, then the barrier: the partials are visible to every thread
 
     constexpr int ROW4 = HEAD_DIM / 4; // float4 per output row
     const int slen = (ATTN_ME + nact - 1) / nact, e0 = split * slen, e1 = min(ATTN_ME, e0 + slen);
