@@ -785,6 +785,23 @@ __device__ __forceinline__ unsigned attn_ld_acquire(const unsigned *p)
     return v;
 }
 
+// The block's arrival at a counter and its wait until `count` blocks have arrived, with what
+// every thread of each of them wrote before visible to every thread of this one: a barrier,
+// thread 0's release (fence.acq_rel, then a relaxed add: the barrier orders the other threads'
+// writes before it), its acquiring poll, a barrier. Every thread of the block calls it.
+__device__ __forceinline__ void attn_arrive_wait(unsigned *counter, unsigned count)
+{
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        asm volatile("fence.acq_rel.gpu;\n"
+                     "red.relaxed.gpu.global.add.u32 [%0], 1;\n" ::"l"(counter)
+                     : "memory");
+        while (attn_ld_acquire(counter) < count)
+            ;
+    }
+    __syncthreads();
+}
+
 // Decode's merge with the root spread over the level-1 mergers (two levels; sm_80+). The nact
 // leaves (this block's partial is leaf `split`, written before the call) are merged by groups of
 // `fan` into pn = ceil(nact / fan) level-1 nodes (wso/wsml [nact + j], by the last child of group
@@ -830,14 +847,7 @@ __device__ __forceinline__ void attn_merge_spread(float4 *wso, float *wsml, unsi
 
     // Node j is in: arrive, and wait for the other level-1 nodes.
     unsigned *arrive = pc + ncnt - 2, *leave = pc + ncnt - 1;
-    __threadfence();
-    __syncthreads();
-    if (tid == 0) {
-        atomicAdd(arrive, 1u);
-        while (attn_ld_acquire(arrive) < (unsigned)pn)
-            ;
-    }
-    __syncthreads(); // thread 0's acquire, then the barrier: the nodes are visible to every thread
+    attn_arrive_wait(arrive, (unsigned)pn);
 
     // Slice j of the root: outputs [e0, e1) of every node, staged together, weighed, normalised.
     const int slen = (ATTN_ME + pn - 1) / pn, e0 = j * slen, e1 = min(ATTN_ME, e0 + slen);
@@ -898,14 +908,7 @@ __device__ __forceinline__ void attn_merge_flat(const float4 *wso, const float *
 {
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     unsigned *arrive = pc, *leave = pc + 1;
-    __threadfence();
-    __syncthreads();
-    if (tid == 0) {
-        atomicAdd(arrive, 1u);
-        while (attn_ld_acquire(arrive) < (unsigned)nact)
-            ;
-    }
-    __syncthreads(); // thread 0's acquire, then the barrier: the partials are visible to every thread
+    attn_arrive_wait(arrive, (unsigned)nact);
 
     constexpr int ROW4 = HEAD_DIM / 4; // float4 per output row
     const int slen = (ATTN_ME + nact - 1) / nact, e0 = split * slen, e1 = min(ATTN_ME, e0 + slen);
