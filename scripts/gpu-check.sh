@@ -29,7 +29,11 @@
 # gemma-4-e2b` from an empty cache under `time` (the first-boot cost), then the E2B W4A16 and bf16
 # benches on that cache (boot.txt). wgmma: every w4a16_matmul survivor (experimental ones included)
 # verified at two shapes, test_gpu_gemma4 with the default spaces (g4.txt), the m = 2048 benches
-# beside cuBLAS and each wgmma configuration's time (trials; wgmma.txt).
+# beside cuBLAS and each wgmma configuration's time (trials; wgmma.txt). decode-merge: every
+# decode survivor verified at four shapes, the long caches benched with base and new templates
+# (bench_base_new), then the per-block timeline; decode-linear: the same at the E2B full layer's
+# two tuned lengths, then the preset tuned and the E2B benches with both templates
+# (decode-linear.txt).
 set -uo pipefail
 what=${1:-all}
 filter=${2:-}
@@ -60,6 +64,20 @@ bench_attention() {
     echo "== bench $op $s" >>"$log"
     timeout "$limit" "$T" bench attention --op "$op" --shape "$s" --cache "$cache" >>"$log" 2>&1
   done
+}
+# bench_base_new LOG PREFIX SHAPE...: the decode shapes benched with probe-variants/base's
+# templates (when there: scripts/probe/base_templates.sh REV; cache PREFIX-base.sqlite), then with
+# the working tree's (PREFIX-new.sqlite), in the same run
+bench_base_new() {
+  local log=$1 prefix=$2
+  shift 2
+  if [[ -d probe-variants/base/templates ]]; then
+    echo "== base: $(cat probe-variants/base/REV)" >>"$log"
+    (export TAILOR_TEMPLATE_PATH=$PWD/probe-variants/base/templates
+     bench_attention "$log" attention_decode "$prefix-base.sqlite" 90 "$@")
+  fi
+  echo "== new" >>"$log"
+  bench_attention "$log" attention_decode "$prefix-new.sqlite" 90 "$@"
 }
 if [[ $what == quick ]]; then
   export MATMUL_QUICK=1 W4A16_QUICK=1 ATTN_QUICK=1
@@ -223,13 +241,7 @@ if [[ $what == decode-merge ]]; then
              kv_len=32768,head_dim=512,heads=8,kv_heads=1,window=0,batch=1
              kv_len=32768,head_dim=512,heads=8,kv_heads=2,window=0,batch=1
              kv_len=640,head_dim=512,heads=8,kv_heads=1,window=0,batch=1)
-  if [[ -d probe-variants/base/templates ]]; then
-    echo "== base: $(cat probe-variants/base/REV)" >>"$M"
-    (export TAILOR_TEMPLATE_PATH=$PWD/probe-variants/base/templates
-     bench_attention "$M" attention_decode /tmp/dm-base.sqlite 90 "${dm_shapes[@]}")
-  fi
-  echo "== new" >>"$M"
-  bench_attention "$M" attention_decode /tmp/dm-new.sqlite 90 "${dm_shapes[@]}"
+  bench_base_new "$M" /tmp/dm "${dm_shapes[@]}"
   timeout 200 bash scripts/probe/timeline.sh >/dev/null 2>&1
   summary+=("decode-merge: $(grep -c '^rc=0' "$M") of 4 verify-all runs passed; figures in decode-merge.txt")
 fi
@@ -247,17 +259,7 @@ if [[ $what == decode-linear ]]; then
     "kv_len=512,head_dim=256,heads=8,kv_heads=1,window=512,batch=1 bf16"
   dl_shapes=(kv_len=1024,head_dim=512,heads=8,kv_heads=1,window=0,batch=1,prep=0
              kv_len=4096,head_dim=512,heads=8,kv_heads=1,window=0,batch=1,prep=0)
-  for rep in base new; do
-    echo "== $rep" >>"$D"
-    if [[ $rep == base ]]; then
-      [[ -d probe-variants/base/templates ]] || continue
-      export TAILOR_TEMPLATE_PATH=$PWD/probe-variants/base/templates
-    else
-      unset TAILOR_TEMPLATE_PATH
-    fi
-    bench_attention "$D" attention_decode /tmp/dl-$rep.sqlite 90 "${dl_shapes[@]}"
-  done
-  unset TAILOR_TEMPLATE_PATH
+  bench_base_new "$D" /tmp/dl "${dl_shapes[@]}"
   echo "== tune --preset gemma-4-e2b" >>"$D"
   { time timeout ${DL_TUNE_S:-280} "$T" tune --preset gemma-4-e2b --cache /tmp/dl-model.sqlite \
       2>&1 | tail -3; } >>"$D" 2>&1
