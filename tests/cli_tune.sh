@@ -11,6 +11,12 @@ out=$("$T" tune --preset gemma-4-e2b --list 2>&1)
 check "e2b lists the double-wide MLP down_proj for W4A16" grep -q "^w4a16_matmul .*k=12288,m=1,n=1536" <<<"$out"
 check "e2b lists the dense LM head" grep -q "^matmul .*k=1536,m=1,n=262144" <<<"$out"
 check "e2b lists head_dim 512 decode attention (MQA)" grep -q "^attention_decode .*head_dim=512,heads=8,kv_heads=1" <<<"$out"
+# a full layer's decode attention at both tuned lengths: 1024 slots for short runs, 4096 else
+check "e2b lists the full layers' decode attention at 1024 and 4096 slots" \
+  bash -c "grep -q '^attention_decode .*head_dim=512,.*kv_len=1024,.*window=0' <<<\"\$0\" &&
+           grep -q '^attention_decode .*head_dim=512,.*kv_len=4096,.*window=0' <<<\"\$0\"" "$out"
+check "e2b lists each full-layer decode length once" \
+  test "$(grep -c '^attention_decode .*window=0' <<<"$out")" -eq 2
 check "e2b lists the sliding window of 512" grep -q "^attention_prefill .*head_dim=256.*window=512" <<<"$out"
 # W4A16 decode runs q|k|v and gate|up as stacks (one GEMV each); prefill runs their parts with
 # the stack's scale row stride
