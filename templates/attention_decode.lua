@@ -95,7 +95,8 @@ return {
     end
     -- Two targets rounding to the same block count would be the same launch twice.
     local n = blocks(p, shape)
-    local rep = purpose ~= "launch" and p.CLUSTER ~= 1 and tailor.attn_split_repeat(p, p.BN, shape, device)
+    local rep = purpose ~= "launch" and p.CLUSTER ~= 1
+                and tailor.attn_split_repeat(p, p.BN, shape, device)
     if rep then return false, rep end
     -- The merge (attn_merge_nodes) keeps GROUP * (2 nsplit + 2) floats in the K/V tile area.
     local merge = 4 * tailor.attn_group(shape) * (2 * n + 2)

@@ -3,10 +3,10 @@
 -- on sm_90a warpgroup MMAs with the scores transposed (the GROUP <= 8 query heads are the wgmma's
 -- N), one warpgroup a block streaming BN-key tiles STAGES deep, the splits merged by
 -- attention_decode_wide's tree, with the root spread over the level-1 mergers (SPREAD = 1), or in
--- one level spread over every block (SPREAD = 2). For long caches: the issue-5 target of 70 % of the copy bandwidth
--- at 8k and more (docs/perf/attention.md, v6). Verified on the H200 (tune --verify-all at three
--- shapes, session 13); wins 32k hd512 (32.8 against wide's 37.6 us), loses 8k hd256 (14.5
--- against 11.8 us).
+-- one level spread over every block (SPREAD = 2). For long caches: the issue-5 target of 70 % of
+-- the copy bandwidth at 8k and more (docs/perf/attention.md, v6 and session 15). Verified on the
+-- H200 (tune --verify-all, sessions 13-15); with SPREAD = 2 it wins 32k hd512 (23.7 us), 32k
+-- hd256 (14.6) and 8k hd256 (9.2 against wide's 12.1).
 
 local slots = tailor.attn_slots
 
@@ -46,8 +46,8 @@ local function merge_plan(p, n, shape, device)
       return nil, string.format("SPREAD=2: %d pairs x %d blocks exceed one wave of %d SMs (every "
                                 .. "block waits for the others)", pairs, n, tailor.sms(device))
     end
-    return { fan = n, nodes = n, cnts = 2, wstride = 0,
-             flat_floats = 2 * (16 + 3 * (n + 1)), flat_stage = tailor.attn_group(shape) * shape.head_dim // 4 + n }
+    return { fan = n, nodes = n, cnts = 2, wstride = 0, flat_floats = 2 * (16 + 3 * (n + 1)),
+             flat_stage = tailor.attn_group(shape) * shape.head_dim // 4 + n }
   end
   if p.SPREAD == 1 then
     local pairs = shape.batch * shape.kv_heads
@@ -104,7 +104,7 @@ return {
     local n = nsplit_for(p.QWAVES, p, shape, device)
     local plan, pwhy = merge_plan(p, n, shape, device)
     if not plan then return false, pwhy end
-    -- the merge's weights go in Pt and the positions (SPREAD = 1: in Q's tile), its staged
+    -- the merge's weights go in Pt and the positions (SPREAD >= 1: in Q's tile), its staged
     -- partials in the K/V area
     local merge = plan.flat_floats and 4 * plan.flat_floats or 4 * group * (2 * plan.wstride + 2)
     local room, where = 1024 + 4 * p.STAGES * p.BN, "Pt and the positions"
@@ -112,7 +112,8 @@ return {
     if merge > room then
       return false, string.format("merge weights %d B exceed %s, %d B", merge, where, room)
     end
-    -- the staged merge needs one partial of room, the spread root's slice two
+    -- the staged merge needs one partial of room, the spread root's slice two, the flat merge's
+    -- slice of every partial ATTN_ME + n float4
     local partial = 16 * ((group * shape.head_dim + 3) // 4)
     local need = p.SPREAD == 1 and 2 * partial or p.SPREAD == 2 and 16 * plan.flat_stage or partial
     if need > p.STAGES * 2 * p.BN * shape.head_dim * 2 then
