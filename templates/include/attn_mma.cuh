@@ -802,6 +802,44 @@ __device__ __forceinline__ void attn_arrive_wait(unsigned *counter, unsigned cou
     __syncthreads();
 }
 
+// The pieces [e0, e1) of n partial outputs src [n][ATTN_ME] float4 into stage[c * slen + e - e0]
+// with cp.async (one commit group; the caller waits).
+__device__ __forceinline__ void attn_stage_slices(const float4 *src, int n, int slen, int e0,
+                                                  int e1, float4 *stage)
+{
+    for (int i = threadIdx.x; i < n * slen; i += ATTN_NT) {
+        const int c = i / slen, e = e0 + i % slen;
+        if (e < e1)
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(attn_smem_addr(stage + i)),
+                         "l"(src + (size_t)c * ATTN_ME + e));
+    }
+    attn_commit();
+}
+
+// Outputs [e0, e1) of a merge over n partials staged by attn_stage_slices: each weighed by
+// w[(row - r0) * wstride + c], normalised by L[row - r0] and stored to out (rows of HEAD_DIM).
+__device__ __forceinline__ void attn_store_slice(const float4 *stage, int n, int slen, int e0,
+                                                 int e1, const float *w, int wstride,
+                                                 const float *L, int r0, T *out)
+{
+    for (int e = e0 + (int)threadIdx.x; e < e1; e += ATTN_NT) {
+        const int rr = e / (HEAD_DIM / 4) - r0, c4 = e % (HEAD_DIM / 4);
+        float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
+        for (int c = 0; c < n; c++) {
+            const float wc = w[rr * wstride + c];
+            const float4 v = stage[c * slen + (e - e0)];
+            a.x += wc * v.x;
+            a.y += wc * v.y;
+            a.z += wc * v.z;
+            a.w += wc * v.w;
+        }
+        const float inv = L[rr] > 0.f ? 1.f / L[rr] : 0.f;
+        T *dst = out + (size_t)(r0 + rr) * HEAD_DIM + c4 * 4;
+        *reinterpret_cast<T2 *>(dst) = from_f32x2(make_float2(a.x * inv, a.y * inv));
+        *reinterpret_cast<T2 *>(dst + 2) = from_f32x2(make_float2(a.z * inv, a.w * inv));
+    }
+}
+
 // Decode's merge with the root spread over the level-1 mergers (two levels; sm_80+). The nact
 // leaves (this block's partial is leaf `split`, written before the call) are merged by groups of
 // `fan` into pn = ceil(nact / fan) level-1 nodes (wso/wsml [nact + j], by the last child of group
@@ -851,34 +889,11 @@ __device__ __forceinline__ void attn_merge_spread(float4 *wso, float *wsml, unsi
 
     // Slice j of the root: outputs [e0, e1) of every node, staged together, weighed, normalised.
     const int slen = (ATTN_ME + pn - 1) / pn, e0 = j * slen, e1 = min(ATTN_ME, e0 + slen);
-    const float4 *nodes = wso + (size_t)nact * ATTN_ME;
-    for (int i = tid; i < pn * slen; i += ATTN_NT) {
-        const int c = i / slen, e = e0 + i % slen;
-        if (e < e1)
-            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(attn_smem_addr(stage + i)),
-                         "l"(nodes + (size_t)c * ATTN_ME + e));
-    }
-    attn_commit();
+    attn_stage_slices(wso + (size_t)nact * ATTN_ME, pn, slen, e0, e1, stage);
     attn_merge_weights(wsml + (size_t)nact * GROUP * 2, pn, wstride, sW);
     attn_wait<0>();
     __syncthreads();
-    const float *sL = sW + 2 * GROUP * wstride + GROUP;
-    for (int e = e0 + tid; e < e1; e += ATTN_NT) {
-        const int r = e / (HEAD_DIM / 4), c4 = e % (HEAD_DIM / 4);
-        float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
-        for (int c = 0; c < pn; c++) {
-            const float w = sW[r * wstride + c];
-            const float4 v = stage[c * slen + (e - e0)];
-            a.x += w * v.x;
-            a.y += w * v.y;
-            a.z += w * v.z;
-            a.w += w * v.w;
-        }
-        const float inv = sL[r] > 0.f ? 1.f / sL[r] : 0.f;
-        T *dst = out + (size_t)r * HEAD_DIM + c4 * 4;
-        *reinterpret_cast<T2 *>(dst) = from_f32x2(make_float2(a.x * inv, a.y * inv));
-        *reinterpret_cast<T2 *>(dst + 2) = from_f32x2(make_float2(a.z * inv, a.w * inv));
-    }
+    attn_store_slice(stage, pn, slen, e0, e1, sW, wstride, sW + 2 * GROUP * wstride + GROUP, 0, out);
 
     // The last to leave puts the root's counters back (every block is past its wait by then).
     if (tid == 0 && atomicAdd(leave, 1u) == (unsigned)pn - 1u) {
@@ -914,13 +929,7 @@ __device__ __forceinline__ void attn_merge_flat(const float4 *wso, const float *
     const int slen = (ATTN_ME + nact - 1) / nact, e0 = split * slen, e1 = min(ATTN_ME, e0 + slen);
     if (e0 < e1) {
         const int r0 = e0 / ROW4, nrows = (e1 - 1) / ROW4 - r0 + 1;
-        for (int i = tid; i < nact * slen; i += ATTN_NT) {
-            const int c = i / slen, e = e0 + i % slen;
-            if (e < e1)
-                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(attn_smem_addr(stage + i)),
-                             "l"(wso + (size_t)c * ATTN_ME + e));
-        }
-        attn_commit();
+        attn_stage_slices(wso, nact, slen, e0, e1, stage);
         // sW: per touched row rr, nact weights, then each row's weighed sum L, then the nact
         // sums of every row (the (max, sum) pairs come in one round trip)
         float *sML = sW + nrows * nact, *sSum = sML + nrows;
@@ -947,22 +956,7 @@ __device__ __forceinline__ void attn_merge_flat(const float4 *wso, const float *
         }
         attn_wait<0>();
         __syncthreads();
-        for (int e = e0 + tid; e < e1; e += ATTN_NT) {
-            const int rr = e / ROW4 - r0, c4 = e % ROW4;
-            float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
-            for (int c = 0; c < nact; c++) {
-                const float w = sW[rr * nact + c];
-                const float4 v = stage[c * slen + (e - e0)];
-                a.x += w * v.x;
-                a.y += w * v.y;
-                a.z += w * v.z;
-                a.w += w * v.w;
-            }
-            const float inv = sML[rr] > 0.f ? 1.f / sML[rr] : 0.f;
-            T *dst = out + (size_t)(r0 + rr) * HEAD_DIM + c4 * 4;
-            *reinterpret_cast<T2 *>(dst) = from_f32x2(make_float2(a.x * inv, a.y * inv));
-            *reinterpret_cast<T2 *>(dst + 2) = from_f32x2(make_float2(a.z * inv, a.w * inv));
-        }
+        attn_store_slice(stage, nact, slen, e0, e1, sW, nact, sML, r0, out);
     }
     if (tid == 0 && atomicAdd(leave, 1u) == (unsigned)nact - 1u) {
         *arrive = 0u;
