@@ -83,6 +83,87 @@ static tailor_status print_profile(tailor_ctx *ctx, tailor_gemma4_gpu *g, int32_
     return s;
 }
 
+/* Per (op, shape): launches and the summed gaps of a trace (trace_print). */
+typedef struct trace_sum {
+    const char *op, *shape, *description;
+    int launches;
+    double gap_us;
+} trace_sum;
+
+static int trace_sum_by_gap(const void *a, const void *b)
+{
+    const trace_sum *x = a, *y = b;
+    return x->gap_us < y->gap_us ? 1 : x->gap_us > y->gap_us ? -1 : 0;
+}
+
+/* Microseconds from `from` to `to` (%globaltimer ns); 0 when `to` is earlier. */
+static double us_between(unsigned long long from, unsigned long long to)
+{
+    return to > from ? (double)(to - from) / 1e3 : 0;
+}
+
+/* Prints a step trace: each launch in release order (start, the gap to the next release, how
+ * long its first block waited for the predecessor, how much later its last block was
+ * released), then the gaps summed per (op, shape). */
+static tailor_status trace_print(tailor_ctx *ctx, const tailor_trace_launch *t, int n)
+{
+    if (n < 2)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "bench model --trace: %d launches were "
+                                "recorded; the step's kernels were not traced", n);
+    trace_sum *sum = calloc((size_t)n, sizeof *sum);
+    if (!sum)
+        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "bench model: out of memory");
+    int ns = 0, merged = 0;
+    unsigned long long t0 = t[0].release_first;
+    printf("trace of one decode step (winners recompiled with TAILOR_TRACE): %d launches, %.1f us "
+           "from the first release to the last\n", n, us_between(t0, t[n - 1].release_first));
+    printf("  %8s %7s %7s %7s %6s  %-18s %s\n", "start_us", "gap_us", "early", "late", "blocks",
+           "op", "shape [kernel]");
+    for (int i = 0; i < n; i++) {
+        double gap = i + 1 < n ? us_between(t[i].release_first, t[i + 1].release_first) : 0;
+        merged += t[i].shared_slot;
+        printf("  %8.2f %7.2f %7.2f %7.2f %6lld  %-18s %s [%s]%s\n",
+               us_between(t0, t[i].release_first), gap, us_between(t[i].arrive, t[i].release_first),
+               us_between(t[i].release_first, t[i].release_last), t[i].blocks, t[i].op,
+               t[i].shape, t[i].description, t[i].shared_slot ? " (two launches merged)" : "");
+        int j = 0;
+        while (j < ns && sum[j].description != t[i].description)
+            j++;
+        if (j == ns)
+            sum[ns++] = (trace_sum){t[i].op, t[i].shape, t[i].description, 0, 0};
+        sum[j].launches++;
+        sum[j].gap_us += gap;
+    }
+    qsort(sum, (size_t)ns, sizeof *sum, trace_sum_by_gap);
+    printf("gaps summed per kernel (the step's critical path, launch by launch):\n"
+           "  %9s %6s %8s  %-18s %s\n", "us", "calls", "us/call", "op", "shape [kernel]");
+    for (int j = 0; j < ns; j++)
+        printf("  %9.1f %6d %8.2f  %-18s %s [%s]\n", sum[j].gap_us, sum[j].launches,
+               sum[j].gap_us / sum[j].launches, sum[j].op, sum[j].shape, sum[j].description);
+    if (merged)
+        printf("%d records held two launches of one kernel (their slot of %%gridid collided)\n",
+               merged);
+    free(sum);
+    return TAILOR_OK;
+}
+
+/* One decode step traced (the kernel set loaded with tailor_kernels_set_trace). */
+static tailor_status trace_step(tailor_ctx *ctx, tailor_kernels *ks, tailor_gemma4_gpu *g,
+                                int32_t token)
+{
+    tailor_trace_launch *t = NULL;
+    int n = 0, next = 0;
+    tailor_status s = tailor_kernels_trace_arm(ctx, ks);
+    if (s == TAILOR_OK)
+        s = tailor_gemma4_gpu_step(ctx, g, token, NULL, &next);
+    if (s == TAILOR_OK)
+        s = tailor_kernels_trace_read(ctx, ks, &t, &n);
+    if (s == TAILOR_OK)
+        s = trace_print(ctx, t, n);
+    free(t);
+    return s;
+}
+
 /* Appends one --knockout item ("OP" or "OP:k=v,...") to list (';'-separated); 1 when the item
  * is malformed or the list is full. */
 static int add_knockout(char *list, size_t cap, const char *item)
@@ -106,7 +187,8 @@ static void model_usage(void)
            "         [--quantize-head] [--prompt-len N] [--decode N] [--cache FILE]\n"
            "         [--profile] [--no-pdl] [--separate-gating] [--separate-q-prep]\n"
            "         [--attention-q-prep]\n"
-           "         [--seams kernel|prologue|epilogue] [--knockout OP[:k=v,...]]... [--json]\n\n"
+           "         [--seams kernel|prologue|epilogue] [--knockout OP[:k=v,...]]... [--trace]\n"
+           "         [--json]\n\n"
            "Gemma 4 end to end on the GPU: prefill and decode tok/s, time to first token, peak host\n"
            "memory of the load, GPU memory, decode against the bandwidth bound (weight bytes per\n"
            "token over the copy bandwidth measured in the same run). Without --model, random\n"
@@ -121,7 +203,10 @@ static void model_usage(void)
            "projection's last block (all for comparisons). --knockout (repeatable): skip every\n"
            "launch of OP (only those whose shape has the given values), so that the decode figure\n"
            "shows what those kernels cost on the step's critical path; every output is then\n"
-           "meaningless (timing experiments only).\n");
+           "meaningless (timing experiments only). --trace: the winners are compiled again with\n"
+           "TAILOR_TRACE and one more decode step prints when each launch was released from its\n"
+           "grid wait, so the gap to the next release is what it costs on the critical path\n"
+           "(docs/development.md).\n");
 }
 
 int bench_model(int argc, char **argv)
@@ -141,10 +226,11 @@ int bench_model(int argc, char **argv)
                                          {"separate-q-prep", no_argument, 0, 'S'},
                                          {"quantize-head", no_argument, 0, 'H'},
                                          {"knockout", required_argument, 0, 'K'},
+                                         {"trace", no_argument, 0, 'T'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     const char *model = NULL, *preset = NULL, *quant = NULL, *cache_file = NULL;
-    int plen = 512, ndec = 128, json = 0, profile = 0, no_pdl = 0, seams = 0, sepgate = 0, qprep = 0, qhead = 0, sepq = 0, c;
+    int plen = 512, ndec = 128, json = 0, profile = 0, no_pdl = 0, seams = 0, sepgate = 0, qprep = 0, qhead = 0, sepq = 0, trace = 0, c;
     char knock[256] = "";
     optind = 1;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -168,6 +254,7 @@ int bench_model(int argc, char **argv)
         case 'Q': qprep = 1; break;
         case 'S': sepq = 1; break;
         case 'H': qhead = 1; break;
+        case 'T': trace = 1; break;
         case 'K':
             if (add_knockout(knock, sizeof knock, optarg))
                 return cli_usage_error("bench model", "--knockout takes OP or OP:key=value,..., "
@@ -210,7 +297,9 @@ int bench_model(int argc, char **argv)
         s = tailor_cache_open(ctx, path, &cache);
     if (s == TAILOR_OK)
         s = tailor_kernels_create(ctx, gpu, cache, NULL, 1, &ks);
-    tailor_gemma4_gpu_opts o = {.max_tokens = plen + ndec + 1, .dtype = -1, .quantize = quant != NULL,
+    if (s == TAILOR_OK && trace)
+        tailor_kernels_set_trace(ks, 1);
+    tailor_gemma4_gpu_opts o = {.max_tokens = plen + ndec + 1 + trace + profile, .dtype = -1, .quantize = quant != NULL,
                                 .no_pdl = no_pdl, .seams = seams,
                                 .separate_gating = sepgate, .separate_q_prep = sepq,
                                 .attention_q_prep = qprep,
@@ -257,6 +346,8 @@ int bench_model(int argc, char **argv)
     }
     if (s == TAILOR_OK && profile)
         s = print_profile(ctx, g, next);
+    if (s == TAILOR_OK && trace)
+        s = trace_step(ctx, ks, g, next);
     if (s == TAILOR_OK) {
         tailor_gemma4_gpu_info info;
         tailor_gemma4_gpu_get_info(g, &info);

@@ -41,6 +41,7 @@ typedef struct cuda_api {
     __typeof__(cuModuleLoadDataEx) *module_load_data_ex;
     __typeof__(cuModuleUnload) *module_unload;
     __typeof__(cuModuleGetFunction) *module_get_function;
+    __typeof__(cuModuleGetGlobal) *module_get_global;
     __typeof__(cuFuncGetAttribute) *func_get_attribute;
     __typeof__(cuFuncSetAttribute) *func_set_attribute;
     __typeof__(cuLaunchKernel) *launch_kernel;
@@ -102,6 +103,7 @@ static const cuda_symbol cuda_symbols[] = {
     {SLOT(module_load_data_ex), "cuModuleLoadDataEx", NULL, 0},
     {SLOT(module_unload), "cuModuleUnload", NULL, 0},
     {SLOT(module_get_function), "cuModuleGetFunction", NULL, 0},
+    {SLOT(module_get_global), "cuModuleGetGlobal_v2", NULL, 0},
     {SLOT(func_get_attribute), "cuFuncGetAttribute", NULL, 0},
     {SLOT(func_set_attribute), "cuFuncSetAttribute", NULL, 0},
     {SLOT(launch_kernel), "cuLaunchKernel", NULL, 0},
@@ -596,6 +598,22 @@ tailor_status tailor_gpu_load_kernel(tailor_ctx *ctx, tailor_gpu *gpu, const voi
         memset(out, 0, sizeof *out);
     }
     return st;
+}
+
+tailor_status tailor_gpu_kernel_global(tailor_ctx *ctx, tailor_gpu *gpu, const tailor_kernel *k,
+                                       const char *name, CUdeviceptr *ptr, size_t *bytes)
+{
+    *ptr = 0;
+    *bytes = 0;
+    tailor_status st = gpu_enter(ctx, gpu, "looking up a kernel's global");
+    if (st != TAILOR_OK)
+        return st;
+    CUresult r = api.module_get_global(ptr, bytes, k->module, name);
+    if (r == CUDA_ERROR_NOT_FOUND)
+        return tailor_set_error(ctx, TAILOR_ERR_NOT_FOUND, "the module has no global '%s'", name);
+    char what[160];
+    snprintf(what, sizeof what, "looking up the global '%s' (cuModuleGetGlobal)", name);
+    return tailor_cuda_check(ctx, r, what);
 }
 
 static void gpu_forget_grant(tailor_gpu *gpu, CUfunction fn)

@@ -111,6 +111,11 @@ int tailor_pdl_capable(const tailor_device_info *live, const tailor_device_info 
 tailor_status tailor_gpu_load_kernel(tailor_ctx *ctx, tailor_gpu *gpu, const void *image,
                                      const char *name, tailor_kernel *out);
 
+/* The address and size of the __device__ variable `name` in k's module; TAILOR_ERR_NOT_FOUND
+ * when the module has none of that name. */
+tailor_status tailor_gpu_kernel_global(tailor_ctx *ctx, tailor_gpu *gpu, const tailor_kernel *k,
+                                       const char *name, CUdeviceptr *ptr, size_t *bytes);
+
 /* Unloads the kernel's module and clears *k; a zeroed kernel is fine. */
 void tailor_gpu_unload_kernel(tailor_gpu *gpu, tailor_kernel *k);
 

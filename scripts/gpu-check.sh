@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu-check.sh — on the GPU machine: build, run every GPU test, then the benchmarks; logs go to
 # $OUT (ctest.txt, bench.txt, model.txt, ...) and a short summary is printed last.
-#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|experimental|experimental-attn|attn-wg|wgmma|boot|decode-scale|decode-wg|decode-merge|decode-linear|all] [ctest -R regex]
+#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|experimental|experimental-attn|attn-wg|wgmma|boot|decode-scale|decode-wg|decode-merge|decode-linear|trace|all] [ctest -R regex]
 # quick: the GPU tests with the long scripts in their smoke subsets (MATMUL_QUICK, W4A16_QUICK,
 # ATTN_QUICK), fitting one 10-minute device call; model: Gemma 4 E2B decode and prefill figures
 # with the same-run comparisons (PDL off, gating kernels, each place of the seams, q prepared
@@ -33,7 +33,10 @@
 # decode survivor verified at four shapes, the long caches benched with base and new templates
 # (bench_base_new), then the per-block timeline; decode-linear: the same at the E2B full layer's
 # two tuned lengths, then the preset tuned and the E2B benches with both templates
-# (decode-linear.txt).
+# (decode-linear.txt). trace: the E2B decode step's timeline (bench model --trace: each launch's
+# release from its grid wait, the gap to the next one, per kernel sums) for bf16 and for W4A16 +
+# int4 head, each after the plain bench on the same cache (trace.txt, trace-bf16.txt,
+# trace-w4a16.txt).
 set -uo pipefail
 what=${1:-all}
 filter=${2:-}
@@ -244,6 +247,23 @@ if [[ $what == decode-merge ]]; then
   bench_base_new "$M" /tmp/dm "${dm_shapes[@]}"
   timeout 200 bash scripts/probe/timeline.sh >/dev/null 2>&1
   summary+=("decode-merge: $(grep -c '^rc=0' "$M") of 4 verify-all runs passed; figures in decode-merge.txt")
+fi
+if [[ $what == trace ]]; then
+  # the decode step's timeline: where the step's time goes launch by launch (docs/development.md)
+  R="$OUT/trace.txt"
+  : >"$R"
+  B="$T bench model --preset gemma-4-e2b --cache /tmp/trace.sqlite --prompt-len 512"
+  for w in bf16 w4a16; do
+    q=""
+    [[ $w == w4a16 ]] && q="--quantize w4a16 --quantize-head"
+    echo "== bench model $w (tunes what is missing)" >>"$R"
+    timeout ${TRACE_BENCH_S:-200} $B --decode 128 $q 2>&1 | grep -vE '^tailor: (tuning|gemma4 gpu)' >>"$R"
+    echo "== bench model $w --trace" >>"$R"
+    timeout ${TRACE_S:-150} $B --decode 8 $q --trace >"$OUT/trace-$w.txt" 2>&1
+    echo "rc=$?" >>"$R"
+    grep -E '^(decode|trace of)' "$OUT/trace-$w.txt" >>"$R"
+  done
+  summary+=("trace: $(grep -c '^trace of' "$R") of 2 traces; trace.txt, trace-bf16.txt, trace-w4a16.txt")
 fi
 if [[ $what == decode-linear ]]; then
   # the cluster merge on a full layer's linear cache (session 15): every decode survivor verified

@@ -691,6 +691,42 @@ static void test_split_neighbours(tailor_ctx *ctx)
     unlink(path);
 }
 
+/* The step trace's recompile (tuner/kernels.c load_traced): a survivor compiled through
+ * tailor_launch_compile with TAILOR_TRACE carries the trace records, the clock and the grid id
+ * reads; without it, the PTX is the plan's own and has none of them. */
+static void test_trace_compile(tailor_ctx *ctx)
+{
+    tailor_plan plan;
+    CHECK_OK(ctx, plan_for(ctx, "h200", "rmsnorm", "rows=8,cols=512", TAILOR_DTYPE_BF16, &plan));
+    int i = 0;
+    while (i < plan.count && plan.entries[i].verdict != TAILOR_FITS)
+        i++;
+    CHECK(i < plan.count);
+    if (i < plan.count) {
+        const tailor_plan_entry *e = &plan.entries[i];
+        tailor_define trace = {"TAILOR_TRACE", "1"};
+        tailor_compile_result plain, traced, planned;
+        CHECK_OK(ctx, tailor_launch_compile(ctx, e->template_name, &e->launch, plan.dtype, 90, 1,
+                                            "k_trace", NULL, 0, NULL, &plain));
+        CHECK_OK(ctx, tailor_launch_compile(ctx, e->template_name, &e->launch, plan.dtype, 90, 1,
+                                            "k_trace", &trace, 1, NULL, &traced));
+        CHECK_OK(ctx, tailor_plan_compile(ctx, &plan, i, 90, 1, "k_trace", NULL, &planned));
+        const char *p = plain.image, *t = traced.image, *q = planned.image;
+        CHECK(p && t && q);
+        if (p && t && q) {
+            CHECK(strcmp(p, q) == 0);
+            CHECK(strstr(p, "tailor_trace_rec") == NULL && strstr(p, "%globaltimer") == NULL);
+            CHECK(strstr(t, "tailor_trace_rec") != NULL);
+            CHECK(strstr(t, "%globaltimer") != NULL && strstr(t, "%gridid") != NULL);
+            CHECK(strstr(t, "griddepcontrol.wait") != NULL);
+        }
+        tailor_compile_result_free(&plain);
+        tailor_compile_result_free(&traced);
+        tailor_compile_result_free(&planned);
+    }
+    tailor_plan_free(&plan);
+}
+
 int main(void)
 {
     tailor_ctx *ctx = test_ctx();
@@ -717,6 +753,7 @@ int main(void)
     test_decode_cluster(ctx);
     test_space_lib(ctx);
     test_split_neighbours(ctx);
+    test_trace_compile(ctx);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)

@@ -48,6 +48,7 @@ struct tailor_kernels {
     int strategy, trials; /* on-demand tuning (tailor_kernels_set_strategy) */
     tailor_compile_memo *memo; /* on-demand tuning's compiles, made at the first one */
     int pdl;              /* tailor_kernels_set_pdl */
+    int trace;            /* tailor_kernels_set_trace: winners recompiled with TAILOR_TRACE */
 };
 
 tailor_status tailor_kernels_create(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
@@ -122,6 +123,28 @@ static tailor_status winner_lookup(tailor_ctx *ctx, tailor_kernels *set, const c
     return st;
 }
 
+/* The step trace's form of a winner: its configuration compiled again with TAILOR_TRACE
+ * (templates/include/tailor_common.cuh) for the target its binary was made for, and loaded. */
+static tailor_status load_traced(tailor_ctx *ctx, tailor_kernels *set, tailor_op_kernel *k,
+                                 const tailor_shape *shape, const tailor_cache_winner *w)
+{
+    const tailor_device_info *dev = set->rehearse ? set->rehearse : tailor_gpu_info(set->gpu);
+    tailor_launch launch;
+    tailor_status st = tailor_space_evaluate(ctx, k->space, &k->cfg, shape, k->dtype, dev, 1,
+                                             &launch);
+    if (st)
+        return st;
+    tailor_define trace = {"TAILOR_TRACE", "1"};
+    tailor_compile_result r;
+    st = tailor_launch_compile(ctx, w->template_name, &launch, k->dtype,
+                               dev->cc_major * 10 + dev->cc_minor, set->rehearse != NULL,
+                               w->kernel_name, &trace, 1, NULL, &r);
+    if (st == TAILOR_OK)
+        st = tailor_gpu_load_kernel(ctx, set->gpu, r.image, w->kernel_name, &k->k);
+    tailor_compile_result_free(&r);
+    return st;
+}
+
 static tailor_status load_winner(tailor_ctx *ctx, tailor_kernels *set, const char *op,
                                  const char *shape_text, tailor_dtype dtype,
                                  const tailor_cache_winner *w, tailor_op_kernel **out)
@@ -141,7 +164,9 @@ static tailor_status load_winner(tailor_ctx *ctx, tailor_kernels *set, const cha
         st = tailor_config_parse_json(ctx, w->params_json, &k->cfg);
     if (st == TAILOR_OK)
         st = tailor_space_load(ctx, w->template_name, &k->space);
-    if (st == TAILOR_OK)
+    if (st == TAILOR_OK && set->trace)
+        st = load_traced(ctx, set, k, &shape, w);
+    else if (st == TAILOR_OK)
         st = tailor_gpu_load_kernel(ctx, set->gpu, w->binary, w->kernel_name, &k->k);
     if (st) {
         op_kernel_free(set->gpu, k);
@@ -163,6 +188,100 @@ static int pdl_capable(const tailor_kernels *set)
 }
 
 void tailor_kernels_set_pdl(tailor_kernels *set, int on) { set->pdl = on != 0; }
+
+void tailor_kernels_set_trace(tailor_kernels *set, int on) { set->trace = on != 0; }
+
+/* ---- the step trace ---------------------------------------------------------------------------
+ * Each traced module holds tailor_trace_rec: TRACE_SLOTS records of TRACE_FIELDS words, filled
+ * with all-ones by arm and reduced into by every block (tailor_common.cuh says what each word
+ * is). */
+
+#define TRACE_SLOTS 4093
+#define TRACE_FIELDS 6
+
+static tailor_status trace_buffer(tailor_ctx *ctx, tailor_kernels *set, tailor_op_kernel *k,
+                                  CUdeviceptr *p)
+{
+    size_t bytes = 0;
+    tailor_status st = tailor_gpu_kernel_global(ctx, set->gpu, &k->k, "tailor_trace_rec", p, &bytes);
+    if (st == TAILOR_OK && bytes != (size_t)TRACE_SLOTS * TRACE_FIELDS * 8)
+        st = tailor_set_error(ctx, TAILOR_ERR_MISUSE, "%s: its trace records are %zu bytes, not "
+                              "%d (tailor_common.cuh and kernels.c disagree)", k->description,
+                              bytes, TRACE_SLOTS * TRACE_FIELDS * 8);
+    return st;
+}
+
+tailor_status tailor_kernels_trace_arm(tailor_ctx *ctx, tailor_kernels *set)
+{
+    if (!set->trace)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "the kernels were not loaded for a trace "
+                                "(tailor_kernels_set_trace before the first kernel)");
+    tailor_status st = TAILOR_OK;
+    for (tailor_op_kernel *k = set->list; k && st == TAILOR_OK; k = k->next) {
+        CUdeviceptr p;
+        if ((st = trace_buffer(ctx, set, k, &p)) == TAILOR_OK)
+            st = tailor_gpu_memset8(ctx, set->gpu, p, 0xff, (size_t)TRACE_SLOTS * TRACE_FIELDS * 8);
+    }
+    return st == TAILOR_OK ? tailor_gpu_sync(ctx, set->gpu) : st;
+}
+
+static int trace_by_release(const void *a, const void *b)
+{
+    const tailor_trace_launch *x = a, *y = b;
+    return x->release_first < y->release_first ? -1 : x->release_first > y->release_first;
+}
+
+tailor_status tailor_kernels_trace_read(tailor_ctx *ctx, tailor_kernels *set,
+                                        tailor_trace_launch **out, int *count)
+{
+    *out = NULL;
+    *count = 0;
+    size_t words = (size_t)TRACE_SLOTS * TRACE_FIELDS;
+    unsigned long long *rec = malloc(words * sizeof *rec);
+    tailor_trace_launch *list = NULL;
+    int n = 0, cap = 0;
+    tailor_status st = rec ? tailor_gpu_sync(ctx, set->gpu)
+                           : tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory");
+    for (tailor_op_kernel *k = set->list; k && st == TAILOR_OK; k = k->next) {
+        CUdeviceptr p;
+        if ((st = trace_buffer(ctx, set, k, &p)) ||
+            (st = tailor_gpu_download(ctx, set->gpu, rec, p, words * sizeof *rec)))
+            break;
+        for (int i = 0; i < TRACE_SLOTS && st == TAILOR_OK; i++) {
+            const unsigned long long *r = &rec[(size_t)i * TRACE_FIELDS];
+            if (r[1] == ~0ull)
+                continue; /* no launch of this module had this slot */
+            if (n == cap) {
+                cap = cap ? 2 * cap : 256;
+                tailor_trace_launch *grown = realloc(list, (size_t)cap * sizeof *list);
+                if (!grown) {
+                    st = tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory");
+                    break;
+                }
+                list = grown;
+            }
+            tailor_trace_launch *e = &list[n++];
+            e->kernel = k;
+            e->op = k->op;
+            e->shape = k->shape;
+            e->description = k->description;
+            e->arrive = r[0];
+            e->release_first = r[1];
+            e->release_last = ~r[2];
+            e->blocks = (long long)(r[5] + 1);
+            e->shared_slot = r[3] != ~r[4];
+        }
+    }
+    free(rec);
+    if (st) {
+        free(list);
+        return st;
+    }
+    qsort(list, (size_t)n, sizeof *list, trace_by_release);
+    *out = list;
+    *count = n;
+    return TAILOR_OK;
+}
 
 tailor_status tailor_kernels_get(tailor_ctx *ctx, tailor_kernels *set, const char *op,
                                  const tailor_shape *shape, tailor_dtype dtype,

@@ -39,6 +39,32 @@ void tailor_kernels_set_strategy(tailor_kernels *set, int strategy, int trials);
  * kernels (a model's forward); tuning and benchmarks of single kernels leave it off. */
 void tailor_kernels_set_pdl(tailor_kernels *set, int on);
 
+/* on = 1 (before the set loads its first kernel): every winner is compiled again with
+ * TAILOR_TRACE defined instead of loaded from its cached binary, so that each launch records
+ * when its blocks arrived and when they were released from the grid wait (the step trace,
+ * templates/include/tailor_common.cuh). Slower to load (one compile per kernel), the same
+ * configurations, and a few instructions more per block. */
+void tailor_kernels_set_trace(tailor_kernels *set, int on);
+
+/* One launch seen by the trace: %globaltimer ns (one clock for every SM). */
+typedef struct tailor_trace_launch {
+    const tailor_op_kernel *kernel;
+    const char *op, *shape, *description; /* owned by the kernel */
+    unsigned long long arrive;        /* the first block at its grid wait */
+    unsigned long long release_first; /* the first block past it (the predecessor had ended) */
+    unsigned long long release_last;  /* the last block past it */
+    long long blocks;                 /* blocks that passed it */
+    int shared_slot;                  /* 1: two launches' records merged (the figures are off) */
+} tailor_trace_launch;
+
+/* Clears every loaded kernel's trace records (the set must trace); then run the work. */
+tailor_status tailor_kernels_trace_arm(tailor_ctx *ctx, tailor_kernels *set);
+
+/* Waits for the stream and gives every launch recorded since the arm, in the order the launches
+ * were released (malloc'd; free()). */
+tailor_status tailor_kernels_trace_read(tailor_ctx *ctx, tailor_kernels *set,
+                                        tailor_trace_launch **out, int *count);
+
 /* How many winners came from the cache and how many were tuned by this set. */
 void tailor_kernels_stats(const tailor_kernels *set, int *from_cache, int *tuned);
 

@@ -276,16 +276,19 @@ void tailor_plan_free(tailor_plan *plan)
     plan->count = 0;
 }
 
-tailor_status tailor_plan_compile(tailor_ctx *ctx, const tailor_plan *plan, int i, int sm, int ptx,
-                                  const char *kernel_name, tailor_compile_memo *memo,
-                                  tailor_compile_result *out)
+tailor_status tailor_launch_compile(tailor_ctx *ctx, const char *template_name,
+                                   const tailor_launch *launch, tailor_dtype dtype, int sm, int ptx,
+                                   const char *kernel_name, const tailor_define *extra, int nextra,
+                                   tailor_compile_memo *memo, tailor_compile_result *out)
 {
     memset(out, 0, sizeof *out);
-    const tailor_plan_entry *e = &plan->entries[i];
+    if (launch->ndefines + 1 + nextra > TAILOR_GEN_MAX_DEFINES + 4)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "%s: too many defines to compile (%d)",
+                                template_name, launch->ndefines + 1 + nextra);
     /* the .cu named by the template's space */
     char source_name[80];
     tailor_space *space = NULL;
-    tailor_status st = tailor_space_load(ctx, e->template_name, &space);
+    tailor_status st = tailor_space_load(ctx, template_name, &space);
     if (st)
         return st;
     snprintf(source_name, sizeof source_name, "%s", tailor_space_source(space));
@@ -293,23 +296,35 @@ tailor_status tailor_plan_compile(tailor_ctx *ctx, const tailor_plan *plan, int 
     tailor_template_file src;
     if ((st = tailor_template_read(ctx, source_name, &src)))
         return st;
-    tailor_define defs[TAILOR_GEN_MAX_DEFINES + 1];
-    memcpy(defs, e->launch.defines, (size_t)e->launch.ndefines * sizeof defs[0]);
-    tailor_define *dt = &defs[e->launch.ndefines];
-    snprintf(dt->name, sizeof dt->name, "TAILOR_DTYPE_%s",
-             plan->dtype == TAILOR_DTYPE_BF16 ? "BF16" : "FP16");
-    snprintf(dt->value, sizeof dt->value, "1");
+    tailor_define defs[TAILOR_GEN_MAX_DEFINES + 4];
+    int n = launch->ndefines;
+    memcpy(defs, launch->defines, (size_t)n * sizeof defs[0]);
+    snprintf(defs[n].name, sizeof defs[n].name, "TAILOR_DTYPE_%s",
+             dtype == TAILOR_DTYPE_BF16 ? "BF16" : "FP16");
+    snprintf(defs[n].value, sizeof defs[n].value, "1");
+    n++;
+    for (int j = 0; j < nextra; j++)
+        defs[n++] = extra[j];
     tailor_compile_request req = {
         .source_name = source_name,
         .source = src.text,
         .kernel_name = kernel_name,
         .sm = sm,
         .ptx = ptx,
-        .arch_specific = features_arch_specific(&e->launch),
-        .ndefines = e->launch.ndefines + 1,
+        .arch_specific = features_arch_specific(launch),
+        .ndefines = n,
         .defines = defs,
     };
     st = tailor_gen_compile_memo(ctx, memo, &req, out);
     tailor_template_file_free(&src);
     return st;
+}
+
+tailor_status tailor_plan_compile(tailor_ctx *ctx, const tailor_plan *plan, int i, int sm, int ptx,
+                                  const char *kernel_name, tailor_compile_memo *memo,
+                                  tailor_compile_result *out)
+{
+    const tailor_plan_entry *e = &plan->entries[i];
+    return tailor_launch_compile(ctx, e->template_name, &e->launch, plan->dtype, sm, ptx,
+                                 kernel_name, NULL, 0, memo, out);
 }

@@ -83,4 +83,12 @@ tailor_status tailor_plan_compile(tailor_ctx *ctx, const tailor_plan *plan, int 
                                   const char *kernel_name, tailor_compile_memo *memo,
                                   tailor_compile_result *out);
 
+/* The same for one configuration of template_name evaluated by its space (`launch`: its defines
+ * and features), with `extra` defines added after the dtype's (e.g. TAILOR_TRACE for the step
+ * trace's recompiled winners). */
+tailor_status tailor_launch_compile(tailor_ctx *ctx, const char *template_name,
+                                   const tailor_launch *launch, tailor_dtype dtype, int sm, int ptx,
+                                   const char *kernel_name, const tailor_define *extra, int nextra,
+                                   tailor_compile_memo *memo, tailor_compile_result *out);
+
 #endif

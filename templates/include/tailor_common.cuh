@@ -28,6 +28,41 @@ __device__ __forceinline__ T2 from_f32x2(float2 v) { return __float22half2_rn(v)
 #error "tailor: the host must define TAILOR_KERNEL (the instantiated kernel's name)"
 #endif
 
+#if defined(TAILOR_TRACE)
+// The step trace (`tailor bench model --trace`, docs/development.md). Only when the runtime
+// recompiles its winners with TAILOR_TRACE defined; no cached kernel has it. Thread 0 of every
+// block adds to its launch's record, in slot %gridid mod TAILOR_TRACE_SLOTS of this module
+// (%gridid: the launch's own identifier): [0] the first block's arrival at tailor_grid_begin,
+// [1] the first release from the grid wait, [2] ~(the last release), all %globaltimer ns;
+// [3] the grid id, [4] ~(the grid id): two launches in one slot show as [3] != ~[4]; [5] the
+// blocks counted, minus one. The host fills the records with all-ones first, so every field is
+// an atomicMin whose result is not used: reductions that cost the block no round trip.
+#define TAILOR_TRACE_SLOTS 4093
+__device__ unsigned long long tailor_trace_rec[TAILOR_TRACE_SLOTS * 6];
+
+__device__ __forceinline__ unsigned long long tailor_trace_now()
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+__device__ __forceinline__ void tailor_trace_block(unsigned long long arrive, unsigned long long release)
+{
+    if (threadIdx.x != 0 || threadIdx.y != 0 || threadIdx.z != 0)
+        return;
+    unsigned long long id;
+    asm volatile("mov.u64 %0, %%gridid;" : "=l"(id));
+    unsigned long long *r = &tailor_trace_rec[6 * (id % TAILOR_TRACE_SLOTS)];
+    atomicMin(&r[0], arrive);
+    atomicMin(&r[1], release);
+    atomicMin(&r[2], ~release);
+    atomicMin(&r[3], id);
+    atomicMin(&r[4], ~id);
+    atomicAdd(&r[5], 1ull);
+}
+#endif
+
 // Programmatic dependent launch (sm_90+). The host may launch a kernel while its predecessor
 // is still draining (tailor_kernels_set_pdl); every template therefore calls tailor_grid_begin()
 // before it reads or writes global memory: it waits until the predecessor has finished and its
@@ -38,11 +73,18 @@ __device__ __forceinline__ T2 from_f32x2(float2 v) { return __float22half2_rn(v)
 // that: an L2 prefetch of whole weight slices there cost 12 % of decode (docs/perf/model.md).
 // Decode attention also requests its first K/V stages there: every slot but the query's own was
 // written by earlier steps (the rule and its one exception in attn_mma.cuh, attn_cur_slot).
+
 __device__ __forceinline__ void tailor_grid_begin()
 {
+#if defined(TAILOR_TRACE)
+    const unsigned long long arrive = tailor_trace_now();
+#endif
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+#if defined(TAILOR_TRACE)
+    tailor_trace_block(arrive, tailor_trace_now());
 #endif
 }
 
