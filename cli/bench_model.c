@@ -188,7 +188,7 @@ static void model_usage(void)
            "         [--profile] [--no-pdl] [--separate-gating] [--separate-q-prep]\n"
            "         [--attention-q-prep]\n"
            "         [--seams kernel|prologue|epilogue] [--knockout OP[:k=v,...]]... [--trace]\n"
-           "         [--prefetch MIB] [--json]\n\n"
+           "         [--json]\n\n"
            "Gemma 4 end to end on the GPU: prefill and decode tok/s, time to first token, peak host\n"
            "memory of the load, GPU memory, decode against the bandwidth bound (weight bytes per\n"
            "token over the copy bandwidth measured in the same run). Without --model, random\n"
@@ -206,9 +206,7 @@ static void model_usage(void)
            "meaningless (timing experiments only). --trace: the winners are compiled again with\n"
            "TAILOR_TRACE and one more decode step prints when each launch was released from its\n"
            "grid wait, so the gap to the next release is what it costs on the critical path\n"
-           "(docs/development.md). --prefetch: MiB of the next GEMVs' weights each decode\n"
-           "attention prefetches into L2 on sm_90+ (0: none; default %d).\n",
-           TAILOR_GEMMA4_PREFETCH_MB);
+           "(docs/development.md).\n");
 }
 
 int bench_model(int argc, char **argv)
@@ -229,11 +227,10 @@ int bench_model(int argc, char **argv)
                                          {"quantize-head", no_argument, 0, 'H'},
                                          {"knockout", required_argument, 0, 'K'},
                                          {"trace", no_argument, 0, 'T'},
-                                         {"prefetch", required_argument, 0, 'F'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     const char *model = NULL, *preset = NULL, *quant = NULL, *cache_file = NULL;
-    int plen = 512, ndec = 128, json = 0, profile = 0, no_pdl = 0, seams = 0, sepgate = 0, qprep = 0, qhead = 0, sepq = 0, trace = 0, prefetch = 0, c;
+    int plen = 512, ndec = 128, json = 0, profile = 0, no_pdl = 0, seams = 0, sepgate = 0, qprep = 0, qhead = 0, sepq = 0, trace = 0, c;
     char knock[256] = "";
     optind = 1;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -258,15 +255,6 @@ int bench_model(int argc, char **argv)
         case 'S': sepq = 1; break;
         case 'H': qhead = 1; break;
         case 'T': trace = 1; break;
-        case 'F': {
-            char *end = NULL;
-            long v = strtol(optarg, &end, 10);
-            if (!*optarg || *end || v < 0 || v > 4096)
-                return cli_usage_error("bench model", "--prefetch takes MiB per layer, 0 (none) "
-                                       "to 4096");
-            prefetch = v == 0 ? -1 : (int)v;
-            break;
-        }
         case 'K':
             if (add_knockout(knock, sizeof knock, optarg))
                 return cli_usage_error("bench model", "--knockout takes OP or OP:key=value,..., "
@@ -315,8 +303,7 @@ int bench_model(int argc, char **argv)
                                 .no_pdl = no_pdl, .seams = seams,
                                 .separate_gating = sepgate, .separate_q_prep = sepq,
                                 .attention_q_prep = qprep,
-                                .quantize_head = qhead, .prefetch_mb = prefetch,
-                                .knockout = knock};
+                                .quantize_head = qhead, .knockout = knock};
     double tl0 = now_s();
     if (s == TAILOR_OK)
         s = create(ctx, m, &cfg, gpu, ks, &o, &g);

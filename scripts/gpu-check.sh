@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu-check.sh — on the GPU machine: build, run every GPU test, then the benchmarks; logs go to
 # $OUT (ctest.txt, bench.txt, model.txt, ...) and a short summary is printed last.
-#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|experimental|experimental-attn|attn-wg|wgmma|boot|decode-scale|decode-wg|decode-merge|decode-linear|trace|prefetch|all] [ctest -R regex]
+#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|experimental|experimental-attn|attn-wg|wgmma|boot|decode-scale|decode-wg|decode-merge|decode-linear|trace|all] [ctest -R regex]
 # quick: the GPU tests with the long scripts in their smoke subsets (MATMUL_QUICK, W4A16_QUICK,
 # ATTN_QUICK), fitting one 10-minute device call; model: Gemma 4 E2B decode and prefill figures
 # with the same-run comparisons (PDL off, gating kernels, each place of the seams, q prepared
@@ -36,9 +36,7 @@
 # (decode-linear.txt). trace: the E2B decode step's timeline (bench model --trace: each launch's
 # release from its grid wait, the gap to the next one, per kernel sums) for bf16 and for W4A16 +
 # int4 head, each after the plain bench on the same cache (trace.txt, trace-bf16.txt,
-# trace-w4a16.txt). prefetch: the E2B decode with decode attention's L2 prefetch of the next
-# GEMVs' weights at several sizes and without it, alternating, bf16 and W4A16 + int4 head; a
-# trace with the default; test_gpu_gemma4 and cli_gpu_attention (quick) (prefetch.txt).
+# trace-w4a16.txt).
 set -uo pipefail
 what=${1:-all}
 filter=${2:-}
@@ -266,39 +264,6 @@ if [[ $what == trace ]]; then
     grep -E '^(decode|trace of)' "$OUT/trace-$w.txt" >>"$R"
   done
   summary+=("trace: $(grep -c '^trace of' "$R") of 2 traces; trace.txt, trace-bf16.txt, trace-w4a16.txt")
-fi
-if [[ $what == prefetch ]]; then
-  P="$OUT/prefetch.txt"
-  : >"$P"
-  B="$T bench model --preset gemma-4-e2b --cache /tmp/pf.sqlite --prompt-len 512 --decode 128"
-  if [[ ${PF_BENCH:-1} == 1 ]]; then
-  echo "== bench model bf16 (tunes what is missing)" >>"$P"
-  timeout 220 $B --prefetch 0 2>&1 | grep -E '^(decode|prefill|tuning)' >>"$P"
-  for mb in ${PF_SIZES:-24 0 16 32 48 0 24}; do
-    echo "== bf16 --prefetch $mb" >>"$P"
-    timeout 60 $B --prefetch $mb 2>&1 | grep -E '^(decode|tuning)' >>"$P"
-  done
-  for mb in 0 24 48 0 24; do
-    echo "== w4a16 + int4 head --prefetch $mb" >>"$P"
-    timeout 150 $B --quantize w4a16 --quantize-head --prefetch $mb 2>&1 | grep -E '^(decode|tuning)' >>"$P"
-  done
-  timeout 150 $T bench model --preset gemma-4-e2b --cache /tmp/pf.sqlite --prompt-len 512 --decode 8 \
-    --trace >"$OUT/trace-bf16.txt" 2>&1
-  echo "trace rc=$?" >>"$P"
-  fi
-  if [[ ${PF_TESTS:-1} == 1 ]]; then
-  echo "== test_gpu_gemma4" >>"$P"
-  (cd build-gpu && TAILOR_SOURCE_DIR=$PWD/.. TAILOR_TEST_CACHE=/tmp/g4.db \
-     TAILOR_TEST_FIXTURES=e2b_w4a16_asym timeout ${G4_S:-200} ./tests/test_gpu_gemma4) >"$OUT/g4.txt" 2>&1
-  echo "rc=$?" >>"$P"
-  tail -3 "$OUT/g4.txt" >>"$P"
-  echo "== cli_gpu_attention quick" >>"$P"
-  (cd build-gpu && ATTN_QUICK=1 timeout ${ATTN_S:-120} ctest -R cli_gpu_attention --output-on-failure) \
-    >"$OUT/attn.txt" 2>&1
-  echo "rc=$?" >>"$P"
-  tail -3 "$OUT/attn.txt" >>"$P"
-  fi
-  summary+=("prefetch: $(grep -c '^decode' "$P") decode figures; prefetch.txt")
 fi
 if [[ $what == decode-linear ]]; then
   # the cluster merge on a full layer's linear cache (session 15): every decode survivor verified

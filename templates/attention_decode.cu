@@ -18,9 +18,7 @@
 // still hold finite values (P = 0 multiplies them).
 // Workspace (zeroed once when allocated; left zeroed): ws = partial outputs
 // [pairs, nsplit, GROUP, HEAD_DIM] then (max, sum) [pairs, nsplit, GROUP, 2] fp32; cnt [pairs] u32.
-// Grid: (nsplit + pf_blocks, kv_heads, batch); `chunk` (a multiple of BN) covers all slots in
-// nsplit blocks; the pf_blocks after them prefetch the ranges of `pf` into L2 and leave (shape
-// key pf_blocks; 0 when tuning, where pf is a zeroed workspace).
+// Grid: (nsplit, kv_heads, batch); `chunk` (a multiple of BN) covers all slots in nsplit blocks.
 // Slot contract: the slot of position p is p mod slots, so while qpos + 1 < slots nothing at or
 // past qpos + 1 is visible; only the live min(slots, qpos + 1) slots are streamed, re-split over
 // the blocks (attn_live_split: block i covers [i * c, min(live, (i + 1) * c)), c <= chunk), and
@@ -188,17 +186,8 @@ extern "C" __global__ void __launch_bounds__(ATTN_NT, 1) ATTN_CLUSTER_DIMS
 TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict__ k_cache,
               const T *__restrict__ v_cache, const int *__restrict__ positions,
               const int *__restrict__ qpos, float *__restrict__ ws, unsigned *__restrict__ cnt,
-              int heads, int kv_heads, int slots, int window, int chunk,
-              const TailorPrefetch *__restrict__ pf, int pf_blocks ATTN_PREP_PARAMS)
+              int heads, int kv_heads, int slots, int window, int chunk ATTN_PREP_PARAMS)
 {
-    // The last pf_blocks of x only prefetch the next kernels' weights into L2 (tailor_common.cuh)
-    // while the blocks before them attend: the DRAM is idle in this latency-bound kernel.
-    const int nsplit = gridDim.x - pf_blocks;
-    if ((int)blockIdx.x >= nsplit) {
-        tailor_prefetch_l2(pf, (blockIdx.z * gridDim.y + blockIdx.y) * pf_blocks + blockIdx.x - nsplit,
-                           pf_blocks * gridDim.y * gridDim.z);
-        return;
-    }
 #if PREP
     const AttnPrepWeights prep_w = attn_prep_weights(q_w, inv_freq); // weights: before the wait
 #endif
@@ -216,7 +205,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int wm = warp / WN, wn = warp % WN;
-    const int split = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
+    const int split = blockIdx.x, nsplit = gridDim.x, kvh = blockIdx.y, b = blockIdx.z;
     const int pair = b * kv_heads + kvh, npairs = gridDim.y * gridDim.z;
     T *ob = out + ((size_t)b * heads + (size_t)kvh * GROUP) * HEAD_DIM;
     // Before the wait (attn_cur_slot, attn_mma.cuh): qpos, the live split, the first stages.

@@ -41,14 +41,6 @@ local function blocks(p, shape)
   return p.CLUSTER == 1 and p.SPLITS or nsplit_of(p.SPLITS, p.BN, shape)
 end
 
--- The L2 prefetch blocks after the splits (attention_decode.cu): shape.pf_blocks, rounded up to
--- whole clusters with CLUSTER = 1.
-local function pf_blocks(p, shape)
-  local n = shape.pf_blocks
-  if p.CLUSTER == 1 then n = (n + p.SPLITS - 1) // p.SPLITS * p.SPLITS end
-  return n
-end
-
 local function smem_bytes(p, shape)
   local bm, kstr, pstr = 16 * wm(shape), shape.head_dim + 8, p.BN + 8
   return 4 * p.WN * bm + 4 * p.STAGES * p.BN
@@ -141,9 +133,8 @@ return {
   threads = function(p, shape, dtype, device) return 32 * wm(shape) * p.WN end,
   smem_static = function(p, shape, dtype, device) return 0 end,
   smem_dynamic = function(p, shape, dtype, device) return smem_bytes(p, shape) end,
-  -- x: the splits, then the L2 prefetch blocks (shape key pf_blocks, whole clusters with CLUSTER)
   grid = function(p, shape, dtype, device)
-    return { blocks(p, shape) + pf_blocks(p, shape), shape.kv_heads, shape.batch }
+    return { blocks(p, shape), shape.kv_heads, shape.batch }
   end,
 
   -- ws: partial outputs then (max, sum) per split; cnt: one arrival counter per (sequence, KV head).
@@ -151,14 +142,13 @@ return {
   workspace = function(p, shape, dtype, device)
     local pairs = shape.batch * shape.kv_heads
     local n = blocks(p, shape)
-    return { ws = 4 * pairs * n * tailor.attn_group(shape) * (shape.head_dim + 2), cnt = 4 * pairs,
-             pf = 32 } -- pf: a zeroed prefetch descriptor, for a caller that binds none
+    return { ws = 4 * pairs * n * tailor.attn_group(shape) * (shape.head_dim + 2), cnt = 4 * pairs }
   end,
 
   args = function(p, shape, dtype, device)
     return tailor.attn_prep_args(shape, {
              "out", "q", "k_cache", "v_cache", "positions", "qpos", "ws", "cnt",
              { i32 = "heads" }, { i32 = "kv_heads" }, { i32 = slots(shape) }, { i32 = "window" },
-             { i32 = chunk_of(p.SPLITS, p.BN, shape) }, "pf", { i32 = pf_blocks(p, shape) } })
+             { i32 = chunk_of(p.SPLITS, p.BN, shape) } })
   end,
 }

@@ -336,8 +336,6 @@ static const tailor_shape_key decode_keys[] = {
     {"batch", 1, "sequences, one new query each"},
     {"prep", 0, "1: q is the raw projection, RMS-normed (q_w) and rotated (inv_freq, at qpos) in "
                 "the kernel"},
-    {"pf_blocks", 0, "extra blocks that prefetch the caller's `pf` ranges (the next kernels' "
-                     "weights) into L2 while the others attend; 0 when tuning (attention_decode)"},
     {NULL, 0, NULL},
 };
 

@@ -211,10 +211,6 @@ typedef struct tailor_gemma4_gpu_opts {
     int seams;        /* where decode runs the layer seams (residual add and norms after o,
                          down and the PLE projection): a TAILOR_GEMMA4_SEAMS_* value, 0 = the
                          default (docs/perf/model.md has the same-run comparison) */
-    int prefetch_mb;  /* decode on sm_90+: while a layer's attention runs (latency-bound, the
-                         DRAM idle), extra blocks of it prefetch the next GEMVs' weights into L2
-                         (the o projection, then the head of gate|up), this many MiB per layer;
-                         0: TAILOR_GEMMA4_PREFETCH_MB, < 0: none */
     const char *knockout; /* timing experiments only (bench model --knockout): launches of these
                              ops are skipped, so every output is meaningless and the inf/NaN
                              check is off. Items "OP" or "OP:k=v,k=v" (only launches whose
@@ -240,10 +236,6 @@ typedef struct tailor_gemma4_gpu_info {
 /* A GPU model whose max_tokens is at most this tunes its full layers' decode attention at this
  * cache length, a longer one at 4096: short runs get a kernel chosen for a few hundred keys. */
 #define TAILOR_GEMMA4_SHORT_CONTEXT 1024
-
-/* MiB of the next GEMVs' weights each decode attention prefetches into L2 by default
- * (tailor_gemma4_gpu_opts.prefetch_mb; docs/perf/model.md, session 16). */
-#define TAILOR_GEMMA4_PREFETCH_MB 24
 
 /* One kernel a GPU model runs: the op and the shape it is tuned at (the cache key's shape). */
 typedef struct tailor_gemma4_kernel_use {

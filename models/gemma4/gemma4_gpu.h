@@ -69,9 +69,6 @@ struct tailor_gemma4_gpu {
         CUdeviceptr t, w_post, w_next, scalar;
     } owed;
     int owing;
-    size_t prefetch_bytes;      /* opts.prefetch_mb in bytes; 0: no L2 prefetch */
-    int pf_blocks;              /* decode attention's extra prefetch blocks (0: none) */
-    CUdeviceptr pf;             /* [n_layers] prefetch descriptors (TailorPrefetch, 32 B each) */
     int tchunk;                 /* the width prefill kernels are tuned at: chunk before the
                                    max_tokens cap, so that every run shares the tuned shapes */
     int pos;                    /* positions processed */

@@ -505,17 +505,11 @@ static tailor_status attend(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int T,
         t = s;
         g4g_put(&t, "kv_len", attention_tuned_slots(g, ly->kv_source));
         const g4g_layer *L = &g->layers[i];
-        int pf = g->pf && T == 1; /* the next GEMVs' weights into L2 meanwhile (actual shape) */
-        if (pf)
-            g4g_put(&s, "pf_blocks", g->pf_blocks);
         tailor_binding b[] = {{"q", raw_q ? raw_q : g->qb}, {"k_cache", S->kc},
                               {"v_cache", S->vc},           {"positions", S->positions},
                               {"qpos", g->posb},            {"out", g->att},
-                              {"pf", off(g->pf, (size_t)i * 4, 8)},
                               {"q_w", L->q_norm},           {"inv_freq", L->inv_freq}};
-        if (!pf)
-            b[6] = b[0]; /* no binding of "pf": the kernel's zeroed workspace */
-        return g4g_run(ctx, g, "attention_decode", &t, &s, b, raw_q ? 9 : 7);
+        return g4g_run(ctx, g, "attention_decode", &t, &s, b, raw_q ? 8 : 6);
     }
     int nh = hist_rows(g, ly->kv_source, p0);
     g4g_put(&s, "q_len", T);

@@ -681,46 +681,6 @@ static tailor_status alloc_acts(tailor_ctx *ctx, tailor_gemma4_gpu *g)
     return st;
 }
 
-/* The bytes of m's weights a GEMV streams (int4: the packed words; the scales are small). */
-static size_t mat_stream_bytes(const tailor_gemma4_gpu *g, const g4g_mat *m)
-{
-    return m->int4 ? (size_t)m->n * (size_t)m->k / 2 : (size_t)m->n * (size_t)m->k * g->es;
-}
-
-static CUdeviceptr mat_stream_ptr(const g4g_mat *m) { return m->int4 ? m->qw : m->w; }
-
-/* The L2 prefetch descriptors (templates/include/tailor_common.cuh, TailorPrefetch): for each
- * layer, the o projection and then the head of gate|up (the gate when not stacked), at most
- * g->prefetch_bytes in all; decode attention's extra blocks request them while it runs. */
-static tailor_status alloc_prefetch(tailor_ctx *ctx, tailor_gemma4_gpu *g)
-{
-    const int L = g->cfg.n_layers;
-    if (g->prefetch_bytes == 0 || g->dry)
-        return TAILOR_OK;
-    uint64_t *d = calloc((size_t)L * 4, sizeof *d);
-    if (!d)
-        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "gemma4 gpu: out of memory");
-    for (int i = 0; i < L; i++) {
-        const g4g_layer *Ly = &g->layers[i];
-        const g4g_mat *mlp = g4g_mat_present(&Ly->gu) ? &Ly->gu : &Ly->gate;
-        size_t left = g->prefetch_bytes;
-        size_t a = mat_stream_bytes(g, &Ly->o), b = mat_stream_bytes(g, mlp);
-        a = (a < left ? a : left) & ~(size_t)15;
-        left -= a;
-        b = (b < left ? b : left) & ~(size_t)15;
-        d[4 * i + 0] = mat_stream_ptr(&Ly->o);
-        d[4 * i + 1] = mat_stream_ptr(mlp);
-        d[4 * i + 2] = d[4 * i + 0] ? a : 0;
-        d[4 * i + 3] = d[4 * i + 1] ? b : 0;
-    }
-    size_t bytes = (size_t)L * 4 * sizeof *d;
-    tailor_status st = dalloc(ctx, g, bytes, &g->act_bytes, &g->pf);
-    if (st == TAILOR_OK)
-        st = tailor_gpu_upload(ctx, g->gpu, g->pf, d, bytes);
-    free(d);
-    return st;
-}
-
 /* ---- create / destroy ---------------------------------------------------------------------------- */
 
 /* What the options decide, shared by a real model and a dry one: dtype (o's, else `fallback`),
@@ -837,11 +797,6 @@ static tailor_status create(tailor_ctx *ctx, const tailor_gemma4 *m, const tailo
     g->model = m;
     g->seed = (uint32_t)seed;
     configure(g, cfg, o, dev->cc_major >= 8 ? TAILOR_DTYPE_BF16 : TAILOR_DTYPE_F16);
-    if (dev->cc_major >= 9 && o->prefetch_mb >= 0 && dev->sm_count > 16) { /* bulk L2 prefetch */
-        g->prefetch_bytes = (size_t)(o->prefetch_mb ? o->prefetch_mb : TAILOR_GEMMA4_PREFETCH_MB)
-                            << 20;
-        g->pf_blocks = dev->sm_count - 16; /* the splits' SMs and a few to spare */
-    }
     tailor_log(ctx, TAILOR_LOG_INFO,
                "gemma4 gpu: %s, sm_%d, compute %s (%s), weights %s%s%s; kernels from the cache, "
                "tuned on demand when missing", dev->name, dev->cc_major * 10 + dev->cc_minor,
@@ -857,8 +812,6 @@ static tailor_status create(tailor_ctx *ctx, const tailor_gemma4 *m, const tailo
         st = alloc_kv(ctx, g);
     if (st == TAILOR_OK)
         st = alloc_acts(ctx, g);
-    if (st == TAILOR_OK)
-        st = alloc_prefetch(ctx, g);
     if (st == TAILOR_OK)
         st = tailor_gpu_sync(ctx, gpu);
     if (st == TAILOR_OK)

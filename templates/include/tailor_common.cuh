@@ -88,47 +88,6 @@ __device__ __forceinline__ void tailor_grid_begin()
 #endif
 }
 
-// L2 prefetch of weights a later kernel of the step will read (sm_90+; elsewhere nothing). A
-// latency-bound kernel (decode attention) gives extra blocks this job while the DRAM would
-// otherwise idle: the runtime fills a descriptor of two ranges (the next GEMVs' weights, 16-byte
-// aligned) once at load; the tuner binds a zeroed one (nothing to do). Block `part` of `parts`
-// takes every parts-th run of 32 pieces of TAILOR_PREFETCH_PIECE bytes, one piece per lane of
-// its first warp, so that all blocks request the ranges front to back together
-// (cp.async.bulk.prefetch.L2: no registers, no completion, one instruction per piece). Weights
-// only: no kernel of a forward writes them, so this may run before tailor_grid_begin().
-struct TailorPrefetch {
-    const unsigned char *p[2];
-    unsigned long long bytes[2];
-};
-
-#define TAILOR_PREFETCH_PIECE 16384ull
-
-__device__ __forceinline__ void tailor_prefetch_l2(const TailorPrefetch *__restrict__ d,
-                                                   unsigned part, unsigned parts)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    const unsigned lane = threadIdx.x;
-    if (lane >= 32 || threadIdx.y != 0 || threadIdx.z != 0 || parts == 0)
-        return;
-    unsigned long long first = 0; // index of the range's first piece among all pieces
-    for (int r = 0; r < 2; r++) {
-        const unsigned long long bytes = d->bytes[r] & ~15ull;
-        const unsigned long long n = (bytes + TAILOR_PREFETCH_PIECE - 1) / TAILOR_PREFETCH_PIECE;
-        // pieces i of this range with (first + i) mod (32 parts) == 32 part + lane
-        const unsigned long long stride = 32ull * parts, mine = 32ull * part + lane;
-        unsigned long long i = (mine + stride - first % stride) % stride;
-        for (; i < n; i += stride) {
-            const unsigned long long off = i * TAILOR_PREFETCH_PIECE;
-            const unsigned long long left = bytes - off;
-            const unsigned len = (unsigned)(left < TAILOR_PREFETCH_PIECE ? left : TAILOR_PREFETCH_PIECE);
-            asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(d->p[r] + off), "r"(len)
-                         : "memory");
-        }
-        first += n;
-    }
-#endif
-}
-
 // transformers' gelu_pytorch_tanh in fp32: 0.5 z (1 + tanh(sqrt(2/pi) (z + 0.044715 z^3))).
 __device__ __forceinline__ float tailor_gelu_tanh(float z)
 {
