@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu-check.sh — on the GPU machine: build, run every GPU test, then the benchmarks; logs go to
 # $OUT (ctest.txt, bench.txt, model.txt, ...) and a short summary is printed last.
-#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|experimental|experimental-attn|attn-wg|wgmma|boot|decode-scale|decode-wg|decode-merge|decode-linear|trace|all] [ctest -R regex]
+#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|experimental|experimental-attn|attn-wg|wgmma|boot|decode-scale|decode-wg|decode-merge|decode-linear|trace|spacer|all] [ctest -R regex]
 # quick: the GPU tests with the long scripts in their smoke subsets (MATMUL_QUICK, W4A16_QUICK,
 # ATTN_QUICK), fitting one 10-minute device call; model: Gemma 4 E2B decode and prefill figures
 # with the same-run comparisons (PDL off, gating kernels, each place of the seams, q prepared
@@ -36,7 +36,9 @@
 # (decode-linear.txt). trace: the E2B decode step's timeline (bench model --trace: each launch's
 # release from its grid wait, the gap to the next one, per kernel sums) for bf16 and for W4A16 +
 # int4 head, each after the plain bench on the same cache (trace.txt, trace-bf16.txt,
-# trace-w4a16.txt).
+# trace-w4a16.txt). spacer: the E2B decode with winners tuned under the spacer timing (space.h,
+# TAILOR_TIMING_METHOD_SPACER) and under the method before (TAILOR_TIMING_SPACER=0), each in its
+# own cache, alternating, bf16 then W4A16 + int4 head (spacer.txt).
 set -uo pipefail
 what=${1:-all}
 filter=${2:-}
@@ -264,6 +266,23 @@ if [[ $what == trace ]]; then
     grep -E '^(decode|trace of)' "$OUT/trace-$w.txt" >>"$R"
   done
   summary+=("trace: $(grep -c '^trace of' "$R") of 2 traces; trace.txt, trace-bf16.txt, trace-w4a16.txt")
+fi
+if [[ $what == spacer ]]; then
+  S="$OUT/spacer.txt"
+  : >"$S"
+  for w in bf16 w4a16; do
+    q=""
+    [[ $w == w4a16 ]] && q="--quantize w4a16 --quantize-head"
+    for rep in 1 2; do
+      for sp in 1 0; do
+        echo "== $w spacer=$sp" >>"$S"
+        TAILOR_TIMING_SPACER=$sp timeout 150 $T bench model --preset gemma-4-e2b $q \
+          --cache /tmp/spacer$sp.sqlite --prompt-len 512 --decode 128 2>&1 |
+          grep -E '^(decode|tuning)' >>"$S"
+      done
+    done
+  done
+  summary+=("spacer: $(grep -c '^decode' "$S") decode figures; spacer.txt")
 fi
 if [[ $what == decode-linear ]]; then
   # the cluster merge on a full layer's linear cache (session 15): every decode survivor verified

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gen.h"
+
 tailor_status tailor_instance_create(tailor_ctx *ctx, tailor_gpu *gpu, const tailor_op *op,
                                      const tailor_shape *shape, tailor_dtype dtype, uint64_t seed,
                                      int with_reference, tailor_instance **out)
@@ -64,6 +66,7 @@ void tailor_instance_destroy(tailor_gpu *gpu, tailor_instance *inst)
         free(inst->host[i]);
         free(inst->ref[i]);
     }
+    tailor_gpu_unload_kernel(gpu, &inst->spacer);
     free(inst);
 }
 
@@ -205,10 +208,81 @@ tailor_status tailor_instance_check(tailor_ctx *ctx, tailor_gpu *gpu, tailor_ins
     return TAILOR_OK;
 }
 
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
+}
+
+/* ---- the spacer (TAILOR_TIMING_METHOD_SPACER, space.h) ---------------------------------------- */
+
+static const char spacer_source[] =
+    "extern \"C\" __global__ void tailor_timing_spacer(long long ns)\n"
+    "{\n"
+    "    asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n"
+    "    asm volatile(\"griddepcontrol.launch_dependents;\" ::: \"memory\");\n"
+    "    unsigned long long t0, t;\n"
+    "    asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t0));\n"
+    "    do\n"
+    "        asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t));\n"
+    "    while ((long long)(t - t0) < ns);\n"
+    "}\n";
+
+static tailor_status spacer_launch(tailor_ctx *ctx, tailor_gpu *gpu, tailor_instance *inst)
+{
+    static const unsigned grid[3] = {1, 1, 1}, block[3] = {32, 1, 1};
+    long long ns = TAILOR_SPACER_NS;
+    void *args[] = {&ns};
+    return tailor_gpu_launch(ctx, gpu, &inst->spacer, grid, block, 0, args);
+}
+
+static tailor_status capture_spacers(tailor_ctx *ctx, tailor_gpu *gpu, tailor_instance *inst,
+                                     int n, tailor_gpu_graph *g)
+{
+    tailor_status st = tailor_gpu_capture_begin(ctx, gpu);
+    for (int s = 0; s < n && st == TAILOR_OK; s++)
+        st = spacer_launch(ctx, gpu, inst);
+    if (st) {
+        tailor_gpu_graph dropped;
+        (void)tailor_gpu_capture_end(ctx, gpu, 0, &dropped);
+        return st;
+    }
+    return tailor_gpu_capture_end(ctx, gpu, 1, g);
+}
+
+/* Compiles and loads the spacer for the live card once per instance, and times its own chain. */
+static tailor_status spacer_ready(tailor_ctx *ctx, tailor_gpu *gpu, tailor_instance *inst,
+                                  int per_batch)
+{
+    if (inst->spacer.fn)
+        return TAILOR_OK;
+    const tailor_device_info *live = tailor_gpu_info(gpu);
+    tailor_compile_request req = {.source_name = "tailor_timing_spacer.cu",
+                                  .source = spacer_source,
+                                  .kernel_name = "tailor_timing_spacer",
+                                  .sm = live->cc_major * 10 + live->cc_minor};
+    tailor_compile_result r;
+    tailor_status st = tailor_gen_compile(ctx, &req, &r);
+    if (st == TAILOR_OK)
+        st = tailor_gpu_load_kernel(ctx, gpu, r.image, "tailor_timing_spacer", &inst->spacer);
+    tailor_compile_result_free(&r);
+    if (st)
+        return tailor_wrap_error(ctx, "the timing spacer");
+    inst->spacer.pdl = 1;
+    tailor_gpu_graph g = {0};
+    double samples[9];
+    st = capture_spacers(ctx, gpu, inst, per_batch, &g);
+    if (st == TAILOR_OK)
+        st = tailor_gpu_graph_launch(ctx, gpu, &g);
+    if (st == TAILOR_OK)
+        st = tailor_gpu_graph_time(ctx, gpu, &g, per_batch, 9, samples);
+    tailor_gpu_graph_destroy(gpu, &g);
+    if (st)
+        return st;
+    qsort(samples, 9, sizeof samples[0], cmp_double);
+    inst->spacer_us = samples[4];
+    return TAILOR_OK;
 }
 
 /* The launches of one timed batch, captured as a CUDA graph: replayed, they run back to back on
@@ -216,13 +290,17 @@ static int cmp_double(const void *a, const void *b)
  * time the host (~4 µs per driver launch on the H200's host, more than many kernels take). */
 static tailor_status capture_batch(tailor_ctx *ctx, tailor_gpu *gpu, tailor_instance *inst,
                                    tailor_kernel *k, const tailor_launch *l,
-                                   const tailor_workspace *ws, int per_batch, tailor_gpu_graph *g)
+                                   const tailor_workspace *ws, int per_batch, int spaced,
+                                   tailor_gpu_graph *g)
 {
     tailor_status st = tailor_gpu_capture_begin(ctx, gpu);
     if (st)
         return st;
-    for (int s = 0; s < per_batch && st == TAILOR_OK; s++)
+    for (int s = 0; s < per_batch && st == TAILOR_OK; s++) {
         st = launch_set(ctx, gpu, inst, k, l, ws, s % inst->nsets);
+        if (st == TAILOR_OK && spaced)
+            st = spacer_launch(ctx, gpu, inst);
+    }
     if (st) {
         tailor_gpu_graph dropped;
         (void)tailor_gpu_capture_end(ctx, gpu, 0, &dropped); /* keeps the launch's message */
@@ -247,9 +325,12 @@ tailor_status tailor_instance_time(tailor_ctx *ctx, tailor_gpu *gpu, tailor_inst
     tailor_status st = TAILOR_OK;
     for (int s = 0; s < inst->nsets && st == TAILOR_OK; s++) /* warm-up */
         st = launch_set(ctx, gpu, inst, k, l, ws, s);
+    int spaced = k->pdl && tailor_timing_spacer();
+    if (st == TAILOR_OK && spaced)
+        st = spacer_ready(ctx, gpu, inst, per_batch);
     tailor_gpu_graph g = {0};
     if (st == TAILOR_OK)
-        st = capture_batch(ctx, gpu, inst, k, l, ws, per_batch, &g);
+        st = capture_batch(ctx, gpu, inst, k, l, ws, per_batch, spaced, &g);
     double samples[MAX_BATCHES];
     if (st == TAILOR_OK)
         st = tailor_gpu_graph_launch(ctx, gpu, &g); /* the graph's first replay uploads it */
@@ -258,6 +339,8 @@ tailor_status tailor_instance_time(tailor_ctx *ctx, tailor_gpu *gpu, tailor_inst
     tailor_gpu_graph_destroy(gpu, &g);
     if (st)
         return st;
+    for (int b = 0; b < batches && spaced; b++) /* the spacer's share, never below zero */
+        samples[b] = samples[b] > inst->spacer_us ? samples[b] - inst->spacer_us : 0;
     qsort(samples, (size_t)batches, sizeof samples[0], cmp_double);
     double med = batches % 2 ? samples[batches / 2]
                              : 0.5 * (samples[batches / 2 - 1] + samples[batches / 2]);

@@ -20,6 +20,8 @@ typedef struct tailor_instance {
     int nsets;                          /* rotated copies on the device (set 0 is checked) */
     CUdeviceptr dev[TAILOR_MAX_ROTATION][TAILOR_OP_MAX_BUFFERS];
     size_t set_bytes;                   /* bytes of one set */
+    tailor_kernel spacer;               /* tailor_instance_time's spacer (with PDL), or zeroed */
+    double spacer_us;                   /* its own chain, per launch */
 } tailor_instance;
 
 /* Describes, fills (seed), computes the reference (unless with_reference is 0: timing only)
@@ -68,8 +70,9 @@ tailor_status tailor_instance_check(tailor_ctx *ctx, tailor_gpu *gpu, tailor_ins
 /* Times the kernel: one warm-up pass over the rotated sets, then `batches` replays of a CUDA graph
  * of at least 32 launches (back to back on the GPU, as in the model, with PDL where k->pdl says
  * so: the runtime launches sm_90 code that way, each kernel overlapping its predecessor's tail);
- * gives the median microseconds per launch and a robust spread (1.4826 x median absolute
- * deviation). */
+ * with PDL and tailor_timing_spacer(), a spacer follows each launch (space.h) and its own
+ * per-launch time is subtracted. Gives the median microseconds per launch and a robust spread
+ * (1.4826 x median absolute deviation). */
 tailor_status tailor_instance_time(tailor_ctx *ctx, tailor_gpu *gpu, tailor_instance *inst,
                                    tailor_kernel *k, const tailor_launch *l,
                                    const tailor_workspace *ws, int batches, double *median_us,

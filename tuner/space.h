@@ -78,6 +78,19 @@ int tailor_experimental_on(void);
  * E2B int4 GEMV's session-8 pick took 5.08 µs without PDL and 5.64 with it, a three-quad batch
  * 4.56 and 4.17. */
 #define TAILOR_TIMING_METHOD "cuda-graph-replay-pdl/2"
+/* Session 16: each timed launch is followed by a spacer (a one-block kernel that waits for it and
+ * spins TAILOR_SPACER_NS), so that a candidate's ramp and tail are not hidden under the next launch
+ * of itself, which the decode step never runs it after: there it follows a short kernel or
+ * another GEMV. The spacer's own chain is timed alone and subtracted. TAILOR_TIMING_SPACER=0
+ * in the environment selects the method before (and its caches). */
+#define TAILOR_TIMING_METHOD_SPACER "cuda-graph-replay-pdl-spacer/3"
+#define TAILOR_SPACER_NS 1000
+
+/* The timing method in force: TAILOR_TIMING_METHOD_SPACER unless TAILOR_TIMING_SPACER=0. */
+const char *tailor_timing_method(void);
+
+/* 1 when timed launches are followed by the spacer (TAILOR_TIMING_METHOD_SPACER). */
+int tailor_timing_spacer(void);
 
 /* Hex SHA-256 over the timing method, the .lua text, the .cu text and every shared header: what
  * a cached winner of this template depends on. */
