@@ -727,6 +727,42 @@ static void test_trace_compile(tailor_ctx *ctx)
     tailor_plan_free(&plan);
 }
 
+/* The timing method is part of every space hash: the W4A16 ops are timed with the spacer by
+ * default (space.h), the others as before, and TAILOR_TIMING_SPACER=0/1 moves every op to one
+ * method, so that their cached winners are told apart. */
+static void space_hash_of(tailor_ctx *ctx, const char *name, char hex[65])
+{
+    tailor_space *s = NULL;
+    hex[0] = 0;
+    CHECK_OK(ctx, tailor_space_load(ctx, name, &s));
+    if (s)
+        CHECK_OK(ctx, tailor_space_hash(ctx, s, hex));
+    tailor_space_destroy(s);
+}
+
+static void test_timing_method(tailor_ctx *ctx)
+{
+    char m_def[65], m_off[65], m_on[65], w_def[65], w_off[65], w_on[65];
+    unsetenv("TAILOR_TIMING_SPACER");
+    CHECK(tailor_timing_spacer("w4a16_matmul") && tailor_timing_spacer("w4a16_glu"));
+    CHECK(!tailor_timing_spacer("matmul") && !tailor_timing_spacer("attention_decode"));
+    CHECK(strcmp(tailor_timing_method("matmul"), TAILOR_TIMING_METHOD) == 0);
+    CHECK(strcmp(tailor_timing_method("w4a16_pro"), TAILOR_TIMING_METHOD_SPACER) == 0);
+    space_hash_of(ctx, "matmul_gemv", m_def);
+    space_hash_of(ctx, "w4a16_gemv", w_def);
+    setenv("TAILOR_TIMING_SPACER", "0", 1);
+    CHECK(!tailor_timing_spacer("w4a16_matmul"));
+    space_hash_of(ctx, "matmul_gemv", m_off);
+    space_hash_of(ctx, "w4a16_gemv", w_off);
+    setenv("TAILOR_TIMING_SPACER", "1", 1);
+    CHECK(tailor_timing_spacer("matmul"));
+    space_hash_of(ctx, "matmul_gemv", m_on);
+    space_hash_of(ctx, "w4a16_gemv", w_on);
+    unsetenv("TAILOR_TIMING_SPACER");
+    CHECK(m_def[0] && strcmp(m_def, m_off) == 0 && strcmp(m_def, m_on) != 0);
+    CHECK(w_def[0] && strcmp(w_def, w_on) == 0 && strcmp(w_def, w_off) != 0);
+}
+
 int main(void)
 {
     tailor_ctx *ctx = test_ctx();
@@ -754,6 +790,7 @@ int main(void)
     test_space_lib(ctx);
     test_split_neighbours(ctx);
     test_trace_compile(ctx);
+    test_timing_method(ctx);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)

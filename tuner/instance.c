@@ -325,7 +325,7 @@ tailor_status tailor_instance_time(tailor_ctx *ctx, tailor_gpu *gpu, tailor_inst
     tailor_status st = TAILOR_OK;
     for (int s = 0; s < inst->nsets && st == TAILOR_OK; s++) /* warm-up */
         st = launch_set(ctx, gpu, inst, k, l, ws, s);
-    int spaced = k->pdl && tailor_timing_spacer();
+    int spaced = k->pdl && tailor_timing_spacer(inst->op->name);
     if (st == TAILOR_OK && spaced)
         st = spacer_ready(ctx, gpu, inst, per_batch);
     tailor_gpu_graph g = {0};

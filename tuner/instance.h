@@ -70,7 +70,7 @@ tailor_status tailor_instance_check(tailor_ctx *ctx, tailor_gpu *gpu, tailor_ins
 /* Times the kernel: one warm-up pass over the rotated sets, then `batches` replays of a CUDA graph
  * of at least 32 launches (back to back on the GPU, as in the model, with PDL where k->pdl says
  * so: the runtime launches sm_90 code that way, each kernel overlapping its predecessor's tail);
- * with PDL and tailor_timing_spacer(), a spacer follows each launch (space.h) and its own
+ * with PDL and tailor_timing_spacer(op), a spacer follows each launch (space.h) and its own
  * per-launch time is subtracted. Gives the median microseconds per launch and a robust spread
  * (1.4826 x median absolute deviation). */
 tailor_status tailor_instance_time(tailor_ctx *ctx, tailor_gpu *gpu, tailor_instance *inst,

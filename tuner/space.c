@@ -336,22 +336,24 @@ int tailor_space_supports(const tailor_space *s, tailor_dtype dtype)
     return (s->dtypes_mask >> dtype) & 1;
 }
 
-int tailor_timing_spacer(void)
+int tailor_timing_spacer(const char *op)
 {
     const char *v = getenv("TAILOR_TIMING_SPACER");
-    return !(v && strcmp(v, "0") == 0);
+    if (v && (strcmp(v, "0") == 0 || strcmp(v, "1") == 0))
+        return v[0] == '1';
+    return op && strncmp(op, "w4a16_", 6) == 0;
 }
 
-const char *tailor_timing_method(void)
+const char *tailor_timing_method(const char *op)
 {
-    return tailor_timing_spacer() ? TAILOR_TIMING_METHOD_SPACER : TAILOR_TIMING_METHOD;
+    return tailor_timing_spacer(op) ? TAILOR_TIMING_METHOD_SPACER : TAILOR_TIMING_METHOD;
 }
 
 tailor_status tailor_space_hash(tailor_ctx *ctx, const tailor_space *s, char hex[65])
 {
     tailor_sha256 h;
     tailor_sha256_init(&h);
-    const char *method = tailor_timing_method();
+    const char *method = tailor_timing_method(s->op);
     tailor_sha256_update(&h, method, strlen(method) + 1);
     tailor_sha256_update(&h, s->lua_text_hash, 64);
     tailor_template_file f;

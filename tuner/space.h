@@ -81,16 +81,19 @@ int tailor_experimental_on(void);
 /* Session 16: each timed launch is followed by a spacer (a one-block kernel that waits for it and
  * spins TAILOR_SPACER_NS), so that a candidate's ramp and tail are not hidden under the next launch
  * of itself, which the decode step never runs it after: there it follows a short kernel or
- * another GEMV. The spacer's own chain is timed alone and subtracted. TAILOR_TIMING_SPACER=0
- * in the environment selects the method before (and its caches). */
+ * another GEMV. The spacer's own chain is timed alone and subtracted. Measured on the H200 (E2B
+ * decode, docs/perf/model.md): with every op so tuned, W4A16 + int4 head 719-723 tok/s against
+ * 674-675, bf16 543-548 against 564-571. So the W4A16 ops use it by default and the others keep
+ * TAILOR_TIMING_METHOD; TAILOR_TIMING_SPACER=1 (or 0) in the environment gives every op the
+ * spacer (or none). */
 #define TAILOR_TIMING_METHOD_SPACER "cuda-graph-replay-pdl-spacer/3"
 #define TAILOR_SPACER_NS 1000
 
-/* The timing method in force: TAILOR_TIMING_METHOD_SPACER unless TAILOR_TIMING_SPACER=0. */
-const char *tailor_timing_method(void);
+/* 1 when op's timed launches are followed by the spacer (TAILOR_TIMING_METHOD_SPACER). */
+int tailor_timing_spacer(const char *op);
 
-/* 1 when timed launches are followed by the spacer (TAILOR_TIMING_METHOD_SPACER). */
-int tailor_timing_spacer(void);
+/* The timing method of op's tuning: TAILOR_TIMING_METHOD_SPACER or TAILOR_TIMING_METHOD. */
+const char *tailor_timing_method(const char *op);
 
 /* Hex SHA-256 over the timing method, the .lua text, the .cu text and every shared header: what
  * a cached winner of this template depends on. */
