@@ -37,8 +37,9 @@
 # release from its grid wait, the gap to the next one, per kernel sums) for bf16 and for W4A16 +
 # int4 head, each after the plain bench on the same cache (trace.txt, trace-bf16.txt,
 # trace-w4a16.txt). spacer: the E2B decode with winners tuned under the spacer timing (space.h,
-# TAILOR_TIMING_METHOD_SPACER) and under the method before (TAILOR_TIMING_SPACER=0), each in its
-# own cache, alternating, bf16 then W4A16 + int4 head (spacer.txt).
+# TAILOR_TIMING_METHOD_SPACER) for the W4A16 ops (the default), for every op
+# (TAILOR_TIMING_SPACER=1) and for none (=0), each in its own cache, alternating, bf16 then
+# W4A16 + int4 head (spacer.txt).
 set -uo pipefail
 what=${1:-all}
 filter=${2:-}
@@ -274,13 +275,14 @@ if [[ $what == spacer ]]; then
     q=""
     [[ $w == w4a16 ]] && q="--quantize w4a16 --quantize-head"
     for rep in 1 2; do
-      for sp in 1 0; do
+      for sp in default 1 0; do
         echo "== $w spacer=$sp" >>"$S"
-        TAILOR_TIMING_SPACER=$sp timeout 150 $T bench model --preset gemma-4-e2b $q \
-          --cache /tmp/spacer$sp.sqlite --prompt-len 512 --decode 128 2>&1 |
-          grep -E '^(decode|tuning)' >>"$S"
+        if [[ $sp == default ]]; then unset TAILOR_TIMING_SPACER; else export TAILOR_TIMING_SPACER=$sp; fi
+        timeout 150 $T bench model --preset gemma-4-e2b $q --cache /tmp/spacer-$sp.sqlite \
+          --prompt-len 512 --decode 128 2>&1 | grep -E '^(decode|tuning)' >>"$S"
       done
     done
+    unset TAILOR_TIMING_SPACER
   done
   summary+=("spacer: $(grep -c '^decode' "$S") decode figures; spacer.txt")
 fi
