@@ -6,11 +6,7 @@
 # step's trace, against 3.7 TB/s at n = 12288). Log: $OUT/glu_rows.txt; traces of each variant.
 #   bash scripts/probe/glu_rows.sh
 set -uo pipefail
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-source scripts/gpu-env.sh
-T=$PWD/build-gpu/tailor
-[[ -x $T ]] || bash scripts/gpu-build.sh || exit 1
+source scripts/probe/common.sh || exit 1
 P=$OUT/glu_rows.txt
 : >"$P"
 for r in 1 2; do

@@ -9,11 +9,7 @@
 # at most. Log: $OUT/pdl.txt.
 #   bash scripts/probe/pdl_variants.sh [committed|small|attn ...]   (default: all three)
 set -uo pipefail
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-source scripts/gpu-env.sh
-T=$PWD/build-gpu/tailor
-[[ -x $T ]] || bash scripts/gpu-build.sh || exit 1
+source scripts/probe/common.sh || exit 1
 SMALL="residual_norm rmsnorm gelu_gate qk_norm_rope gemma4_kv_store gemma4_ple embed"
 
 # make_copy NAME TEMPLATE...: templates/ copied to /tmp/pdl-NAME, the named ones calling

@@ -5,11 +5,7 @@
 # through the tuner (verified against the reference). Log: $OUT/variants.txt, $OUT/variants-bench.txt.
 #   bash scripts/probe/variants.sh [NAME...]   (default: every copy)
 set -uo pipefail
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-source scripts/gpu-env.sh
-T=$PWD/build-gpu/tailor
-[[ -x $T ]] || bash scripts/gpu-build.sh || exit 1
+source scripts/probe/common.sh || exit 1
 nvcc -O3 -arch=sm_90 -o /tmp/cubin_time scripts/probe/cubin_time.cu -lcuda || exit 1
 names=("$@")
 [[ ${#names[@]} -gt 0 ]] || names=($(ls probe-variants))
