@@ -39,7 +39,7 @@
 # trace-w4a16.txt). spacer: the E2B decode with winners tuned under the spacer timing (space.h,
 # TAILOR_TIMING_METHOD_SPACER) for the W4A16 ops (the default), for every op
 # (TAILOR_TIMING_SPACER=1) and for none (=0), each in its own cache, alternating, bf16 then
-# W4A16 + int4 head (spacer.txt).
+# W4A16 + int4 head; then W4A16 with the seams in the int4 GEMVs' prologue (spacer.txt).
 set -uo pipefail
 what=${1:-all}
 filter=${2:-}
@@ -283,6 +283,16 @@ if [[ $what == spacer ]]; then
       done
     done
     unset TAILOR_TIMING_SPACER
+  done
+  # the int4 GEMVs taking the seams as their prologue (w4a16_pro) instead of residual_norm
+  # kernels (207 µs a token in session 16's trace), on the default method's cache
+  for seams in prologue default; do
+    echo "== w4a16 seams=$seams" >>"$S"
+    f=""
+    [[ $seams == prologue ]] && f="--seams prologue"
+    timeout 150 $T bench model --preset gemma-4-e2b --quantize w4a16 --quantize-head $f \
+      --cache /tmp/spacer-default.sqlite --prompt-len 512 --decode 128 2>&1 |
+      grep -E '^(decode|tuning)' >>"$S"
   done
   summary+=("spacer: $(grep -c '^decode' "$S") decode figures; spacer.txt")
 fi
