@@ -83,19 +83,6 @@ static tailor_status print_profile(tailor_ctx *ctx, tailor_gemma4_gpu *g, int32_
     return s;
 }
 
-/* Per (op, shape): launches and the summed gaps of a trace (trace_print). */
-typedef struct trace_sum {
-    const char *op, *shape, *description;
-    int launches;
-    double gap_us;
-} trace_sum;
-
-static int trace_sum_by_gap(const void *a, const void *b)
-{
-    const trace_sum *x = a, *y = b;
-    return x->gap_us < y->gap_us ? 1 : x->gap_us > y->gap_us ? -1 : 0;
-}
-
 /* Microseconds from `from` to `to` (%globaltimer ns); 0 when `to` is earlier. */
 static double us_between(unsigned long long from, unsigned long long to)
 {
@@ -110,7 +97,7 @@ static tailor_status trace_print(tailor_ctx *ctx, const tailor_trace_launch *t, 
     if (n < 2)
         return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "bench model --trace: %d launches were "
                                 "recorded; the step's kernels were not traced", n);
-    trace_sum *sum = calloc((size_t)n, sizeof *sum);
+    tailor_trace_sum *sum = calloc((size_t)n, sizeof *sum);
     if (!sum)
         return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "bench model: out of memory");
     int ns = 0, merged = 0;
@@ -120,21 +107,14 @@ static tailor_status trace_print(tailor_ctx *ctx, const tailor_trace_launch *t, 
     printf("  %8s %7s %7s %7s %6s  %-18s %s\n", "start_us", "gap_us", "early", "late", "blocks",
            "op", "shape [kernel]");
     for (int i = 0; i < n; i++) {
-        double gap = i + 1 < n ? us_between(t[i].release_first, t[i + 1].release_first) : 0;
         merged += t[i].shared_slot;
         printf("  %8.2f %7.2f %7.2f %7.2f %6lld  %-18s %s [%s]%s\n",
-               us_between(t0, t[i].release_first), gap, us_between(t[i].arrive, t[i].release_first),
+               us_between(t0, t[i].release_first), tailor_trace_gap_us(t, n, i),
+               us_between(t[i].arrive, t[i].release_first),
                us_between(t[i].release_first, t[i].release_last), t[i].blocks, t[i].op,
                t[i].shape, t[i].description, t[i].shared_slot ? " (two launches merged)" : "");
-        int j = 0;
-        while (j < ns && sum[j].description != t[i].description)
-            j++;
-        if (j == ns)
-            sum[ns++] = (trace_sum){t[i].op, t[i].shape, t[i].description, 0, 0};
-        sum[j].launches++;
-        sum[j].gap_us += gap;
     }
-    qsort(sum, (size_t)ns, sizeof *sum, trace_sum_by_gap);
+    tailor_trace_summarize(t, n, sum, &ns);
     printf("gaps summed per kernel (the step's critical path, launch by launch):\n"
            "  %9s %6s %8s  %-18s %s\n", "us", "calls", "us/call", "op", "shape [kernel]");
     for (int j = 0; j < ns; j++)

@@ -231,6 +231,37 @@ static int trace_by_release(const void *a, const void *b)
     return x->release_first < y->release_first ? -1 : x->release_first > y->release_first;
 }
 
+double tailor_trace_gap_us(const tailor_trace_launch *t, int n, int i)
+{
+    if (i < 0 || i + 1 >= n || t[i + 1].release_first < t[i].release_first)
+        return 0;
+    return (double)(t[i + 1].release_first - t[i].release_first) / 1e3;
+}
+
+static int trace_sum_by_gap(const void *a, const void *b)
+{
+    const tailor_trace_sum *x = a, *y = b;
+    return x->gap_us < y->gap_us ? 1 : x->gap_us > y->gap_us ? -1 : 0;
+}
+
+void tailor_trace_summarize(const tailor_trace_launch *t, int n, tailor_trace_sum *sums,
+                            int *nsums)
+{
+    int ns = 0;
+    for (int i = 0; i < n; i++) {
+        int j = 0;
+        while (j < ns && sums[j].kernel != t[i].kernel)
+            j++;
+        if (j == ns)
+            sums[ns++] = (tailor_trace_sum){t[i].kernel, t[i].op, t[i].shape, t[i].description,
+                                            0, 0};
+        sums[j].launches++;
+        sums[j].gap_us += tailor_trace_gap_us(t, n, i);
+    }
+    qsort(sums, (size_t)ns, sizeof *sums, trace_sum_by_gap);
+    *nsums = ns;
+}
+
 tailor_status tailor_kernels_trace_read(tailor_ctx *ctx, tailor_kernels *set,
                                         tailor_trace_launch **out, int *count)
 {

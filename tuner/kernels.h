@@ -57,6 +57,23 @@ typedef struct tailor_trace_launch {
     int shared_slot;                  /* 1: two launches' records merged (the figures are off) */
 } tailor_trace_launch;
 
+/* Microseconds from launch i's first release to launch i + 1's (what launch i costs on the
+ * critical path, hand-off included); 0 for the last launch or an out-of-order pair. */
+double tailor_trace_gap_us(const tailor_trace_launch *t, int n, int i);
+
+/* A trace's launches of one kernel: how many, and their gaps summed. */
+typedef struct tailor_trace_sum {
+    const tailor_op_kernel *kernel;
+    const char *op, *shape, *description;
+    int launches;
+    double gap_us;
+} tailor_trace_sum;
+
+/* Groups the n launches (in release order) by kernel into sums (room for n), the largest
+ * summed gap first; *nsums kernels. */
+void tailor_trace_summarize(const tailor_trace_launch *t, int n, tailor_trace_sum *sums,
+                            int *nsums);
+
 /* Clears every loaded kernel's trace records (the set must trace); then run the work. */
 tailor_status tailor_kernels_trace_arm(tailor_ctx *ctx, tailor_kernels *set);
 
