@@ -249,6 +249,9 @@ int bench_model(int argc, char **argv)
                                "--prompt-len and --decode, and --quantize w4a16 or nothing");
     if (seams < 0)
         return cli_usage_error("bench model", "--seams takes kernel, prologue or epilogue");
+    if (json && (trace || profile))
+        return cli_usage_error("bench model", "--trace and --profile print tables; leave out "
+                               "--json with them");
     tailor_ctx *ctx = cli_ctx();
     double base_rss = vm_hwm();
     tailor_gemma4 *m = NULL;

@@ -90,6 +90,7 @@ if ! "$T" devices --json 2>/dev/null | grep -q '"devices":[[:space:]]*\[[[:space
 fi
 # bench model: its help, its flags (the GPU run itself is in the GPU suites)
 "$T" bench model --help >"$TMPDIR_ERR" 2>&1; rc=$?
+cp "$TMPDIR_ERR" "$TMPDIR_ERR.help"
 check "bench model --help exits 0" test $rc -eq 0
 check "bench model --help lists --profile and --no-pdl" grep -q -- "--profile.*--no-pdl" "$TMPDIR_ERR"
 check "bench model --help lists --seams" grep -q -- "--seams kernel|prologue|epilogue" "$TMPDIR_ERR"
@@ -102,9 +103,13 @@ check "bench model: a bad --seams says what it takes" grep -q "kernel, prologue 
 "$T" bench model --preset gemma-4-e2b --knockout 'matmul:n=two' 2>"$TMPDIR_ERR"; rc=$?
 check "bench model: a malformed --knockout exits 2" test $rc -eq 2
 check "bench model: a malformed --knockout says what it takes" grep -q "OP or OP:key=value" "$TMPDIR_ERR"
+check "bench model --help lists --trace" grep -q -- "--trace" "$TMPDIR_ERR.help"
+"$T" bench model --preset gemma-4-e2b --trace --json 2>"$TMPDIR_ERR"; rc=$?
+check "bench model: --trace with --json exits 2" test $rc -eq 2
+check "bench model: --trace with --json says why" grep -q "leave out --json" "$TMPDIR_ERR"
 "$T" bench model --preset gemma-4-e2b --frobnicate 2>"$TMPDIR_ERR"; rc=$?
 check "bench model: a bad flag exits 2" test $rc -eq 2
 check "bench model: a bad flag is named" grep -q -- "--frobnicate" "$TMPDIR_ERR"
-rm -f "$TMPDIR_ERR" "$TMPDIR_ERR.db"
+rm -f "$TMPDIR_ERR" "$TMPDIR_ERR.db" "$TMPDIR_ERR.help"
 [ $fail -eq 0 ] && echo "cli_tune: all checks passed"
 exit $fail
