@@ -208,7 +208,6 @@ tailor_status tailor_instance_check(tailor_ctx *ctx, tailor_gpu *gpu, tailor_ins
     return TAILOR_OK;
 }
 
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
