@@ -236,19 +236,10 @@ static tailor_status spacer_launch(tailor_ctx *ctx, tailor_gpu *gpu, tailor_inst
     return tailor_gpu_launch(ctx, gpu, &inst->spacer, grid, block, 0, args);
 }
 
-static tailor_status capture_spacers(tailor_ctx *ctx, tailor_gpu *gpu, tailor_instance *inst,
-                                     int n, tailor_gpu_graph *g)
-{
-    tailor_status st = tailor_gpu_capture_begin(ctx, gpu);
-    for (int s = 0; s < n && st == TAILOR_OK; s++)
-        st = spacer_launch(ctx, gpu, inst);
-    if (st) {
-        tailor_gpu_graph dropped;
-        (void)tailor_gpu_capture_end(ctx, gpu, 0, &dropped);
-        return st;
-    }
-    return tailor_gpu_capture_end(ctx, gpu, 1, g);
-}
+static tailor_status capture_batch(tailor_ctx *ctx, tailor_gpu *gpu, tailor_instance *inst,
+                                   tailor_kernel *k, const tailor_launch *l,
+                                   const tailor_workspace *ws, int per_batch, int spaced,
+                                   tailor_gpu_graph *g);
 
 /* Compiles and loads the spacer for the live card once per instance, and times its own chain. */
 static tailor_status spacer_ready(tailor_ctx *ctx, tailor_gpu *gpu, tailor_instance *inst,
@@ -271,7 +262,7 @@ static tailor_status spacer_ready(tailor_ctx *ctx, tailor_gpu *gpu, tailor_insta
     inst->spacer.pdl = 1;
     tailor_gpu_graph g = {0};
     double samples[9];
-    st = capture_spacers(ctx, gpu, inst, per_batch, &g);
+    st = capture_batch(ctx, gpu, inst, NULL, NULL, NULL, per_batch, 1, &g);
     if (st == TAILOR_OK)
         st = tailor_gpu_graph_launch(ctx, gpu, &g);
     if (st == TAILOR_OK)
@@ -287,6 +278,7 @@ static tailor_status spacer_ready(tailor_ctx *ctx, tailor_gpu *gpu, tailor_insta
 /* The launches of one timed batch, captured as a CUDA graph: replayed, they run back to back on
  * the GPU as the model's decode step does, where launching them one by one from the host would
  * time the host (~4 µs per driver launch on the H200's host, more than many kernels take). */
+/* spaced: each launch followed by the spacer; k NULL: the spacers alone (their own chain). */
 static tailor_status capture_batch(tailor_ctx *ctx, tailor_gpu *gpu, tailor_instance *inst,
                                    tailor_kernel *k, const tailor_launch *l,
                                    const tailor_workspace *ws, int per_batch, int spaced,
@@ -296,7 +288,8 @@ static tailor_status capture_batch(tailor_ctx *ctx, tailor_gpu *gpu, tailor_inst
     if (st)
         return st;
     for (int s = 0; s < per_batch && st == TAILOR_OK; s++) {
-        st = launch_set(ctx, gpu, inst, k, l, ws, s % inst->nsets);
+        if (k)
+            st = launch_set(ctx, gpu, inst, k, l, ws, s % inst->nsets);
         if (st == TAILOR_OK && spaced)
             st = spacer_launch(ctx, gpu, inst);
     }

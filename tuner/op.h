@@ -104,6 +104,9 @@ typedef struct tailor_op {
     /* Bytes a kernel must move at least (for GB/s) and useful FLOPs (for TFLOP/s). */
     double (*bytes)(const tailor_shape *shape, tailor_dtype dtype);
     double (*flops)(const tailor_shape *shape, tailor_dtype dtype);
+
+    /* 1: tuned with a spacer after each timed launch (TAILOR_TIMING_METHOD_SPACER, space.h) */
+    int spaced_timing;
 } tailor_op;
 
 /* The op named `name`, or NULL. */

@@ -305,6 +305,7 @@ static double w4a16_flops(const tailor_shape *shape, tailor_dtype dtype)
 
 const tailor_op tailor_op_w4a16_matmul = {
     .name = "w4a16_matmul",
+    .spaced_timing = 1, /* session 16: +7 % W4A16 decode (docs/perf/model.md) */
     .summary = "out[m,n] = a[m,k] W[n,k]^T, W int4 with a 16-bit scale per group (W4A16)",
     .keys = w4a16_keys,
     .describe = w4a16_describe,
@@ -399,6 +400,7 @@ static double w4a16_seam_flops(const tailor_shape *shape, tailor_dtype dtype)
 
 const tailor_op tailor_op_w4a16_seam = {
     .name = "w4a16_seam",
+    .spaced_timing = 1, /* session 16: +7 % W4A16 decode (docs/perf/model.md) */
     .summary = "t[m,n] = a W^T (W4A16), then Gemma 4's layer seam on t: fp32 residual += "
                "RMSNorm(t), next input = RMSNorm(residual)",
     .keys = w4a16_seam_keys,
@@ -516,6 +518,7 @@ static double w4a16_glu_flops(const tailor_shape *shape, tailor_dtype dtype)
 
 const tailor_op tailor_op_w4a16_glu = {
     .name = "w4a16_glu",
+    .spaced_timing = 1, /* session 16: +7 % W4A16 decode (docs/perf/model.md) */
     .summary = "h[m,n] = gelu_tanh(a Wg[n]^T) * (a Wu[n]^T), gate|up stacked in one int4 matrix "
                "of 2n rows: Gemma 4's gating fused into a W4A16 GEMV (decode)",
     .keys = w4a16_glu_keys,
@@ -659,6 +662,7 @@ static double w4a16_pro_flops(const tailor_shape *shape, tailor_dtype dtype)
 
 const tailor_op tailor_op_w4a16_pro = {
     .name = "w4a16_pro",
+    .spaced_timing = 1, /* session 16: +7 % W4A16 decode (docs/perf/model.md) */
     .summary = "the layer seam before an int4 projection as its prologue (decode): x += "
                "RMSNorm(t), a = RMSNorm(x), then out = a W^T (W4A16)",
     .keys = w4a16_pro_keys,

@@ -341,7 +341,8 @@ int tailor_timing_spacer(const char *op)
     const char *v = getenv("TAILOR_TIMING_SPACER");
     if (v && (strcmp(v, "0") == 0 || strcmp(v, "1") == 0))
         return v[0] == '1';
-    return op && strncmp(op, "w4a16_", 6) == 0;
+    const tailor_op *o = op ? tailor_op_find(op) : NULL;
+    return o && o->spaced_timing;
 }
 
 const char *tailor_timing_method(const char *op)
