@@ -31,15 +31,16 @@
 # verified at two shapes, test_gpu_gemma4 with the default spaces (g4.txt), the m = 2048 benches
 # beside cuBLAS and each wgmma configuration's time (trials; wgmma.txt). decode-merge: every
 # decode survivor verified at four shapes, the long caches benched with base and new templates
-# (bench_base_new), then the per-block timeline; decode-linear: the same at the E2B full layer's
-# two tuned lengths, then the preset tuned and the E2B benches with both templates
-# (decode-linear.txt). trace: the E2B decode step's timeline (bench model --trace: each launch's
-# release from its grid wait, the gap to the next one, per kernel sums) for bf16 and for W4A16 +
-# int4 head, each after the plain bench on the same cache (trace.txt, trace-bf16.txt,
+# (bench_base_new), then the per-block timeline (DM_TIMELINE=0 skips it); decode-linear: the
+# same at the E2B full layer's two tuned lengths, then the preset tuned and the E2B benches with
+# both templates (decode-linear.txt). trace: the E2B decode step's timeline (bench model --trace:
+# each launch's release from its grid wait, the gap to the next one, per kernel sums) for bf16 and
+# for W4A16 + int4 head, each after the plain bench on the same cache (trace.txt, trace-bf16.txt,
 # trace-w4a16.txt). spacer: the E2B decode with winners tuned under the spacer timing (space.h,
 # TAILOR_TIMING_METHOD_SPACER) for the W4A16 ops (the default), for every op
 # (TAILOR_TIMING_SPACER=1) and for none (=0), each in its own cache, alternating, bf16 then
-# W4A16 + int4 head; then W4A16 with the seams in the int4 GEMVs' prologue (spacer.txt).
+# W4A16 + int4 head (SPACER_W picks: "w4a16" alone); then W4A16 with the seams in the int4 GEMVs'
+# prologue (spacer.txt).
 set -uo pipefail
 what=${1:-all}
 filter=${2:-}
@@ -248,7 +249,7 @@ if [[ $what == decode-merge ]]; then
              kv_len=32768,head_dim=512,heads=8,kv_heads=2,window=0,batch=1
              kv_len=640,head_dim=512,heads=8,kv_heads=1,window=0,batch=1)
   bench_base_new "$M" /tmp/dm "${dm_shapes[@]}"
-  timeout 200 bash scripts/probe/timeline.sh >/dev/null 2>&1
+  [[ ${DM_TIMELINE:-1} == 1 ]] && timeout 200 bash scripts/probe/timeline.sh >/dev/null 2>&1
   summary+=("decode-merge: $(grep -c '^rc=0' "$M") of 4 verify-all runs passed; figures in decode-merge.txt")
 fi
 if [[ $what == trace ]]; then
@@ -271,7 +272,7 @@ fi
 if [[ $what == spacer ]]; then
   S="$OUT/spacer.txt"
   : >"$S"
-  for w in bf16 w4a16; do
+  for w in ${SPACER_W:-bf16 w4a16}; do
     q=""
     [[ $w == w4a16 ]] && q="--quantize w4a16 --quantize-head"
     for rep in 1 2; do

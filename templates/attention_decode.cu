@@ -364,20 +364,8 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
     }
 
     // The last block to arrive merges; it also puts the counter back to zero for the next launch.
-    int *sFlag = reinterpret_cast<int *>(sP);
-    __threadfence();
-    __syncthreads();
-    if (tid == 0) {
-        const unsigned ticket = atomicAdd(cnt + pair, 1u);
-        const int last = ticket == (unsigned)nact - 1u;
-        if (last)
-            cnt[pair] = 0u;
-        *sFlag = last;
-    }
-    __syncthreads();
-    if (!*sFlag)
+    if (!attn_last_arrival(cnt + pair, (unsigned)nact, reinterpret_cast<int *>(sP)))
         return;
-    __threadfence();
     attn_merge_nodes(reinterpret_cast<const float4 *>(wso), wsml, nact, nact,
                      reinterpret_cast<float *>(sK), true, ob, nullptr, nullptr);
 #endif

@@ -582,36 +582,70 @@ __device__ __forceinline__ void attn_merge_store(const float4 (&a)[ATTN_MJ], con
     }
 }
 
-// The merge weights of nc partials: per row r of GROUP, the largest max M, each partial's
-// weight exp(m - M) (0 for a partial that saw no key) in sW[r * fan + c], and M and the weighed
-// sum L in sM[r], sL[r] (sW layout: GROUP * fan weights, GROUP * fan sums, GROUP M, GROUP L).
+// The merge weights of nc partials for rows r0 .. r0 + nrows - 1 of GROUP: per row rr, the
+// largest max M of the partials' (max, sum) pairs src_ml [nc][GROUP][2], each partial's weight
+// exp(m - M) (0 for a partial that saw no key) in w[rr * stride + c], its sum parked in
+// sum[rr * stride + c], and the weighed sum in L[rr] (and M in rowM[rr] when rowM is given).
 // One warp a row; the caller's barrier publishes them.
-__device__ __forceinline__ void attn_merge_weights(const float *src_ml, int nc, int fan, float *sW)
+__device__ __forceinline__ void attn_row_weights(const float *src_ml, int nc, int r0, int nrows,
+                                                 int stride, float *w, float *sum, float *rowM,
+                                                 float *L)
 {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    float *sSum = sW + GROUP * fan, *sM = sSum + GROUP * fan, *sL = sM + GROUP;
-    for (int r = warp; r < GROUP; r += ATTN_NT / 32) {
+    for (int rr = warp; rr < nrows; rr += ATTN_NT / 32) {
+        const int r = r0 + rr;
         float M = -ATTN_INF;
         for (int c = lane; c < nc; c += 32) {
             const float2 ml = __ldcg(reinterpret_cast<const float2 *>(src_ml) + (size_t)c * GROUP + r);
-            sW[r * fan + c] = ml.x;
-            sSum[r * fan + c] = ml.y;
+            w[rr * stride + c] = ml.x;
+            sum[rr * stride + c] = ml.y;
             M = fmaxf(M, ml.x);
         }
         M = warp_max(M);
-        float L = 0.f;
+        float l = 0.f;
         for (int c = lane; c < nc; c += 32) {
-            const float m = sW[r * fan + c];
-            const float w = m == -ATTN_INF ? 0.f : __expf(m - M);
-            L += w * sSum[r * fan + c];
-            sW[r * fan + c] = w;
+            const float m = w[rr * stride + c];
+            const float wc = m == -ATTN_INF ? 0.f : __expf(m - M);
+            l += wc * sum[rr * stride + c];
+            w[rr * stride + c] = wc;
         }
-        L = warp_sum(L);
+        l = warp_sum(l);
         if (lane == 0) {
-            sM[r] = M;
-            sL[r] = L;
+            if (rowM)
+                rowM[rr] = M;
+            L[rr] = l;
         }
     }
+}
+
+// attn_row_weights for every row of GROUP, in one area sW: GROUP * fan weights, GROUP * fan
+// sums, GROUP M, GROUP L.
+__device__ __forceinline__ void attn_merge_weights(const float *src_ml, int nc, int fan, float *sW)
+{
+    float *sSum = sW + GROUP * fan, *sM = sSum + GROUP * fan, *sL = sM + GROUP;
+    attn_row_weights(src_ml, nc, 0, GROUP, fan, sW, sSum, sM, sL);
+}
+
+// The block's arrival at a merge: after what every thread wrote is fenced, thread 0 takes a
+// ticket from counter; the block that takes the last of `count` puts the counter back to 0 for
+// the next launch and returns true, past a second fence (the others' writes visible to it);
+// every other block returns false. sFlag: one int of shared memory. Every thread calls it.
+__device__ __forceinline__ bool attn_last_arrival(unsigned *counter, unsigned count, int *sFlag)
+{
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        const unsigned ticket = atomicAdd(counter, 1u);
+        const int last = ticket == count - 1u;
+        if (last)
+            *counter = 0u;
+        *sFlag = last;
+    }
+    __syncthreads();
+    if (!*sFlag)
+        return false;
+    __threadfence();
+    return true;
 }
 
 // Merges nc consecutive partial results of one (sequence, KV head) — unnormalised outputs src_o
@@ -735,24 +769,12 @@ __device__ __forceinline__ void attn_merge_tree(float4 *wso, float *wsml, unsign
                                                 int split, int fan, float *sW, int *sFlag, T *out,
                                                 float4 *stage, int cap)
 {
-    const int tid = threadIdx.x;
     int n = nact, off = 0, coff = 0, idx = split;
     for (;;) {
         const int pn = (n + fan - 1) / fan, parent = idx / fan;
         const int c0 = parent * fan, nc = min(fan, n - c0);
-        __threadfence();
-        __syncthreads();
-        if (tid == 0) {
-            const unsigned ticket = atomicAdd(pc + coff + parent, 1u);
-            const int last = ticket == (unsigned)nc - 1u;
-            if (last)
-                pc[coff + parent] = 0u;
-            *sFlag = last;
-        }
-        __syncthreads();
-        if (!*sFlag)
+        if (!attn_last_arrival(pc + coff + parent, (unsigned)nc, sFlag))
             return;
-        __threadfence();
         const bool root = pn == 1;
         const size_t dst = (size_t)off + n + parent; // unused at the root
 #if ASYNC
@@ -866,19 +888,8 @@ __device__ __forceinline__ void attn_merge_spread(float4 *wso, float *wsml, unsi
         return;
     }
     const int c0 = j * fan, nc = min(fan, nact - c0);
-    __threadfence();
-    __syncthreads();
-    if (tid == 0) {
-        const unsigned ticket = atomicAdd(pc + j, 1u);
-        const int last = ticket == (unsigned)nc - 1u;
-        if (last)
-            pc[j] = 0u;
-        *sFlag = last;
-    }
-    __syncthreads();
-    if (!*sFlag)
+    if (!attn_last_arrival(pc + j, (unsigned)nc, sFlag))
         return;
-    __threadfence();
     attn_merge_nodes_staged(wso + (size_t)c0 * ATTN_ME, wsml + (size_t)c0 * GROUP * 2, nc, wstride,
                             sW, false, out, wso + (size_t)(nact + j) * ATTN_ME,
                             wsml + (size_t)(nact + j) * GROUP * 2, stage, cap);
@@ -921,7 +932,6 @@ __device__ __forceinline__ void attn_merge_flat(const float4 *wso, const float *
                                                 int nact, int split, float *sW, T *out,
                                                 float4 *stage)
 {
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     unsigned *arrive = pc, *leave = pc + 1;
     attn_arrive_wait(arrive, (unsigned)nact);
 
@@ -933,32 +943,12 @@ __device__ __forceinline__ void attn_merge_flat(const float4 *wso, const float *
         // sW: per touched row rr, nact weights, then each row's weighed sum L, then the nact
         // sums of every row (the (max, sum) pairs come in one round trip)
         float *sML = sW + nrows * nact, *sSum = sML + nrows;
-        for (int rr = warp; rr < nrows; rr += ATTN_NT / 32) {
-            const int r = r0 + rr;
-            float M = -ATTN_INF;
-            for (int c = lane; c < nact; c += 32) {
-                const float2 ml = __ldcg(reinterpret_cast<const float2 *>(wsml) + (size_t)c * GROUP + r);
-                sW[rr * nact + c] = ml.x;
-                sSum[rr * nact + c] = ml.y;
-                M = fmaxf(M, ml.x);
-            }
-            M = warp_max(M);
-            float L = 0.f;
-            for (int c = lane; c < nact; c += 32) {
-                const float m = sW[rr * nact + c];
-                const float w = m == -ATTN_INF ? 0.f : __expf(m - M);
-                L += w * sSum[rr * nact + c];
-                sW[rr * nact + c] = w;
-            }
-            L = warp_sum(L);
-            if (lane == 0)
-                sML[rr] = L;
-        }
+        attn_row_weights(wsml, nact, r0, nrows, nact, sW, sSum, nullptr, sML);
         attn_wait<0>();
         __syncthreads();
         attn_store_slice(stage, nact, slen, e0, e1, sW, nact, sML, r0, out);
     }
-    if (tid == 0 && atomicAdd(leave, 1u) == (unsigned)nact - 1u) {
+    if (threadIdx.x == 0 && atomicAdd(leave, 1u) == (unsigned)nact - 1u) {
         *arrive = 0u;
         *leave = 0u;
     }
