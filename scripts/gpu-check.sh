@@ -35,9 +35,9 @@
 # same at the E2B full layer's two tuned lengths, then the preset tuned and the E2B benches with
 # both templates (decode-linear.txt). trace: the E2B decode step's timeline (bench model --trace:
 # each launch's release from its grid wait, the gap to the next one, per kernel sums) for bf16 and
-# for W4A16 + int4 head, each after the plain bench on the same cache (trace.txt, trace-bf16.txt,
-# trace-w4a16.txt). spacer: the E2B decode with winners tuned under the spacer timing (space.h,
-# TAILOR_TIMING_METHOD_SPACER) for the W4A16 ops (the default), for every op
+# for W4A16 + int4 head (TRACE_W picks one), each after the plain bench on the same cache
+# (trace.txt, trace-bf16.txt, trace-w4a16.txt). spacer: the E2B decode with winners tuned under
+# the spacer timing (space.h, TAILOR_TIMING_METHOD_SPACER) for the W4A16 ops (the default), for every op
 # (TAILOR_TIMING_SPACER=1) and for none (=0), each in its own cache, alternating, bf16 then
 # W4A16 + int4 head (SPACER_W picks: "w4a16" alone); then W4A16 with the seams in the int4 GEMVs'
 # prologue (spacer.txt).
@@ -257,7 +257,7 @@ if [[ $what == trace ]]; then
   R="$OUT/trace.txt"
   : >"$R"
   B="$T bench model --preset gemma-4-e2b --cache /tmp/trace.sqlite --prompt-len 512"
-  for w in bf16 w4a16; do
+  for w in ${TRACE_W:-bf16 w4a16}; do
     q=""
     [[ $w == w4a16 ]] && q="--quantize w4a16 --quantize-head"
     echo "== bench model $w (tunes what is missing)" >>"$R"
