@@ -1,6 +1,6 @@
 -- residual_norm.lua — search space of templates/residual_norm.cu (op "residual_norm"; shape keys
--- rows, cols, mode). One block per row holding the row in registers; the space is the block size
--- and the vector width.
+-- rows, cols, mode). One block per row holding the row in registers, the norms' weights staged in
+-- shared memory before the grid wait; the space is the block size and the vector width.
 return {
   op = "residual_norm",
   source = "residual_norm.cu",
@@ -40,11 +40,13 @@ return {
   end,
 
   threads = function(p, shape, dtype, device) return p.THREADS end,
-  -- block_sum's scratch (one float per warp); a single warp reduces with shuffles alone, and
-  -- the compiler then drops the array.
+  -- one float array (residual_norm.cu): the weights the mode reads (two rows of cols 16-bit
+  -- values for modes 0 and 1, one for modes 2 and 3, staged before the grid wait), block_sum's
+  -- scratch (one float per warp, at least one) and the layer scalar
   smem_static = function(p, shape, dtype, device)
-    if p.THREADS <= 32 then return 0 end
-    return 4 * (p.THREADS // 32)
+    local nw = (shape.mode ~= 3 and 1 or 0) + (shape.mode ~= 2 and 1 or 0)
+    local wfloats = (nw * shape.cols * 2 + 3) // 4
+    return 4 * (wfloats + math.max(p.THREADS // 32, 1) + 1)
   end,
   smem_dynamic = function(p, shape, dtype, device) return 0 end,
   grid = function(p, shape, dtype, device) return { shape.rows, 1, 1 } end,
