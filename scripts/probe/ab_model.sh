@@ -6,7 +6,8 @@
 # and the shared headers: change only an op's own files to keep the others' winners). Then
 # base and new alternate on their caches (REPS rounds), and the new templates' step is traced.
 #   bash scripts/probe/ab_model.sh [bench model flags...]   (default: --quantize w4a16 --quantize-head)
-# Output: $OUT/ab.txt (decode lines, tagged), $OUT/ab-trace.txt.
+# Output: $OUT/ab.txt (decode lines, tagged), $OUT/ab-trace.txt. AB_TUNE_S bounds the first (tuning)
+# bench, AB_S each other one, REPS the alternating rounds.
 source scripts/probe/common.sh || exit 1
 [[ -d probe-variants/base/templates ]] || { echo "ab_model: no probe-variants/base (base_templates.sh)"; exit 2; }
 flags=("$@")
@@ -22,7 +23,7 @@ bench() { # bench TAG CACHE [extra flags]: one bench model run, its decode and t
     --prompt-len 512 --decode 128 "$@" 2>&1 | grep -E '^(decode|tuning)' | sed "s/^/$tag: /" >>"$A"
 }
 rm -f /tmp/ab-base.sqlite /tmp/ab-new.sqlite
-bench base /tmp/ab-base.sqlite
+AB_S=${AB_TUNE_S:-300} bench base /tmp/ab-base.sqlite # tunes every shape: ~80 s on the H200, 150 s ran out
 cp /tmp/ab-base.sqlite /tmp/ab-new.sqlite
 bench new /tmp/ab-new.sqlite
 for ((r = 0; r < ${REPS:-2}; r++)); do
