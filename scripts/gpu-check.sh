@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu-check.sh — on the GPU machine: build, run every GPU test, then the benchmarks; logs go to
 # $OUT (ctest.txt, bench.txt, model.txt, ...) and a short summary is printed last.
-#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|experimental|experimental-attn|attn-wg|wgmma|boot|decode-scale|decode-wg|decode-merge|decode-linear|trace|spacer|all] [ctest -R regex]
+#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|experimental|experimental-attn|attn-wg|wgmma|boot|decode-scale|decode-wg|decode-merge|decode-linear|trace|spacer|seams|all] [ctest -R regex]
 # quick: the GPU tests with the long scripts in their smoke subsets (MATMUL_QUICK, W4A16_QUICK,
 # ATTN_QUICK), fitting one 10-minute device call; model: Gemma 4 E2B decode and prefill figures
 # with the same-run comparisons (PDL off, gating kernels, each place of the seams, q prepared
@@ -40,7 +40,9 @@
 # the spacer timing (space.h, TAILOR_TIMING_METHOD_SPACER) for the W4A16 ops (the default), for every op
 # (TAILOR_TIMING_SPACER=1) and for none (=0), each in its own cache, alternating, bf16 then
 # W4A16 + int4 head (SPACER_W picks: "w4a16" alone); then W4A16 with the seams in the int4 GEMVs'
-# prologue (spacer.txt).
+# prologue (spacer.txt). seams: the W4A16 + int4 head decode with each place of the seams
+# (default, epilogue, kernel, prologue) alternating on one cache, then test_gpu_gemma4 on the
+# asym W4A16 fixture (seams.txt, g4.txt).
 set -uo pipefail
 what=${1:-all}
 filter=${2:-}
@@ -297,6 +299,29 @@ if [[ $what == spacer ]]; then
       grep -E '^(decode|tuning)' >>"$S"
   done
   summary+=("spacer: $(grep -c '^decode' "$S") decode figures; spacer.txt")
+fi
+if [[ $what == seams ]]; then
+  # where the W4A16 decode runs its layer seams (session 17: residual_norm stages its weights
+  # before the wait, which pays after the o projection but not after the 1 µs PLE projection):
+  # default (prologue before 16-bit GEMVs, kernels before int4 ones), epilogue (matmul_seam /
+  # w4a16_seam), kernel, prologue, alternating on one cache (the first round tunes), then the
+  # model's numerics (test_gpu_gemma4 on the asym W4A16 fixture; seams.txt, g4.txt)
+  M="$OUT/seams.txt"
+  : >"$M"
+  for rep in 1 2; do
+    for seams in default epilogue kernel prologue; do
+      echo "== w4a16 seams=$seams" >>"$M"
+      f=()
+      [[ $seams != default ]] && f=(--seams "$seams")
+      timeout $((rep == 1 ? 300 : 150)) $T bench model --preset gemma-4-e2b --quantize w4a16 \
+        --quantize-head "${f[@]}" --cache /tmp/seams.sqlite --prompt-len 512 --decode 128 2>&1 |
+        grep -E '^(decode|tuning)' >>"$M"
+    done
+  done
+  (cd build-gpu && TAILOR_SOURCE_DIR=$PWD/.. TAILOR_TEST_CACHE=/tmp/g4.db \
+    TAILOR_TEST_FIXTURES=e2b_w4a16_asym timeout 300 ./tests/test_gpu_gemma4 >"$OUT/g4.txt" 2>&1)
+  echo "test_gpu_gemma4 rc=$?" >>"$M"
+  summary+=("seams: $(grep -c '^decode' "$M") of 8 decode figures; $(tail -1 "$M")")
 fi
 if [[ $what == decode-linear ]]; then
   # the cluster merge on a full layer's linear cache (session 15): every decode survivor verified
