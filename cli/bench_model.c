@@ -167,7 +167,7 @@ static void model_usage(void)
            "         [--quantize-head] [--prompt-len N] [--decode N] [--cache FILE]\n"
            "         [--profile] [--no-pdl] [--separate-gating] [--separate-q-prep]\n"
            "         [--attention-q-prep]\n"
-           "         [--seams kernel|prologue|epilogue] [--knockout OP[:k=v,...]]... [--trace]\n"
+           "         [--seams kernel|prologue|epilogue|mixed] [--knockout OP[:k=v,...]]... [--trace]\n"
            "         [--json]\n\n"
            "Gemma 4 end to end on the GPU: prefill and decode tok/s, time to first token, peak host\n"
            "memory of the load, GPU memory, decode against the bandwidth bound (weight bytes per\n"
@@ -179,8 +179,9 @@ static void model_usage(void)
            "RoPE in a kernel of their own on every layer (else folded into the K/V store where a\n"
            "layer has one); --attention-q-prep: q's norm and\n"
            "RoPE inside decode attention instead of a kernel before it; --seams: the layer seams as\n"
-           "their own kernels, in the next GEMV (the default before 16-bit ones) or in the\n"
-           "projection's last block (all for comparisons). --knockout (repeatable): skip every\n"
+           "their own kernels, in the next GEMV (the default before 16-bit ones), in the\n"
+           "projection's last block, or mixed: in the next GEMV before 16-bit ones, in the last\n"
+           "block before int4 ones (all for comparisons). --knockout (repeatable): skip every\n"
            "launch of OP (only those whose shape has the given values), so that the decode figure\n"
            "shows what those kernels cost on the step's critical path; every output is then\n"
            "meaningless (timing experiments only). --trace: the winners are compiled again with\n"
@@ -228,6 +229,7 @@ int bench_model(int argc, char **argv)
             seams = strcmp(optarg, "kernel") == 0     ? TAILOR_GEMMA4_SEAMS_KERNEL
                     : strcmp(optarg, "prologue") == 0 ? TAILOR_GEMMA4_SEAMS_PROLOGUE
                     : strcmp(optarg, "epilogue") == 0 ? TAILOR_GEMMA4_SEAMS_EPILOGUE
+                    : strcmp(optarg, "mixed") == 0    ? TAILOR_GEMMA4_SEAMS_MIXED
                                                       : -1;
             break;
         case 'G': sepgate = 1; break;
@@ -248,7 +250,7 @@ int bench_model(int argc, char **argv)
         return cli_usage_error("bench model", "give --model DIR or --preset NAME, a positive "
                                "--prompt-len and --decode, and --quantize w4a16 or nothing");
     if (seams < 0)
-        return cli_usage_error("bench model", "--seams takes kernel, prologue or epilogue");
+        return cli_usage_error("bench model", "--seams takes kernel, prologue, epilogue or mixed");
     if (json && (trace || profile))
         return cli_usage_error("bench model", "--trace and --profile print tables; leave out "
                                "--json with them");

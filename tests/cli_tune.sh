@@ -93,13 +93,13 @@ fi
 cp "$TMPDIR_ERR" "$TMPDIR_ERR.help"
 check "bench model --help exits 0" test $rc -eq 0
 check "bench model --help lists --profile and --no-pdl" grep -q -- "--profile.*--no-pdl" "$TMPDIR_ERR"
-check "bench model --help lists --seams" grep -q -- "--seams kernel|prologue|epilogue" "$TMPDIR_ERR"
+check "bench model --help lists --seams" grep -q -- "--seams kernel|prologue|epilogue|mixed" "$TMPDIR_ERR"
 check "bench model --help lists --attention-q-prep" grep -q -- "--attention-q-prep" "$TMPDIR_ERR"
 check "bench model --help lists --quantize-head" grep -q -- "--quantize-head" "$TMPDIR_ERR"
 check "bench model --help lists --knockout" grep -q -- "--knockout OP" "$TMPDIR_ERR"
 "$T" bench model --preset gemma-4-e2b --seams sideways 2>"$TMPDIR_ERR"; rc=$?
 check "bench model: a bad --seams exits 2" test $rc -eq 2
-check "bench model: a bad --seams says what it takes" grep -q "kernel, prologue or epilogue" "$TMPDIR_ERR"
+check "bench model: a bad --seams says what it takes" grep -q "kernel, prologue, epilogue or mixed" "$TMPDIR_ERR"
 "$T" bench model --preset gemma-4-e2b --knockout 'matmul:n=two' 2>"$TMPDIR_ERR"; rc=$?
 check "bench model: a malformed --knockout exits 2" test $rc -eq 2
 check "bench model: a malformed --knockout says what it takes" grep -q "OP or OP:key=value" "$TMPDIR_ERR"

@@ -224,12 +224,100 @@ static void test_presets(tailor_ctx *ctx)
                "unknown preset", "gemma-5", "gemma-4-e2b");
 }
 
+/* Whether a formatted shape ("k=1536,m=1,n=2048") holds every comma-separated k=v of `kvs`. */
+static int shape_has(const char *shape, const char *kvs)
+{
+    char want[256];
+    snprintf(want, sizeof want, "%s", kvs);
+    for (char *save = NULL, *kv = strtok_r(want, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+        size_t len = strlen(kv);
+        const char *p = shape;
+        int found = 0;
+        while ((p = strstr(p, kv)) != NULL) {
+            if ((p == shape || p[-1] == ',') && (p[len] == ',' || p[len] == '\0')) {
+                found = 1;
+                break;
+            }
+            p += len;
+        }
+        if (!found)
+            return 0;
+    }
+    return 1;
+}
+
+/* How many of the dry pass's kernel uses are of op with the given k=v values. */
+static int uses_of(const tailor_gemma4_kernel_use *u, int n, const char *op, const char *kvs)
+{
+    int c = 0;
+    for (int i = 0; i < n; i++)
+        c += strcmp(u[i].op, op) == 0 && shape_has(u[i].shape, kvs);
+    return c;
+}
+
+/* The one-row residual_norm modes a kernel list holds, as a bit set (1 << mode). */
+static int seam_kernel_modes(const tailor_gemma4_kernel_use *u, int n)
+{
+    int modes = 0;
+    for (int m = 0; m < 4; m++) {
+        char kv[32];
+        snprintf(kv, sizeof kv, "rows=1,mode=%d", m);
+        if (uses_of(u, n, "residual_norm", kv))
+            modes |= 1 << m;
+    }
+    return modes;
+}
+
+/* Where the E2B decode runs its layer seams, from the runtime's own dry pass (no GPU): by
+ * default the kernel before int4 GEMVs; with seams MIXED the int4 projection's epilogue
+ * (w4a16_seam) or the 16-bit one's (matmul_seam) instead, the prologue kept before 16-bit
+ * GEMVs; a 16-bit model's list is the same under both. */
+static void test_seam_placement(tailor_ctx *ctx)
+{
+    tailor_gemma4_config c;
+    CHECK_OK(ctx, tailor_gemma4_preset(ctx, "gemma-4-e2b", &c));
+    tailor_gemma4_kernel_use *u = NULL;
+    int n = 0;
+    tailor_gemma4_gpu_opts o = {.max_tokens = 1024, .quantize = 1, .quantize_head = 1};
+    CHECK_OK(ctx, tailor_gemma4_gpu_kernels(ctx, &c, NULL, &o, &u, &n));
+    CHECKF(seam_kernel_modes(u, n) == (1 << 0 | 1 << 1 | 1 << 3),
+           "W4A16 default: seam kernels of modes 0, 1, 3 (bits %#x)", seam_kernel_modes(u, n));
+    CHECK(uses_of(u, n, "w4a16_seam", "m=1") == 0 && uses_of(u, n, "matmul_seam", "m=1") == 0);
+    CHECK(uses_of(u, n, "matmul_pro", "glu=2,m=1,mode=2,n=256") == 1);
+    free(u);
+
+    o.seams = TAILOR_GEMMA4_SEAMS_MIXED;
+    CHECK_OK(ctx, tailor_gemma4_gpu_kernels(ctx, &c, NULL, &o, &u, &n));
+    CHECKF(seam_kernel_modes(u, n) == 1 << 3, "W4A16 mixed: only the first input norm is a seam "
+           "kernel (bits %#x)", seam_kernel_modes(u, n));
+    CHECK(uses_of(u, n, "w4a16_seam", "k=2048,m=1,mode=0,n=1536") == 1); /* o, before gate|up */
+    CHECK(uses_of(u, n, "w4a16_seam", "k=4096,m=1,mode=0,n=1536") == 1); /* full layers' o */
+    CHECK(uses_of(u, n, "matmul_seam", "k=256,m=1,mode=1,n=1536") == 1); /* PLE projection */
+    CHECK(uses_of(u, n, "matmul_pro", "glu=2,m=1,mode=2,n=256") == 1); /* the PLE gate pays */
+    CHECK(uses_of(u, n, "w4a16_pro", "m=1") == 0);
+    free(u);
+
+    tailor_gemma4_kernel_use *d = NULL;
+    int nd = 0;
+    tailor_gemma4_gpu_opts b = {.max_tokens = 1024};
+    CHECK_OK(ctx, tailor_gemma4_gpu_kernels(ctx, &c, NULL, &b, &d, &nd));
+    b.seams = TAILOR_GEMMA4_SEAMS_MIXED;
+    CHECK_OK(ctx, tailor_gemma4_gpu_kernels(ctx, &c, NULL, &b, &u, &n));
+    int same = n == nd;
+    for (int i = 0; same && i < n; i++)
+        same = strcmp(u[i].op, d[i].op) == 0 && strcmp(u[i].shape, d[i].shape) == 0;
+    CHECKF(same, "bf16: mixed seams list the default's kernels (%d against %d)", n, nd);
+    free(u);
+    free(d);
+}
+
 int main(void)
 {
     tailor_ctx *ctx = test_ctx();
     test_parse(ctx);
     test_disagreements(ctx);
     test_presets(ctx);
+    test_seam_placement(ctx);
     tailor_ctx_destroy(ctx);
     return test_finish("test_gemma4_config");
 }

@@ -1,11 +1,12 @@
 /* test_gpu_gemma4.c — the GPU forward (models/gemma4/gpu.c) against transformers' float32
  * logits and greedy continuations for every committed fixture, in bf16, in fp16 (the T4 path)
  * and with kernels chosen under the T4 profile (--rehearse t4, fp16); then with the int4 LM
- * head (--quantize-head, bf16 and fp16) against the CPU reference with the same head. W4A16
- * fixtures compare with their dequantized reference. Kernels are tuned on demand into a
- * temporary cache (random strategy, few trials). Output: one line per (fixture, mode), and per failing position the
- * largest difference and whether the argmax agrees. TAILOR_DEBUG_LAYERS=1 also compares every
- * depth against the CPU reference on the first token. Skips (77) without a GPU. */
+ * head (--quantize-head, bf16 and fp16) against the CPU reference with the same head, and in
+ * bf16 with that head and the seams MIXED (--seams mixed). W4A16 fixtures compare with their
+ * dequantized reference. Kernels are tuned on demand into a temporary cache (random strategy,
+ * few trials). Output: one line per (fixture, mode), and per failing position the largest
+ * difference and whether the argmax agrees. TAILOR_DEBUG_LAYERS=1 also compares every depth
+ * against the CPU reference on the first token. Skips (77) without a GPU. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -55,13 +56,19 @@ typedef struct mode {
     const char *rehearse; /* profile or NULL */
     int quantize_head;    /* 1: --quantize-head, against the CPU reference with the same int4
                              head (tailor_gemma4_cpu_opts.quantize_head) instead of transformers */
+    int seams;            /* tailor_gemma4_gpu_opts.seams (0: the default) */
 } mode;
 
-static const mode modes[] = {{"bf16", TAILOR_DTYPE_BF16, NULL, 0},
-                             {"fp16", TAILOR_DTYPE_F16, NULL, 0},
-                             {"rehearse-t4", TAILOR_DTYPE_F16, "t4", 0},
-                             {"bf16-qhead", TAILOR_DTYPE_BF16, NULL, 1},
-                             {"fp16-qhead", TAILOR_DTYPE_F16, NULL, 1}};
+static const mode modes[] = {{"bf16", TAILOR_DTYPE_BF16, NULL, 0, 0},
+                             {"fp16", TAILOR_DTYPE_F16, NULL, 0, 0},
+                             {"rehearse-t4", TAILOR_DTYPE_F16, "t4", 0, 0},
+                             {"bf16-qhead", TAILOR_DTYPE_BF16, NULL, 1, 0},
+                             {"fp16-qhead", TAILOR_DTYPE_F16, NULL, 1, 0},
+                             /* a W4A16 model's seams before int4 GEMVs in the projections'
+                                epilogues (w4a16_seam, matmul_seam; for 16-bit weights the
+                                default's kernels) */
+                             {"bf16-qhead-mixed", TAILOR_DTYPE_BF16, NULL, 1,
+                              TAILOR_GEMMA4_SEAMS_MIXED}};
 
 /* The reference of a quantize_head mode: the CPU forward with the int4 head the GPU makes in
  * that compute dtype, over the prompt (logits [T, V]) and then greedily for G tokens (ids and
@@ -163,7 +170,7 @@ static void run_mode(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, cons
         return;
     tailor_kernels_set_strategy(ks, 1, 2); /* random, 2 trials: tiny shapes tune fast */
     tailor_gemma4_gpu_opts o = {.max_tokens = T + G + 1, .dtype = (int)md->dtype, .all_logits = 1,
-                                .quantize_head = md->quantize_head};
+                                .quantize_head = md->quantize_head, .seams = md->seams};
     tailor_gemma4_gpu *g = NULL;
     tailor_status st = tailor_gemma4_gpu_create(ctx, m, gpu, ks, &o, &g);
     CHECKF(st == TAILOR_OK, "%s: create failed: %s", tag, tailor_ctx_message(ctx));

@@ -179,7 +179,9 @@ enum {
     TAILOR_GEMMA4_SEAMS_KERNEL,   /* residual_norm kernels after the projections */
     TAILOR_GEMMA4_SEAMS_PROLOGUE, /* in the next GEMV, which every block begins with it
                                      (matmul_pro, w4a16_pro): 105 fewer launches per E2B token */
-    TAILOR_GEMMA4_SEAMS_EPILOGUE  /* in the projection's last block (matmul_seam, w4a16_seam) */
+    TAILOR_GEMMA4_SEAMS_EPILOGUE, /* in the projection's last block (matmul_seam, w4a16_seam) */
+    TAILOR_GEMMA4_SEAMS_MIXED     /* PROLOGUE before a 16-bit GEMV, EPILOGUE before an int4 one
+                                     (no seam kernel in the decode step) */
 };
 
 typedef struct tailor_gemma4_gpu_opts {

@@ -255,12 +255,14 @@ static tailor_status seam(tailor_ctx *ctx, tailor_gemma4_gpu *g, int mode, int r
 /* A projection back to the hidden size, g->tb = a W^T, then seam(mode, g->tb, ...). One row
  * (decode): with seams in the epilogue in the same launch (op matmul_seam, or w4a16_seam for
  * int4 weights), with seams in the prologue owed to the next GEMV; else (prefill, seams as
- * kernels) as two ops. */
+ * kernels) as two ops. `next` is the GEMV that reads the normed row next (NULL: not a GEMV):
+ * with seams MIXED, a seam before an int4 one goes in this projection's epilogue. */
 static tailor_status linear_seam(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4g_mat *w,
                                  CUdeviceptr a, int T, int mode, CUdeviceptr w_post,
-                                 CUdeviceptr w_next, CUdeviceptr scalar)
+                                 CUdeviceptr w_next, CUdeviceptr scalar, const g4g_mat *next)
 {
-    if (T == 1 && g->seam_prologue) {
+    const int epilogue = g->seam_epilogue || (g->seam_epilogue_int4 && next && next->int4);
+    if (T == 1 && g->seam_prologue && !epilogue) {
         tailor_status st = linear(ctx, g, w, a, g->tb, T);
         if (st)
             return st;
@@ -272,10 +274,13 @@ static tailor_status linear_seam(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4
         g->owed.scalar = scalar;
         return TAILOR_OK;
     }
-    if (T != 1 || !g->seam_epilogue) {
+    if (T != 1 || !epilogue) {
         tailor_status st = linear(ctx, g, w, a, g->tb, T);
         return st ? st : seam(ctx, g, mode, T, g->tb, w_post, w_next, scalar);
     }
+    tailor_status st = seam_settle(ctx, g); /* the epilogue writes g->x and g->y */
+    if (st)
+        return st;
     tailor_shape s = {0};
     g4g_put(&s, "m", 1);
     g4g_put(&s, "n", w->n);
@@ -520,6 +525,18 @@ static tailor_status attend(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int T,
     return g4g_run(ctx, g, "attention_prefill", &t, &s, b, 4);
 }
 
+/* The GEMV that reads layer i's output row after the last seam: layer i + 1's q|k|v stack (or
+ * q), or after the last layer the int4 LM head (NULL for the 16-bit one: the head is no GEMV
+ * of the seam's kind). */
+static const g4g_mat *next_input_gemv(const tailor_gemma4_gpu *g, int i, int n_layers)
+{
+    if (i + 1 < n_layers) {
+        const g4g_layer *N = &g->layers[i + 1];
+        return g4g_mat_present(&N->qkv) ? &N->qkv : &N->q;
+    }
+    return g->quantize_head ? &g->lm : NULL;
+}
+
 /* One decoder layer on T rows (input g->y = its normed input, residual g->x). */
 static tailor_status layer(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int T, int p0, int decode,
                            int n_layers)
@@ -549,7 +566,9 @@ static tailor_status layer(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int T, 
         return st;
     if ((st = attend(ctx, g, i, T, p0, decode, raw_q)))
         return st;
-    if ((st = linear_seam(ctx, g, &L->o, g->att, T, 0, L->post_attn_ln, L->pre_ff_ln, L->scalar)))
+    const g4g_mat *mlp_in = g4g_mat_present(&L->gu) ? &L->gu : &L->gate;
+    if ((st = linear_seam(ctx, g, &L->o, g->att, T, 0, L->post_attn_ln, L->pre_ff_ln, L->scalar,
+                          mlp_in)))
         return st;
     if (T == 1 && g4g_mat_present(&L->gu) && g->glu_epilogue) { /* one row: gated in it */
         if ((st = glu(ctx, g, &L->gu, ly->inter, 0, 0, g->hb)))
@@ -564,11 +583,13 @@ static tailor_status layer(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int T, 
                (st = gelu(ctx, g, T, ly->inter, g->gb, g->ub, ly->inter, g->hb)))
         return st;
     CUdeviceptr next = i + 1 < n_layers ? g->layers[i + 1].input_ln : g->final_norm;
+    const g4g_mat *next_in = next_input_gemv(g, i, n_layers);
     if (c->ple_dim <= 0)
-        return linear_seam(ctx, g, &L->down, g->hb, T, 1, L->post_ff_ln, next, L->scalar);
+        return linear_seam(ctx, g, &L->down, g->hb, T, 1, L->post_ff_ln, next, L->scalar, next_in);
     int P = c->ple_dim, LP = c->n_layers * P;
     CUdeviceptr pli = off(g->pli, (size_t)i * (size_t)P, g->es); /* this layer's PLE input */
-    if ((st = linear_seam(ctx, g, &L->down, g->hb, T, 2, L->post_ff_ln, L->post_ff_ln, L->scalar)))
+    if ((st = linear_seam(ctx, g, &L->down, g->hb, T, 2, L->post_ff_ln, L->post_ff_ln, L->scalar,
+                          &L->ple_gate)))
         return st;
     if (T == 1 && !L->ple_gate.int4 && g->glu_epilogue)
         st = glu(ctx, g, &L->ple_gate, P, pli, LP, g->ph);
@@ -576,7 +597,8 @@ static tailor_status layer(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int T, 
         st = gelu(ctx, g, T, P, g->pg, pli, LP, g->ph);
     if (st)
         return st;
-    return linear_seam(ctx, g, &L->ple_proj, g->ph, T, 1, L->post_ple_ln, next, L->scalar);
+    return linear_seam(ctx, g, &L->ple_proj, g->ph, T, 1, L->post_ple_ln, next, L->scalar,
+                       next_in);
 }
 
 /* LM head on `rows` rows of g->y starting at row r0, then softcap and argmax. */
