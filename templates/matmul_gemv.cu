@@ -23,6 +23,10 @@
 // the seam kernel would have left. The seam then costs no launch of its own,
 // and its L2 round trips overlap the weights requested before griddepcontrol.wait. The GEMV
 // (plain or GLU) reads its activations from that shared row; PRO_COLS (= K), PRO_MODE, PRO_VEC.
+// PRO_STAGE (0/1, sm_80+; not in the default space yet: scripts/probe/pro_stage.sh): the seam's
+// norm weights and scalar are requested into shared memory with cp.async before the grid wait
+// (seam_stage_weights), off the critical path where the prologue read them from DRAM after its
+// reductions (session 17's residual_norm: 3.44 -> 1.77 us).
 // Defines: THREADS (block size), KWARPS (warps splitting k for the same rows), ROWS (rows per
 // warp), MT (activation rows per block), UNROLL (16-byte pieces per row in flight per lane),
 // GLU (0 plain, 1 stacked gate|up, 2 gate with u from a buffer), SEAM (0/1) with SEAM_COLS (= N),
@@ -32,6 +36,9 @@
 
 #ifndef GLU
 #define GLU 0
+#endif
+#ifndef PRO_STAGE
+#define PRO_STAGE 0
 #endif
 
 #define DN_WARPS (THREADS / 32)
@@ -114,6 +121,10 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const T *__restrict_
 #if PRO
     __shared__ __align__(16) T pro_a[PRO_COLS];
     __shared__ float pro_scratch[DN_WARPS];
+#if PRO_STAGE // w_post's and w_next's values, then the scalar (16 bytes kept for it)
+    __shared__ __align__(16) T pro_w[2 * PRO_COLS + 8];
+    float *pro_sc = reinterpret_cast<float *>(pro_w + 2 * PRO_COLS);
+#endif
 #endif
 #if KWARPS > 1
     __shared__ float red[DN_WARPS * MT * DN_NR];
@@ -141,9 +152,17 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const T *__restrict_
     bool step = c + (UNROLL - 1) * STRIDE < pieces;
     if (step)
         dn::load_step<STRIDE>(wv, w, n0, nlast, N, K, c);
+#if PRO && PRO_STAGE
+    seam_stage_weights<THREADS, PRO_COLS, PRO_MODE>(pro_w, pro_w + PRO_COLS, pro_sc, w_post,
+                                                    w_next, scalar);
+#endif
 
     tailor_grid_begin();
-#if PRO
+#if PRO && PRO_STAGE
+    seam_prologue<THREADS, PRO_COLS, PRO_VEC, PRO_MODE, true>(pro_a, x_in, x_out, y, t, pro_w,
+                                                              pro_w + PRO_COLS, pro_sc, eps,
+                                                              pro_scratch);
+#elif PRO
     seam_prologue<THREADS, PRO_COLS, PRO_VEC, PRO_MODE>(pro_a, x_in, x_out, y, t, w_post, w_next,
                                                         scalar, eps, pro_scratch);
 #endif

@@ -1,24 +1,38 @@
 #!/usr/bin/env bash
-# ab_model.sh — on the GPU machine: the E2B decode with probe-variants/base's templates
-# (scripts/probe/base_templates.sh REV on the development machine) against the working tree's, in
-# one run. The base run tunes into its own cache; the new run starts from a copy of it, so only
-# the ops whose template files differ are tuned again (the space hash covers the op's .lua and .cu
-# and the shared headers: change only an op's own files to keep the others' winners). Then
-# base and new alternate on their caches (REPS rounds), and the new templates' step is traced.
-#   bash scripts/probe/ab_model.sh [bench model flags...]   (default: --quantize w4a16 --quantize-head)
+# ab_model.sh — on the GPU machine: the E2B decode with base templates against new ones, in one
+# run. By default base = probe-variants/base's templates (scripts/probe/base_templates.sh REV on
+# the development machine) and new = the working tree's; AB_NEW_PATH=DIR instead runs the new
+# side with DIR on TAILOR_TEMPLATE_PATH (a variant's files, e.g. scripts/probe/pro_stage.sh) and
+# the base side on the working tree's (or AB_BASE_PATH). The base run tunes into its own cache;
+# the new run starts from a copy of it, so only the ops whose template files differ are tuned
+# again (the space hash covers the op's .lua and .cu and the shared headers: change only an op's
+# own files to keep the others' winners). Then base and new alternate on their caches (REPS
+# rounds), and the new templates' step is traced.
+#   bash scripts/probe/ab_model.sh [bench model flags...]   (default: --quantize w4a16 --quantize-head;
+#   "bf16" alone: no flags, the 16-bit model)
 # Output: $OUT/ab.txt (decode lines, tagged), $OUT/ab-trace.txt. AB_TUNE_S bounds the first (tuning)
 # bench, AB_S each other one, REPS the alternating rounds.
 source scripts/probe/common.sh || exit 1
-[[ -d probe-variants/base/templates ]] || { echo "ab_model: no probe-variants/base (base_templates.sh)"; exit 2; }
+base_path=${AB_BASE_PATH:-}
+new_path=${AB_NEW_PATH:-}
+if [[ -z $new_path && -z $base_path ]]; then
+  [[ -d probe-variants/base/templates ]] ||
+    { echo "ab_model: no probe-variants/base (base_templates.sh) and no AB_NEW_PATH"; exit 2; }
+  base_path=probe-variants/base/templates
+fi
+[[ -n $base_path ]] && base_path=$(cd "$base_path" && pwd)
+[[ -n $new_path ]] && new_path=$(cd "$new_path" && pwd)
 flags=("$@")
 [[ ${#flags[@]} -eq 0 ]] && flags=(--quantize w4a16 --quantize-head)
+[[ ${flags[*]} == bf16 ]] && flags=()
 A="$OUT/ab.txt"
-echo "base $(cat probe-variants/base/REV), flags ${flags[*]}" >"$A"
+echo "base ${base_path:-working tree}, new ${new_path:-working tree}, flags ${flags[*]}" >"$A"
 bench() { # bench TAG CACHE [extra flags]: one bench model run, its decode and tuning lines tagged
   local tag=$1 cache=$2
   shift 2
-  local tp=()
-  [[ $tag == base ]] && tp=(env TAILOR_TEMPLATE_PATH=$PWD/probe-variants/base/templates)
+  local tp=() path=$new_path
+  [[ $tag == base ]] && path=$base_path
+  [[ -n $path ]] && tp=(env TAILOR_TEMPLATE_PATH=$path)
   timeout "${AB_S:-200}" "${tp[@]}" "$T" bench model --preset gemma-4-e2b "${flags[@]}" --cache "$cache" \
     --prompt-len 512 --decode 128 "$@" 2>&1 | grep -E '^(decode|tuning)' | sed "s/^/$tag: /" >>"$A"
 }
@@ -30,6 +44,8 @@ for ((r = 0; r < ${REPS:-2}; r++)); do
   bench base /tmp/ab-base.sqlite
   bench new /tmp/ab-new.sqlite
 done
-timeout "${AB_S:-200}" "$T" bench model --preset gemma-4-e2b "${flags[@]}" --cache /tmp/ab-new.sqlite \
-  --prompt-len 512 --decode 8 --trace >"$OUT/ab-trace.txt" 2>&1
+tp=()
+[[ -n $new_path ]] && tp=(env TAILOR_TEMPLATE_PATH=$new_path)
+timeout "${AB_S:-200}" "${tp[@]}" "$T" bench model --preset gemma-4-e2b "${flags[@]}" \
+  --cache /tmp/ab-new.sqlite --prompt-len 512 --decode 8 --trace >"$OUT/ab-trace.txt" 2>&1
 cat "$A"

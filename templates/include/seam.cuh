@@ -73,8 +73,51 @@ __device__ __forceinline__ TVec<SN_VEC> seam_load(const T *p)
     return b.t;
 }
 
-// `scratch` holds SN_NT/32 floats; every thread of the block must call it.
-template <int SN_NT, int SN_COLS, int SN_VEC, int SN_MODE, bool SN_CG>
+// The norms' weights a seam reads, requested into shared memory before the grid wait (no kernel
+// of a forward writes them: tailor_grid_begin's exception) with cp.async, which lets the
+// threads go on to the wait while the bytes are in flight; seam_row<..., SN_STAGED> waits for
+// them after the row's first reads. sw_post and sw_next: SN_COLS values each, 16-byte aligned
+// (w_post unless SN_MODE 3, w_next unless SN_MODE 2); sscalar: the layer scalar (SN_MODE 1).
+// The global weights must be 16-byte aligned (every tensor allocation is). sm_80+.
+__device__ __forceinline__ void seam_stage_wait()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+}
+
+template <int SN_NT, int SN_COLS, int SN_MODE>
+__device__ __forceinline__ void seam_stage_weights(T *sw_post, T *sw_next, float *sscalar,
+                                                   const T *w_post, const T *w_next,
+                                                   const float *scalar)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    static_assert(SN_COLS * sizeof(T) % 16 == 0, "the weights are staged in 16-byte pieces");
+    constexpr int PIECES = SN_COLS * (int)sizeof(T) / 16;
+    for (int i = threadIdx.x; i < PIECES; i += SN_NT) {
+        if (SN_MODE != 3)
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(
+                             (unsigned)__cvta_generic_to_shared(reinterpret_cast<uint4 *>(sw_post) + i)),
+                         "l"(reinterpret_cast<const uint4 *>(w_post) + i));
+        if (SN_MODE != 2)
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(
+                             (unsigned)__cvta_generic_to_shared(reinterpret_cast<uint4 *>(sw_next) + i)),
+                         "l"(reinterpret_cast<const uint4 *>(w_next) + i));
+    }
+    if (SN_MODE == 1 && threadIdx.x == 0)
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(
+                         (unsigned)__cvta_generic_to_shared(sscalar)),
+                     "l"(scalar));
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+#else
+    static_assert(SN_COLS < 0, "staged seam weights need cp.async (sm_80+)");
+#endif
+}
+
+// `scratch` holds SN_NT/32 floats; every thread of the block must call it. SN_STAGED: w_post,
+// w_next and scalar point to shared memory that seam_stage_weights is filling (cp.async): each
+// thread waits for its own copies before the first barrier that precedes their first use.
+template <int SN_NT, int SN_COLS, int SN_VEC, int SN_MODE, bool SN_CG, bool SN_STAGED = false>
 __device__ __forceinline__ void seam_row(T *__restrict__ yrow, const float *xin, float *xout,
                                          const T *__restrict__ arow,
                                          const T *__restrict__ w_post,
@@ -87,6 +130,7 @@ __device__ __forceinline__ void seam_row(T *__restrict__ yrow, const float *xin,
     const FVec<SN_VEC> *xr = reinterpret_cast<const FVec<SN_VEC> *>(xin);
     FVec<SN_VEC> *xw = reinterpret_cast<FVec<SN_VEC> *>(xout);
     float xv[SN_NIT][SN_VEC];
+    static_assert(!SN_STAGED || SN_NT > 32, "staged weights are published by block_sum's barrier");
     if (SN_MODE == 3) {
 #pragma unroll
         for (int it = 0; it < SN_NIT; it++) {
@@ -117,6 +161,8 @@ __device__ __forceinline__ void seam_row(T *__restrict__ yrow, const float *xin,
                     av[it][j] = 0.f;
             }
         }
+        if (SN_STAGED) // the row is in; the weights were requested before the grid wait
+            seam_stage_wait();
         ss = block_sum<SN_NT>(ss, scratch);
         const float inv_a = rsqrtf(ss / (float)SN_COLS + eps);
         const float s = SN_MODE == 1 ? scalar[0] : 1.f;
@@ -167,6 +213,8 @@ __device__ __forceinline__ void seam_row(T *__restrict__ yrow, const float *xin,
 #pragma unroll
         for (int j = 0; j < SN_VEC; j++)
             sx += xv[it][j] * xv[it][j];
+    if (SN_STAGED && SN_MODE == 3) // no reduction before this one: w_next is published by it
+        seam_stage_wait();
     sx = block_sum<SN_NT>(sx, scratch);
     const float inv_x = rsqrtf(sx / (float)SN_COLS + eps);
 #pragma unroll
@@ -218,16 +266,18 @@ __device__ __forceinline__ void seam_after_gemv(int *__restrict__ counters, int 
 // The seam before a one-row GEMV (PRO: matmul_pro, w4a16_pro), run by every block: the row a
 // into shared memory `row` (SN_COLS values, 16-byte aligned), x_in + RMSNorm(t) to x_out and a
 // to y by block 0 only (the other blocks must still read the old x, hence another buffer).
+// SN_STAGED: the weights and scalar are in shared memory, requested by seam_stage_weights.
 // `scratch` holds SN_NT/32 floats; every thread of the block calls it; `row` is ready after it.
-template <int SN_NT, int SN_COLS, int SN_VEC, int SN_MODE>
+template <int SN_NT, int SN_COLS, int SN_VEC, int SN_MODE, bool SN_STAGED = false>
 __device__ __forceinline__ void seam_prologue(T *row, const float *x_in, float *x_out, T *y,
                                               const T *t, const T *w_post, const T *w_next,
                                               const float *scalar, float eps, float *scratch)
 {
     static_assert(SN_COLS % 8 == 0, "the row is copied to y in 16-byte pieces");
     const bool first = blockIdx.x == 0; // one row: gridDim.y is 1
-    seam_row<SN_NT, SN_COLS, SN_VEC, SN_MODE, false>(row, x_in, first ? x_out : nullptr, t, w_post,
-                                                     w_next, scalar, eps, scratch);
+    seam_row<SN_NT, SN_COLS, SN_VEC, SN_MODE, false, SN_STAGED>(row, x_in, first ? x_out : nullptr,
+                                                                t, w_post, w_next, scalar, eps,
+                                                                scratch);
     __syncthreads();
     if (first)
         for (int i = threadIdx.x; i < SN_COLS / 8; i += SN_NT)
