@@ -136,6 +136,16 @@ static void test_sandbox(tailor_ctx *ctx)
     write_file("dupdefine.lua", "return { op = 'rmsnorm', source = 'rmsnorm.cu', params = { A = {1} },\n"
                                 "  defines = function(p) return { A = 2 } end,\n" GOOD_TAIL);
     expect_broken(ctx, "dupdefine", "dupdefine.lua", "'defines' gives A, which is a parameter");
+    /* `requires` must be a list of feature names: anything else is refused, not read as "none" */
+    write_file("reqstring.lua", "return { op = 'rmsnorm', source = 'rmsnorm.cu', params = { A = {1} },\n"
+                                "  requires = function() return 'bf16' end,\n" GOOD_TAIL);
+    expect_broken(ctx, "reqstring", "reqstring.lua", "'requires' must give a list of feature names");
+    write_file("reqnumber.lua", "return { op = 'rmsnorm', source = 'rmsnorm.cu', params = { A = {1} },\n"
+                                "  requires = function() return { 'bf16', 80 } end,\n" GOOD_TAIL);
+    expect_broken(ctx, "reqnumber", "reqnumber.lua", "'requires' entry 2 is not a string");
+    write_file("reqlong.lua", "return { op = 'rmsnorm', source = 'rmsnorm.cu', params = { A = {1} },\n"
+                              "  requires = { 'mma.m16n8k16.and.then.some.more' },\n" GOOD_TAIL);
+    expect_broken(ctx, "reqlong", "reqlong.lua", "'requires' entry 1 is too long");
 }
 
 static tailor_status plan_for(tailor_ctx *ctx, const char *device, const char *op,
@@ -773,7 +783,8 @@ int main(void)
     test_sandbox(ctx);
     /* the broken files must not disturb the plans below */
     static const char *const broken[] = {"syntax", "uses_io", "uses_os", "uses_require", "global",
-                                         "loop", "nogrid", "badarg", "thrower", "dupdefine"};
+                                         "loop", "nogrid", "badarg", "thrower", "dupdefine",
+                                         "reqstring", "reqnumber", "reqlong"};
     for (size_t i = 0; i < sizeof broken / sizeof broken[0]; i++) {
         char path[512];
         snprintf(path, sizeof path, "%s/%s.lua", dir, broken[i]);

@@ -645,6 +645,8 @@ static tailor_status read_valid(tailor_ctx *ctx, tailor_space *s, const call_arg
     return TAILOR_OK;
 }
 
+/* `requires`: nil, or a list of feature names (tailor_device_has_feature's); anything else is a
+ * malformed space, refused with the entry at fault rather than read as "needs nothing". */
 static tailor_status read_features(tailor_ctx *ctx, tailor_space *s, const call_args *a,
                                    tailor_launch *out)
 {
@@ -652,13 +654,32 @@ static tailor_status read_features(tailor_ctx *ctx, tailor_space *s, const call_
     tailor_status st = get_field(ctx, s, "requires", a);
     if (st)
         return st;
+    if (!lua_isnil(L, -1) && !lua_istable(L, -1)) {
+        lua_pop(L, 1);
+        return tailor_set_error(ctx, TAILOR_ERR_LUA,
+                                "search space %s: 'requires' must give a list of feature names",
+                                s->origin);
+    }
     if (lua_istable(L, -1)) {
+        const size_t cap = sizeof out->features[0];
         for (lua_Integer i = 1; lua_geti(L, -1, i) != LUA_TNIL; i++) {
-            if (out->nfeatures < TAILOR_SPACE_MAX_FEATURES && lua_isstring(L, -1))
-                snprintf(out->features[out->nfeatures++], 24, "%s", lua_tostring(L, -1));
+            const char *why = NULL;
+            if (lua_type(L, -1) != LUA_TSTRING)
+                why = "is not a string";
+            else if (out->nfeatures == TAILOR_SPACE_MAX_FEATURES)
+                why = "is one feature too many";
+            else if (strlen(lua_tostring(L, -1)) >= cap)
+                why = "is too long for a feature name";
+            if (why) {
+                lua_pop(L, 2);
+                return tailor_set_error(ctx, TAILOR_ERR_LUA,
+                                        "search space %s: 'requires' entry %lld %s", s->origin,
+                                        (long long)i, why);
+            }
+            snprintf(out->features[out->nfeatures++], cap, "%s", lua_tostring(L, -1));
             lua_pop(L, 1);
         }
-        lua_pop(L, 1);
+        lua_pop(L, 1); /* the nil that ended the list */
     }
     lua_pop(L, 1);
     return TAILOR_OK;
