@@ -146,6 +146,12 @@ static void test_sandbox(tailor_ctx *ctx)
     write_file("reqlong.lua", "return { op = 'rmsnorm', source = 'rmsnorm.cu', params = { A = {1} },\n"
                               "  requires = { 'mma.m16n8k16.and.then.some.more' },\n" GOOD_TAIL);
     expect_broken(ctx, "reqlong", "reqlong.lua", "'requires' entry 1 is too long");
+    write_file("deftable.lua", "return { op = 'rmsnorm', source = 'rmsnorm.cu', params = { A = {1} },\n"
+                               "  defines = function(p) return { B = { 1 } } end,\n" GOOD_TAIL);
+    expect_broken(ctx, "deftable", "deftable.lua", "'defines' gives B a value that is not a number");
+    write_file("deflist.lua", "return { op = 'rmsnorm', source = 'rmsnorm.cu', params = { A = {1} },\n"
+                              "  defines = function(p) return { 'B=1' } end,\n" GOOD_TAIL);
+    expect_broken(ctx, "deflist", "deflist.lua", "'defines' must map names to values");
 }
 
 static tailor_status plan_for(tailor_ctx *ctx, const char *device, const char *op,
@@ -784,7 +790,8 @@ int main(void)
     /* the broken files must not disturb the plans below */
     static const char *const broken[] = {"syntax", "uses_io", "uses_os", "uses_require", "global",
                                          "loop", "nogrid", "badarg", "thrower", "dupdefine",
-                                         "reqstring", "reqnumber", "reqlong"};
+                                         "reqstring", "reqnumber", "reqlong", "deftable",
+                                         "deflist"};
     for (size_t i = 0; i < sizeof broken / sizeof broken[0]; i++) {
         char path[512];
         snprintf(path, sizeof path, "%s/%s.lua", dir, broken[i]);

@@ -698,8 +698,30 @@ static tailor_status read_defines(tailor_ctx *ctx, tailor_space *s, const call_a
     if (lua_istable(L, -1)) {
         lua_pushnil(L);
         while (lua_next(L, -2)) {
-            if (lua_type(L, -2) == LUA_TSTRING && out->ndefines < TAILOR_GEN_MAX_DEFINES) {
+            if (lua_type(L, -2) != LUA_TSTRING) {
+                lua_pop(L, 3);
+                return tailor_set_error(ctx, TAILOR_ERR_LUA,
+                                        "search space %s: 'defines' must map names to values "
+                                        "(it gives a list entry)",
+                                        s->origin);
+            }
+            {
                 const char *name = lua_tostring(L, -2);
+                tailor_define *d = &out->defines[out->ndefines];
+                if (out->ndefines == TAILOR_GEN_MAX_DEFINES) {
+                    lua_pop(L, 3);
+                    return tailor_set_error(ctx, TAILOR_ERR_LUA,
+                                            "search space %s: 'defines' gives %s past the %d "
+                                            "defines a kernel takes (parameters included)",
+                                            s->origin, name, TAILOR_GEN_MAX_DEFINES);
+                }
+                if (!value_to_string(L, -1, d->value, sizeof d->value)) {
+                    lua_pop(L, 3);
+                    return tailor_set_error(ctx, TAILOR_ERR_LUA,
+                                            "search space %s: 'defines' gives %s a value that is "
+                                            "not a number, boolean or string",
+                                            s->origin, name);
+                }
                 /* a parameter is a define already: a second -D of it could silently differ */
                 for (int i = 0; i < a->cfg->nparams; i++)
                     if (strcmp(a->cfg->params[i].name, name) == 0) {
@@ -709,10 +731,8 @@ static tailor_status read_defines(tailor_ctx *ctx, tailor_space *s, const call_a
                                                 "parameter (parameters are defines already)",
                                                 s->origin, name);
                     }
-                tailor_define *d = &out->defines[out->ndefines];
                 snprintf(d->name, sizeof d->name, "%s", name);
-                if (value_to_string(L, -1, d->value, sizeof d->value))
-                    out->ndefines++;
+                out->ndefines++;
             }
             lua_pop(L, 1);
         }
