@@ -219,8 +219,14 @@ int bench_model(int argc, char **argv)
         case 'm': model = optarg; break;
         case 'p': preset = optarg; break;
         case 'q': quant = optarg; break;
-        case 'l': plen = atoi(optarg); break;
-        case 'd': ndec = atoi(optarg); break;
+        case 'l':
+            if (cli_parse_int("bench model", "--prompt-len", optarg, 1, 1 << 20, &plen))
+                return 2;
+            break;
+        case 'd':
+            if (cli_parse_int("bench model", "--decode", optarg, 1, 1 << 20, &ndec))
+                return 2;
+            break;
         case 'j': json = 1; break;
         case 'c': cache_file = optarg; break;
         case 'P': profile = 1; break;

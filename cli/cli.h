@@ -32,6 +32,11 @@ int cli_fail(tailor_ctx *ctx, tailor_status status);
 /* Prints "tailor CMD: <formatted sentence> (see tailor CMD --help)" and returns 2. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* A flag's integer value: all of text a decimal integer in [lo, hi] into *out, 0; else a usage
+ * error naming the flag and the text ("tailor CMD: FLAG takes an integer in [lo, hi], not
+ * 'text'") and 2. */
+int cli_parse_int(const char *cmd, const char *flag, const char *text, long lo, long hi, int *out);
+
 /* Reports an unknown or malformed flag the getopt way: call from the '?' / ':' case with the
  * argv element that getopt_long was looking at. Returns 2. */
 int cli_bad_flag(const char *cmd, int argc, char **argv);

@@ -105,18 +105,27 @@ static int tune_main(tailor_ctx *ctx, int argc, char **argv)
             o.strategy = TAILOR_STRATEGY_RANDOM;
             break;
         case 'n':
-            o.trials = (int)strtol(optarg, &end, 10);
-            if (*end || o.trials <= 0)
-                return cli_usage_error("tune", "--trials needs a positive integer");
+            if (cli_parse_int("tune", "--trials", optarg, 1, 1000000, &o.trials))
+                return 2;
             o.strategy = TAILOR_STRATEGY_RANDOM;
             break;
         case 'r': rehearse = optarg; break;
         case 'V': o.verify_all = 1; break;
         case 'f': o.force = 1; break;
         case 'c': cache_path = optarg; break;
-        case 'e': o.seed = strtoull(optarg, &end, 10); break;
-        case 'j': o.jobs = (int)strtol(optarg, &end, 10); break;
-        case 'd': ordinal = (int)strtol(optarg, &end, 10); break;
+        case 'e':
+            o.seed = strtoull(optarg, &end, 10);
+            if (end == optarg || *end)
+                return cli_usage_error("tune", "--seed takes an unsigned integer, not '%s'", optarg);
+            break;
+        case 'j':
+            if (cli_parse_int("tune", "--jobs", optarg, 0, 1024, &o.jobs))
+                return 2;
+            break;
+        case 'd':
+            if (cli_parse_int("tune", "--device", optarg, 0, 63, &ordinal))
+                return 2;
+            break;
         case 'l': list_only = 1; break;
         case 'h': usage(); return 0;
         default: return cli_bad_flag("tune", argc, argv);

@@ -1,4 +1,5 @@
 /* main.c — `tailor`: dispatches to the subcommands. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,6 +71,18 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
     fprintf(stderr, " (see tailor %s --help)\n", cmd);
     va_end(ap);
     return 2;
+}
+
+int cli_parse_int(const char *cmd, const char *flag, const char *text, long lo, long hi, int *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (end == text || *end || errno == ERANGE || v < lo || v > hi)
+        return cli_usage_error(cmd, "%s takes an integer in [%ld, %ld], not '%s'", flag, lo, hi,
+                               text);
+    *out = (int)v;
+    return 0;
 }
 
 int cli_bad_flag(const char *cmd, int argc, char **argv)

@@ -100,6 +100,18 @@ check "bench model --help lists --knockout" grep -q -- "--knockout OP" "$TMPDIR_
 "$T" bench model --preset gemma-4-e2b --seams sideways 2>"$TMPDIR_ERR"; rc=$?
 check "bench model: a bad --seams exits 2" test $rc -eq 2
 check "bench model: a bad --seams says what it takes" grep -q "kernel, prologue, epilogue or mixed" "$TMPDIR_ERR"
+# numeric flags: the whole text an integer in range, or a usage error naming the flag and text
+"$T" bench model --preset gemma-4-e2b --decode 12x 2>"$TMPDIR_ERR"; rc=$?
+check "bench model: --decode 12x exits 2" test $rc -eq 2
+check "bench model: --decode 12x is named" grep -q -- "--decode takes an integer in \[1, 1048576\], not '12x'" "$TMPDIR_ERR"
+"$T" bench model --preset gemma-4-e2b --prompt-len abc 2>"$TMPDIR_ERR"; rc=$?
+check "bench model: --prompt-len abc exits 2" test $rc -eq 2
+check "bench model: --prompt-len abc is named" grep -q -- "--prompt-len takes an integer" "$TMPDIR_ERR"
+"$T" tune --preset gemma-4-e2b --jobs 2k 2>"$TMPDIR_ERR"; rc=$?
+check "tune: --jobs 2k exits 2" test $rc -eq 2
+check "tune: --jobs 2k is named" grep -q -- "--jobs takes an integer in \[0, 1024\], not '2k'" "$TMPDIR_ERR"
+"$T" tune --preset gemma-4-e2b --seed 12s 2>"$TMPDIR_ERR"; rc=$?
+check "tune: --seed 12s exits 2" test $rc -eq 2
 "$T" bench model --preset gemma-4-e2b --knockout 'matmul:n=two' 2>"$TMPDIR_ERR"; rc=$?
 check "bench model: a malformed --knockout exits 2" test $rc -eq 2
 check "bench model: a malformed --knockout says what it takes" grep -q "OP or OP:key=value" "$TMPDIR_ERR"
