@@ -183,6 +183,24 @@ static void print_kernel(const bench_env *e, const char *op, const char *shape,
     printf("  [%s]\n", f->winner);
 }
 
+/* The op and shape of a kernel benchmark, checked before any GPU work: 0 with *out parsed and
+ * completed with the op's defaults, or a usage error (2) for an unknown op or a shape that is
+ * malformed or does not fit the op's keys. */
+static int bench_shape(const char *op, const char *text, tailor_shape *out)
+{
+    if (!tailor_op_find(op))
+        return cli_usage_error("bench", "op '%s' is unknown (tailor plan --help lists the ops)", op);
+    tailor_ctx *ctx = cli_ctx();
+    if (!ctx)
+        return cli_usage_error("bench", "out of memory");
+    int rc = 0;
+    if (tailor_shape_parse(ctx, text, out) ||
+        tailor_op_complete_shape(ctx, tailor_op_find(op), out))
+        rc = cli_usage_error("bench", "%s", tailor_ctx_message(ctx));
+    tailor_ctx_destroy(ctx);
+    return rc;
+}
+
 static int bench_op(const char *sub, int argc, char **argv, const char *fixed_op)
 {
     bench_args a;
@@ -192,11 +210,11 @@ static int bench_op(const char *sub, int argc, char **argv, const char *fixed_op
     const char *op = fixed_op ? fixed_op : a.op;
     if (!op || !a.shape)
         return cli_usage_error("bench", "bench %s needs %s--shape", sub, fixed_op ? "" : "--op and ");
-    bench_env e;
     tailor_shape shape;
+    if ((rc = bench_shape(op, a.shape, &shape)))
+        return rc;
+    bench_env e;
     tailor_status st = env_open(&e, &a);
-    if (st == TAILOR_OK)
-        st = tailor_shape_parse(e.ctx, a.shape, &shape);
     kernel_figures f;
     double cublas_us = 0;
     if (st == TAILOR_OK)
@@ -260,6 +278,9 @@ static int bench_strategies(int argc, char **argv)
         return rc;
     if (!a.op || !a.shape)
         return cli_usage_error("bench", "bench strategies needs --op and --shape");
+    tailor_shape shape;
+    if ((rc = bench_shape(a.op, a.shape, &shape)))
+        return rc;
     char path[] = "/tmp/tailor-bench-strategies-XXXXXX";
     int fd = mkstemp(path);
     if (fd < 0)
@@ -267,10 +288,7 @@ static int bench_strategies(int argc, char **argv)
     close(fd);
     a.cache = path;
     bench_env e;
-    tailor_shape shape;
     tailor_status st = env_open(&e, &a);
-    if (st == TAILOR_OK)
-        st = tailor_shape_parse(e.ctx, a.shape, &shape);
     static const struct {
         const char *name;
         tailor_strategy s;

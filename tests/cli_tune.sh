@@ -100,6 +100,15 @@ check "bench model --help lists --knockout" grep -q -- "--knockout OP" "$TMPDIR_
 "$T" bench model --preset gemma-4-e2b --seams sideways 2>"$TMPDIR_ERR"; rc=$?
 check "bench model: a bad --seams exits 2" test $rc -eq 2
 check "bench model: a bad --seams says what it takes" grep -q "kernel, prologue, epilogue or mixed" "$TMPDIR_ERR"
+# a kernel benchmark's op and shape are checked before any GPU work (exit 2 even without one)
+"$T" bench w4a16 --shape m=1,n=2,k=x 2>"$TMPDIR_ERR"; rc=$?
+check "bench w4a16: a malformed shape exits 2" test $rc -eq 2
+check "bench w4a16: a malformed shape names the key" grep -q "value of 'k' is not" "$TMPDIR_ERR"
+"$T" bench w4a16 --shape m=1,n=2048 2>"$TMPDIR_ERR"; rc=$?
+check "bench w4a16: a missing key exits 2 and is named" test $rc -eq 2 -a -n "$(grep "needs shape key 'k'" "$TMPDIR_ERR")"
+"$T" bench attention --op attention_nope --shape q_len=1 2>"$TMPDIR_ERR"; rc=$?
+check "bench attention: an unknown op exits 2" test $rc -eq 2
+check "bench attention: an unknown op is named" grep -q "op 'attention_nope' is unknown" "$TMPDIR_ERR"
 # numeric flags: the whole text an integer in range, or a usage error naming the flag and text
 "$T" bench model --preset gemma-4-e2b --decode 12x 2>"$TMPDIR_ERR"; rc=$?
 check "bench model: --decode 12x exits 2" test $rc -eq 2
