@@ -2,7 +2,11 @@
 // row held in registers (include/seam.cuh): x (fp32 residual, in place) += RMSNorm_{w_post}(a);
 // optionally x *= scalar[0] (the layer scalar); y = RMSNorm_{w_next}(x) rounded once to T.
 // Defines: COLS (row width), MODE (0 add+norm, 1 add+scale+norm, 2 add then y = T(x),
-// 3 norm only: y = RMSNorm_{w_next}(x), x untouched), THREADS, VEC (elements per load).
+// 3 norm only: y = RMSNorm_{w_next}(x), x untouched), THREADS, VEC (elements per load), RN_ASYNC
+// (0/1, sm_80+, THREADS > 32; not in the default space yet: scripts/probe/seam_stage.sh): the
+// weights requested with cp.async (seam_stage_weights), so that the threads reach the grid wait
+// without waiting for them (with plain loads they wait there for DRAM: after a ~1 µs kernel the
+// hand-off then waits for the staging; docs/perf/small-ops.md, session 17).
 #include "seam.cuh"
 
 // The norms' weights the mode reads (w_post unless MODE 3, w_next unless MODE 2), staged in
@@ -10,6 +14,9 @@
 #define RN_NW ((MODE != 3) + (MODE != 2))
 #define RN_WFLOATS ((RN_NW * COLS * (int)sizeof(T) + 3) / 4)
 #define RN_SCRATCH (THREADS / 32 > 0 ? THREADS / 32 : 1)
+#ifndef RN_ASYNC
+#define RN_ASYNC 0
+#endif
 
 // src's COLS values into dst, VEC at a time.
 __device__ __forceinline__ void rn_stage(T *dst, const T *__restrict__ src)
@@ -30,6 +37,14 @@ TAILOR_KERNEL(T *__restrict__ y, float *__restrict__ x, const T *__restrict__ a,
     // No kernel of a forward writes the weights or the scalar: they are read before the wait,
     // so their DRAM latency (otherwise two dependent round trips after the row's reductions)
     // overlaps the predecessor's tail (tailor_grid_begin's one exception).
+#if RN_ASYNC
+    seam_stage_weights<THREADS, COLS, MODE>(sw_post, sw_next, sscalar, w_post, w_next, scalar);
+    tailor_grid_begin();
+    const size_t row = blockIdx.x;
+    seam_row<THREADS, COLS, VEC, MODE, false, true>(y + row * COLS, x + row * COLS, x + row * COLS,
+                                                    a + row * COLS, sw_post, sw_next, sscalar,
+                                                    eps, scratch);
+#else
     if (MODE != 3)
         rn_stage(sw_post, w_post);
     if (MODE != 2)
@@ -42,4 +57,5 @@ TAILOR_KERNEL(T *__restrict__ y, float *__restrict__ x, const T *__restrict__ a,
     seam_row<THREADS, COLS, VEC, MODE, false>(y + row * COLS, x + row * COLS, x + row * COLS,
                                               a + row * COLS, sw_post, sw_next, sscalar, eps,
                                               scratch);
+#endif
 }

@@ -170,22 +170,25 @@ check "two dumps of the same templates are identical" diff -rq "$tmp/d1" "$tmp/d
 check "--dump into a missing directory exits 2 (rc=$rc)" test $rc -eq 2
 check "--dump names the missing directory" grep -q "not an existing directory" "$tmp/err"
 
-# the staged seam prologue (matmul_gemv.cu PRO_STAGE, a probe variant until measured:
-# scripts/probe/pro_stage.sh): every survivor compiles with the space's exact shared memory,
-# which counts the staged weights, and the T4 (no cp.async) is refused with the reason
-bash "$TAILOR_SOURCE_DIR/scripts/probe/pro_stage.sh" "$tmp/staged" >/dev/null
-pro="m=1,n=2560,k=1536,mode=1,glu=0"
-TAILOR_TEMPLATE_PATH="$tmp/staged" "$T" plan --device h200 --op matmul_pro --shape "$pro" \
-  --compile --quiet >"$tmp/out" 2>&1; rc=$?
-n=$(grep -c "regs, spills" "$tmp/out")
-check "staged matmul_pro compiles on h200 (rc=$rc)" test $rc -eq 0
-check "staged matmul_pro: every survivor has the space's shared memory ($n compiled)" \
-  test "$n" -gt 0 -a "$n" -eq "$(grep -c '^  [a-z]' "$tmp/out")"
-smem=$(grep -m1 "regs, spills" "$tmp/out" | sed 's/.* \([0-9,]*\) B smem.*/\1/' | tr -d ,)
-check "staged matmul_pro holds the staged weights ($smem B > 4 k)" test "${smem:-0}" -gt 6144
-TAILOR_TEMPLATE_PATH="$tmp/staged" "$T" plan --device t4 --dtype fp16 --op matmul_pro \
-  --shape "$pro" >"$tmp/out" 2>&1
-check "staged matmul_pro on the T4: refused for cp.async" grep -q "needs cp.async" "$tmp/out"
+# the seams' weights staged with cp.async (matmul_gemv.cu PRO_STAGE, residual_norm.cu RN_ASYNC:
+# probe variants until measured, scripts/probe/seam_stage.sh): every survivor compiles with the
+# space's exact shared memory, which counts the staged weights, and the T4 (no cp.async) is
+# refused with the reason
+bash "$TAILOR_SOURCE_DIR/scripts/probe/seam_stage.sh" "$tmp/staged" >/dev/null
+for op_shape in "matmul_pro m=1,n=2560,k=1536,mode=1,glu=0" "residual_norm rows=1,cols=1536,mode=0"; do
+  op=${op_shape% *} shape=${op_shape#* }
+  TAILOR_TEMPLATE_PATH="$tmp/staged" "$T" plan --device h200 --op "$op" --shape "$shape" \
+    --compile --quiet >"$tmp/out" 2>&1; rc=$?
+  n=$(grep -c "regs, spills" "$tmp/out")
+  check "staged $op compiles on h200 (rc=$rc)" test $rc -eq 0
+  check "staged $op: every survivor has the space's shared memory ($n compiled)" \
+    test "$n" -gt 0 -a "$n" -eq "$(grep -c '^  [a-z]' "$tmp/out")"
+  smem=$(grep -m1 "regs, spills" "$tmp/out" | sed 's/.* \([0-9,]*\) B smem.*/\1/' | tr -d ,)
+  check "staged $op holds the staged weights ($smem B > 4 x 1536)" test "${smem:-0}" -gt 6144
+  TAILOR_TEMPLATE_PATH="$tmp/staged" "$T" plan --device t4 --dtype fp16 --op "$op" \
+    --shape "$shape" >"$tmp/out" 2>&1
+  check "staged $op on the T4: refused for cp.async" grep -q "needs cp.async" "$tmp/out"
+done
 
 [[ $fail -eq 0 ]] && echo "cli_plan_compile: all checks passed"
 exit $fail
