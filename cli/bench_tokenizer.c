@@ -84,10 +84,8 @@ static int parse_bench_args(int argc, char **argv, bench_opts *o)
                                        optarg);
             break;
         case 'r':
-            o->runs = (int)strtol(optarg, &end, 10);
-            if (*end || o->runs < 1 || o->runs > 1000)
-                return cli_usage_error("bench tokenizer", "--runs takes a count in [1, 1000], not '%s'",
-                                       optarg);
+            if (cli_parse_int("bench tokenizer", "--runs", optarg, 1, 1000, &o->runs))
+                return 2;
             break;
         default: return cli_bad_flag("bench tokenizer", argc, argv);
         }

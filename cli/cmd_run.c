@@ -124,9 +124,8 @@ static int parse_args(int argc, char **argv, run_args *a)
         case O_PROMPT: a->prompt = optarg; break;
         case O_CHAT: a->chat = 1; break;
         case O_MAX:
-            a->max_tokens = (int)strtol(optarg, &end, 10);
-            if (*end || a->max_tokens < 0)
-                return cli_usage_error("run", "--max-tokens '%s' is not a count", optarg);
+            if (cli_parse_int("run", "--max-tokens", optarg, 0, 1 << 20, &a->max_tokens))
+                return 2;
             break;
         case O_GREEDY: greedy_flag = 1; break;
         case O_TEMP:
@@ -142,10 +141,9 @@ static int parse_args(int argc, char **argv, run_args *a)
                 return cli_usage_error("run", "--top-p '%s' is not a number", optarg);
             break;
         case O_TOPK:
-            a->sp.top_k = (int)strtol(optarg, &end, 10);
+            if (cli_parse_int("run", "--top-k", optarg, 0, 1 << 20, &a->sp.top_k))
+                return 2;
             a->sampling = 1;
-            if (*end)
-                return cli_usage_error("run", "--top-k '%s' is not a number", optarg);
             break;
         case O_SEED:
             a->sp.seed = strtoull(optarg, &end, 10);
