@@ -188,14 +188,14 @@ static void print_kernel(const bench_env *e, const char *op, const char *shape,
  * malformed or does not fit the op's keys. */
 static int bench_shape(const char *op, const char *text, tailor_shape *out)
 {
-    if (!tailor_op_find(op))
+    const tailor_op *o = tailor_op_find(op);
+    if (!o)
         return cli_usage_error("bench", "op '%s' is unknown (tailor plan --help lists the ops)", op);
     tailor_ctx *ctx = cli_ctx();
     if (!ctx)
         return cli_usage_error("bench", "out of memory");
     int rc = 0;
-    if (tailor_shape_parse(ctx, text, out) ||
-        tailor_op_complete_shape(ctx, tailor_op_find(op), out))
+    if (tailor_shape_parse(ctx, text, out) || tailor_op_complete_shape(ctx, o, out))
         rc = cli_usage_error("bench", "%s", tailor_ctx_message(ctx));
     tailor_ctx_destroy(ctx);
     return rc;
