@@ -136,22 +136,33 @@ static void test_sandbox(tailor_ctx *ctx)
     write_file("dupdefine.lua", "return { op = 'rmsnorm', source = 'rmsnorm.cu', params = { A = {1} },\n"
                                 "  defines = function(p) return { A = 2 } end,\n" GOOD_TAIL);
     expect_broken(ctx, "dupdefine", "dupdefine.lua", "'defines' gives A, which is a parameter");
-    /* `requires` must be a list of feature names: anything else is refused, not read as "none" */
-    write_file("reqstring.lua", "return { op = 'rmsnorm', source = 'rmsnorm.cu', params = { A = {1} },\n"
-                                "  requires = function() return 'bf16' end,\n" GOOD_TAIL);
-    expect_broken(ctx, "reqstring", "reqstring.lua", "'requires' must give a list of feature names");
-    write_file("reqnumber.lua", "return { op = 'rmsnorm', source = 'rmsnorm.cu', params = { A = {1} },\n"
-                                "  requires = function() return { 'bf16', 80 } end,\n" GOOD_TAIL);
-    expect_broken(ctx, "reqnumber", "reqnumber.lua", "'requires' entry 2 is not a string");
-    write_file("reqlong.lua", "return { op = 'rmsnorm', source = 'rmsnorm.cu', params = { A = {1} },\n"
-                              "  requires = { 'mma.m16n8k16.and.then.some.more' },\n" GOOD_TAIL);
-    expect_broken(ctx, "reqlong", "reqlong.lua", "'requires' entry 1 is too long");
-    write_file("deftable.lua", "return { op = 'rmsnorm', source = 'rmsnorm.cu', params = { A = {1} },\n"
-                               "  defines = function(p) return { B = { 1 } } end,\n" GOOD_TAIL);
-    expect_broken(ctx, "deftable", "deftable.lua", "'defines' gives B a value that is not a number");
-    write_file("deflist.lua", "return { op = 'rmsnorm', source = 'rmsnorm.cu', params = { A = {1} },\n"
-                              "  defines = function(p) return { 'B=1' } end,\n" GOOD_TAIL);
-    expect_broken(ctx, "deflist", "deflist.lua", "'defines' must map names to values");
+    /* `requires` must be a list of feature names and `defines` a map of names to numbers,
+     * booleans or strings: anything else is refused naming the entry, not read as "none" or
+     * dropped. Each case: a space whose one field is `field`. */
+    static const struct {
+        const char *name, *field, *why;
+    } fields[] = {
+        {"reqstring", "requires = function() return 'bf16' end",
+         "'requires' must give a list of feature names"},
+        {"reqnumber", "requires = function() return { 'bf16', 80 } end",
+         "'requires' entry 2 is not a string"},
+        {"reqlong", "requires = { 'mma.m16n8k16.and.then.some.more' }",
+         "'requires' entry 1 is too long"},
+        {"deftable", "defines = function(p) return { B = { 1 } } end",
+         "'defines' gives B a value that is not a number"},
+        {"deflist", "defines = function(p) return { 'B=1' } end",
+         "'defines' must map names to values"},
+    };
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        char file[64], text[512];
+        snprintf(file, sizeof file, "%s.lua", fields[i].name);
+        snprintf(text, sizeof text,
+                 "return { op = 'rmsnorm', source = 'rmsnorm.cu', params = { A = {1} },\n  %s,\n"
+                 GOOD_TAIL,
+                 fields[i].field);
+        write_file(file, text);
+        expect_broken(ctx, fields[i].name, file, fields[i].why);
+    }
 }
 
 static tailor_status plan_for(tailor_ctx *ctx, const char *device, const char *op,
