@@ -699,41 +699,43 @@ static tailor_status read_defines(tailor_ctx *ctx, tailor_space *s, const call_a
         lua_pushnil(L);
         while (lua_next(L, -2)) {
             if (lua_type(L, -2) != LUA_TSTRING) {
-                lua_pop(L, 3);
-                return tailor_set_error(ctx, TAILOR_ERR_LUA,
-                                        "search space %s: 'defines' must map names to values "
-                                        "(it gives a list entry)",
-                                        s->origin);
+                st = tailor_set_error(ctx, TAILOR_ERR_LUA,
+                                      "search space %s: 'defines' must map names to values "
+                                      "(it gives a list entry)",
+                                      s->origin);
+                lua_pop(L, 3); /* after the message: it names the key */
+                return st;
             }
-            {
-                const char *name = lua_tostring(L, -2);
-                tailor_define *d = &out->defines[out->ndefines];
-                if (out->ndefines == TAILOR_GEN_MAX_DEFINES) {
-                    lua_pop(L, 3);
-                    return tailor_set_error(ctx, TAILOR_ERR_LUA,
-                                            "search space %s: 'defines' gives %s past the %d "
-                                            "defines a kernel takes (parameters included)",
-                                            s->origin, name, TAILOR_GEN_MAX_DEFINES);
-                }
-                if (!value_to_string(L, -1, d->value, sizeof d->value)) {
-                    lua_pop(L, 3);
-                    return tailor_set_error(ctx, TAILOR_ERR_LUA,
-                                            "search space %s: 'defines' gives %s a value that is "
-                                            "not a number, boolean or string",
-                                            s->origin, name);
-                }
-                /* a parameter is a define already: a second -D of it could silently differ */
-                for (int i = 0; i < a->cfg->nparams; i++)
-                    if (strcmp(a->cfg->params[i].name, name) == 0) {
-                        lua_pop(L, 3);
-                        return tailor_set_error(ctx, TAILOR_ERR_LUA,
-                                                "search space %s: 'defines' gives %s, which is a "
-                                                "parameter (parameters are defines already)",
-                                                s->origin, name);
-                    }
-                snprintf(d->name, sizeof d->name, "%s", name);
-                out->ndefines++;
+            const char *name = lua_tostring(L, -2);
+            tailor_define *d = &out->defines[out->ndefines];
+            if (out->ndefines == TAILOR_GEN_MAX_DEFINES) {
+                st = tailor_set_error(ctx, TAILOR_ERR_LUA,
+                                      "search space %s: 'defines' gives %s past the %d "
+                                      "defines a kernel takes (parameters included)",
+                                      s->origin, name, TAILOR_GEN_MAX_DEFINES);
+                lua_pop(L, 3); /* after the message: it names the key */
+                return st;
             }
+            if (!value_to_string(L, -1, d->value, sizeof d->value)) {
+                st = tailor_set_error(ctx, TAILOR_ERR_LUA,
+                                      "search space %s: 'defines' gives %s a value that is "
+                                      "not a number, boolean or string",
+                                      s->origin, name);
+                lua_pop(L, 3); /* after the message: it names the key */
+                return st;
+            }
+            /* a parameter is a define already: a second -D of it could silently differ */
+            for (int i = 0; i < a->cfg->nparams; i++)
+                if (strcmp(a->cfg->params[i].name, name) == 0) {
+                    st = tailor_set_error(ctx, TAILOR_ERR_LUA,
+                                          "search space %s: 'defines' gives %s, which is a "
+                                          "parameter (parameters are defines already)",
+                                          s->origin, name);
+                    lua_pop(L, 3); /* after the message: it names the key */
+                    return st;
+                }
+            snprintf(d->name, sizeof d->name, "%s", name);
+            out->ndefines++;
             lua_pop(L, 1);
         }
     } else if (!lua_isnil(L, -1)) {

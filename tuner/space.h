@@ -83,8 +83,10 @@ int tailor_experimental_on(void);
  * of itself, which the decode step never runs it after: there it follows a short kernel or
  * another GEMV. The spacer's own chain is timed alone and subtracted. Measured on the H200 (E2B
  * decode, docs/perf/model.md): with every op so tuned, W4A16 + int4 head 719-723 tok/s against
- * 674-675, bf16 543-548 against 564-571. So the ops that say so (tailor_op.spaced_timing: the
- * W4A16 ones) use it by default and the others keep TAILOR_TIMING_METHOD; TAILOR_TIMING_SPACER=1 (or 0) in the environment gives every op the
+ * 674-675, bf16 543-548 against 564-571; session 17, W4A16 + int4 head with the spacer on the
+ * W4A16 ops only 718 against 686 (every op) and 684 (none). So the ops that say so
+ * (tailor_op.spaced_timing: the W4A16 ones) use it by default and the others keep
+ * TAILOR_TIMING_METHOD; TAILOR_TIMING_SPACER=1 (or 0) in the environment gives every op the
  * spacer (or none). */
 #define TAILOR_TIMING_METHOD_SPACER "cuda-graph-replay-pdl-spacer/3"
 #define TAILOR_SPACER_NS 1000
