@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu-check.sh — on the GPU machine: build, run every GPU test, then the benchmarks; logs go to
 # $OUT (ctest.txt, bench.txt, model.txt, ...) and a short summary is printed last.
-#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|experimental|experimental-attn|attn-wg|wgmma|boot|decode-scale|decode-wg|decode-merge|decode-linear|trace|spacer|seams|seam-stage|all] [ctest -R regex]
+#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|experimental|experimental-attn|attn-wg|wgmma|boot|decode-scale|decode-wg|decode-merge|decode-linear|trace|spacer|seams|all] [ctest -R regex]
 # quick: the GPU tests with the long scripts in their smoke subsets (MATMUL_QUICK, W4A16_QUICK,
 # ATTN_QUICK), fitting one 10-minute device call; model: Gemma 4 E2B decode and prefill figures
 # with the same-run comparisons (PDL off, gating kernels, each place of the seams, q prepared
@@ -41,10 +41,7 @@
 # (TAILOR_TIMING_SPACER=1) and for none (=0), each in its own cache, alternating, bf16 then
 # W4A16 + int4 head (SPACER_W picks: "w4a16" alone); then W4A16 with the seams in the int4 GEMVs'
 # prologue (spacer.txt). seams: the W4A16 + int4 head decode with each place of the seams
-# (default, mixed, epilogue, kernel, prologue) alternating on one cache (seams.txt). seam-stage:
-# the seams' norm weights staged with cp.async before the grid wait (matmul_pro PRO_STAGE,
-# residual_norm RN_ASYNC) verified, then the bf16 and W4A16 decodes with and without them
-# (seam-stage.txt).
+# (default, mixed, epilogue, kernel, prologue) alternating on one cache (seams.txt).
 set -uo pipefail
 what=${1:-all}
 filter=${2:-}
@@ -322,32 +319,6 @@ if [[ $what == seams ]]; then
     done
   done
   summary+=("seams: $(grep -c "^decode" "$M") of 10 decode figures; seams.txt")
-fi
-if [[ $what == seam-stage ]]; then
-  # the seams' norm weights staged with cp.async before the grid wait (scripts/probe/
-  # seam_stage.sh: matmul_pro built with PRO_STAGE, residual_norm with RN_ASYNC): every staged
-  # survivor verified at the E2B seam shapes, then the bf16 and the W4A16 + int4 head decodes
-  # with and without them (ab_model.sh: only those two ops tuned again; seam-stage.txt, the
-  # staged steps' traces seam-stage-trace-bf16.txt / -w4a16.txt)
-  P="$OUT/seam-stage.txt"
-  : >"$P"
-  V=$PWD/probe-variants/staged/templates
-  [[ -f $V/matmul_pro.lua && -f $V/residual_norm.lua ]] || bash scripts/probe/seam_stage.sh "$V" >>"$P" 2>&1
-  (export TAILOR_TEMPLATE_PATH=$V
-   verify_all "$P" matmul_pro /tmp/ss-verify.sqlite \
-     "glu=1,k=1536,m=1,mode=0,n=6144 bf16" "glu=2,k=1536,m=1,mode=2,n=256,u_ld=8960 bf16" \
-     "glu=0,k=1536,m=1,mode=1,n=2560 bf16" "glu=0,k=2560,m=1,mode=1,n=4096 fp16"
-   verify_all "$P" residual_norm /tmp/ss-verify.sqlite \
-     "rows=1,cols=1536,mode=0 bf16" "rows=1,cols=1536,mode=1 bf16" "rows=1,cols=1536,mode=3 bf16" \
-     "rows=3,cols=2560,mode=2 fp16")
-  for w in bf16 w4a16; do
-    f=bf16
-    [[ $w == w4a16 ]] && f=""
-    AB_NEW_PATH=$V REPS=${SS_REPS:-1} timeout 280 bash scripts/probe/ab_model.sh $f >/dev/null 2>&1
-    cat "$OUT/ab.txt" >>"$P"
-    cp "$OUT/ab-trace.txt" "$OUT/seam-stage-trace-$w.txt" 2>/dev/null
-  done
-  summary+=("seam-stage: $(grep -c '^rc=0' "$P") of 8 verify-all runs passed; figures in seam-stage.txt")
 fi
 if [[ $what == decode-linear ]]; then
   # the cluster merge on a full layer's linear cache (session 15): every decode survivor verified

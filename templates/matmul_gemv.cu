@@ -23,7 +23,7 @@
 // the seam kernel would have left. The seam then costs no launch of its own,
 // and its L2 round trips overlap the weights requested before griddepcontrol.wait. The GEMV
 // (plain or GLU) reads its activations from that shared row; PRO_COLS (= K), PRO_MODE, PRO_VEC.
-// PRO_STAGE (0/1, sm_80+; not in the default space yet: scripts/probe/seam_stage.sh): the seam's
+// PRO_STAGE (0/1; 1 from sm_80, spacelib's seam_async): the seam's
 // norm weights and scalar are requested into shared memory with cp.async before the grid wait
 // (seam_stage_weights), off the critical path where the prologue read them from DRAM after its
 // reductions (session 17's residual_norm: 3.44 -> 1.77 us).

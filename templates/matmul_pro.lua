@@ -21,6 +21,7 @@ return {
   defines = function(p, shape, dtype, device)
     local d = tailor.pro_defines(shape.k, shape.mode)
     d.GLU = shape.glu
+    d.PRO_STAGE = tailor.seam_async(p, shape.k, device)
     return d
   end,
 
@@ -31,12 +32,15 @@ return {
     return tailor.seam_fits(p, shape.k)
   end,
 
-  requires = function(p, shape, dtype, device) return tailor.dtype_requires(dtype) end,
+  requires = function(p, shape, dtype, device)
+    return tailor.seam_requires(dtype, tailor.seam_async(p, shape.k, device))
+  end,
 
   threads = function(p, shape, dtype, device) return p.THREADS end,
   smem_static = function(p, shape, dtype, device)
     local nr = shape.glu == 1 and 2 or 1
     return tailor.gemv_smem_static(p, nr, false) + tailor.pro_smem(p, shape.k)
+           + tailor.pro_stage_smem(shape.k, tailor.seam_async(p, shape.k, device))
   end,
   smem_dynamic = function(p, shape, dtype, device) return 0 end,
   grid = function(p, shape, dtype, device) return tailor.gemv_grid(p, shape) end,

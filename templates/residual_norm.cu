@@ -3,7 +3,7 @@
 // optionally x *= scalar[0] (the layer scalar); y = RMSNorm_{w_next}(x) rounded once to T.
 // Defines: COLS (row width), MODE (0 add+norm, 1 add+scale+norm, 2 add then y = T(x),
 // 3 norm only: y = RMSNorm_{w_next}(x), x untouched), THREADS, VEC (elements per load), RN_ASYNC
-// (0/1, sm_80+, THREADS > 32; not in the default space yet: scripts/probe/seam_stage.sh): the
+// (0/1; 1 from sm_80 with THREADS > 32, spacelib's seam_async; below, plain loads): the
 // weights requested with cp.async (seam_stage_weights), so that the threads reach the grid wait
 // without waiting for them (with plain loads they wait there for DRAM: after a ~1 µs kernel the
 // hand-off then waits for the staging; docs/perf/small-ops.md, session 17).

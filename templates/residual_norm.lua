@@ -13,7 +13,8 @@ return {
 
   -- the width and the variant are fixed for a model; compiling them in unrolls the row
   defines = function(p, shape, dtype, device)
-    return { COLS = shape.cols, MODE = shape.mode }
+    return { COLS = shape.cols, MODE = shape.mode,
+             RN_ASYNC = tailor.seam_async(p, shape.cols, device) }
   end,
 
   valid = function(p, shape, dtype, device)
@@ -35,8 +36,7 @@ return {
   end,
 
   requires = function(p, shape, dtype, device)
-    if dtype == "bf16" then return { "bf16" } end
-    return {}
+    return tailor.seam_requires(dtype, tailor.seam_async(p, shape.cols, device))
   end,
 
   threads = function(p, shape, dtype, device) return p.THREADS end,

@@ -2,7 +2,7 @@
 # ab_model.sh — on the GPU machine: the E2B decode with base templates against new ones, in one
 # run. By default base = probe-variants/base's templates (scripts/probe/base_templates.sh REV on
 # the development machine) and new = the working tree's; AB_NEW_PATH=DIR instead runs the new
-# side with DIR on TAILOR_TEMPLATE_PATH (a variant's files, e.g. scripts/probe/seam_stage.sh) and
+# side with DIR on TAILOR_TEMPLATE_PATH (a variant's files) and
 # the base side on the working tree's (or AB_BASE_PATH). The base run tunes into its own cache;
 # the new run starts from a copy of it, so only the ops whose template files differ are tuned
 # again (the space hash covers the op's .lua and .cu and the shared headers: change only an op's
