@@ -271,7 +271,8 @@ static int seam_kernel_modes(const tailor_gemma4_kernel_use *u, int n)
 /* Where the E2B decode runs its layer seams, from the runtime's own dry pass (no GPU): by
  * default the kernel before int4 GEMVs; with seams MIXED the int4 projection's epilogue
  * (w4a16_seam) or the 16-bit one's (matmul_seam) instead, the prologue kept before 16-bit
- * GEMVs; a 16-bit model's list is the same under both. */
+ * GEMVs; PROLOGUE, KERNEL and EPILOGUE everywhere; a 16-bit model's list is the same under
+ * the default and MIXED. */
 static void test_seam_placement(tailor_ctx *ctx)
 {
     tailor_gemma4_config c;
@@ -295,6 +296,30 @@ static void test_seam_placement(tailor_ctx *ctx)
     CHECK(uses_of(u, n, "matmul_seam", "k=256,m=1,mode=1,n=1536") == 1); /* PLE projection */
     CHECK(uses_of(u, n, "matmul_pro", "glu=2,m=1,mode=2,n=256") == 1); /* the PLE gate pays */
     CHECK(uses_of(u, n, "w4a16_pro", "m=1") == 0);
+    free(u);
+
+    o.seams = TAILOR_GEMMA4_SEAMS_PROLOGUE; /* in the next GEMV, int4 ones too */
+    CHECK_OK(ctx, tailor_gemma4_gpu_kernels(ctx, &c, NULL, &o, &u, &n));
+    CHECKF(seam_kernel_modes(u, n) == (1 << 1 | 1 << 3), "W4A16 prologue: seam kernels only "
+           "for the first input norm and before the LM head (bits %#x)", seam_kernel_modes(u, n));
+    CHECK(uses_of(u, n, "w4a16_pro", "glu=1,m=1,mode=0") == 2); /* gate|up after o, both widths */
+    CHECK(uses_of(u, n, "w4a16_pro", "glu=0,m=1,mode=1") > 0);  /* q|k|v after the PLE */
+    CHECK(uses_of(u, n, "w4a16_seam", "m=1") == 0 && uses_of(u, n, "matmul_seam", "m=1") == 0);
+    free(u);
+
+    o.seams = TAILOR_GEMMA4_SEAMS_KERNEL; /* every decode seam a residual_norm launch */
+    CHECK_OK(ctx, tailor_gemma4_gpu_kernels(ctx, &c, NULL, &o, &u, &n));
+    CHECKF(seam_kernel_modes(u, n) == 0xf, "W4A16 kernel: seam kernels of modes 0-3 (bits %#x)",
+           seam_kernel_modes(u, n));
+    CHECK(uses_of(u, n, "matmul_pro", "m=1") == 0 && uses_of(u, n, "w4a16_pro", "m=1") == 0);
+    free(u);
+
+    o.seams = TAILOR_GEMMA4_SEAMS_EPILOGUE; /* in every projection's last block */
+    CHECK_OK(ctx, tailor_gemma4_gpu_kernels(ctx, &c, NULL, &o, &u, &n));
+    CHECKF(seam_kernel_modes(u, n) == 1 << 3, "W4A16 epilogue: only the first input norm is a "
+           "seam kernel (bits %#x)", seam_kernel_modes(u, n));
+    CHECK(uses_of(u, n, "w4a16_seam", "m=1,mode=2") == 2); /* down (both widths), before PLE */
+    CHECK(uses_of(u, n, "matmul_pro", "m=1") == 0);
     free(u);
 
     tailor_gemma4_kernel_use *d = NULL;

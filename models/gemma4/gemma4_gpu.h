@@ -60,12 +60,7 @@ struct tailor_gemma4_gpu {
     int q_prep_in_attention;    /* opts.attention_q_prep: decode attention prepares raw q */
     int q_prep_in_kv_store;     /* !opts.separate_q_prep: decode folds q's prep into K/V's store */
     char knockout[256];         /* opts.knockout ("" = none): ops whose launches are skipped */
-    int seam_epilogue;          /* opts.seams EPILOGUE: decode seams in the GEMV epilogue */
-    int seam_prologue;          /* opts.seams PROLOGUE, DEFAULT or MIXED: decode seams in the
-                                   next 16-bit GEMV */
-    int seam_prologue_int4;     /* opts.seams PROLOGUE: also in the next int4 GEMV */
-    int seam_epilogue_int4;     /* opts.seams MIXED: a seam before an int4 GEMV in the epilogue
-                                   of the projection before it */
+    int seams;                  /* opts.seams: where decode seams go (gpu.c seam_at) */
     struct {                    /* a decode seam owed to the next GEMV's prologue (matmul_pro) */
         int mode;
         CUdeviceptr t, w_post, w_next, scalar;

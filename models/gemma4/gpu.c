@@ -150,12 +150,37 @@ static CUdeviceptr off(CUdeviceptr p, size_t elems, size_t esize) { return p + e
 static tailor_status seam(tailor_ctx *ctx, tailor_gemma4_gpu *g, int mode, int T, CUdeviceptr a,
                           CUdeviceptr w_post, CUdeviceptr w_next, CUdeviceptr scalar);
 
-/* ---- decode seams as the next GEMV's prologue (opts.seams PROLOGUE) -------------------------
- * linear_seam leaves the seam after a one-row projection owed (g->owing); the next 16-bit GEMV
- * of the normed row g->y runs it first in every block (op matmul_pro, glu 0/1/2), reading the
- * residual from g->x and writing it to g->x_next, which then swap (w4a16_pro for int4 weights
- * with --seams prologue; both also leave g->y as the seam kernel would). Anything else that
- * needs g->x or g->y settles the debt first with the seam kernel (seam_settle). */
+/* ---- decode seams: where each goes ----------------------------------------------------------
+ * A seam follows a one-row projection back to the hidden size (linear_seam). Where it runs is
+ * seam_at's choice, by opts.seams and the GEMV that reads its normed row next:
+ *   G4G_SEAM_PROLOGUE  owed (g->owing): that GEMV runs it first in every block (op matmul_pro,
+ *                      glu 0/1/2; w4a16_pro for int4 weights), reading the residual from g->x
+ *                      and writing it to g->x_next, which then swap, and leaving g->y as the
+ *                      seam kernel would. Anything else that needs g->x or g->y settles the
+ *                      debt first with the seam kernel (seam_settle).
+ *   G4G_SEAM_EPILOGUE  in the projection's last block (matmul_seam, w4a16_seam).
+ *   G4G_SEAM_KERNEL    a residual_norm launch after the projection.
+ * Prefill (several rows) always runs the seam kernel. */
+typedef enum { G4G_SEAM_KERNEL, G4G_SEAM_PROLOGUE, G4G_SEAM_EPILOGUE } g4g_seam_at;
+
+/* Where a decode seam goes whose normed row `next` reads (NULL: no GEMV reads it next). The
+ * default (docs/perf/model.md): the prologue of a 16-bit GEMV, a kernel before an int4 one. */
+static g4g_seam_at seam_at(const tailor_gemma4_gpu *g, const g4g_mat *next)
+{
+    const int int4 = next && next->int4;
+    switch (g->seams) {
+    case TAILOR_GEMMA4_SEAMS_KERNEL:
+        return G4G_SEAM_KERNEL;
+    case TAILOR_GEMMA4_SEAMS_PROLOGUE:
+        return G4G_SEAM_PROLOGUE;
+    case TAILOR_GEMMA4_SEAMS_EPILOGUE:
+        return G4G_SEAM_EPILOGUE;
+    case TAILOR_GEMMA4_SEAMS_MIXED:
+        return int4 ? G4G_SEAM_EPILOGUE : G4G_SEAM_PROLOGUE;
+    default:
+        return int4 ? G4G_SEAM_KERNEL : G4G_SEAM_PROLOGUE;
+    }
+}
 
 static tailor_status seam_settle(tailor_ctx *ctx, tailor_gemma4_gpu *g)
 {
@@ -170,7 +195,7 @@ static tailor_status seam_settle(tailor_ctx *ctx, tailor_gemma4_gpu *g)
 static int seam_payable(const tailor_gemma4_gpu *g, const g4g_mat *w, CUdeviceptr a, int m)
 {
     return g->owing && m == 1 && a == g->y && w->k == g->cfg.hidden &&
-           (!w->int4 || g->seam_prologue_int4);
+           seam_at(g, w) == G4G_SEAM_PROLOGUE;
 }
 
 /* The owed seam, then h = (w's product of the normed row): plain (glu 0) or gated (1: w a
@@ -252,17 +277,15 @@ static tailor_status seam(tailor_ctx *ctx, tailor_gemma4_gpu *g, int mode, int r
     return run_rows(ctx, g, "residual_norm", &s, "rows", g->tchunk, b, 6);
 }
 
-/* A projection back to the hidden size, g->tb = a W^T, then seam(mode, g->tb, ...). One row
- * (decode): with seams in the epilogue in the same launch (op matmul_seam, or w4a16_seam for
- * int4 weights), with seams in the prologue owed to the next GEMV; else (prefill, seams as
- * kernels) as two ops. `next` is the GEMV that reads the normed row next (NULL: not a GEMV):
- * with seams MIXED, a seam before an int4 one goes in this projection's epilogue. */
+/* A projection back to the hidden size, g->tb = a W^T, then seam(mode, g->tb, ...), placed by
+ * seam_at (one row) or as a kernel (prefill). `next` is the GEMV that reads the normed row next
+ * (NULL: not a GEMV). */
 static tailor_status linear_seam(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4g_mat *w,
                                  CUdeviceptr a, int T, int mode, CUdeviceptr w_post,
                                  CUdeviceptr w_next, CUdeviceptr scalar, const g4g_mat *next)
 {
-    const int epilogue = g->seam_epilogue || (g->seam_epilogue_int4 && next && next->int4);
-    if (T == 1 && g->seam_prologue && !epilogue) {
+    const g4g_seam_at at = T == 1 ? seam_at(g, next) : G4G_SEAM_KERNEL;
+    if (at == G4G_SEAM_PROLOGUE) {
         tailor_status st = linear(ctx, g, w, a, g->tb, T);
         if (st)
             return st;
@@ -274,7 +297,7 @@ static tailor_status linear_seam(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4
         g->owed.scalar = scalar;
         return TAILOR_OK;
     }
-    if (T != 1 || !epilogue) {
+    if (at == G4G_SEAM_KERNEL) {
         tailor_status st = linear(ctx, g, w, a, g->tb, T);
         return st ? st : seam(ctx, g, mode, T, g->tb, w_post, w_next, scalar);
     }

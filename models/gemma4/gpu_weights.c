@@ -700,12 +700,7 @@ static void configure(tailor_gemma4_gpu *g, const tailor_gemma4_config *cfg,
     g->q_prep_in_attention = o->attention_q_prep != 0;
     g->q_prep_in_kv_store = !o->separate_q_prep;
     snprintf(g->knockout, sizeof g->knockout, "%s", o->knockout ? o->knockout : "");
-    g->seam_epilogue = o->seams == TAILOR_GEMMA4_SEAMS_EPILOGUE;
-    g->seam_prologue = o->seams == TAILOR_GEMMA4_SEAMS_PROLOGUE ||
-                       o->seams == TAILOR_GEMMA4_SEAMS_DEFAULT ||
-                       o->seams == TAILOR_GEMMA4_SEAMS_MIXED;
-    g->seam_prologue_int4 = o->seams == TAILOR_GEMMA4_SEAMS_PROLOGUE;
-    g->seam_epilogue_int4 = o->seams == TAILOR_GEMMA4_SEAMS_MIXED;
+    g->seams = o->seams;
     g->all_logits = o->all_logits;
     g->max_tokens = o->max_tokens;
     int W = cfg->sliding_window > 0 ? cfg->sliding_window : 512;
