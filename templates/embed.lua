@@ -16,20 +16,10 @@ return {
   end,
 
   valid = function(p, shape, dtype, device)
-    if shape.cols % p.VEC ~= 0 then
-      return false, string.format("cols=%d is not a multiple of VEC=%d", shape.cols, p.VEC)
-    end
-    if p.THREADS * p.VEC > 2 * shape.cols and p.THREADS > 64 then
-      return false, string.format("THREADS*VEC=%d leaves most threads idle for cols=%d",
-                                  p.THREADS * p.VEC, shape.cols)
-    end
-    return true
+    return tailor.row_vec_valid(p, shape.cols, "cols", 64)
   end,
 
-  requires = function(p, shape, dtype, device)
-    if dtype == "bf16" then return { "bf16" } end
-    return {}
-  end,
+  requires = tailor.requires_dtype,
 
   threads = function(p, shape, dtype, device) return p.THREADS end,
   smem_static = function(p, shape, dtype, device) return 0 end,

@@ -20,10 +20,7 @@ return {
     return true
   end,
 
-  requires = function(p, shape, dtype, device)
-    if dtype == "bf16" then return { "bf16" } end
-    return {}
-  end,
+  requires = tailor.requires_dtype,
 
   threads = function(p, shape, dtype, device) return p.THREADS end,
   smem_static = function(p, shape, dtype, device) return 0 end,

@@ -14,16 +14,10 @@ return {
     return true
   end,
 
-  requires = function(p, shape, dtype, device)
-    if dtype == "bf16" then return { "bf16" } end
-    return {}
-  end,
+  requires = tailor.requires_dtype,
 
   threads = function(p, shape, dtype, device) return p.THREADS end,
-  smem_static = function(p, shape, dtype, device)
-    if p.THREADS <= 32 then return 0 end
-    return 4 * (p.THREADS // 32)
-  end,
+  smem_static = function(p, shape, dtype, device) return tailor.block_sum_smem(p) end,
   smem_dynamic = function(p, shape, dtype, device) return 0 end,
   grid = function(p, shape, dtype, device) return { shape.tokens * shape.layers, 1, 1 } end,
 

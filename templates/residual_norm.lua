@@ -18,19 +18,14 @@ return {
   end,
 
   valid = function(p, shape, dtype, device)
-    if shape.cols % p.VEC ~= 0 then
-      return false, string.format("cols=%d is not a multiple of VEC=%d", shape.cols, p.VEC)
-    end
+    local ok, why = tailor.row_vec_valid(p, shape.cols, "cols", 32)
+    if not ok then return false, why end
     local nvec = shape.cols // p.VEC
     local nit = (nvec + p.THREADS - 1) // p.THREADS
     if nit * p.VEC > 32 then
       return false, string.format("THREADS=%d VEC=%d holds %d values of a %d-wide row per thread "
                                   .. "(more than 32 registers each for a and x)",
                                   p.THREADS, p.VEC, nit * p.VEC, shape.cols)
-    end
-    if p.THREADS * p.VEC > 2 * shape.cols and p.THREADS > 32 then
-      return false, string.format("THREADS*VEC=%d leaves most threads idle for cols=%d",
-                                  p.THREADS * p.VEC, shape.cols)
     end
     return true
   end,

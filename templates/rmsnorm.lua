@@ -16,28 +16,13 @@ return {
   end,
 
   valid = function(p, shape, dtype, device)
-    if shape.cols % p.VEC ~= 0 then
-      return false, string.format("cols=%d is not a multiple of VEC=%d", shape.cols, p.VEC)
-    end
-    if p.THREADS * p.VEC > 2 * shape.cols and p.THREADS > 32 then
-      return false, string.format("THREADS*VEC=%d leaves most threads idle for cols=%d",
-                                  p.THREADS * p.VEC, shape.cols)
-    end
-    return true
+    return tailor.row_vec_valid(p, shape.cols, "cols", 32)
   end,
 
-  requires = function(p, shape, dtype, device)
-    if dtype == "bf16" then return { "bf16" } end
-    return {}
-  end,
+  requires = tailor.requires_dtype,
 
   threads = function(p, shape, dtype, device) return p.THREADS end,
-  -- block_sum's scratch (one float per warp); a single warp reduces with shuffles alone, and
-  -- the compiler then drops the array.
-  smem_static = function(p, shape, dtype, device)
-    if p.THREADS <= 32 then return 0 end
-    return 4 * (p.THREADS // 32)
-  end,
+  smem_static = function(p, shape, dtype, device) return tailor.block_sum_smem(p) end,
   smem_dynamic = function(p, shape, dtype, device) return 0 end,
   grid = function(p, shape, dtype, device) return { shape.rows, 1, 1 } end,
 

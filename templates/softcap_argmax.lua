@@ -38,10 +38,7 @@ return {
     return true
   end,
 
-  requires = function(p, shape, dtype, device)
-    if dtype == "bf16" then return { "bf16" } end
-    return {}
-  end,
+  requires = tailor.requires_dtype,
 
   threads = function(p, shape, dtype, device) return p.THREADS end,
   -- sv[NWARP] floats and si[NWARP] ints; the `last` flag when the row is split

@@ -465,6 +465,30 @@ function lib.dtype_requires(dtype)
   return {}
 end
 
+-- A space's `requires` when its only need is its dtype's: `requires = tailor.requires_dtype`.
+function lib.requires_dtype(p, shape, dtype, device) return lib.dtype_requires(dtype) end
+
+-- block_sum's scratch (tailor_common.cuh): one float per warp; a single warp reduces with
+-- shuffles alone, and the compiler then drops the array.
+function lib.block_sum_smem(p)
+  if p.THREADS <= 32 then return 0 end
+  return 4 * (p.THREADS // 32)
+end
+
+-- A row of `cols` values (shape key `key`) read VEC at a time by a block of THREADS: VEC must
+-- divide it, and a block holding more than twice the row in one pass leaves most of its threads
+-- idle (blocks of at most `small` threads are kept all the same).
+function lib.row_vec_valid(p, cols, key, small)
+  if cols % p.VEC ~= 0 then
+    return false, string.format("%s=%d is not a multiple of VEC=%d", key, cols, p.VEC)
+  end
+  if p.THREADS * p.VEC > 2 * cols and p.THREADS > small then
+    return false, string.format("THREADS*VEC=%d leaves most threads idle for %s=%d",
+                                p.THREADS * p.VEC, key, cols)
+  end
+  return true
+end
+
 -- Output rows per block: THREADS/32/KWARPS row groups of ROWS rows.
 function lib.gemv_rows_per_block(p) return (p.THREADS // 32 // p.KWARPS) * p.ROWS end
 
