@@ -10,7 +10,8 @@
 # profile: ncu reports of the int4 GEMV and the decode attention kernels (ncu.txt); probe: the
 # launch and DRAM-read floors beside the tuned kernels of the same shapes (probe.txt); pdl: the
 # decode step with the small kernels between GEMVs triggering their dependents before their own
-# wait, against the committed order (scripts/probe/pdl_variants.sh, pdl.txt; ~8 minutes); fused:
+# wait, against the committed order (scripts/probe/pdl_variants.sh through ab_model.sh, W4A16 and
+# bf16; PDL_NAMES picks the variants, default small; pdl.txt; ~7 minutes a variant); fused:
 # the int4 gated GEMV (w4a16_glu, w4a16_pro glu=1) and q folded into the K/V store verified
 # (cli_gpu_w4a16 and cli_gpu_small_ops quick, test_gpu_gemma4 on the asym fixture, fused.txt);
 # fused-bench: the decode step with each fusion and without it (fused-bench.txt); attn: every
@@ -545,7 +546,8 @@ if [[ $what == wgmma ]]; then
   summary+=("wgmma: $(grep -c '^rc=0' "$W") of 2 verify-all runs passed; $(grep 'gemma4 rc' "$W")")
 fi
 if [[ $what == pdl ]]; then
-  bash scripts/probe/pdl_variants.sh >/dev/null 2>&1
-  summary+=("pdl: $(grep -c '^decode' "$OUT/pdl.txt") decode figures in pdl.txt")
+  # one variant a call (~7 minutes with the build): PDL_NAMES="attn" for the second
+  bash scripts/probe/pdl_variants.sh ${PDL_NAMES:-small} >/dev/null 2>&1
+  summary+=("pdl: $(grep -c 'decode 128' "$OUT/pdl.txt") decode figures in pdl.txt")
 fi
 printf '%s\n' "${summary[@]}"

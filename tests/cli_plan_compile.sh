@@ -190,5 +190,21 @@ for op_shape in "matmul_pro m=1,n=2560,k=1536,mode=1,glu=0" "residual_norm rows=
     test "$(grep -c '"kernel"' "$tmp/json")" -gt 0 -a "$(grep -Ec '_(PRO_STAGE|RN_ASYNC)1_' "$tmp/json")" -eq 0
 done
 
+# the early-trigger probe variant (scripts/probe/pdl_variants.sh, run on the GPU by gpu-check.sh
+# pdl): its files compile on the H200 with the committed spaces, and its machine code is not the
+# committed one (the trigger is really in it)
+bash "$TAILOR_SOURCE_DIR/scripts/probe/pdl_variants.sh" write "$tmp/pdl" attn >/dev/null; rc=$?
+check "pdl_variants writes the attn variant (rc=$rc)" test $rc -eq 0 -a -f "$tmp/pdl/attention_decode.cu"
+mkdir -p "$tmp/pdl_new" "$tmp/pdl_old"
+for op_shape in "rmsnorm rows=1,cols=1536" "gemma4_kv_store tokens=1,kv_heads=1,head_dim=256,slots=512,q_heads=8"; do
+  op=${op_shape% *} shape=${op_shape#* }
+  TAILOR_TEMPLATE_PATH="$tmp/pdl" "$T" plan --device h200 --op "$op" --shape "$shape" \
+    --dump "$tmp/pdl_new" --quiet >"$tmp/out" 2>&1; rc=$?
+  check "pdl variant $op compiles on h200 (rc=$rc)" test $rc -eq 0 -a "$(grep -c 'regs, spills' "$tmp/out")" -gt 0
+  "$T" plan --device h200 --op "$op" --shape "$shape" --dump "$tmp/pdl_old" --quiet >/dev/null 2>&1
+done
+check "the pdl variant's cubins differ from the committed ones" \
+  test -n "$(diff -rq "$tmp/pdl_old" "$tmp/pdl_new" | grep differ)"
+
 [[ $fail -eq 0 ]] && echo "cli_plan_compile: all checks passed"
 exit $fail
