@@ -190,7 +190,46 @@ static void model_usage(void)
            "(docs/development.md).\n");
 }
 
-int bench_model(int argc, char **argv)
+/* What the command line asked for. */
+typedef struct model_args {
+    const char *model, *preset, *quant, *cache_file;
+    int plen, ndec, json, profile, trace;
+    tailor_gemma4_gpu_opts o; /* o.knockout points to knock */
+    char knock[256];
+} model_args;
+
+/* The open pieces of one benchmark, closed by close_run. */
+typedef struct model_run {
+    tailor_gemma4 *m; /* the checkpoint, or NULL with a preset */
+    tailor_gemma4_config cfg;
+    tailor_gpu *gpu;
+    tailor_cache *cache;
+    tailor_kernels *ks;
+    tailor_gemma4_gpu *g;
+    double bw; /* copy bandwidth, bytes/s, measured in this run */
+    size_t free0, total;
+} model_run;
+
+/* What was measured. */
+typedef struct model_figures {
+    double base_rss, rss, load_s, tune_s, pre_s, dec_s;
+    size_t gpu_bytes;
+    int tuned; /* kernel shapes tuned on demand during the first load */
+} model_figures;
+
+/* Seams name to TAILOR_GEMMA4_SEAMS_*, -1 when unknown. */
+static int parse_seams(const char *name)
+{
+    return strcmp(name, "kernel") == 0     ? TAILOR_GEMMA4_SEAMS_KERNEL
+           : strcmp(name, "prologue") == 0 ? TAILOR_GEMMA4_SEAMS_PROLOGUE
+           : strcmp(name, "epilogue") == 0 ? TAILOR_GEMMA4_SEAMS_EPILOGUE
+           : strcmp(name, "mixed") == 0    ? TAILOR_GEMMA4_SEAMS_MIXED
+                                           : -1;
+}
+
+/* The flags into a; returns -1 to go on, else the exit code (0 after --help, 2 on bad usage,
+ * said on stderr). */
+static int parse_model_args(int argc, char **argv, model_args *a)
 {
     static const struct option opts[] = {{"model", required_argument, 0, 'm'},
                                          {"preset", required_argument, 0, 'p'},
@@ -210,41 +249,37 @@ int bench_model(int argc, char **argv)
                                          {"trace", no_argument, 0, 'T'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
-    const char *model = NULL, *preset = NULL, *quant = NULL, *cache_file = NULL;
-    int plen = 512, ndec = 128, json = 0, profile = 0, no_pdl = 0, seams = 0, sepgate = 0, qprep = 0, qhead = 0, sepq = 0, trace = 0, c;
-    char knock[256] = "";
+    memset(a, 0, sizeof *a);
+    a->plen = 512;
+    a->ndec = 128;
+    tailor_gemma4_gpu_opts *o = &a->o;
+    int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
-        case 'm': model = optarg; break;
-        case 'p': preset = optarg; break;
-        case 'q': quant = optarg; break;
+        case 'm': a->model = optarg; break;
+        case 'p': a->preset = optarg; break;
+        case 'q': a->quant = optarg; break;
         case 'l':
-            if (cli_parse_int("bench model", "--prompt-len", optarg, 1, 1 << 20, &plen))
+            if (cli_parse_int("bench model", "--prompt-len", optarg, 1, 1 << 20, &a->plen))
                 return 2;
             break;
         case 'd':
-            if (cli_parse_int("bench model", "--decode", optarg, 1, 1 << 20, &ndec))
+            if (cli_parse_int("bench model", "--decode", optarg, 1, 1 << 20, &a->ndec))
                 return 2;
             break;
-        case 'j': json = 1; break;
-        case 'c': cache_file = optarg; break;
-        case 'P': profile = 1; break;
-        case 'N': no_pdl = 1; break;
-        case 'U':
-            seams = strcmp(optarg, "kernel") == 0     ? TAILOR_GEMMA4_SEAMS_KERNEL
-                    : strcmp(optarg, "prologue") == 0 ? TAILOR_GEMMA4_SEAMS_PROLOGUE
-                    : strcmp(optarg, "epilogue") == 0 ? TAILOR_GEMMA4_SEAMS_EPILOGUE
-                    : strcmp(optarg, "mixed") == 0    ? TAILOR_GEMMA4_SEAMS_MIXED
-                                                      : -1;
-            break;
-        case 'G': sepgate = 1; break;
-        case 'Q': qprep = 1; break;
-        case 'S': sepq = 1; break;
-        case 'H': qhead = 1; break;
-        case 'T': trace = 1; break;
+        case 'j': a->json = 1; break;
+        case 'c': a->cache_file = optarg; break;
+        case 'P': a->profile = 1; break;
+        case 'N': o->no_pdl = 1; break;
+        case 'U': o->seams = parse_seams(optarg); break;
+        case 'G': o->separate_gating = 1; break;
+        case 'Q': o->attention_q_prep = 1; break;
+        case 'S': o->separate_q_prep = 1; break;
+        case 'H': o->quantize_head = 1; break;
+        case 'T': a->trace = 1; break;
         case 'K':
-            if (add_knockout(knock, sizeof knock, optarg))
+            if (add_knockout(a->knock, sizeof a->knock, optarg))
                 return cli_usage_error("bench model", "--knockout takes OP or OP:key=value,..., "
                                        "at most 240 characters in all");
             break;
@@ -252,130 +287,171 @@ int bench_model(int argc, char **argv)
         default: return cli_bad_flag("bench model", argc, argv);
         }
     }
-    if (!model == !preset || plen < 1 || ndec < 1 || (quant && strcmp(quant, "w4a16") != 0))
+    if (!a->model == !a->preset || (a->quant && strcmp(a->quant, "w4a16") != 0))
         return cli_usage_error("bench model", "give --model DIR or --preset NAME, a positive "
                                "--prompt-len and --decode, and --quantize w4a16 or nothing");
-    if (seams < 0)
+    if (o->seams < 0)
         return cli_usage_error("bench model", "--seams takes kernel, prologue, epilogue or mixed");
-    if (json && (trace || profile))
+    if (a->json && (a->trace || a->profile))
         return cli_usage_error("bench model", "--trace and --profile print tables; leave out "
                                "--json with them");
-    tailor_ctx *ctx = cli_ctx();
-    double base_rss = vm_hwm();
-    tailor_gemma4 *m = NULL;
-    tailor_gemma4_config cfg;
-    tailor_gpu *gpu = NULL;
-    tailor_cache *cache = NULL;
-    tailor_kernels *ks = NULL;
-    tailor_gemma4_gpu *g = NULL;
+    /* positions: the prompt, the decode, the token after it, and the traced or profiled step */
+    o->max_tokens = a->plen + a->ndec + 1 + a->trace + a->profile;
+    o->dtype = -1;
+    o->quantize = a->quant != NULL;
+    o->knockout = a->knock;
+    return -1;
+}
+
+/* The model's configuration, the GPU and its copy bandwidth, the kernel cache and the kernel set. */
+static tailor_status open_run(tailor_ctx *ctx, const model_args *a, model_run *r)
+{
     char path[1024];
-    double bw = 0;
-    size_t free0 = 0, free1 = 0, total = 0;
-    tailor_status s = model ? tailor_gemma4_open(ctx, model, &m) : tailor_gemma4_preset(ctx, preset, &cfg);
-    if (s == TAILOR_OK && m)
-        cfg = *tailor_gemma4_get_config(m);
+    tailor_status s = a->model ? tailor_gemma4_open(ctx, a->model, &r->m)
+                               : tailor_gemma4_preset(ctx, a->preset, &r->cfg);
+    if (s == TAILOR_OK && r->m)
+        r->cfg = *tailor_gemma4_get_config(r->m);
     if (s == TAILOR_OK)
-        s = tailor_gpu_open(ctx, 0, &gpu);
+        s = tailor_gpu_open(ctx, 0, &r->gpu);
     if (s == TAILOR_OK)
-        s = tailor_gpu_copy_bandwidth(ctx, gpu, &bw);
+        s = tailor_gpu_copy_bandwidth(ctx, r->gpu, &r->bw);
     if (s == TAILOR_OK)
-        s = tailor_gpu_mem_info(ctx, gpu, &free0, &total);
-    if (s == TAILOR_OK && cache_file)
-        snprintf(path, sizeof path, "%s", cache_file);
+        s = tailor_gpu_mem_info(ctx, r->gpu, &r->free0, &r->total);
+    if (s == TAILOR_OK && a->cache_file)
+        snprintf(path, sizeof path, "%s", a->cache_file);
     else if (s == TAILOR_OK)
         s = tailor_cache_default_path(ctx, path, sizeof path);
     if (s == TAILOR_OK)
-        s = tailor_cache_open(ctx, path, &cache);
+        s = tailor_cache_open(ctx, path, &r->cache);
     if (s == TAILOR_OK)
-        s = tailor_kernels_create(ctx, gpu, cache, NULL, 1, &ks);
-    if (s == TAILOR_OK && trace)
-        tailor_kernels_set_trace(ks, 1);
-    tailor_gemma4_gpu_opts o = {.max_tokens = plen + ndec + 1 + trace + profile, .dtype = -1, .quantize = quant != NULL,
-                                .no_pdl = no_pdl, .seams = seams,
-                                .separate_gating = sepgate, .separate_q_prep = sepq,
-                                .attention_q_prep = qprep,
-                                .quantize_head = qhead, .knockout = knock};
-    double tl0 = now_s();
-    if (s == TAILOR_OK)
-        s = create(ctx, m, &cfg, gpu, ks, &o, &g);
-    double load_s = now_s() - tl0, tune_s = 0;
-    int tuned = 0;
+        s = tailor_kernels_create(ctx, r->gpu, r->cache, NULL, 1, &r->ks);
+    if (s == TAILOR_OK && a->trace)
+        tailor_kernels_set_trace(r->ks, 1);
+    return s;
+}
+
+static void close_run(model_run *r)
+{
+    tailor_gemma4_gpu_destroy(r->g);
+    tailor_kernels_destroy(r->ks);
+    tailor_cache_close(r->cache);
+    tailor_gpu_close(r->gpu);
+    tailor_gemma4_close(r->m);
+}
+
+/* The model onto the GPU (f->base_rss: the peak resident set before anything was opened). When
+ * kernels were tuned inside the load, it is loaded again from the now warm cache, so that the
+ * load figures (time, peak host memory) are the load path's alone. */
+static tailor_status load_model(tailor_ctx *ctx, const model_args *a, model_run *r,
+                                model_figures *f)
+{
+    double t0 = now_s();
+    tailor_status s = create(ctx, r->m, &r->cfg, r->gpu, r->ks, &a->o, &r->g);
+    f->load_s = now_s() - t0;
     if (s == TAILOR_OK) {
         tailor_gemma4_gpu_info info;
-        tailor_gemma4_gpu_get_info(g, &info);
-        tuned = info.kernels_tuned;
+        tailor_gemma4_gpu_get_info(r->g, &info);
+        f->tuned = info.kernels_tuned;
     }
-    if (s == TAILOR_OK && tuned > 0) {
-        /* kernels were tuned inside the load: load again from the now warm cache, so that the
-         * load figures (time, peak host memory) are the load path's alone */
-        tailor_gemma4_gpu_destroy(g);
-        g = NULL;
-        tune_s = load_s;
-        base_rss = reset_hwm();
-        tl0 = now_s();
-        s = create(ctx, m, &cfg, gpu, ks, &o, &g);
-        load_s = now_s() - tl0;
-        tune_s -= load_s;
+    if (s == TAILOR_OK && f->tuned > 0) {
+        tailor_gemma4_gpu_destroy(r->g);
+        r->g = NULL;
+        f->tune_s = f->load_s;
+        f->base_rss = reset_hwm();
+        t0 = now_s();
+        s = create(ctx, r->m, &r->cfg, r->gpu, r->ks, &a->o, &r->g);
+        f->load_s = now_s() - t0;
+        f->tune_s -= f->load_s;
     }
-    double rss = vm_hwm();
+    f->rss = vm_hwm();
+    size_t free1 = 0;
     if (s == TAILOR_OK)
-        s = tailor_gpu_mem_info(ctx, gpu, &free1, &total);
-    int32_t *ids = malloc((size_t)plen * sizeof *ids);
-    int32_t next = 0;
-    double pre_s = 0, dec_s = 0;
-    for (int i = 0; ids && i < plen; i++)
-        ids[i] = 2 + (int32_t)((i * 7919) % (cfg.vocab - 2));
-    for (int rep = 0; rep < 2 && s == TAILOR_OK && ids; rep++) { /* the first run warms up */
-        tailor_gemma4_gpu_reset(g);
+        s = tailor_gpu_mem_info(ctx, r->gpu, &free1, &r->total);
+    f->gpu_bytes = r->free0 - free1;
+    return s;
+}
+
+/* A prompt of plen tokens and ndec greedy decode steps, twice (the first run warms up); the
+ * second's times. *next: the last token, for a profiled or traced step after it. */
+static tailor_status time_prefill_decode(tailor_ctx *ctx, const model_args *a, model_run *r,
+                                         model_figures *f, int32_t *next)
+{
+    int32_t *ids = malloc((size_t)a->plen * sizeof *ids);
+    if (!ids)
+        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "bench model: out of memory");
+    for (int i = 0; i < a->plen; i++)
+        ids[i] = 2 + (int32_t)((i * 7919) % (r->cfg.vocab - 2));
+    tailor_status s = TAILOR_OK;
+    for (int rep = 0; rep < 2 && s == TAILOR_OK; rep++) {
+        tailor_gemma4_gpu_reset(r->g);
         double t0 = now_s();
-        s = tailor_gemma4_gpu_prefill(ctx, g, ids, plen, NULL, &next);
+        s = tailor_gemma4_gpu_prefill(ctx, r->g, ids, a->plen, NULL, next);
         double t1 = now_s();
-        for (int i = 0; i < ndec && s == TAILOR_OK; i++)
-            s = tailor_gemma4_gpu_step(ctx, g, next, NULL, &next);
-        pre_s = t1 - t0;
-        dec_s = now_s() - t1;
+        for (int i = 0; i < a->ndec && s == TAILOR_OK; i++)
+            s = tailor_gemma4_gpu_step(ctx, r->g, *next, NULL, next);
+        f->pre_s = t1 - t0;
+        f->dec_s = now_s() - t1;
     }
-    if (s == TAILOR_OK && profile)
-        s = print_profile(ctx, g, next);
-    if (s == TAILOR_OK && trace)
-        s = trace_step(ctx, ks, g, next);
-    if (s == TAILOR_OK) {
-        tailor_gemma4_gpu_info info;
-        tailor_gemma4_gpu_get_info(g, &info);
-        double dec = ndec / dec_s, bound = bw / (double)info.weight_bytes_token;
-        if (json)
-            printf("{\"prefill_tok_s\":%.1f,\"decode_tok_s\":%.1f,\"ttft_ms\":%.2f,"
-                   "\"peak_host_bytes\":%.0f,\"host_above_baseline_bytes\":%.0f,"
-                   "\"gpu_bytes\":%zu,\"weight_bytes_token\":%zu,\"copy_bw\":%.4g,"
-                   "\"bound_tok_s\":%.1f,\"fraction_of_bound\":%.3f,\"load_s\":%.2f,"
-                   "\"graph\":%d,\"w4a16\":%d,\"kernels_tuned_in_load\":%d,\"tune_s\":%.1f}\n",
-                   plen / pre_s, dec, pre_s * 1e3, rss, rss - base_rss, free0 - free1,
-                   info.weight_bytes_token, bw, bound, dec / bound, load_s, info.graph, info.w4a16,
-                   tuned, tune_s);
-        else
-            printf("prefill %d tokens: %.0f tok/s (time to first token %.1f ms)\n"
-                   "decode %d tokens: %.1f tok/s; bound %.0f tok/s (%.2f GB per token at %.0f "
-                   "GB/s copy): %.0f%%\n"
-                   "memory: peak host during load %.2f GB (%.2f GB above baseline), GPU %.2f "
-                   "GB; load %.1f s; graph %s; %s\n",
-                   plen, plen / pre_s, pre_s * 1e3, ndec, dec, bound,
-                   (double)info.weight_bytes_token / 1e9, bw / 1e9, 100 * dec / bound, rss / 1e9,
-                   (rss - base_rss) / 1e9, (double)(free0 - free1) / 1e9, load_s,
-                   info.graph ? "yes" : "no", info.w4a16 ? "W4A16" : "16-bit");
-        if (!json && knock[0])
-            printf("knockout: launches of %s skipped (timing only: every output is meaningless)\n",
-                   knock);
-        if (!json && tuned > 0)
-            printf("tuning: %d kernel shapes were not cached and were tuned on demand (%.1f s); "
-                   "the load figures are of a second load from the warm cache\n", tuned, tune_s);
-    }
-    int rc = s == TAILOR_OK ? 0 : cli_fail(ctx, s);
     free(ids);
-    tailor_gemma4_gpu_destroy(g);
-    tailor_kernels_destroy(ks);
-    tailor_cache_close(cache);
-    tailor_gpu_close(gpu);
-    tailor_gemma4_close(m);
+    return s;
+}
+
+static void print_figures(const model_args *a, const model_run *r, const model_figures *f)
+{
+    tailor_gemma4_gpu_info info;
+    tailor_gemma4_gpu_get_info(r->g, &info);
+    double dec = a->ndec / f->dec_s, bound = r->bw / (double)info.weight_bytes_token;
+    if (a->json) {
+        printf("{\"prefill_tok_s\":%.1f,\"decode_tok_s\":%.1f,\"ttft_ms\":%.2f,"
+               "\"peak_host_bytes\":%.0f,\"host_above_baseline_bytes\":%.0f,"
+               "\"gpu_bytes\":%zu,\"weight_bytes_token\":%zu,\"copy_bw\":%.4g,"
+               "\"bound_tok_s\":%.1f,\"fraction_of_bound\":%.3f,\"load_s\":%.2f,"
+               "\"graph\":%d,\"w4a16\":%d,\"kernels_tuned_in_load\":%d,\"tune_s\":%.1f}\n",
+               a->plen / f->pre_s, dec, f->pre_s * 1e3, f->rss, f->rss - f->base_rss,
+               f->gpu_bytes, info.weight_bytes_token, r->bw, bound, dec / bound, f->load_s,
+               info.graph, info.w4a16, f->tuned, f->tune_s);
+        return;
+    }
+    printf("prefill %d tokens: %.0f tok/s (time to first token %.1f ms)\n"
+           "decode %d tokens: %.1f tok/s; bound %.0f tok/s (%.2f GB per token at %.0f "
+           "GB/s copy): %.0f%%\n"
+           "memory: peak host during load %.2f GB (%.2f GB above baseline), GPU %.2f "
+           "GB; load %.1f s; graph %s; %s\n",
+           a->plen, a->plen / f->pre_s, f->pre_s * 1e3, a->ndec, dec, bound,
+           (double)info.weight_bytes_token / 1e9, r->bw / 1e9, 100 * dec / bound, f->rss / 1e9,
+           (f->rss - f->base_rss) / 1e9, (double)f->gpu_bytes / 1e9, f->load_s,
+           info.graph ? "yes" : "no", info.w4a16 ? "W4A16" : "16-bit");
+    if (a->knock[0])
+        printf("knockout: launches of %s skipped (timing only: every output is meaningless)\n",
+               a->knock);
+    if (f->tuned > 0)
+        printf("tuning: %d kernel shapes were not cached and were tuned on demand (%.1f s); "
+               "the load figures are of a second load from the warm cache\n", f->tuned, f->tune_s);
+}
+
+int bench_model(int argc, char **argv)
+{
+    model_args a;
+    int rc = parse_model_args(argc, argv, &a);
+    if (rc >= 0)
+        return rc;
+    tailor_ctx *ctx = cli_ctx();
+    model_run r = {0};
+    model_figures f = {.base_rss = vm_hwm()};
+    int32_t next = 0;
+    tailor_status s = open_run(ctx, &a, &r);
+    if (s == TAILOR_OK)
+        s = load_model(ctx, &a, &r, &f);
+    if (s == TAILOR_OK)
+        s = time_prefill_decode(ctx, &a, &r, &f, &next);
+    if (s == TAILOR_OK && a.profile)
+        s = print_profile(ctx, r.g, next);
+    if (s == TAILOR_OK && a.trace)
+        s = trace_step(ctx, r.ks, r.g, next);
+    if (s == TAILOR_OK)
+        print_figures(&a, &r, &f);
+    rc = s == TAILOR_OK ? 0 : cli_fail(ctx, s);
+    close_run(&r);
     tailor_ctx_destroy(ctx);
     return rc;
 }
