@@ -66,7 +66,16 @@ static void print_result(const char *op, const char *shape, tailor_dtype dtype,
            r->verified, r->wrong, r->template_name, r->params, r->median_us, r->spread_us, gbs);
 }
 
-static int tune_main(tailor_ctx *ctx, int argc, char **argv)
+/* What the command line asked for. */
+typedef struct tune_args {
+    const char *op, *shape_text, *preset, *model, *dtype_text, *cache_path;
+    int ordinal, list_only;
+    tailor_tune_options o;
+} tune_args;
+
+/* The flags into a; returns -1 to go on, else the exit code (0 after --help, 2 on bad usage,
+ * said on stderr). */
+static int parse_tune_args(tailor_ctx *ctx, int argc, char **argv, tune_args *a)
 {
     static const struct option opts[] = {
         {"op", required_argument, NULL, 'o'},       {"shape", required_argument, NULL, 's'},
@@ -80,134 +89,131 @@ static int tune_main(tailor_ctx *ctx, int argc, char **argv)
         {"list", no_argument, NULL, 'l'},
         {NULL, 0, NULL, 0},
     };
-    const char *op = NULL, *shape_text = NULL, *preset = NULL, *model = NULL, *dtype_text = NULL;
-    const char *cache_path = NULL, *rehearse = NULL;
-    int ordinal = 0, list_only = 0, c;
-    tailor_tune_options o;
-    memset(&o, 0, sizeof o);
-    o.seed = (uint64_t)time(NULL);
+    memset(a, 0, sizeof *a);
+    tailor_tune_options *o = &a->o;
+    o->seed = (uint64_t)time(NULL);
+    const char *rehearse = NULL;
+    int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         char *end = NULL;
         switch (c) {
-        case 'o': op = optarg; break;
-        case 's': shape_text = optarg; break;
-        case 'p': preset = optarg; break;
-        case 'm': model = optarg; break;
-        case 't': dtype_text = optarg; break;
+        case 'o': a->op = optarg; break;
+        case 's': a->shape_text = optarg; break;
+        case 'p': a->preset = optarg; break;
+        case 'm': a->model = optarg; break;
+        case 't': a->dtype_text = optarg; break;
         case 'S':
-            if (tailor_strategy_parse(ctx, optarg, &o.strategy))
+            if (tailor_strategy_parse(ctx, optarg, &o->strategy))
                 return cli_usage_error("tune", "%s", tailor_ctx_message(ctx));
             break;
         case 'b':
-            o.budget_seconds = strtod(optarg, &end);
-            if (*end || o.budget_seconds <= 0)
+            o->budget_seconds = strtod(optarg, &end);
+            if (*end || o->budget_seconds <= 0)
                 return cli_usage_error("tune", "--budget needs a positive number of seconds");
-            o.strategy = TAILOR_STRATEGY_RANDOM;
+            o->strategy = TAILOR_STRATEGY_RANDOM;
             break;
         case 'n':
-            if (cli_parse_int("tune", "--trials", optarg, 1, 1000000, &o.trials))
+            if (cli_parse_int("tune", "--trials", optarg, 1, 1000000, &o->trials))
                 return 2;
-            o.strategy = TAILOR_STRATEGY_RANDOM;
+            o->strategy = TAILOR_STRATEGY_RANDOM;
             break;
         case 'r': rehearse = optarg; break;
-        case 'V': o.verify_all = 1; break;
-        case 'f': o.force = 1; break;
-        case 'c': cache_path = optarg; break;
+        case 'V': o->verify_all = 1; break;
+        case 'f': o->force = 1; break;
+        case 'c': a->cache_path = optarg; break;
         case 'e':
-            o.seed = strtoull(optarg, &end, 10);
+            o->seed = strtoull(optarg, &end, 10);
             if (end == optarg || *end)
                 return cli_usage_error("tune", "--seed takes an unsigned integer, not '%s'", optarg);
             break;
         case 'j':
-            if (cli_parse_int("tune", "--jobs", optarg, 0, 1024, &o.jobs))
+            if (cli_parse_int("tune", "--jobs", optarg, 0, 1024, &o->jobs))
                 return 2;
             break;
         case 'd':
-            if (cli_parse_int("tune", "--device", optarg, 0, 63, &ordinal))
+            if (cli_parse_int("tune", "--device", optarg, 0, 63, &a->ordinal))
                 return 2;
             break;
-        case 'l': list_only = 1; break;
+        case 'l': a->list_only = 1; break;
         case 'h': usage(); return 0;
         default: return cli_bad_flag("tune", argc, argv);
         }
     }
     if (optind < argc)
         return cli_usage_error("tune", "unexpected argument '%s'", argv[optind]);
-    int sources = (op != NULL) + (preset != NULL) + (model != NULL);
-    if (sources != 1)
+    if ((a->op != NULL) + (a->preset != NULL) + (a->model != NULL) != 1)
         return cli_usage_error("tune", "give exactly one of --op (with --shape), --preset, --model");
-    if (op && !shape_text)
+    if (a->op && !a->shape_text)
         return cli_usage_error("tune", "--op needs --shape");
-    if (rehearse) {
-        o.rehearse = tailor_device_profile_find(rehearse);
-        if (!o.rehearse)
-            return cli_usage_error("tune", "--rehearse '%s' is not a device profile (see tailor "
-                                   "devices)", rehearse);
+    if (rehearse && !(o->rehearse = tailor_device_profile_find(rehearse)))
+        return cli_usage_error("tune", "--rehearse '%s' is not a device profile (see tailor "
+                               "devices)", rehearse);
+    return -1;
+}
+
+/* The (op, shape) list: the one --op/--shape, or the preset's or model's. Returns -1 with
+ * *targets set, else the exit code (a bad --shape is a usage error). */
+static int make_targets(tailor_ctx *ctx, const tune_args *a, tailor_tune_target **targets, int *n)
+{
+    if (!a->op) {
+        tailor_status st = tailor_tune_targets(ctx, a->preset, a->model, targets, n);
+        return st ? cli_fail(ctx, st) : -1;
     }
-    tailor_tune_target *targets = NULL;
-    int ntargets = 0;
-    tailor_status st = TAILOR_OK;
-    if (op) {
-        targets = calloc(1, sizeof *targets);
-        if (!targets)
-            return cli_fail(ctx, tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory"));
-        snprintf(targets[0].op, sizeof targets[0].op, "%s", op);
-        st = tailor_shape_parse(ctx, shape_text, &targets[0].shape);
-        ntargets = 1;
-        if (st) {
-            free(targets);
-            return cli_usage_error("tune", "%s", tailor_ctx_message(ctx));
-        }
-    } else {
-        st = tailor_tune_targets(ctx, preset, model, &targets, &ntargets);
-        if (st)
-            return cli_fail(ctx, st);
+    tailor_tune_target *t = calloc(1, sizeof *t);
+    if (!t)
+        return cli_fail(ctx, tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory"));
+    snprintf(t->op, sizeof t->op, "%s", a->op);
+    if (tailor_shape_parse(ctx, a->shape_text, &t->shape)) {
+        free(t);
+        return cli_usage_error("tune", "%s", tailor_ctx_message(ctx));
     }
-    if (list_only) {
-        for (int i = 0; i < ntargets; i++) {
-            char shape[256];
-            tailor_shape_format(&targets[i].shape, shape, sizeof shape);
-            printf("%-18s %s\n", targets[i].op, shape);
-        }
-        free(targets);
-        return 0;
+    *targets = t;
+    *n = 1;
+    return -1;
+}
+
+static void print_targets(const tailor_tune_target *targets, int n)
+{
+    for (int i = 0; i < n; i++) {
+        char shape[256];
+        tailor_shape_format(&targets[i].shape, shape, sizeof shape);
+        printf("%-18s %s\n", targets[i].op, shape);
     }
-    tailor_gpu *gpu = NULL;
-    tailor_cache *cache = NULL;
-    st = tailor_gpu_open(ctx, ordinal, &gpu);
-    if (st == TAILOR_OK)
-        st = tailor_cache_open(ctx, cache_path, &cache);
-    tailor_dtype dtype = TAILOR_DTYPE_BF16;
-    if (st == TAILOR_OK) {
-        const tailor_device_info *d = o.rehearse ? o.rehearse : tailor_gpu_info(gpu);
-        if (dtype_text)
-            st = tailor_dtype_parse(ctx, dtype_text, &dtype);
-        else
-            dtype = d->cc_major < 8 ? TAILOR_DTYPE_F16 : TAILOR_DTYPE_BF16;
-    }
-    if (st) {
-        int rc = cli_fail(ctx, st);
-        tailor_cache_close(cache);
-        tailor_gpu_close(gpu);
-        free(targets);
-        return rc;
-    }
+}
+
+/* --dtype, else the device's (or the rehearsed profile's): fp16 below sm_80, bf16 from it. */
+static tailor_status pick_dtype(tailor_ctx *ctx, const tune_args *a, tailor_gpu *gpu,
+                                tailor_dtype *dtype)
+{
+    if (a->dtype_text)
+        return tailor_dtype_parse(ctx, a->dtype_text, dtype);
+    const tailor_device_info *d = a->o.rehearse ? a->o.rehearse : tailor_gpu_info(gpu);
+    *dtype = d->cc_major < 8 ? TAILOR_DTYPE_F16 : TAILOR_DTYPE_BF16;
+    return TAILOR_OK;
+}
+
+/* Tunes each target (cached ones are reported as such), one compile memo for the run; stops at
+ * the first error that would repeat for every target. Returns the number that failed. */
+static int tune_targets(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
+                        const tailor_tune_target *targets, int n, tailor_dtype dtype,
+                        tailor_tune_options *o)
+{
     progress_state ps = {isatty(2), 0};
-    o.progress = on_progress;
-    o.progress_user = &ps;
+    o->progress = on_progress;
+    o->progress_user = &ps;
     tailor_log(ctx, TAILOR_LOG_INFO, "cache %s; seed %llu", tailor_cache_path(cache),
-               (unsigned long long)o.seed);
+               (unsigned long long)o->seed);
     /* one memo for the run: a configuration planned for many shapes compiles once */
-    o.memo = tailor_compile_memo_create(TAILOR_COMPILE_MEMO_BYTES);
+    o->memo = tailor_compile_memo_create(TAILOR_COMPILE_MEMO_BYTES);
     int failures = 0;
-    for (int i = 0; i < ntargets; i++) {
+    for (int i = 0; i < n; i++) {
         tailor_tune_result r;
         char shape[256];
         tailor_shape_format(&targets[i].shape, shape, sizeof shape);
-        if (ntargets > 1)
-            tailor_log(ctx, TAILOR_LOG_INFO, "[%d/%d] %s %s", i + 1, ntargets, targets[i].op,
-                       shape);
-        st = tailor_tune(ctx, gpu, cache, targets[i].op, &targets[i].shape, dtype, &o, &r);
+        if (n > 1)
+            tailor_log(ctx, TAILOR_LOG_INFO, "[%d/%d] %s %s", i + 1, n, targets[i].op, shape);
+        tailor_status st = tailor_tune(ctx, gpu, cache, targets[i].op, &targets[i].shape, dtype,
+                                       o, &r);
         clear_progress(&ps);
         if (st) {
             failures++;
@@ -216,21 +222,51 @@ static int tune_main(tailor_ctx *ctx, int argc, char **argv)
                 break;
             continue;
         }
-        tailor_shape_format(&targets[i].shape, shape, sizeof shape);
         print_result(targets[i].op, shape, dtype, &r);
     }
-    if (o.memo && ntargets > 1) {
+    if (o->memo && n > 1) {
         int hits, misses;
         size_t bytes;
-        tailor_compile_memo_stats(o.memo, &hits, &misses, &bytes);
+        tailor_compile_memo_stats(o->memo, &hits, &misses, &bytes);
         tailor_log(ctx, TAILOR_LOG_INFO, "compiled %d instantiations, reused %d (%.0f MB kept)",
                    misses, hits, (double)bytes / 1e6);
     }
-    tailor_compile_memo_destroy(o.memo);
+    tailor_compile_memo_destroy(o->memo);
+    o->memo = NULL;
+    return failures;
+}
+
+static int tune_main(tailor_ctx *ctx, int argc, char **argv)
+{
+    tune_args a;
+    int rc = parse_tune_args(ctx, argc, argv, &a);
+    if (rc >= 0)
+        return rc;
+    tailor_tune_target *targets = NULL;
+    int ntargets = 0;
+    if ((rc = make_targets(ctx, &a, &targets, &ntargets)) >= 0)
+        return rc;
+    if (a.list_only) {
+        print_targets(targets, ntargets);
+        free(targets);
+        return 0;
+    }
+    tailor_gpu *gpu = NULL;
+    tailor_cache *cache = NULL;
+    tailor_dtype dtype = TAILOR_DTYPE_BF16;
+    tailor_status st = tailor_gpu_open(ctx, a.ordinal, &gpu);
+    if (st == TAILOR_OK)
+        st = tailor_cache_open(ctx, a.cache_path, &cache);
+    if (st == TAILOR_OK)
+        st = pick_dtype(ctx, &a, gpu, &dtype);
+    if (st)
+        rc = cli_fail(ctx, st);
+    else
+        rc = tune_targets(ctx, gpu, cache, targets, ntargets, dtype, &a.o) ? 1 : 0;
     tailor_cache_close(cache);
     tailor_gpu_close(gpu);
     free(targets);
-    return failures ? 1 : 0;
+    return rc;
 }
 
 int cmd_tune(int argc, char **argv)
