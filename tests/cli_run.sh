@@ -98,13 +98,17 @@ out=$("$BIN" run --model "$TMP/bad" --ids 2 2>&1); rc=$?
 check "truncated checkpoint fails with exit 1" test $rc -eq 1
 check "the message names the file ($out)" grep -q "model.safetensors" <<<"$out"
 
-# transformers fixtures, when committed: greedy ids identical to generate(do_sample=False)
+# the committed transformers fixtures: greedy ids identical to generate(do_sample=False)
+compared=0
 for fx in "$SRC"/tests/fixtures/*/; do
     [ -f "$fx/expected.json" ] || continue
     read -r prompt want <<<"$(python3 -c "import json,sys; e=json.load(open(sys.argv[1])); \
 print(','.join(map(str,e['prompt_ids'])), ','.join(map(str,e['greedy_ids'])))" "$fx/expected.json")"
     nt=$(tr ',' '\n' <<<"$want" | grep -c '[0-9]')
     got=$("$BIN" run --model "$fx" --ids "$prompt" --max-tokens "$nt" --print-ids 2>/dev/null)
+    check "$(basename "$fx"): expected.json gives a prompt and greedy ids" test -n "$prompt" -a -n "$want"
     check "$(basename "$fx"): greedy ids match transformers ($got vs $want)" test "$got" = "$want"
+    compared=$((compared + 1))
 done
+check "the fixtures were compared ($compared)" test "$compared" -gt 0
 exit $fail

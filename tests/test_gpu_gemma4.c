@@ -242,6 +242,7 @@ static void run_fixture(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, c
     size_t lbytes = 0;
     snprintf(p, sizeof p, "%s/logits.bin", dir);
     float *ref = (float *)test_read_file(p, &lbytes);
+    CHECKF(ref != NULL, "%s: %s does not read", name, p);
     tailor_gemma4 *m = NULL;
     CHECK_OK(ctx, tailor_gemma4_open(ctx, dir, &m));
     if (e && ref && m) {
@@ -301,13 +302,7 @@ static int listed(const char *list, const char *name)
 int main(void)
 {
     tailor_ctx *ctx = test_ctx();
-    tailor_gpu *gpu = NULL;
-    if (tailor_gpu_open(ctx, 0, &gpu) != TAILOR_OK) {
-        char why[600];
-        snprintf(why, sizeof why, "no GPU: %s", tailor_ctx_message(ctx));
-        tailor_ctx_destroy(ctx);
-        test_skip(why);
-    }
+    tailor_gpu *gpu = test_gpu_or_skip(ctx, "test_gpu_gemma4");
     char cache_path[256];
     snprintf(cache_path, sizeof cache_path, "/tmp/tailor_test_gpu_gemma4_%d.db", (int)getpid());
     if (getenv("TAILOR_TEST_CACHE")) /* reuse a cache between runs: warm starts */
@@ -318,9 +313,13 @@ int main(void)
     /* TAILOR_TEST_FIXTURES=a,b runs only those (tuning every shape of every fixture in three
      * modes takes minutes) */
     const char *only = getenv("TAILOR_TEST_FIXTURES");
+    int ran = 0;
     for (size_t i = 0; cache && i < sizeof fixtures / sizeof fixtures[0]; i++)
-        if (!only || listed(only, fixtures[i]))
+        if (!only || listed(only, fixtures[i])) {
             run_fixture(ctx, gpu, cache, fixtures[i]);
+            ran++;
+        }
+    CHECKF(ran > 0, "TAILOR_TEST_FIXTURES=%s names no fixture", only ? only : "");
     tailor_cache_close(cache);
     if (!getenv("TAILOR_TEST_CACHE")) {
         unlink(cache_path);

@@ -41,15 +41,9 @@ static void spec_of(const tailor_gemma4_config *c, tw_spec *s, char *types)
 int main(void)
 {
     tailor_ctx *ctx = test_ctx();
-    tailor_gpu *gpu = NULL;
     if (test_proc_status_bytes("VmHWM") < 0 || !reset_peak())
         test_skip("no /proc/self/status or clear_refs here: the peak cannot be measured");
-    if (tailor_gpu_open(ctx, 0, &gpu) != TAILOR_OK) {
-        char why[600];
-        snprintf(why, sizeof why, "no GPU: %s", tailor_ctx_message(ctx));
-        tailor_ctx_destroy(ctx);
-        test_skip(why);
-    }
+    tailor_gpu *gpu = test_gpu_or_skip(ctx, "test_gpu_gemma4_load");
     tailor_gemma4_config want;
     CHECK_OK(ctx, tailor_gemma4_preset(ctx, "gemma-4-e2b", &want));
     char types[TAILOR_GEMMA4_MAX_LAYERS + 1];

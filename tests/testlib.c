@@ -7,6 +7,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cuda.h"
+
 int test_failures;
 int test_checks;
 
@@ -15,6 +17,22 @@ void test_skip(const char *why)
     printf("skipped: %s\n", why);
     fflush(stdout);
     exit(TEST_SKIP_CODE);
+}
+
+struct tailor_gpu *test_gpu_or_skip(tailor_ctx *ctx, const char *name)
+{
+    tailor_gpu *gpu = NULL;
+    tailor_status st = tailor_gpu_open(ctx, 0, &gpu);
+    if (st == TAILOR_OK)
+        return gpu;
+    char why[600];
+    snprintf(why, sizeof why, "no GPU: %s", tailor_ctx_message(ctx));
+    if (st == TAILOR_ERR_NO_DRIVER || st == TAILOR_ERR_NO_DEVICE) {
+        tailor_ctx_destroy(ctx);
+        test_skip(why);
+    }
+    CHECKF(0, "%s: the GPU does not open (%s)", name, why);
+    exit(test_finish(name));
 }
 
 int test_finish(const char *name)
@@ -206,6 +224,7 @@ double test_pro_tolerance(tailor_ctx *ctx, const char *op_name, const char *text
                           tailor_dtype dt, test_pro_product product)
 {
     const tailor_op *op = tailor_op_find(op_name);
+    CHECKF(op != NULL, "test_pro_tolerance: no op named %s", op_name);
     double worst = 0;
     for (uint64_t seed = 1; op && seed <= 12; seed++) {
         test_op_inst in;

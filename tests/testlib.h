@@ -48,11 +48,16 @@ extern int test_checks;
         }                                                                                      \
     } while (0)
 
-/* Prints "skipped: why" and exits with the skip code ctest understands. */
 /* A field of /proc/self/status ("VmRSS", "VmHWM") in bytes; -1 when unreadable. */
 double test_proc_status_bytes(const char *field);
 
+/* Prints "skipped: why" and exits with the skip code ctest understands. */
 void test_skip(const char *why) __attribute__((noreturn));
+
+struct tailor_gpu;
+/* GPU 0 for test `name`; a skip where this machine has none (no driver, no device); any other
+ * failure to open it fails the test (a broken driver on a GPU machine is not a skip). */
+struct tailor_gpu *test_gpu_or_skip(tailor_ctx *ctx, const char *name);
 
 /* Prints the summary line and returns the process exit code (0 when nothing failed, 1 when a
  * check failed, and 1 also when no check ran: a test that asserts nothing is a defect). */
