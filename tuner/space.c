@@ -685,6 +685,36 @@ static tailor_status read_features(tailor_ctx *ctx, tailor_space *s, const call_
     return TAILOR_OK;
 }
 
+/* The `defines` entry on top of the stack (key at -2, value at -1) as out's next define; a
+ * malformed one (a list entry, one too many, a value that is no scalar, a parameter's name) sets
+ * the error naming it and leaves the stack as it is. */
+static tailor_status read_define(tailor_ctx *ctx, tailor_space *s, const call_args *a,
+                                 tailor_launch *out)
+{
+    lua_State *L = s->L;
+    if (lua_type(L, -2) != LUA_TSTRING)
+        return tailor_set_error(ctx, TAILOR_ERR_LUA, "search space %s: 'defines' must map names "
+                                "to values (it gives a list entry)", s->origin);
+    const char *name = lua_tostring(L, -2);
+    if (out->ndefines == TAILOR_GEN_MAX_DEFINES)
+        return tailor_set_error(ctx, TAILOR_ERR_LUA, "search space %s: 'defines' gives %s past "
+                                "the %d defines a kernel takes (parameters included)",
+                                s->origin, name, TAILOR_GEN_MAX_DEFINES);
+    tailor_define *d = &out->defines[out->ndefines];
+    if (!value_to_string(L, -1, d->value, sizeof d->value))
+        return tailor_set_error(ctx, TAILOR_ERR_LUA, "search space %s: 'defines' gives %s a "
+                                "value that is not a number, boolean or string", s->origin, name);
+    /* a parameter is a define already: a second -D of it could silently differ */
+    for (int i = 0; i < a->cfg->nparams; i++)
+        if (strcmp(a->cfg->params[i].name, name) == 0)
+            return tailor_set_error(ctx, TAILOR_ERR_LUA, "search space %s: 'defines' gives %s, "
+                                    "which is a parameter (parameters are defines already)",
+                                    s->origin, name);
+    snprintf(d->name, sizeof d->name, "%s", name);
+    out->ndefines++;
+    return TAILOR_OK;
+}
+
 static tailor_status read_defines(tailor_ctx *ctx, tailor_space *s, const call_args *a,
                                   tailor_launch *out)
 {
@@ -698,45 +728,10 @@ static tailor_status read_defines(tailor_ctx *ctx, tailor_space *s, const call_a
     if (lua_istable(L, -1)) {
         lua_pushnil(L);
         while (lua_next(L, -2)) {
-            if (lua_type(L, -2) != LUA_TSTRING) {
-                st = tailor_set_error(ctx, TAILOR_ERR_LUA,
-                                      "search space %s: 'defines' must map names to values "
-                                      "(it gives a list entry)",
-                                      s->origin);
-                lua_pop(L, 3); /* after the message: it names the key */
+            st = read_define(ctx, s, a, out);
+            lua_pop(L, st ? 3 : 1); /* after the message: it names the key */
+            if (st)
                 return st;
-            }
-            const char *name = lua_tostring(L, -2);
-            tailor_define *d = &out->defines[out->ndefines];
-            if (out->ndefines == TAILOR_GEN_MAX_DEFINES) {
-                st = tailor_set_error(ctx, TAILOR_ERR_LUA,
-                                      "search space %s: 'defines' gives %s past the %d "
-                                      "defines a kernel takes (parameters included)",
-                                      s->origin, name, TAILOR_GEN_MAX_DEFINES);
-                lua_pop(L, 3); /* after the message: it names the key */
-                return st;
-            }
-            if (!value_to_string(L, -1, d->value, sizeof d->value)) {
-                st = tailor_set_error(ctx, TAILOR_ERR_LUA,
-                                      "search space %s: 'defines' gives %s a value that is "
-                                      "not a number, boolean or string",
-                                      s->origin, name);
-                lua_pop(L, 3); /* after the message: it names the key */
-                return st;
-            }
-            /* a parameter is a define already: a second -D of it could silently differ */
-            for (int i = 0; i < a->cfg->nparams; i++)
-                if (strcmp(a->cfg->params[i].name, name) == 0) {
-                    st = tailor_set_error(ctx, TAILOR_ERR_LUA,
-                                          "search space %s: 'defines' gives %s, which is a "
-                                          "parameter (parameters are defines already)",
-                                          s->origin, name);
-                    lua_pop(L, 3); /* after the message: it names the key */
-                    return st;
-                }
-            snprintf(d->name, sizeof d->name, "%s", name);
-            out->ndefines++;
-            lua_pop(L, 1);
         }
     } else if (!lua_isnil(L, -1)) {
         lua_pop(L, 1);
