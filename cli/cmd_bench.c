@@ -34,13 +34,15 @@ typedef struct bench_args {
     int json;
 } bench_args;
 
+/* The flags of `bench sub` into a; returns -1 to go on, else the exit code (0 after --help, 2 on
+ * bad usage, said on stderr). */
 static int parse_args(const char *sub, int argc, char **argv, bench_args *a)
 {
     static const struct option opts[] = {
         {"op", required_argument, NULL, 'o'},    {"shape", required_argument, NULL, 's'},
         {"dtype", required_argument, NULL, 't'}, {"cache", required_argument, NULL, 'c'},
         {"rehearse", required_argument, NULL, 'r'}, {"json", no_argument, NULL, 'j'},
-        {NULL, 0, NULL, 0},
+        {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
     };
     memset(a, 0, sizeof *a);
     int c;
@@ -53,12 +55,13 @@ static int parse_args(const char *sub, int argc, char **argv, bench_args *a)
         case 'c': a->cache = optarg; break;
         case 'r': a->rehearse = optarg; break;
         case 'j': a->json = 1; break;
+        case 'h': usage(); return 0;
         default: return cli_bad_flag("bench", argc, argv);
         }
     }
     if (optind < argc)
         return cli_usage_error("bench", "unexpected argument '%s' for bench %s", argv[optind], sub);
-    return 0;
+    return -1;
 }
 
 /* Everything a kernel benchmark needs open. */
@@ -205,7 +208,7 @@ static int bench_op(const char *sub, int argc, char **argv, const char *fixed_op
 {
     bench_args a;
     int rc = parse_args(sub, argc, argv, &a);
-    if (rc)
+    if (rc >= 0)
         return rc;
     const char *op = fixed_op ? fixed_op : a.op;
     if (!op || !a.shape)
@@ -244,7 +247,7 @@ static int bench_copy(int argc, char **argv)
 {
     bench_args a;
     int rc = parse_args("copy", argc, argv, &a);
-    if (rc)
+    if (rc >= 0)
         return rc;
     bench_env e;
     tailor_status st = env_open(&e, &a);
@@ -274,7 +277,7 @@ static int bench_strategies(int argc, char **argv)
 {
     bench_args a;
     int rc = parse_args("strategies", argc, argv, &a);
-    if (rc)
+    if (rc >= 0)
         return rc;
     if (!a.op || !a.shape)
         return cli_usage_error("bench", "bench strategies needs --op and --shape");

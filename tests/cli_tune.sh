@@ -131,6 +131,17 @@ check "bench model: --trace with --json says why" grep -q "leave out --json" "$T
 "$T" bench model --preset gemma-4-e2b --frobnicate 2>"$TMPDIR_ERR"; rc=$?
 check "bench model: a bad flag exits 2" test $rc -eq 2
 check "bench model: a bad flag is named" grep -q -- "--frobnicate" "$TMPDIR_ERR"
+# --step-tune: in the help, and refused beside the flags whose figures it would not mean
+check "bench model --help lists --step-tune" grep -q -- "--step-tune" "$TMPDIR_ERR.help"
+"$T" bench model --preset gemma-4-e2b --step-tune --json 2>"$TMPDIR_ERR"; rc=$?
+check "bench model: --step-tune with --json exits 2" test $rc -eq 2 -a -n "$(grep "leave out --json" "$TMPDIR_ERR")"
+"$T" bench model --preset gemma-4-e2b --step-tune --knockout matmul 2>"$TMPDIR_ERR"; rc=$?
+check "bench model: --step-tune with --knockout exits 2" test $rc -eq 2 -a -n "$(grep "leave out --trace and --knockout" "$TMPDIR_ERR")"
+# every bench subcommand answers --help (exit 0, its usage on stdout)
+for sub in copy kernel w4a16 attention strategies tokenizer model; do
+  out=$("$T" bench $sub --help 2>"$TMPDIR_ERR"); rc=$?
+  check "bench $sub --help exits 0 with a usage" test $rc -eq 0 -a -n "$(echo "$out" | grep usage)"
+done
 rm -f "$TMPDIR_ERR" "$TMPDIR_ERR.db" "$TMPDIR_ERR.help"
 [ $fail -eq 0 ] && echo "cli_tune: all checks passed"
 exit $fail
