@@ -168,7 +168,7 @@ static void model_usage(void)
            "         [--profile] [--no-pdl] [--separate-gating] [--separate-q-prep]\n"
            "         [--attention-q-prep]\n"
            "         [--seams kernel|prologue|epilogue|mixed] [--knockout OP[:k=v,...]]... [--trace]\n"
-           "         [--json]\n\n"
+           "         [--step-tune] [--json]\n\n"
            "Gemma 4 end to end on the GPU: prefill and decode tok/s, time to first token, peak host\n"
            "memory of the load, GPU memory, decode against the bandwidth bound (weight bytes per\n"
            "token over the copy bandwidth measured in the same run). Without --model, random\n"
@@ -187,13 +187,16 @@ static void model_usage(void)
            "meaningless (timing experiments only). --trace: the winners are compiled again with\n"
            "TAILOR_TRACE and one more decode step prints when each launch was released from its\n"
            "grid wait, so the gap to the next release is what it costs on the critical path\n"
-           "(docs/development.md).\n");
+           "(docs/development.md). --step-tune: after the first timing, the costliest kernels of the\n"
+           "decode step try their next-best verified configurations inside the step itself;\n"
+           "one that makes the step faster in every alternating pair replaces the winner in the\n"
+           "cache; the figures printed are those after (docs/cli.md).\n");
 }
 
 /* What the command line asked for. */
 typedef struct model_args {
     const char *model, *preset, *quant, *cache_file;
-    int plen, ndec, json, profile, trace;
+    int plen, ndec, json, profile, trace, step_tune;
     tailor_gemma4_gpu_opts o; /* o.knockout points to knock */
     char knock[256];
 } model_args;
@@ -247,6 +250,7 @@ static int parse_model_args(int argc, char **argv, model_args *a)
                                          {"quantize-head", no_argument, 0, 'H'},
                                          {"knockout", required_argument, 0, 'K'},
                                          {"trace", no_argument, 0, 'T'},
+                                         {"step-tune", no_argument, 0, 'X'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     memset(a, 0, sizeof *a);
@@ -278,6 +282,7 @@ static int parse_model_args(int argc, char **argv, model_args *a)
         case 'S': o->separate_q_prep = 1; break;
         case 'H': o->quantize_head = 1; break;
         case 'T': a->trace = 1; break;
+        case 'X': a->step_tune = 1; break;
         case 'K':
             if (add_knockout(a->knock, sizeof a->knock, optarg))
                 return cli_usage_error("bench model", "--knockout takes OP or OP:key=value,..., "
@@ -292,9 +297,12 @@ static int parse_model_args(int argc, char **argv, model_args *a)
                                "--prompt-len and --decode, and --quantize w4a16 or nothing");
     if (o->seams < 0)
         return cli_usage_error("bench model", "--seams takes kernel, prologue, epilogue or mixed");
-    if (a->json && (a->trace || a->profile))
-        return cli_usage_error("bench model", "--trace and --profile print tables; leave out "
-                               "--json with them");
+    if (a->json && (a->trace || a->profile || a->step_tune))
+        return cli_usage_error("bench model", "--trace, --profile and --step-tune print tables; "
+                               "leave out --json with them");
+    if (a->step_tune && (a->trace || a->knock[0]))
+        return cli_usage_error("bench model", "--step-tune times real steps: leave out --trace "
+                               "and --knockout");
     /* positions: the prompt, the decode, the token after it, and the traced or profiled step */
     o->max_tokens = a->plen + a->ndec + 1 + a->trace + a->profile;
     o->dtype = -1;
@@ -371,16 +379,24 @@ static tailor_status load_model(tailor_ctx *ctx, const model_args *a, model_run 
     return s;
 }
 
+/* The benchmark's prompt: plen fixed ids spread over the vocabulary (malloc'd; NULL when out of
+ * memory). */
+static int32_t *prompt_ids(const model_args *a, const model_run *r)
+{
+    int32_t *ids = malloc((size_t)a->plen * sizeof *ids);
+    for (int i = 0; ids && i < a->plen; i++)
+        ids[i] = 2 + (int32_t)((i * 7919) % (r->cfg.vocab - 2));
+    return ids;
+}
+
 /* A prompt of plen tokens and ndec greedy decode steps, twice (the first run warms up); the
  * second's times. *next: the last token, for a profiled or traced step after it. */
 static tailor_status time_prefill_decode(tailor_ctx *ctx, const model_args *a, model_run *r,
                                          model_figures *f, int32_t *next)
 {
-    int32_t *ids = malloc((size_t)a->plen * sizeof *ids);
+    int32_t *ids = prompt_ids(a, r);
     if (!ids)
         return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "bench model: out of memory");
-    for (int i = 0; i < a->plen; i++)
-        ids[i] = 2 + (int32_t)((i * 7919) % (r->cfg.vocab - 2));
     tailor_status s = TAILOR_OK;
     for (int rep = 0; rep < 2 && s == TAILOR_OK; rep++) {
         tailor_gemma4_gpu_reset(r->g);
@@ -394,6 +410,22 @@ static tailor_status time_prefill_decode(tailor_ctx *ctx, const model_args *a, m
     }
     free(ids);
     return s;
+}
+
+/* --step-tune: the decode figure so far, the step tuning (at most STEP_TUNE_STEPS decode steps a
+ * timing), then the prompt and decode timed again. */
+enum { STEP_TUNE_STEPS = 48 };
+static tailor_status step_tune_and_retime(tailor_ctx *ctx, const model_args *a, model_run *r,
+                                          model_figures *f, int32_t *next)
+{
+    printf("before step tuning: decode %d tokens: %.1f tok/s\n", a->ndec, a->ndec / f->dec_s);
+    int32_t *ids = prompt_ids(a, r);
+    if (!ids)
+        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "bench model: out of memory");
+    tailor_status s = step_tune_model(ctx, r->g, r->ks, r->cache, ids, a->plen,
+                                      a->ndec < STEP_TUNE_STEPS ? a->ndec : STEP_TUNE_STEPS);
+    free(ids);
+    return s ? s : time_prefill_decode(ctx, a, r, f, next);
 }
 
 static void print_figures(const model_args *a, const model_run *r, const model_figures *f)
@@ -444,6 +476,8 @@ int bench_model(int argc, char **argv)
         s = load_model(ctx, &a, &r, &f);
     if (s == TAILOR_OK)
         s = time_prefill_decode(ctx, &a, &r, &f, &next);
+    if (s == TAILOR_OK && a.step_tune)
+        s = step_tune_and_retime(ctx, &a, &r, &f, &next);
     if (s == TAILOR_OK && a.profile)
         s = print_profile(ctx, r.g, next);
     if (s == TAILOR_OK && a.trace)

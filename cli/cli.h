@@ -14,14 +14,22 @@ int cmd_run(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 
-/* `tailor bench` subcommands (argv[0] is the subcommand's name). */
-int bench_tokenizer(int argc, char **argv);
-
 /* `tailor bench tokenizer ...` (cli/bench_tokenizer.c); argv[0] is "tokenizer". */
 int bench_tokenizer(int argc, char **argv);
 
 /* `tailor bench model ...` (cli/bench_model.c); argv[0] is "model". */
 int bench_model(int argc, char **argv);
+
+struct tailor_gemma4_gpu;
+struct tailor_kernels;
+struct tailor_cache;
+/* `bench model --step-tune` (cli/step_tune_model.c): the decode step's costliest kernels re-ranked
+ * by the step's own time (tuner/step_tune.h), each timing a prompt of plen tokens (ids) and ndec
+ * decode steps; better choices replace the winners in the cache. Prints a line per alternative
+ * tried and a summary. */
+tailor_status step_tune_model(tailor_ctx *ctx, struct tailor_gemma4_gpu *g,
+                              struct tailor_kernels *ks, struct tailor_cache *cache,
+                              const int32_t *ids, int plen, int ndec);
 
 /* A context that logs INFO and above to stderr ("tailor: ..."); TAILOR_LOG=debug lowers it. */
 tailor_ctx *cli_ctx(void);

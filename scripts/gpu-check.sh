@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu-check.sh — on the GPU machine: build, run every GPU test, then the benchmarks; logs go to
 # $OUT (ctest.txt, bench.txt, model.txt, ...) and a short summary is printed last.
-#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|experimental|experimental-attn|attn-wg|wgmma|boot|decode-scale|decode-wg|decode-merge|decode-linear|trace|spacer|seams|all] [ctest -R regex]
+#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|experimental|experimental-attn|attn-wg|wgmma|boot|decode-scale|decode-wg|decode-merge|decode-linear|trace|spacer|seams|step-tune|all] [ctest -R regex]
 # quick: the GPU tests with the long scripts in their smoke subsets (MATMUL_QUICK, W4A16_QUICK,
 # ATTN_QUICK), fitting one 10-minute device call; model: Gemma 4 E2B decode and prefill figures
 # with the same-run comparisons (PDL off, gating kernels, each place of the seams, q prepared
@@ -42,7 +42,10 @@
 # (TAILOR_TIMING_SPACER=1) and for none (=0), each in its own cache, alternating, bf16 then
 # W4A16 + int4 head (SPACER_W picks: "w4a16" alone); then W4A16 with the seams in the int4 GEMVs'
 # prologue (spacer.txt). seams: the W4A16 + int4 head decode with each place of the seams
-# (default, mixed, epilogue, kernel, prologue) alternating on one cache (seams.txt).
+# (default, mixed, epilogue, kernel, prologue) alternating on one cache (seams.txt). step-tune:
+# test_gpu_step_tune, then the E2B decode before and after `bench model --step-tune` (W4A16 +
+# int4 head by default; STEP_W=bf16 for bf16) and plain benches of the caches before and after,
+# alternating (step-tune.txt).
 set -uo pipefail
 what=${1:-all}
 filter=${2:-}
@@ -544,6 +547,33 @@ if [[ $what == wgmma ]]; then
   echo "== trials (w4a16_wgmma, fastest first)" >>"$W"
   "$T" cache trials --cache /tmp/wg-verify.sqlite 2>&1 | grep -E "^[^ ]|wgmma" | head -150 >>"$W"
   summary+=("wgmma: $(grep -c '^rc=0' "$W") of 2 verify-all runs passed; $(grep 'gemma4 rc' "$W")")
+fi
+if [[ $what == step-tune ]]; then
+  # step tuning (tuner/step_tune.h): the swap machinery on an rmsnorm shape (test_gpu_step_tune),
+  # then for each of STEP_W (default "w4a16"; ~7 minutes each: STEP_W=bf16 in a second call) the E2B
+  # decode before and after `bench model --step-tune` in one process, then a plain bench of the
+  # same cache in a new process (the kept choices come from the cache), alternating with a copy
+  # of the cache taken before the step tuning (step-tune.txt)
+  P="$OUT/step-tune.txt"
+  : >"$P"
+  (cd build-gpu && TAILOR_SOURCE_DIR=$PWD/.. timeout 120 ./tests/test_gpu_step_tune) >>"$P" 2>&1
+  echo "test_gpu_step_tune rc=$?" >>"$P"
+  for w in ${STEP_W:-w4a16}; do
+    q=""
+    [[ $w == w4a16 ]] && q="--quantize w4a16 --quantize-head"
+    B="$T bench model --preset gemma-4-e2b $q --prompt-len 512 --decode 128"
+    echo "== $w: tune (a plain bench from an empty cache)" >>"$P"
+    timeout 330 $B --cache /tmp/step-$w.sqlite 2>&1 | grep -E '^(decode|tuning)' >>"$P"
+    cp /tmp/step-$w.sqlite /tmp/step-$w-before.sqlite
+    echo "== $w: --step-tune" >>"$P"
+    timeout 240 $B --cache /tmp/step-$w.sqlite --step-tune 2>&1 | grep -vE '^tailor: (tuning|gemma4 gpu)' >>"$P"
+    echo "rc=$?" >>"$P"
+    for cache in before "" before ""; do
+      echo "== $w: plain bench on the cache ${cache:-after}" >>"$P"
+      timeout 60 $B --cache /tmp/step-$w${cache:+-$cache}.sqlite 2>&1 | grep -E '^decode' >>"$P"
+    done
+  done
+  summary+=("step-tune: $(grep -c '^step tuning: .* kept' "$P") step tunings, $(grep -c '^decode' "$P") decode figures; step-tune.txt")
 fi
 if [[ $what == pdl ]]; then
   # one variant a call (~7 minutes with the build): PDL_NAMES="attn" for the second

@@ -18,6 +18,17 @@ typedef struct memo_entry {
     long long last_use;
 } memo_entry;
 
+/* Another configuration of a kernel, loaded beside its winner (tailor_op_kernel_try). While
+ * `active`, its space, cfg, k and description are swapped with the kernel's own. */
+typedef struct kernel_alt {
+    int loaded, active;
+    tailor_space *space;
+    tailor_config cfg;
+    tailor_kernel k;
+    char description[512];
+    tailor_cache_winner w; /* what the cache gets if it is kept (params, binary: malloc'd) */
+} kernel_alt;
+
 struct tailor_op_kernel {
     char op[64];
     char shape[256];      /* tuned shape, canonical */
@@ -35,6 +46,7 @@ struct tailor_op_kernel {
     long long ws_bytes[TAILOR_SPACE_MAX_WORKSPACE];
     const tailor_op *opdef;
     tailor_op_buffers bufs; /* names of the op's buffers (for the tuned shape) */
+    kernel_alt alt;         /* tailor_op_kernel_try */
     struct tailor_op_kernel *next;
 };
 
@@ -66,8 +78,20 @@ tailor_status tailor_kernels_create(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cac
     return TAILOR_OK;
 }
 
+static void alt_drop(tailor_gpu *gpu, kernel_alt *a)
+{
+    if (a->loaded)
+        tailor_gpu_unload_kernel(gpu, &a->k);
+    tailor_space_destroy(a->space);
+    free(a->w.params_json);
+    free(a->w.launch_json);
+    free(a->w.binary);
+    memset(a, 0, sizeof *a);
+}
+
 static void op_kernel_free(tailor_gpu *gpu, tailor_op_kernel *k)
 {
+    alt_drop(gpu, &k->alt);
     for (int i = 0; i < k->nws; i++)
         tailor_gpu_free(gpu, k->ws_ptr[i]);
     tailor_gpu_unload_kernel(gpu, &k->k);
@@ -370,6 +394,171 @@ tailor_status tailor_kernels_get(tailor_ctx *ctx, tailor_kernels *set, const cha
     }
     st = load_winner(ctx, set, op, shape_text, dtype, &w, out);
     tailor_cache_winner_free(&w);
+    return st;
+}
+
+/* ---- another configuration in place of the winner ------------------------------------------ */
+
+tailor_status tailor_op_kernel_key(tailor_ctx *ctx, tailor_kernels *set, const tailor_op_kernel *k,
+                                   tailor_op_kernel_keybuf *out)
+{
+    const tailor_device_info *live = tailor_gpu_info(set->gpu);
+    tailor_shape shape;
+    tailor_plan plan;
+    tailor_status st = tailor_shape_parse(ctx, k->shape, &shape);
+    if (st == TAILOR_OK)
+        st = tailor_plan_build(ctx, set->rehearse ? set->rehearse : live, k->op, &shape, k->dtype,
+                               &plan);
+    if (st)
+        return st;
+    snprintf(out->space_hash, sizeof out->space_hash, "%s", plan.space_hash);
+    tailor_plan_free(&plan);
+    tailor_tuner_fingerprint(live, set->rehearse, out->fingerprint, sizeof out->fingerprint);
+    out->key = (tailor_cache_key){out->fingerprint, k->op, k->shape, tailor_dtype_name(k->dtype),
+                                  out->space_hash};
+    return TAILOR_OK;
+}
+
+const char *tailor_op_kernel_op(const tailor_op_kernel *k) { return k->op; }
+
+const char *tailor_op_kernel_shape(const tailor_op_kernel *k) { return k->shape; }
+
+void tailor_op_kernel_config_json(const tailor_op_kernel *k, char *buf, size_t size)
+{
+    tailor_config_json(&k->cfg, buf, size);
+}
+
+const char *tailor_op_kernel_template(const tailor_op_kernel *k)
+{
+    return tailor_space_name(k->space);
+}
+
+/* alt's cache record: (template, params) compiled for the set's target at k's tuned shape. */
+static tailor_status alt_compile(tailor_ctx *ctx, tailor_kernels *set, tailor_op_kernel *k,
+                                 const char *template_name, const char *params_json)
+{
+    kernel_alt *a = &k->alt;
+    const tailor_device_info *dev = set->rehearse ? set->rehearse : tailor_gpu_info(set->gpu);
+    const int sm = dev->cc_major * 10 + dev->cc_minor, ptx = set->rehearse != NULL;
+    tailor_shape shape;
+    tailor_launch launch;
+    tailor_status st = tailor_shape_parse(ctx, k->shape, &shape);
+    if (st == TAILOR_OK)
+        st = tailor_config_parse_json(ctx, params_json, &a->cfg);
+    if (st == TAILOR_OK)
+        st = tailor_space_load(ctx, template_name, &a->space);
+    if (st == TAILOR_OK)
+        st = tailor_space_evaluate(ctx, a->space, &a->cfg, &shape, k->dtype, dev, 0, &launch);
+    if (st == TAILOR_OK && !launch.valid)
+        st = tailor_set_error(ctx, TAILOR_ERR_MISUSE, "%s %s does not fit %s %s: %s",
+                              template_name, params_json, k->op, k->shape, launch.invalid_reason);
+    if (st)
+        return st;
+    tailor_cache_winner *w = &a->w;
+    snprintf(w->template_name, sizeof w->template_name, "%s", template_name);
+    tailor_gen_kernel_name(k->op, template_name, sm, tailor_dtype_name(k->dtype), launch.defines,
+                           launch.ndefines, w->kernel_name, sizeof w->kernel_name);
+    char lj[512];
+    tailor_launch_json(&launch, lj, sizeof lj);
+    w->params_json = strdup(params_json);
+    w->launch_json = strdup(lj);
+    if (!w->params_json || !w->launch_json)
+        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory");
+    tailor_compile_result r;
+    st = tailor_launch_compile(ctx, template_name, &launch, k->dtype, sm, ptx, w->kernel_name,
+                               NULL, 0, NULL, &r);
+    if (st == TAILOR_OK) {
+        w->binary = r.image; /* taken over */
+        w->binary_size = r.image_size;
+        r.image = NULL;
+        snprintf(w->binary_kind, sizeof w->binary_kind, "%s", ptx ? "ptx" : "cubin");
+        snprintf(w->arch, sizeof w->arch, "%s_%d", ptx ? "compute" : "sm", sm);
+    }
+    tailor_compile_result_free(&r);
+    return st;
+}
+
+tailor_status tailor_op_kernel_try(tailor_ctx *ctx, tailor_kernels *set, tailor_op_kernel *k,
+                                   const char *template_name, const char *params_json)
+{
+    if (k->alt.loaded || k->alt.space)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "%s %s: another configuration is already "
+                                "being tried", k->op, k->shape);
+    if (set->trace)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "configurations cannot be tried in a "
+                                "traced kernel set");
+    tailor_op_kernel_keybuf kb;
+    tailor_status st = alt_compile(ctx, set, k, template_name, params_json);
+    if (st == TAILOR_OK)
+        st = tailor_op_kernel_key(ctx, set, k, &kb);
+    if (st == TAILOR_OK)
+        st = tailor_tuner_verify_winner(ctx, set->gpu, &kb.key, &k->alt.w);
+    if (st == TAILOR_OK)
+        st = tailor_gpu_load_kernel(ctx, set->gpu, k->alt.w.binary, k->alt.w.kernel_name,
+                                    &k->alt.k);
+    if (st) {
+        alt_drop(set->gpu, &k->alt);
+        return tailor_wrap_error(ctx, "trying %s %s for %s %s", template_name, params_json, k->op,
+                                 k->shape);
+    }
+    char params[384];
+    tailor_config_format(&k->alt.cfg, params, sizeof params);
+    snprintf(k->alt.description, sizeof k->alt.description, "%s %s", template_name, params);
+    k->alt.loaded = 1;
+    return TAILOR_OK;
+}
+
+/* Exchanges the kernel's configuration with its alternative's; launches re-evaluate geometry. */
+static void alt_swap(tailor_op_kernel *k)
+{
+    kernel_alt *a = &k->alt;
+    tailor_space *space = k->space;
+    k->space = a->space;
+    a->space = space;
+    tailor_config cfg = k->cfg;
+    k->cfg = a->cfg;
+    a->cfg = cfg;
+    tailor_kernel kk = k->k;
+    k->k = a->k;
+    a->k = kk;
+    char d[sizeof k->description];
+    memcpy(d, k->description, sizeof d);
+    memcpy(k->description, a->description, sizeof d);
+    memcpy(a->description, d, sizeof d);
+    a->active = !a->active;
+    k->nmemo = 0;
+}
+
+void tailor_op_kernel_use_try(tailor_op_kernel *k, int on)
+{
+    if (k->alt.loaded && (on != 0) != k->alt.active)
+        alt_swap(k);
+}
+
+tailor_status tailor_op_kernel_settle(tailor_ctx *ctx, tailor_kernels *set, tailor_op_kernel *k,
+                                      int keep, double median_us)
+{
+    if (!k->alt.loaded)
+        return TAILOR_OK;
+    tailor_status st = TAILOR_OK;
+    if (keep) {
+        tailor_op_kernel_keybuf kb;
+        tailor_cache_winner old;
+        int found = 0;
+        st = tailor_op_kernel_key(ctx, set, k, &kb);
+        if (st == TAILOR_OK)
+            st = tailor_cache_get_winner(ctx, set->cache, &kb.key, &old, &found);
+        if (st == TAILOR_OK && found) {
+            k->alt.w.n_trials = old.n_trials;
+            tailor_cache_winner_free(&old);
+        }
+        k->alt.w.median_us = median_us;
+        k->alt.w.tuned_at = (long long)time(NULL);
+        if (st == TAILOR_OK)
+            st = tailor_cache_put_winner(ctx, set->cache, &kb.key, &k->alt.w);
+    }
+    tailor_op_kernel_use_try(k, keep && st == TAILOR_OK);
+    alt_drop(set->gpu, &k->alt); /* now the configuration that lost */
     return st;
 }
 

@@ -101,4 +101,37 @@ tailor_status tailor_op_kernel_launch(tailor_ctx *ctx, tailor_kernels *set, tail
 /* The template and parameters of a loaded winner ("rmsnorm THREADS=256 VEC=8"). */
 const char *tailor_op_kernel_describe(const tailor_op_kernel *k);
 
+/* ---- another configuration in place of a winner (step tuning, tuner/step_tune.h) ----------- */
+
+/* A loaded kernel's cache key, with the storage its strings point into (op, shape and dtype
+ * point into the kernel). */
+typedef struct tailor_op_kernel_keybuf {
+    char fingerprint[600];
+    char space_hash[65];
+    tailor_cache_key key;
+} tailor_op_kernel_keybuf;
+tailor_status tailor_op_kernel_key(tailor_ctx *ctx, tailor_kernels *set, const tailor_op_kernel *k,
+                                   tailor_op_kernel_keybuf *out);
+/* The op, the tuned shape ("k=1536,m=1,n=2048"), the template ("w4a16_gemv_t") and the parameters as the
+ * cache's trials record them ({"UNROLL":3,...}) of what k runs now. */
+const char *tailor_op_kernel_op(const tailor_op_kernel *k);
+const char *tailor_op_kernel_shape(const tailor_op_kernel *k);
+const char *tailor_op_kernel_template(const tailor_op_kernel *k);
+void tailor_op_kernel_config_json(const tailor_op_kernel *k, char *buf, size_t size);
+/* Compiles (template_name, params_json) — another configuration of k's op, at k's tuned shape,
+ * for the set's target — checks it against the op's reference on the GPU and loads it beside
+ * k's own; nothing changes until tailor_op_kernel_use_try. One at a time per kernel; not in a
+ * traced set. On failure nothing is kept. */
+tailor_status tailor_op_kernel_try(tailor_ctx *ctx, tailor_kernels *set, tailor_op_kernel *k,
+                                   const char *template_name, const char *params_json);
+/* on = 1: k's launches from now on run the configuration being tried; 0: its own. Launches
+ * already captured in a CUDA graph keep the function they captured: capture again. */
+void tailor_op_kernel_use_try(tailor_op_kernel *k, int on);
+/* Ends a try. keep = 1: the configuration tried becomes k's and the cache's winner for k's key
+ * (median_us: its own time as the tuner measured it; the trial count stays the old winner's);
+ * keep = 0: it is dropped. Either way k then runs its (possibly new) own configuration. On a
+ * cache error k keeps its old configuration. */
+tailor_status tailor_op_kernel_settle(tailor_ctx *ctx, tailor_kernels *set, tailor_op_kernel *k,
+                                      int keep, double median_us);
+
 #endif

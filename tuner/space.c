@@ -976,3 +976,12 @@ tailor_status tailor_space_find_for_op(tailor_ctx *ctx, const char *op, char ***
     *count = m;
     return TAILOR_OK;
 }
+
+void tailor_launch_json(const tailor_launch *l, char *buf, size_t size)
+{
+    snprintf(buf, size,
+             "{\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"threads\":%d,\"smem_static\":%lld,"
+             "\"smem_dynamic\":%lld}",
+             l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2],
+             l->threads, l->smem_static, l->smem_dynamic);
+}

@@ -116,6 +116,10 @@ tailor_status tailor_space_evaluate(tailor_ctx *ctx, tailor_space *s, const tail
                                     const tailor_device_info *dev, int at_launch,
                                     tailor_launch *out);
 
+/* A launch's geometry as the cache keeps it beside a winner ({"grid":[..],"block":[..],
+ * "threads":..,"smem_static":..,"smem_dynamic":..}) into buf. */
+void tailor_launch_json(const tailor_launch *l, char *buf, size_t size);
+
 /* "BM=64 BN=32" into buf. */
 void tailor_config_format(const tailor_config *cfg, char *buf, size_t size);
 /* {"BM":64,"BN":32} into buf (numbers unquoted, strings quoted). */

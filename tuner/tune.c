@@ -367,15 +367,6 @@ static int choose(tune_state *t, int *verified, int nv)
     return t->cands[verified[0]].state == CAND_TIMED ? verified[0] : -1;
 }
 
-static void launch_json(const tailor_launch *l, char *buf, size_t size)
-{
-    snprintf(buf, size,
-             "{\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"threads\":%d,\"smem_static\":%lld,"
-             "\"smem_dynamic\":%lld}",
-             l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2],
-             l->threads, l->smem_static, l->smem_dynamic);
-}
-
 static tailor_status store_winner(tune_state *t, candidate *c, int sm, int ptx, int n_trials)
 {
     tailor_cache_winner w;
@@ -383,7 +374,7 @@ static tailor_status store_winner(tune_state *t, candidate *c, int sm, int ptx, 
     snprintf(w.template_name, sizeof w.template_name, "%s", c->entry->template_name);
     snprintf(w.kernel_name, sizeof w.kernel_name, "%s", c->kernel_name);
     char lj[512];
-    launch_json(&c->entry->launch, lj, sizeof lj);
+    tailor_launch_json(&c->entry->launch, lj, sizeof lj);
     w.params_json = c->params_json;
     w.launch_json = lj;
     snprintf(w.binary_kind, sizeof w.binary_kind, "%s", ptx ? "ptx" : "cubin");

@@ -168,6 +168,7 @@ void tailor_gemma4_rope_apply(const float *inv_freq, int d, int pos, float *x);
 
 struct tailor_gpu;
 struct tailor_kernels;
+struct tailor_op_kernel;
 
 /* A model resident on one GPU with its KV cache, activations and decode graph. */
 typedef struct tailor_gemma4_gpu tailor_gemma4_gpu;
@@ -301,10 +302,12 @@ tailor_status tailor_gemma4_gpu_prefill(tailor_ctx *ctx, tailor_gemma4_gpu *g, c
 tailor_status tailor_gemma4_gpu_step(tailor_ctx *ctx, tailor_gemma4_gpu *g, int32_t token,
                                      float *logits, int32_t *next);
 
-/* One kernel's share of a profiled decode step: op, the shape it ran, launches and total time. */
+/* One kernel's share of a profiled decode step: op, the shape it ran, the kernel (of the set the
+ * model was created with), launches and total time. */
 typedef struct tailor_gemma4_gpu_prof {
     char op[32];
     char shape[160];
+    struct tailor_op_kernel *kernel;
     int calls;
     double us;
 } tailor_gemma4_gpu_prof;
@@ -316,6 +319,11 @@ typedef struct tailor_gemma4_gpu_prof {
 tailor_status tailor_gemma4_gpu_profile_step(tailor_ctx *ctx, tailor_gemma4_gpu *g, int32_t token,
                                              tailor_gemma4_gpu_prof *out, int cap, int *n,
                                              double *total_us);
+
+/* Captures the decode step again (after the kernel set changed what a kernel runs:
+ * tailor_op_kernel_use_try), with one eager warm-up step first; forgets every cached position as
+ * tailor_gemma4_gpu_reset. A model created without a graph runs the warm-up step only. */
+tailor_status tailor_gemma4_gpu_recapture(tailor_ctx *ctx, tailor_gemma4_gpu *g);
 
 /* Debugging aid (TAILOR_DEBUG_LAYERS=1 in `tailor run` and the GPU test): for every l, runs
  * `token` at position 0 through layers 0..l on the GPU and through the CPU reference truncated

@@ -13,8 +13,9 @@
 
 void g4g_put(tailor_shape *s, const char *key, long long v) { (void)tailor_shape_set(s, key, v); }
 
-/* Profiling: adds one timed launch of op on `actual` to g->prof. */
-static void prof_add(tailor_gemma4_gpu *g, const char *op, const tailor_shape *actual, double us)
+/* Profiling: adds one timed launch of kernel k (op on `actual`) to g->prof. */
+static void prof_add(tailor_gemma4_gpu *g, const char *op, tailor_op_kernel *k,
+                     const tailor_shape *actual, double us)
 {
     char shape[160];
     tailor_shape_format(actual, shape, sizeof shape);
@@ -28,6 +29,7 @@ static void prof_add(tailor_gemma4_gpu *g, const char *op, const tailor_shape *a
         memset(e, 0, sizeof *e);
         snprintf(e->op, sizeof e->op, "%s", op);
         snprintf(e->shape, sizeof e->shape, "%s", shape);
+        e->kernel = k;
     }
     g->prof[i].calls++;
     g->prof[i].us += us;
@@ -48,7 +50,7 @@ static tailor_status launch(tailor_ctx *ctx, tailor_gemma4_gpu *g, const char *o
     if (st == TAILOR_OK)
         st = tailor_gpu_timer_elapsed_ms(ctx, &g->prof_timer, &ms);
     if (st == TAILOR_OK)
-        prof_add(g, op, actual, 1e3 * (double)ms);
+        prof_add(g, op, k, actual, 1e3 * (double)ms);
     return st;
 }
 
@@ -839,6 +841,13 @@ tailor_status g4g_warm_up(tailor_ctx *ctx, tailor_gemma4_gpu *g, int no_graph)
     }
     tailor_gemma4_gpu_reset(g);
     return st;
+}
+
+tailor_status tailor_gemma4_gpu_recapture(tailor_ctx *ctx, tailor_gemma4_gpu *g)
+{
+    int graph = g->graph.exec != NULL;
+    tailor_gpu_graph_destroy(g->gpu, &g->graph);
+    return g4g_warm_up(ctx, g, !graph);
 }
 
 /* ---- debugging: layer by layer against the CPU reference --------------------------------------- */
