@@ -88,7 +88,7 @@ static int by_cost(const void *a, const void *b)
     return (x < y) - (x > y);
 }
 
-static double median3(double *v, int n)
+static double median_of(double *v, int n)
 {
     for (int i = 1; i < n; i++) /* insertion sort: n is a handful */
         for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
@@ -138,8 +138,8 @@ static tailor_status try_one(tailor_ctx *ctx, tailor_kernels *set, tailor_op_ker
     double from[MAX_PAIRS], to[MAX_PAIRS];
     tailor_status st = time_pairs(ctx, k, timer, user, o->pairs, from, to);
     t->kept = st == TAILOR_OK && tailor_step_keeps(from, to, o->pairs, o->margin, &t->wins);
-    t->step_from = median3(from, o->pairs);
-    t->step_to = median3(to, o->pairs);
+    t->step_from = median_of(from, o->pairs);
+    t->step_to = median_of(to, o->pairs);
     tailor_status ss = tailor_op_kernel_settle(ctx, set, k, t->kept, alone);
     return st ? st : ss;
 }
