@@ -144,22 +144,18 @@ static tailor_status try_one(tailor_ctx *ctx, tailor_kernels *set, tailor_op_ker
     return st ? st : ss;
 }
 
+/* v, or dflt when v is not positive; at most max. */
+static int count_or(int v, int dflt, int max) { return v <= 0 ? dflt : v > max ? max : v; }
+
 /* The options with their defaults filled in and bounds applied. */
 static tailor_step_tune_options with_defaults(const tailor_step_tune_options *in)
 {
     tailor_step_tune_options o = in ? *in : (tailor_step_tune_options){0};
-    if (o.max_kernels <= 0)
-        o.max_kernels = 12;
-    if (o.alternatives <= 0)
-        o.alternatives = 3;
-    if (o.alternatives > MAX_ALTS)
-        o.alternatives = MAX_ALTS;
+    o.max_kernels = count_or(o.max_kernels, 12, 1 << 20);
+    o.alternatives = count_or(o.alternatives, 3, MAX_ALTS);
+    o.pairs = count_or(o.pairs, 3, MAX_PAIRS);
     if (o.within <= 1.0)
         o.within = 1.3;
-    if (o.pairs <= 0)
-        o.pairs = 3;
-    if (o.pairs > MAX_PAIRS)
-        o.pairs = MAX_PAIRS;
     if (o.margin <= 0)
         o.margin = 0.002;
     return o;
