@@ -379,22 +379,12 @@ static tailor_status load_model(tailor_ctx *ctx, const model_args *a, model_run 
     return s;
 }
 
-/* The benchmark's prompt: plen fixed ids spread over the vocabulary (malloc'd; NULL when out of
- * memory). */
-static int32_t *prompt_ids(const model_args *a, const model_run *r)
-{
-    int32_t *ids = malloc((size_t)a->plen * sizeof *ids);
-    for (int i = 0; ids && i < a->plen; i++)
-        ids[i] = 2 + (int32_t)((i * 7919) % (r->cfg.vocab - 2));
-    return ids;
-}
-
 /* A prompt of plen tokens and ndec greedy decode steps, twice (the first run warms up); the
  * second's times. *next: the last token, for a profiled or traced step after it. */
 static tailor_status time_prefill_decode(tailor_ctx *ctx, const model_args *a, model_run *r,
                                          model_figures *f, int32_t *next)
 {
-    int32_t *ids = prompt_ids(a, r);
+    int32_t *ids = cli_prompt_ids(r->cfg.vocab, a->plen);
     if (!ids)
         return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "bench model: out of memory");
     tailor_status s = TAILOR_OK;
@@ -419,12 +409,8 @@ static tailor_status step_tune_and_retime(tailor_ctx *ctx, const model_args *a, 
                                           model_figures *f, int32_t *next)
 {
     printf("before step tuning: decode %d tokens: %.1f tok/s\n", a->ndec, a->ndec / f->dec_s);
-    int32_t *ids = prompt_ids(a, r);
-    if (!ids)
-        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "bench model: out of memory");
-    tailor_status s = step_tune_model(ctx, r->g, r->ks, r->cache, ids, a->plen,
+    tailor_status s = step_tune_model(ctx, r->g, r->ks, r->cache, r->cfg.vocab, a->plen,
                                       a->ndec < STEP_TUNE_STEPS ? a->ndec : STEP_TUNE_STEPS);
-    free(ids);
     return s ? s : time_prefill_decode(ctx, a, r, f, next);
 }
 

@@ -23,13 +23,17 @@ int bench_model(int argc, char **argv);
 struct tailor_gemma4_gpu;
 struct tailor_kernels;
 struct tailor_cache;
-/* `bench model --step-tune` (cli/step_tune_model.c): the decode step's costliest kernels re-ranked
- * by the step's own time (tuner/step_tune.h), each timing a prompt of plen tokens (ids) and ndec
- * decode steps; better choices replace the winners in the cache. Prints a line per alternative
- * tried and a summary. */
+/* `bench model --step-tune` and `tune --step-tune` (cli/step_tune_model.c): the decode step's
+ * costliest kernels re-ranked by the step's own time (tuner/step_tune.h), each timing a prompt of
+ * plen tokens (cli_prompt_ids) and ndec decode steps; better choices replace the winners in the
+ * cache. Prints a line per alternative tried and a summary. g must hold plen + ndec + 1
+ * positions. */
 tailor_status step_tune_model(tailor_ctx *ctx, struct tailor_gemma4_gpu *g,
-                              struct tailor_kernels *ks, struct tailor_cache *cache,
-                              const int32_t *ids, int plen, int ndec);
+                              struct tailor_kernels *ks, struct tailor_cache *cache, int vocab,
+                              int plen, int ndec);
+/* The benchmarks' prompt: n fixed ids spread over a vocabulary of `vocab` (malloc'd; NULL when
+ * out of memory). */
+int32_t *cli_prompt_ids(int vocab, int n);
 
 /* A context that logs INFO and above to stderr ("tailor: ..."); TAILOR_LOG=debug lowers it. */
 tailor_ctx *cli_ctx(void);

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "gemma4.h"
+#include "kernels.h"
 #include "tune_targets.h"
 #include "tuner.h"
 
@@ -15,12 +17,17 @@ static void usage(void)
     printf("usage: tailor tune (--op OP --shape k=v,... | --preset NAME | --model DIR)\n"
            "                   [--dtype fp16|bf16] [--strategy exhaustive|random|halving]\n"
            "                   [--budget SECONDS] [--trials N] [--rehearse PROFILE] [--verify-all]\n"
-           "                   [--force] [--cache FILE] [--seed N] [--jobs N] [--device N] [--list]\n\n"
+           "                   [--force] [--cache FILE] [--seed N] [--jobs N] [--device N] [--list]\n"
+           "                   [--step-tune [--quantize w4a16] [--quantize-head]]\n\n"
            "Compiles the survivors of `tailor plan` for the live GPU (or, with --rehearse, for a\n"
            "profile's architecture and budget, run as PTX on this GPU), checks each against the\n"
            "op's C reference, times the right ones and caches the winner. Cached shapes are\n"
            "skipped; with TAILOR_NO_COMPILE=1 any compile is an error. --list prints the\n"
-           "(op, shape) list of a preset or model and stops (no GPU needed).\n");
+           "(op, shape) list of a preset or model and stops (no GPU needed). --step-tune (with\n"
+           "--preset or --model): then the model runs on the GPU (random weights for a preset;\n"
+           "--quantize w4a16 and --quantize-head as in tailor run) and the costliest kernels of its\n"
+           "decode step try their next-best checked configurations inside the step; a faster one\n"
+           "replaces the winner in the cache (docs/cli.md).\n");
 }
 
 typedef struct progress_state {
@@ -70,6 +77,7 @@ static void print_result(const char *op, const char *shape, tailor_dtype dtype,
 typedef struct tune_args {
     const char *op, *shape_text, *preset, *model, *dtype_text, *cache_path;
     int ordinal, list_only;
+    int step_tune, quantize, quantize_head; /* --step-tune and the run it tunes */
     tailor_tune_options o;
 } tune_args;
 
@@ -86,7 +94,8 @@ static int parse_tune_args(tailor_ctx *ctx, int argc, char **argv, tune_args *a)
         {"force", no_argument, NULL, 'f'},          {"cache", required_argument, NULL, 'c'},
         {"seed", required_argument, NULL, 'e'},     {"jobs", required_argument, NULL, 'j'},
         {"device", required_argument, NULL, 'd'},   {"help", no_argument, NULL, 'h'},
-        {"list", no_argument, NULL, 'l'},
+        {"list", no_argument, NULL, 'l'},           {"step-tune", no_argument, NULL, 'X'},
+        {"quantize", required_argument, NULL, 'q'}, {"quantize-head", no_argument, NULL, 'H'},
         {NULL, 0, NULL, 0},
     };
     memset(a, 0, sizeof *a);
@@ -135,6 +144,13 @@ static int parse_tune_args(tailor_ctx *ctx, int argc, char **argv, tune_args *a)
                 return 2;
             break;
         case 'l': a->list_only = 1; break;
+        case 'X': a->step_tune = 1; break;
+        case 'q':
+            if (strcmp(optarg, "w4a16") != 0)
+                return cli_usage_error("tune", "--quantize takes w4a16, not '%s'", optarg);
+            a->quantize = 1;
+            break;
+        case 'H': a->quantize_head = 1; break;
         case 'h': usage(); return 0;
         default: return cli_bad_flag("tune", argc, argv);
         }
@@ -145,6 +161,12 @@ static int parse_tune_args(tailor_ctx *ctx, int argc, char **argv, tune_args *a)
         return cli_usage_error("tune", "give exactly one of --op (with --shape), --preset, --model");
     if (a->op && !a->shape_text)
         return cli_usage_error("tune", "--op needs --shape");
+    if (a->step_tune && a->op)
+        return cli_usage_error("tune", "--step-tune tunes a model's decode step: give --preset or "
+                               "--model, not --op");
+    if ((a->quantize || a->quantize_head) && !a->step_tune)
+        return cli_usage_error("tune", "--quantize and --quantize-head choose the run --step-tune "
+                               "tunes (every shape of both runs is tuned without them)");
     if (rehearse && !(o->rehearse = tailor_device_profile_find(rehearse)))
         return cli_usage_error("tune", "--rehearse '%s' is not a device profile (see tailor "
                                "devices)", rehearse);
@@ -236,6 +258,35 @@ static int tune_targets(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
     return failures;
 }
 
+/* --step-tune: the model on the GPU with kernels from the (now tuned) cache, then its decode
+ * step's costliest kernels re-ranked inside the step (cli/step_tune_model.c). */
+enum { STEP_PROMPT = 512, STEP_STEPS = 48 };
+static tailor_status step_tune(tailor_ctx *ctx, const tune_args *a, tailor_gpu *gpu,
+                               tailor_cache *cache, tailor_dtype dtype)
+{
+    tailor_gemma4 *m = NULL;
+    tailor_gemma4_config cfg;
+    tailor_kernels *ks = NULL;
+    tailor_gemma4_gpu *g = NULL;
+    tailor_gemma4_gpu_opts o = {.max_tokens = STEP_PROMPT + STEP_STEPS + 1, .dtype = (int)dtype,
+                                .quantize = a->quantize, .quantize_head = a->quantize_head};
+    tailor_status st = a->model ? tailor_gemma4_open(ctx, a->model, &m)
+                                : tailor_gemma4_preset(ctx, a->preset, &cfg);
+    if (st == TAILOR_OK && m)
+        cfg = *tailor_gemma4_get_config(m);
+    if (st == TAILOR_OK)
+        st = tailor_kernels_create(ctx, gpu, cache, a->o.rehearse, 1, &ks);
+    if (st == TAILOR_OK)
+        st = m ? tailor_gemma4_gpu_create(ctx, m, gpu, ks, &o, &g)
+               : tailor_gemma4_gpu_create_random(ctx, &cfg, gpu, ks, &o, 1234, &g);
+    if (st == TAILOR_OK)
+        st = step_tune_model(ctx, g, ks, cache, cfg.vocab, STEP_PROMPT, STEP_STEPS);
+    tailor_gemma4_gpu_destroy(g);
+    tailor_kernels_destroy(ks);
+    tailor_gemma4_close(m);
+    return st;
+}
+
 static int tune_main(tailor_ctx *ctx, int argc, char **argv)
 {
     tune_args a;
@@ -263,6 +314,8 @@ static int tune_main(tailor_ctx *ctx, int argc, char **argv)
         rc = cli_fail(ctx, st);
     else
         rc = tune_targets(ctx, gpu, cache, targets, ntargets, dtype, &a.o) ? 1 : 0;
+    if (rc == 0 && a.step_tune && (st = step_tune(ctx, &a, gpu, cache, dtype)))
+        rc = cli_fail(ctx, st);
     tailor_cache_close(cache);
     tailor_gpu_close(gpu);
     free(targets);

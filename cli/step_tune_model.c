@@ -86,9 +86,20 @@ static void on_try(void *user, const tailor_step_try *t)
     fflush(stdout);
 }
 
-tailor_status step_tune_model(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_kernels *ks,
-                              tailor_cache *cache, const int32_t *ids, int plen, int ndec)
+int32_t *cli_prompt_ids(int vocab, int n)
 {
+    int32_t *ids = malloc((size_t)(n > 0 ? n : 1) * sizeof *ids);
+    for (int i = 0; ids && i < n; i++)
+        ids[i] = 2 + (int32_t)((i * 7919) % (vocab - 2));
+    return ids;
+}
+
+tailor_status step_tune_model(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_kernels *ks,
+                              tailor_cache *cache, int vocab, int plen, int ndec)
+{
+    int32_t *ids = cli_prompt_ids(vocab, plen);
+    if (!ids)
+        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory");
     step_timing s = {g, ids, plen, ndec};
     tailor_step_kernel *list = NULL;
     int n = 0;
@@ -100,6 +111,7 @@ tailor_status step_tune_model(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_kern
     if (st == TAILOR_OK)
         st = tailor_step_tune(ctx, ks, cache, list, n, time_step, &s, &o, &r);
     free(list);
+    free(ids);
     if (st == TAILOR_OK)
         printf("step tuning: %d kernels, %d configurations tried (%d could not be), %d kept; "
                "step %.1f -> %.1f us\n", r.kernels, r.tried, r.failed, r.kept, r.first_us,

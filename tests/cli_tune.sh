@@ -137,6 +137,14 @@ check "bench model --help lists --step-tune" grep -q -- "--step-tune" "$TMPDIR_E
 check "bench model: --step-tune with --json exits 2" test $rc -eq 2 -a -n "$(grep "leave out --json" "$TMPDIR_ERR")"
 "$T" bench model --preset gemma-4-e2b --step-tune --knockout matmul 2>"$TMPDIR_ERR"; rc=$?
 check "bench model: --step-tune with --knockout exits 2" test $rc -eq 2 -a -n "$(grep "leave out --trace and --knockout" "$TMPDIR_ERR")"
+"$T" tune --help >"$TMPDIR_ERR" 2>&1
+check "tune --help lists --step-tune" grep -q -- "--step-tune \[--quantize w4a16\] \[--quantize-head\]" "$TMPDIR_ERR"
+"$T" tune --op rmsnorm --shape rows=1,cols=8 --step-tune 2>"$TMPDIR_ERR"; rc=$?
+check "tune --step-tune with --op exits 2" test $rc -eq 2 -a -n "$(grep "give --preset or --model" "$TMPDIR_ERR")"
+"$T" tune --preset gemma-4-e2b --quantize w4a16 2>"$TMPDIR_ERR"; rc=$?
+check "tune --quantize without --step-tune exits 2" test $rc -eq 2 -a -n "$(grep "choose the run --step-tune tunes" "$TMPDIR_ERR")"
+"$T" tune --preset gemma-4-e2b --step-tune --quantize int8 2>"$TMPDIR_ERR"; rc=$?
+check "tune --quantize int8 exits 2 naming it" test $rc -eq 2 -a -n "$(grep "takes w4a16, not 'int8'" "$TMPDIR_ERR")"
 # every bench subcommand answers --help (exit 0, its usage on stdout)
 for sub in copy kernel w4a16 attention strategies tokenizer model; do
   out=$("$T" bench $sub --help 2>"$TMPDIR_ERR"); rc=$?
