@@ -104,6 +104,12 @@ check "bench model: a bad --seams says what it takes" grep -q "kernel, prologue,
 "$T" bench w4a16 --shape m=1,n=2,k=x 2>"$TMPDIR_ERR"; rc=$?
 check "bench w4a16: a malformed shape exits 2" test $rc -eq 2
 check "bench w4a16: a malformed shape names the key" grep -q "value of 'k' is not" "$TMPDIR_ERR"
+"$T" plan --device h200 --op rmsnorm --shape rows=16,cols=99999999999999999999 2>"$TMPDIR_ERR"; rc=$?
+check "plan: a shape value that overflows exits 2" test $rc -eq 2
+check "plan: a shape value that overflows gives the limit" \
+  grep -q "value of 'cols' is too large (the largest allowed is 2147483647)" "$TMPDIR_ERR"
+"$T" plan --device h200 --op rmsnorm --shape rows=16,cols=2147483648 2>"$TMPDIR_ERR"; rc=$?
+check "plan: a shape value above INT32_MAX exits 2" test $rc -eq 2
 "$T" bench w4a16 --shape m=1,n=2048 2>"$TMPDIR_ERR"; rc=$?
 check "bench w4a16: a missing key exits 2 and is named" test $rc -eq 2 -a -n "$(grep "needs shape key 'k'" "$TMPDIR_ERR")"
 "$T" bench attention --op attention_nope --shape q_len=1 2>"$TMPDIR_ERR"; rc=$?

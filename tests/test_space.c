@@ -304,6 +304,12 @@ static void test_plan_errors(tailor_ctx *ctx)
     CHECK(tailor_shape_parse(ctx, "m=1,m=2", &s) == TAILOR_ERR_MISUSE);
     CHECK(tailor_shape_parse(ctx, "m=-1", &s) == TAILOR_ERR_MISUSE);
     CHECK(tailor_shape_parse(ctx, "m1", &s) == TAILOR_ERR_MISUSE);
+    CHECK(tailor_shape_parse(ctx, "rows=16,cols=99999999999999999999", &s) == TAILOR_ERR_MISUSE);
+    CHECK(strstr(tailor_ctx_message(ctx), "value of 'cols' is too large (the largest allowed is "
+                                          "2147483647)"));
+    CHECK(tailor_shape_parse(ctx, "m=2147483648", &s) == TAILOR_ERR_MISUSE);
+    CHECK_OK(ctx, tailor_shape_parse(ctx, "m=2147483647", &s));
+    CHECK(s.count == 1 && s.dims[0].value == 2147483647);
 }
 
 /* What space says for one configuration (JSON) at a shape, for bf16 on the H200 profile; at
