@@ -45,7 +45,7 @@ static int parse_args(const char *sub, int argc, char **argv, bench_args *a)
     memset(a, 0, sizeof *a);
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
         switch (c) {
         case 'o': a->op = optarg; break;
         case 's': a->shape = optarg; break;
@@ -53,7 +53,7 @@ static int parse_args(const char *sub, int argc, char **argv, bench_args *a)
         case 'c': a->cache = optarg; break;
         case 'r': a->rehearse = optarg; break;
         case 'j': a->json = 1; break;
-        default: return cli_bad_flag("bench", argc, argv);
+        default: return cli_bad_flag("bench", c, argc, argv);
         }
     }
     if (optind < argc)

@@ -501,7 +501,7 @@ static int parse_flags(int argc, char **argv, cache_opts *o)
             cache_usage(stdout);
             return 0;
         default:
-            return cli_bad_flag("cache", argc, argv);
+            return cli_bad_flag("cache", ch, argc, argv);
         }
     }
     if (o->fingerprint && o->device)

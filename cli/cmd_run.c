@@ -116,7 +116,7 @@ static int parse_args(int argc, char **argv, run_args *a)
     a->sp.top_p = 1.0f;
     int c, greedy_flag = 0;
     char *end;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
         switch (c) {
         case O_MODEL: a->model = optarg; break;
         case O_DEVICE: a->device = optarg; break;
@@ -158,7 +158,7 @@ static int parse_args(int argc, char **argv, run_args *a)
         case O_CACHE: a->cache = optarg; break;
         case O_QHEAD: a->quantize_head = 1; break;
         case O_HELP: usage(stdout); return -1;
-        default: return cli_bad_flag("run", argc, argv);
+        default: return cli_bad_flag("run", c, argc, argv);
         }
     }
     if (optind < argc)

@@ -94,7 +94,7 @@ static int parse_tune_args(tailor_ctx *ctx, int argc, char **argv, tune_args *a)
     o->seed = (uint64_t)time(NULL);
     const char *rehearse = NULL;
     int c;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
         char *end = NULL;
         switch (c) {
         case 'o': a->op = optarg; break;
@@ -136,7 +136,7 @@ static int parse_tune_args(tailor_ctx *ctx, int argc, char **argv, tune_args *a)
             break;
         case 'l': a->list_only = 1; break;
         case 'h': usage(); return 0;
-        default: return cli_bad_flag("tune", argc, argv);
+        default: return cli_bad_flag("tune", c, argc, argv);
         }
     }
     if (optind < argc)

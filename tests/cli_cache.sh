@@ -159,6 +159,12 @@ for args in "ls --nope" "frob" "export" "import a b" "ls --all" "clear --all --f
     check "'cache $args' exits 2 (got $rc)" test $rc -eq 2
     check "'cache $args' says so in one line" test "$(wc -l <"$TMP/err")" -eq 1 -a ! -s "$TMP/out"
 done
+"$BIN" cache ls --json --cache >"$TMP/out" 2>"$TMP/err"; rc=$?
+check "'cache ls --cache' without its value exits 2 and names the flag ($(cat "$TMP/err"))" \
+    test $rc -eq 2 -a -n "$(grep "flag '--cache' needs a value" "$TMP/err")"
+"$BIN" cache ls -q --cache "$C1" >"$TMP/out" 2>"$TMP/err"; rc=$?
+check "'cache ls -q' names the short flag ($(cat "$TMP/err"))" \
+    test $rc -eq 2 -a -n "$(grep "flag '-q' is unknown" "$TMP/err")"
 
 echo "cli_cache: $checks checks, $failures failed"
 test $checks -gt 0 -a $failures -eq 0

@@ -68,6 +68,16 @@ fi
 
 "$BIN" run --ids 2,3 >/dev/null 2>&1; rc=$?
 check "missing --model is a usage error (exit 2)" test $rc -eq 2
+# a bad flag is named as typed, in one line of text (no control bytes from a long flag's value)
+"$BIN" run --model "$M" --top-k 2>"$TMP/err"; rc=$?
+check "--top-k without its value is a usage error" test $rc -eq 2
+check "--top-k without its value is named ($(cat "$TMP/err"))" grep -q "flag '--top-k' needs a value" "$TMP/err"
+check "the bad-flag message is one line of printable text" \
+  test "$(wc -l <"$TMP/err")" -eq 1 -a -z "$(tr -d '[:print:]\n' <"$TMP/err")"
+"$BIN" run --model "$M" --frobnicate 2>"$TMP/err"; rc=$?
+check "an unknown flag is named ($(cat "$TMP/err"))" test $rc -eq 2 -a -n "$(grep "flag '--frobnicate' is unknown" "$TMP/err")"
+"$BIN" run --model "$M" --print-ids=1 2>"$TMP/err"; rc=$?
+check "a value given to --print-ids is named" test $rc -eq 2 -a -n "$(grep "flag '--print-ids' takes no value" "$TMP/err")"
 "$BIN" run --model "$M" --ids 2,3 --prompt hi >/dev/null 2>&1; rc=$?
 check "--ids with --prompt is a usage error" test $rc -eq 2
 "$BIN" run --model "$M" --ids 2,x >/dev/null 2>&1; rc=$?
