@@ -82,8 +82,13 @@ check "a value given to --print-ids is named" test $rc -eq 2 -a -n "$(grep "flag
 check "--ids with --prompt is a usage error" test $rc -eq 2
 "$BIN" run --model "$M" --ids 2,x >/dev/null 2>&1; rc=$?
 check "a malformed --ids list fails" test $rc -ne 0
-"$BIN" run --model "$M" --ids 2,99 >/dev/null 2>&1; rc=$?
+echo keep >"$TMP/kept.bin"
+"$BIN" run --device cpu --model "$M" --ids 2,99 --dump-logits "$TMP/kept.bin" >/dev/null 2>"$TMP/err"; rc=$?
 check "an id outside the vocabulary fails" test $rc -eq 1
+check "the id outside the vocabulary is named ($(cat "$TMP/err"))" \
+  grep -q "prompt id 99 (position 1) is outside the vocabulary (0..31)" "$TMP/err"
+check "a failed run leaves the --dump-logits file as it was" test "$(cat "$TMP/kept.bin")" = keep
+check "a failed run leaves no temporary dump behind" test -z "$(ls "$TMP" | grep 'kept.bin.tmp')"
 
 ids=$("$BIN" run --device cpu --model "$M" --ids 2,5,7,9,11,13 --max-tokens 8 --print-ids \
       --dump-logits "$TMP/l.bin" 2>"$TMP/err"); rc=$?
