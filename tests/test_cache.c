@@ -514,25 +514,44 @@ static void test_half_bad_import(tailor_ctx *ctx)
     tailor_cache_key k1 = {FP_H200, "rmsnorm", "m=1,n=1536", "bf16", HASH2};
     CHECK_OK(ctx, tailor_cache_put_winner(ctx, c, &k1, &old.w));
 
-    const char *cases[][3] = {
-        {"\"kernel\":", "\"kernex\":", "entry 2, field 'kernel'"},
-        {"\"binary_sha256\":\"", "\"binary_sha256\":\"", "entry 2, field 'binary_sha256'"},
-        {"\"n_trials\":", "\"n_trials\":-", "entry 2, field 'n_trials'"},
+    /* each: the entry (by its shape), the text replaced in it, by what, and what the refusal
+     * names; entry 2 holds PTX, entry 3 a cubin (make_winner) */
+    static const char *const cases[][4] = {
+        {"\"m=2,n=1536\"", "\"kernel\":", "\"kernex\":", "entry 2, field 'kernel'"},
+        {"\"m=2,n=1536\"", "\"binary_sha256\":\"", "\"binary_sha256\":\"",
+         "entry 2, field 'binary_sha256'"},
+        {"\"m=2,n=1536\"", "\"n_trials\":", "\"n_trials\":-", "entry 2, field 'n_trials'"},
+        /* types right, values wrong: a shape, dtype, params, launch or arch no lookup can use */
+        {"\"m=2,n=1536\"", "\"m=2,n=1536\"", "\"k=,,==\"", "entry 2, field 'shape' is not a list"},
+        {"\"m=2,n=1536\"", "\"m=2,n=1536\"", "\"n=1536,m=2\"",
+         "entry 2, field 'shape' is not in canonical form"},
+        {"\"m=2,n=1536\"", "\"dtype\":\"bf16\"", "\"dtype\":\"int3\"",
+         "entry 2, field 'dtype' is not fp16, bf16 or fp32"},
+        {"\"m=2,n=1536\"", "\"params\":\"{", "\"params\":\"{BLOCK",
+         "entry 2, field 'params' is not a JSON object"},
+        {"\"m=2,n=1536\"", "\"launch\":\"{", "\"launch\":\"[{",
+         "entry 2, field 'launch' is not a JSON object"},
+        {"\"m=2,n=1536\"", "\"arch\":\"sm_90\"", "\"arch\":\"sm_100\"",
+         "entry 2, field 'arch' is 'sm_100', but the fingerprint's architecture is sm_90"},
+        {"\"m=3,n=1536\"", "\"arch\":\"sm_90\"", "\"arch\":\"sm_75\"",
+         "entry 3, field 'arch' is 'sm_75', but the fingerprint's architecture is sm_90"},
+        {"\"m=3,n=1536\"", "\"arch\":\"sm_90\"", "\"arch\":\"gfx90a\"",
+         "entry 3, field 'arch' is not 'sm_NN' or 'compute_NN'"},
     };
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < (int)(sizeof cases / sizeof cases[0]); k++) {
         memcpy(buf, orig, n + 1);
-        char *entry2 = strstr(buf, "\"m=2,n=1536\"");
-        char *at = strstr(entry2, cases[k][0]);
-        size_t from = strlen(cases[k][0]), to = strlen(cases[k][1]);
+        char *entry = strstr(buf, cases[k][0]);
+        char *at = strstr(entry, cases[k][1]);
+        size_t from = strlen(cases[k][1]), to = strlen(cases[k][2]);
         memmove(at + to, at + from, strlen(at + from) + 1);
-        memcpy(at, cases[k][1], to);
+        memcpy(at, cases[k][2], to);
         if (k == 1) /* a wrong digest: change its first digit */
             at[to] = at[to] == '0' ? '1' : '0';
         size_t m = strlen(buf);
         reseal(buf, &m);
         char name[32];
         snprintf(name, sizeof name, "halfbad%d.tailor", k);
-        expect_refused(ctx, c, name, buf, m, cases[k][2]);
+        expect_refused(ctx, c, name, buf, m, cases[k][3]);
         tailor_cache_winner got;
         int found = 0;
         CHECK_OK(ctx, tailor_cache_get_winner(ctx, c, &k1, &got, &found));
