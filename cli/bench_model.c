@@ -269,7 +269,10 @@ static int parse_model_args(int argc, char **argv, model_args *a)
                 return 2;
             break;
         case 'j': a->json = 1; break;
-        case 'c': a->cache_file = optarg; break;
+        case 'c':
+            if (cli_cache_flag("bench model", optarg, &a->cache_file))
+                return 2;
+            break;
         case 'P': a->profile = 1; break;
         case 'N': o->no_pdl = 1; break;
         case 'U': o->seams = parse_seams(optarg); break;

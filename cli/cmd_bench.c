@@ -50,7 +50,10 @@ static int parse_args(const char *sub, int argc, char **argv, bench_args *a)
         case 'o': a->op = optarg; break;
         case 's': a->shape = optarg; break;
         case 't': a->dtype = optarg; break;
-        case 'c': a->cache = optarg; break;
+        case 'c':
+            if (cli_cache_flag("bench", optarg, &a->cache))
+                return 2;
+            break;
         case 'r': a->rehearse = optarg; break;
         case 'j': a->json = 1; break;
         default: return cli_bad_flag("bench", c, argc, argv);

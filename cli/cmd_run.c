@@ -156,7 +156,10 @@ static int parse_args(int argc, char **argv, run_args *a)
         case O_DTYPE: a->dtype = optarg; break;
         case O_QUANT: a->quantize = optarg; break;
         case O_REHEARSE: a->rehearse = optarg; break;
-        case O_CACHE: a->cache = optarg; break;
+        case O_CACHE:
+            if (cli_cache_flag("run", optarg, &a->cache))
+                return 2;
+            break;
         case O_QHEAD: a->quantize_head = 1; break;
         case O_HELP: usage(stdout); return -1;
         default: return cli_bad_flag("run", c, argc, argv);

@@ -120,7 +120,10 @@ static int parse_tune_args(tailor_ctx *ctx, int argc, char **argv, tune_args *a)
         case 'r': rehearse = optarg; break;
         case 'V': o->verify_all = 1; break;
         case 'f': o->force = 1; break;
-        case 'c': a->cache_path = optarg; break;
+        case 'c':
+            if (cli_cache_flag("tune", optarg, &a->cache_path))
+                return 2;
+            break;
         case 'e':
             o->seed = strtoull(optarg, &end, 10);
             if (end == optarg || *end)

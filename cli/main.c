@@ -85,6 +85,14 @@ int cli_parse_int(const char *cmd, const char *flag, const char *text, long lo, 
     return 0;
 }
 
+int cli_cache_flag(const char *cmd, const char *text, const char **out)
+{
+    if (!text[0])
+        return cli_usage_error(cmd, "--cache is empty (leave it out for the default cache)");
+    *out = text;
+    return 0;
+}
+
 int cli_bad_flag(const char *cmd, int c, int argc, char **argv)
 {
     /* getopt_long has stepped past the flag it reports (short flags only come alone here) */

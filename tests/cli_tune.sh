@@ -84,6 +84,8 @@ check "a bad flag is one line" test "$(wc -l <"$TMPDIR_ERR")" -eq 1
 "$T" tune --preset gemma-4-e2b --list --op 2>"$TMPDIR_ERR"; rc=$?
 check "tune: --op without its value exits 2 and is named" \
   test $rc -eq 2 -a -n "$(grep "flag '--op' needs a value" "$TMPDIR_ERR")"
+HOME=/nonexistent TAILOR_CACHE= "$T" tune --preset gemma-4-e2b --list --cache "" 2>"$TMPDIR_ERR"; rc=$?
+check "tune: an empty --cache exits 2 and says so" test $rc -eq 2 -a -n "$(grep -- "--cache is empty" "$TMPDIR_ERR")"
 "$T" tune --op rmsnorm 2>"$TMPDIR_ERR"; rc=$?
 check "--op without --shape exits 2" test $rc -eq 2
 if ! "$T" devices --json 2>/dev/null | grep -q '"devices":[[:space:]]*\[[[:space:]]*{'; then
