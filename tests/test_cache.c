@@ -755,6 +755,42 @@ static void test_trial_listing(tailor_ctx *ctx)
     tailor_cache_close(c);
 }
 
+/* A read-only open: a missing file is named and not created; an existing one reads, refuses
+ * writes and is left byte for byte as it was (no WAL switch either). */
+static void test_readonly(tailor_ctx *ctx)
+{
+    char missing[512], path[512];
+    path_in_tmp(missing, sizeof missing, "no-such.sqlite");
+    tailor_cache *c = NULL;
+    CHECK(tailor_cache_open_readonly(ctx, missing, &c) == TAILOR_ERR_NOT_FOUND && !c);
+    CHECKF(strstr(tailor_ctx_message(ctx), missing) &&
+               strstr(tailor_ctx_message(ctx), "does not exist"),
+           "%s", tailor_ctx_message(ctx));
+    struct stat st;
+    CHECK(stat(missing, &st) != 0);
+
+    path_in_tmp(path, sizeof path, "ro.sqlite");
+    c = open_cache(ctx, "ro.sqlite");
+    owned_winner ws[2];
+    put_winners(ctx, c, FP_H200, 2, ws);
+    tailor_cache_close(c);
+    sql_exec(path, "PRAGMA journal_mode = DELETE");
+    size_t n0 = 0, n1 = 0;
+    char *before = test_read_file(path, &n0);
+    c = NULL;
+    CHECK_OK(ctx, tailor_cache_open_readonly(ctx, path, &c));
+    if (c) {
+        CHECK(count_winners(ctx, c, FP_H200) == 2);
+        tailor_cache_key key = {FP_H200, "rmsnorm", "m=9,n=1536", "bf16", HASH1};
+        CHECK(tailor_cache_put_winner(ctx, c, &key, &ws[0].w) != TAILOR_OK);
+        tailor_cache_close(c);
+    }
+    char *after = test_read_file(path, &n1);
+    CHECK(before && after && n0 == n1 && memcmp(before, after, n0) == 0);
+    free(before);
+    free(after);
+}
+
 int main(void)
 {
     uint64_t seed = 20240611;
@@ -781,6 +817,7 @@ int main(void)
     test_check_detects_damage(ctx);
     test_clear(ctx);
     test_paths(ctx);
+    test_readonly(ctx);
     tailor_ctx_destroy(ctx);
     int rc = test_finish("test_cache");
     if (rc == 0) { /* keep the files of a failing run for a look */
