@@ -106,6 +106,21 @@ check "sampling with a seed is reproducible ($s1)" test -n "$s1" -a "$s1" = "$s2
 "$BIN" run --model "$M" --ids 2 --greedy --temperature 0.5 >/dev/null 2>&1; rc=$?
 check "--greedy with --temperature is a usage error" test $rc -eq 2
 
+# a NaN in the weights (the final norm): the CPU forward reports it, exit 1, and the
+# --dump-logits file of an earlier run stays as it was
+mkdir "$TMP/nan" && cp "$M/config.json" "$M/model.safetensors" "$TMP/nan/"
+python3 - "$TMP/nan/model.safetensors" <<'EOF2'
+import json, struct, sys
+f = open(sys.argv[1], "r+b"); n = struct.unpack("<Q", f.read(8))[0]
+off = json.loads(f.read(n))["model.norm.weight"]["data_offsets"][0]
+f.seek(8 + n + off); f.write(struct.pack("<H", 0x7fc0))  # bf16 NaN
+EOF2
+cp "$TMP/l.bin" "$TMP/l_before.bin"
+"$BIN" run --device cpu --model "$TMP/nan" --ids 2,3 --dump-logits "$TMP/l.bin" >/dev/null 2>"$TMP/err"; rc=$?
+check "NaN weights fail on the CPU (rc $rc)" test $rc -eq 1
+check "NaN weights are reported ($(cat "$TMP/err"))" grep -q "gemma4 cpu: inf or NaN in the activations" "$TMP/err"
+check "a run whose forward failed leaves --dump-logits as it was" cmp -s "$TMP/l.bin" "$TMP/l_before.bin"
+
 # a truncated checkpoint: one sentence naming the file, exit 1
 mkdir "$TMP/bad" && cp "$M/config.json" "$TMP/bad/"
 head -c 5000 "$M/model.safetensors" >"$TMP/bad/model.safetensors"
