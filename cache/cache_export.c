@@ -206,12 +206,10 @@ void tailor_cache_fingerprint_diff(const char *a_file, const char *b_here, char 
     for (int i = 0; i < n; i++) {
         if (strcmp(a.field[i], b.field[i]) == 0)
             continue;
-        char name[32];
-        if (i < 6)
-            snprintf(name, sizeof name, "%s", names[i]);
-        else
-            snprintf(name, sizeof name, "field %d", i + 1);
-        diff_append(buf, size, name, a.field[i], b.field[i], i == 0 || i >= 6);
+        char field_n[16]; /* the names are used whole: a 32-byte copy cut "(B)" off */
+        snprintf(field_n, sizeof field_n, "field %d", i + 1);
+        diff_append(buf, size, i < 6 ? names[i] : field_n, a.field[i], b.field[i],
+                    i == 0 || i >= 6);
     }
     if (!buf[0]) /* differences beyond what could be split (over-long fields) */
         snprintf(buf, size, "fingerprint '%s' in the file, '%s' here", a_file, b_here);
@@ -271,8 +269,8 @@ static tailor_status write_file_atomic(tailor_ctx *ctx, const char *file, const 
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", file, (long)getpid());
     FILE *f = fopen(tmp, "wb");
-    if (!f)
-        return tailor_set_error(ctx, TAILOR_ERR_IO, "cannot write export file '%s': %s", tmp,
+    if (!f) /* named as the user gave it: the temporary file is ours */
+        return tailor_set_error(ctx, TAILOR_ERR_IO, "cannot write export file '%s': %s", file,
                                 strerror(errno));
     int ok = fwrite(data, 1, n, f) == n && fflush(f) == 0 && fsync(fileno(f)) == 0;
     int err = errno;

@@ -127,6 +127,9 @@ fi
 out=$("$BIN" cache export "$TMP/out.tailor" --cache "$C1" --fingerprint "$FP"); rc=$?
 check "export works (rc $rc: $out)" test $rc -eq 0
 check "export counts 2 winners" grep -q "exported 2 winners" <<<"$out"
+"$BIN" cache export "$TMP/nodir/x.tailor" --cache "$C1" --fingerprint "$FP" >/dev/null 2>"$TMP/err"; rc=$?
+check "export into a missing folder fails naming the file, not its temporary ($(cat "$TMP/err"))" \
+    test $rc -eq 1 -a -n "$(grep "cannot write export file '$TMP/nodir/x.tailor': No such file" "$TMP/err")"
 want=$(sed -n 's/^  "sha256": "\([0-9a-f]*\)"$/\1/p' "$TMP/out.tailor")
 got=$(head -n -2 "$TMP/out.tailor" | sha256sum | cut -c1-64)
 check "the trailer is the sha256 of all lines but the last two" test -n "$want" -a "$want" = "$got"

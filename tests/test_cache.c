@@ -412,7 +412,8 @@ static void test_fingerprint_refusal(tailor_ctx *ctx)
     CHECKF(strstr(msg, "GPU name: 'NVIDIA H200' in the file, 'NVIDIA A100-SXM4-80GB' here") &&
                strstr(msg, "architecture: sm_90 in the file, sm_80 here") &&
                strstr(msg, "SMs: 132 in the file, 108 here") &&
-               strstr(msg, "232448 in the file, 166912 here") && !strstr(msg, "driver") &&
+               strstr(msg, "; opt-in shared memory per block (B): 232448 in the file, 166912 "
+                           "here") && !strstr(msg, "driver") &&
                strstr(msg, file),
            "message: %s", msg);
     CHECK(n == 0 && count_winners(ctx, c, NULL) == 0);
