@@ -2,6 +2,7 @@
  * clearing and the integrity check. Export and import live in cache_export.c. */
 #include "cache_int.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -332,40 +333,108 @@ static tailor_status setup_connection(tailor_ctx *ctx, tailor_cache *c)
     return s;
 }
 
+/* The file to open: path, or $TAILOR_CACHE, or the default location (whose folders are created
+ * when `make_dirs`); def holds the default. */
+static tailor_status resolve_path(tailor_ctx *ctx, const char **path, char *def, size_t size,
+                                  int make_dirs)
+{
+    if (*path && (*path)[0])
+        return TAILOR_OK;
+    const char *env = getenv("TAILOR_CACHE");
+    if (env && env[0]) {
+        *path = env;
+        return TAILOR_OK;
+    }
+    tailor_status s = default_location(ctx, def, size);
+    if (s == TAILOR_OK && make_dirs)
+        s = make_parent_dirs(ctx, def);
+    if (s == TAILOR_OK)
+        *path = def;
+    return s;
+}
+
+/* A read-only connection: no WAL switch (that writes), no schema; a file without the schema is
+ * refused rather than read as empty. */
+static tailor_status setup_readonly(tailor_ctx *ctx, tailor_cache *c)
+{
+    sqlite3_busy_timeout(c->db, TCACHE_BUSY_TIMEOUT_MS);
+    int version = 0;
+    tailor_status s = check_identity(ctx, c, &version);
+    if (s == TAILOR_OK && version == 0)
+        s = tailor_set_error(ctx, TAILOR_ERR_MISMATCH,
+                             "cache file '%s' holds no tailor cache (no schema: an empty file?)",
+                             c->path);
+    return s;
+}
+
+/* Reopens c->path read-only as an immutable URI. A WAL file (every cache tailor writes is one)
+ * is read through its -shm index, which SQLite cannot create in a folder we may not write; with
+ * no -shm there, no connection is writing the file, and immutable reads need none. */
+static int reopen_immutable(tailor_cache *c)
+{
+    char uri[3 * 4096 + 32] = "file:";
+    size_t n = strlen(uri);
+    for (const unsigned char *p = (const unsigned char *)c->path; *p && n + 4 < sizeof uri; p++) {
+        if (isalnum(*p) || strchr("/._-~", *p))
+            uri[n++] = (char)*p;
+        else
+            n += (size_t)snprintf(uri + n, sizeof uri - n, "%%%02X", *p);
+    }
+    snprintf(uri + n, sizeof uri - n, "?immutable=1");
+    sqlite3_close_v2(c->db);
+    c->db = NULL;
+    return sqlite3_open_v2(uri, &c->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+}
+
+static tailor_status open_connection(tailor_ctx *ctx, const char *path, int readonly,
+                                     tailor_cache **out)
+{
+    tailor_cache *c = calloc(1, sizeof *c);
+    if (!c || !(c->path = strdup(path))) {
+        free(c);
+        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory opening cache '%s'", path);
+    }
+    int flags = readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+    int rc = sqlite3_open_v2(path, &c->db, flags, NULL);
+    tailor_status s = rc != SQLITE_OK ? tcache_sqlite_fail(ctx, c, rc, "opening")
+                      : readonly      ? setup_readonly(ctx, c)
+                                      : setup_connection(ctx, c);
+    if (s == TAILOR_ERR_SQLITE && readonly && (c->last_rc & 0xff) == SQLITE_READONLY) {
+        rc = reopen_immutable(c);
+        s = rc == SQLITE_OK ? setup_readonly(ctx, c) : tcache_sqlite_fail(ctx, c, rc, "opening");
+    }
+    if (s != TAILOR_OK) {
+        tailor_cache_close(c);
+        return s;
+    }
+    tailor_log(ctx, TAILOR_LOG_DEBUG, "cache: opened '%s'%s", c->path, readonly ? " read-only" : "");
+    *out = c;
+    return TAILOR_OK;
+}
+
 tailor_status tailor_cache_open(tailor_ctx *ctx, const char *path, tailor_cache **out)
 {
     if (!out)
         return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "tailor_cache_open: out is NULL");
     *out = NULL;
     char def[4096];
-    if (!path || !path[0]) {
-        const char *env = getenv("TAILOR_CACHE");
-        if (env && env[0]) {
-            path = env;
-        } else {
-            tailor_status s = default_location(ctx, def, sizeof def);
-            if (s == TAILOR_OK)
-                s = make_parent_dirs(ctx, def);
-            if (s != TAILOR_OK)
-                return s;
-            path = def;
-        }
-    }
-    tailor_cache *c = calloc(1, sizeof *c);
-    if (!c || !(c->path = strdup(path))) {
-        free(c);
-        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory opening cache '%s'", path);
-    }
-    int rc = sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
-    tailor_status s = rc == SQLITE_OK ? setup_connection(ctx, c)
-                                      : tcache_sqlite_fail(ctx, c, rc, "opening");
-    if (s != TAILOR_OK) {
-        tailor_cache_close(c);
+    tailor_status s = resolve_path(ctx, &path, def, sizeof def, 1);
+    return s == TAILOR_OK ? open_connection(ctx, path, 0, out) : s;
+}
+
+tailor_status tailor_cache_open_readonly(tailor_ctx *ctx, const char *path, tailor_cache **out)
+{
+    if (!out)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "tailor_cache_open_readonly: out is NULL");
+    *out = NULL;
+    char def[4096];
+    tailor_status s = resolve_path(ctx, &path, def, sizeof def, 0);
+    if (s != TAILOR_OK)
         return s;
-    }
-    tailor_log(ctx, TAILOR_LOG_DEBUG, "cache: opened '%s'", c->path);
-    *out = c;
-    return TAILOR_OK;
+    struct stat sb;
+    if (stat(path, &sb) != 0 && errno == ENOENT)
+        return tailor_set_error(ctx, TAILOR_ERR_NOT_FOUND, "cache file '%s' does not exist", path);
+    return open_connection(ctx, path, 1, out);
 }
 
 void tailor_cache_close(tailor_cache *c)

@@ -50,6 +50,13 @@ typedef struct tailor_cache_winner {
  * TAILOR_ERR_IO otherwise, the message naming the file. *out is freed with tailor_cache_close. */
 tailor_status tailor_cache_open(tailor_ctx *ctx, const char *path, tailor_cache **out);
 
+/* Opens an existing cache at `path` (NULL: as in tailor_cache_open) for reading only: nothing
+ * is created or written (no WAL switch, no schema), so a write-protected file can be listed and
+ * exported. TAILOR_ERR_NOT_FOUND naming the file when it does not exist; TAILOR_ERR_MISMATCH for
+ * a file without a tailor schema (or of a newer one, or another application's); the rest as
+ * tailor_cache_open. Writing through the connection fails with TAILOR_ERR_SQLITE. */
+tailor_status tailor_cache_open_readonly(tailor_ctx *ctx, const char *path, tailor_cache **out);
+
 /* Closes the connection and frees c; NULL is fine. */
 void tailor_cache_close(tailor_cache *c);
 

@@ -12,7 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "op.h"
 #include "sha256.h"
+#include "space.h"
 
 #define EXPORT_FORMAT "tailor-cache-export"
 #define EXPORT_VERSION 1
@@ -204,12 +206,10 @@ void tailor_cache_fingerprint_diff(const char *a_file, const char *b_here, char 
     for (int i = 0; i < n; i++) {
         if (strcmp(a.field[i], b.field[i]) == 0)
             continue;
-        char name[32];
-        if (i < 6)
-            snprintf(name, sizeof name, "%s", names[i]);
-        else
-            snprintf(name, sizeof name, "field %d", i + 1);
-        diff_append(buf, size, name, a.field[i], b.field[i], i == 0 || i >= 6);
+        char field_n[16]; /* the names are used whole: a 32-byte copy cut "(B)" off */
+        snprintf(field_n, sizeof field_n, "field %d", i + 1);
+        diff_append(buf, size, i < 6 ? names[i] : field_n, a.field[i], b.field[i],
+                    i == 0 || i >= 6);
     }
     if (!buf[0]) /* differences beyond what could be split (over-long fields) */
         snprintf(buf, size, "fingerprint '%s' in the file, '%s' here", a_file, b_here);
@@ -269,8 +269,8 @@ static tailor_status write_file_atomic(tailor_ctx *ctx, const char *file, const 
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", file, (long)getpid());
     FILE *f = fopen(tmp, "wb");
-    if (!f)
-        return tailor_set_error(ctx, TAILOR_ERR_IO, "cannot write export file '%s': %s", tmp,
+    if (!f) /* named as the user gave it: the temporary file is ours */
+        return tailor_set_error(ctx, TAILOR_ERR_IO, "cannot write export file '%s': %s", file,
                                 strerror(errno));
     int ok = fwrite(data, 1, n, f) == n && fflush(f) == 0 && fsync(fileno(f)) == 0;
     int err = errno;
@@ -444,6 +444,71 @@ static tailor_status entry_strings(tailor_ctx *ctx, const import_state *im, int 
     return TAILOR_OK;
 }
 
+/* The number of "sm_90" / "compute_90" after `prefix`, or -1 when text is not prefix + digits. */
+static int arch_number(const char *text, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    if (strncmp(text, prefix, n) != 0 || !text[n] || strlen(text + n) > 4)
+        return -1;
+    int v = 0;
+    for (const char *p = text + n; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return -1;
+        v = v * 10 + (*p - '0');
+    }
+    return v;
+}
+
+/* The entry's arch against the fingerprint's architecture (when it names one): a cubin for
+ * exactly that architecture, PTX for it or an older one. */
+static tailor_status entry_arch(tailor_ctx *ctx, const import_state *im, int i,
+                                const tailor_cache_winner *w)
+{
+    int sm = arch_number(w->arch, "sm_");
+    if (sm < 0)
+        sm = arch_number(w->arch, "compute_");
+    if (sm < 0)
+        return entry_fail(ctx, im, i, "arch", "is not 'sm_NN' or 'compute_NN'");
+    fp_parts fp;
+    fp_split(im->fingerprint, &fp);
+    int here = fp.n > 1 ? arch_number(fp.field[1], "sm_") : -1;
+    int is_ptx = strcmp(w->binary_kind, "ptx") == 0;
+    if (here < 0 || (is_ptx ? sm <= here : sm == here))
+        return TAILOR_OK;
+    char why[256];
+    snprintf(why, sizeof why, "is '%s', but the fingerprint's architecture is %s (%s)", w->arch,
+             fp.field[1], is_ptx ? "PTX for a newer one cannot run" : "a cubin runs only there");
+    return entry_fail(ctx, im, i, "arch", why);
+}
+
+/* What the fields hold, beyond their types: a canonical shape ("k=1536,m=1", as lookups format
+ * it), a dtype's name, parameters and launch as JSON objects, an arch the device can run. */
+static tailor_status entry_values(tailor_ctx *ctx, const import_state *im, int i,
+                                  const tailor_cache_key *key, const tailor_cache_winner *w)
+{
+    tailor_shape shape;
+    char canon[512];
+    if (tailor_shape_parse(NULL, key->shape, &shape) != TAILOR_OK)
+        return entry_fail(ctx, im, i, "shape", "is not a list of key=value (a non-negative integer)");
+    tailor_shape_format(&shape, canon, sizeof canon);
+    if (strcmp(canon, key->shape) != 0)
+        return entry_fail(ctx, im, i, "shape", "is not in canonical form (keys sorted, as in "
+                          "'k=1536,m=1')");
+    tailor_dtype dtype;
+    if (tailor_dtype_parse(NULL, key->dtype, &dtype) != TAILOR_OK ||
+        strcmp(tailor_dtype_name(dtype), key->dtype) != 0)
+        return entry_fail(ctx, im, i, "dtype", "is not fp16, bf16 or fp32");
+    tailor_config cfg;
+    if (tailor_config_parse_json(NULL, w->params_json, &cfg) != TAILOR_OK)
+        return entry_fail(ctx, im, i, "params", "is not a JSON object");
+    cJSON *launch = cJSON_ParseWithOpts(w->launch_json, NULL, 1);
+    int launch_ok = cJSON_IsObject(launch);
+    cJSON_Delete(launch);
+    if (!launch_ok)
+        return entry_fail(ctx, im, i, "launch", "is not a JSON object");
+    return entry_arch(ctx, im, i, w);
+}
+
 static tailor_status entry_numbers(tailor_ctx *ctx, const import_state *im, int i, const cJSON *o,
                                    tailor_cache_winner *w, double *binary_size)
 {
@@ -506,6 +571,8 @@ static tailor_status import_entry(tailor_ctx *ctx, tailor_cache *c, const import
     snprintf(where, sizeof where, "import entry %d", i + 1);
     if (s == TAILOR_OK && (s = tcache_winner_check(ctx, &w, where)) != TAILOR_OK)
         s = tailor_wrap_error(ctx, "import file '%s'", im->file);
+    if (s == TAILOR_OK)
+        s = entry_values(ctx, im, i, &key, &w);
     if (s == TAILOR_OK)
         s = tcache_store_winner(ctx, c, &key, &w, sha);
     free(w.binary);

@@ -259,7 +259,7 @@ static int parse_model_args(int argc, char **argv, model_args *a)
     tailor_gemma4_gpu_opts *o = &a->o;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
         switch (c) {
         case 'm': a->model = optarg; break;
         case 'p': a->preset = optarg; break;
@@ -273,7 +273,10 @@ static int parse_model_args(int argc, char **argv, model_args *a)
                 return 2;
             break;
         case 'j': a->json = 1; break;
-        case 'c': a->cache_file = optarg; break;
+        case 'c':
+            if (cli_cache_flag("bench model", optarg, &a->cache_file))
+                return 2;
+            break;
         case 'P': a->profile = 1; break;
         case 'N': o->no_pdl = 1; break;
         case 'U': o->seams = parse_seams(optarg); break;
@@ -289,7 +292,7 @@ static int parse_model_args(int argc, char **argv, model_args *a)
                                        "at most 240 characters in all");
             break;
         case 'h': model_usage(); return 0;
-        default: return cli_bad_flag("bench model", argc, argv);
+        default: return cli_bad_flag("bench model", c, argc, argv);
         }
     }
     if (!a->model == !a->preset || (a->quant && strcmp(a->quant, "w4a16") != 0))

@@ -87,7 +87,7 @@ static int parse_bench_args(int argc, char **argv, bench_opts *o)
             if (cli_parse_int("bench tokenizer", "--runs", optarg, 1, 1000, &o->runs))
                 return 2;
             break;
-        default: return cli_bad_flag("bench tokenizer", argc, argv);
+        default: return cli_bad_flag("bench tokenizer", c, argc, argv);
         }
     }
     if (optind < argc)

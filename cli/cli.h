@@ -49,8 +49,14 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
  * 'text'") and 2. */
 int cli_parse_int(const char *cmd, const char *flag, const char *text, long lo, long hi, int *out);
 
-/* Reports an unknown or malformed flag the getopt way: call from the '?' / ':' case with the
- * argv element that getopt_long was looking at. Returns 2. */
-int cli_bad_flag(const char *cmd, int argc, char **argv);
+/* --cache FILE's value into *out, 0; an empty FILE (which would silently mean the default
+ * cache) is a usage error, 2. */
+int cli_cache_flag(const char *cmd, const char *text, const char **out);
+
+/* Reports a bad flag in one sentence naming it as typed: call from getopt_long's default case
+ * with what it returned (c), its optstring starting with ':' so that a flag missing its value
+ * returns ':' ("flag '--top-k' needs a value") rather than '?' (an unknown flag, or a value
+ * given to a flag that takes none). Returns 2. */
+int cli_bad_flag(const char *cmd, int c, int argc, char **argv);
 
 #endif

@@ -47,16 +47,19 @@ static int parse_args(const char *sub, int argc, char **argv, bench_args *a)
     memset(a, 0, sizeof *a);
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
         switch (c) {
         case 'o': a->op = optarg; break;
         case 's': a->shape = optarg; break;
         case 't': a->dtype = optarg; break;
-        case 'c': a->cache = optarg; break;
+        case 'c':
+            if (cli_cache_flag("bench", optarg, &a->cache))
+                return 2;
+            break;
         case 'r': a->rehearse = optarg; break;
         case 'j': a->json = 1; break;
         case 'h': usage(); return 0;
-        default: return cli_bad_flag("bench", argc, argv);
+        default: return cli_bad_flag("bench", c, argc, argv);
         }
     }
     if (optind < argc)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -483,7 +484,10 @@ static int parse_flags(int argc, char **argv, cache_opts *o)
     optind = 1;
     while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (ch) {
-        case 'c': o->cache_path = optarg; break;
+        case 'c':
+            if (cli_cache_flag("cache", optarg, &o->cache_path))
+                return 2;
+            break;
         case 'd': o->device = optarg; break;
         case 'f': o->fingerprint = optarg; break;
         case 'o': o->op = optarg; break;
@@ -501,7 +505,7 @@ static int parse_flags(int argc, char **argv, cache_opts *o)
             cache_usage(stdout);
             return 0;
         default:
-            return cli_bad_flag("cache", argc, argv);
+            return cli_bad_flag("cache", ch, argc, argv);
         }
     }
     if (o->fingerprint && o->device)
@@ -519,6 +523,59 @@ static int check_args(const char *sub, int nargs, int want, const char *what)
     if (nargs > want)
         return cli_usage_error("cache", "'%s' takes %s", sub, want ? what : "no arguments");
     return -1;
+}
+
+/* Opens the cache for `sub`: read-only for the subcommands that only read (ls, show, trials,
+ * export, verify), so that a write-protected file works and a mistyped --cache creates nothing
+ * (it fails naming the file); without --cache, a default cache not made yet is created as the
+ * writing subcommands do. */
+static tailor_status open_for(tailor_ctx *ctx, const cache_opts *o, const char *sub,
+                              tailor_cache **c)
+{
+    if (strcmp(sub, "import") == 0 || strcmp(sub, "clear") == 0)
+        return tailor_cache_open(ctx, o->cache_path, c);
+    if (o->cache_path)
+        return tailor_cache_open_readonly(ctx, o->cache_path, c);
+    char path[4096];
+    tailor_status s = tailor_cache_default_path(ctx, path, sizeof path);
+    if (s != TAILOR_OK)
+        return s;
+    return access(path, F_OK) == 0 ? tailor_cache_open_readonly(ctx, path, c)
+                                   : tailor_cache_open(ctx, NULL, c);
+}
+
+/* 1 when the cache file `o` names exists already (or cannot be named: nothing to undo then). */
+static int cache_file_exists(const cache_opts *o)
+{
+    char path[4096];
+    const char *p = o->cache_path;
+    if (!p) {
+        if (tailor_cache_default_path(NULL, path, sizeof path) != TAILOR_OK)
+            return 1;
+        p = path;
+    }
+    return access(p, F_OK) == 0;
+}
+
+/* Closes c; after a failed import into a cache file that the import itself created, removes the
+ * file again (unless another process stored winners in it meanwhile). */
+static void close_after(tailor_cache *c, int remove_if_empty)
+{
+    int n = 0;
+    if (!c || !remove_if_empty ||
+        tailor_cache_foreach_winner(NULL, c, NULL, count_one, &n) != TAILOR_OK || n > 0) {
+        tailor_cache_close(c);
+        return;
+    }
+    char path[4200];
+    snprintf(path, sizeof path, "%s", tailor_cache_path(c));
+    tailor_cache_close(c);
+    remove(path);
+    size_t len = strlen(path);
+    snprintf(path + len, sizeof path - len, "-wal");
+    remove(path);
+    snprintf(path + len, sizeof path - len, "-shm");
+    remove(path);
 }
 
 static int run_sub(tailor_ctx *ctx, tailor_cache *c, const cache_opts *o, const char *sub,
@@ -573,9 +630,10 @@ int cmd_cache(int argc, char **argv)
 
     tailor_ctx *ctx = cli_ctx();
     tailor_cache *c = NULL;
-    tailor_status s = tailor_cache_open(ctx, o.cache_path, &c);
+    int new_file = strcmp(sub, "import") == 0 && !cache_file_exists(&o);
+    tailor_status s = open_for(ctx, &o, sub, &c);
     rc = s == TAILOR_OK ? run_sub(ctx, c, &o, sub, argv + optind + 1) : cli_fail(ctx, s);
-    tailor_cache_close(c);
+    close_after(c, new_file && rc != 0);
     tailor_ctx_destroy(ctx);
     return rc;
 }

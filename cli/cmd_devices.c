@@ -287,7 +287,7 @@ int cmd_devices(int argc, char **argv)
             devices_usage(stdout);
             return 0;
         default:
-            return cli_bad_flag("devices", argc, argv);
+            return cli_bad_flag("devices", c, argc, argv);
         }
     }
     if (optind < argc)

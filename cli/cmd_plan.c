@@ -256,7 +256,7 @@ int cmd_plan(int argc, char **argv)
     };
     const char *device = NULL, *op = NULL, *shape_text = NULL, *dtype_text = NULL, *dump = NULL;
     int json = 0, quiet = 0, compile = 0, c;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
         switch (c) {
         case 'd': device = optarg; break;
         case 'o': op = optarg; break;
@@ -267,7 +267,7 @@ int cmd_plan(int argc, char **argv)
         case 'c': compile = 1; break;
         case 'D': dump = optarg; compile = 1; break;
         case 'h': usage(); return 0;
-        default: return cli_bad_flag("plan", argc, argv);
+        default: return cli_bad_flag("plan", c, argc, argv);
         }
     }
     if (optind < argc)

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cache.h"
 #include "cli.h"
@@ -116,7 +117,7 @@ static int parse_args(int argc, char **argv, run_args *a)
     a->sp.top_p = 1.0f;
     int c, greedy_flag = 0;
     char *end;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
         switch (c) {
         case O_MODEL: a->model = optarg; break;
         case O_DEVICE: a->device = optarg; break;
@@ -155,10 +156,13 @@ static int parse_args(int argc, char **argv, run_args *a)
         case O_DTYPE: a->dtype = optarg; break;
         case O_QUANT: a->quantize = optarg; break;
         case O_REHEARSE: a->rehearse = optarg; break;
-        case O_CACHE: a->cache = optarg; break;
+        case O_CACHE:
+            if (cli_cache_flag("run", optarg, &a->cache))
+                return 2;
+            break;
         case O_QHEAD: a->quantize_head = 1; break;
         case O_HELP: usage(stdout); return -1;
-        default: return cli_bad_flag("run", argc, argv);
+        default: return cli_bad_flag("run", c, argc, argv);
         }
     }
     if (optind < argc)
@@ -225,6 +229,67 @@ static void emit(tailor_ctx *ctx, run_io *io, int32_t id)
     fflush(stdout);
 }
 
+/* Every prompt id inside the model's vocabulary, checked before anything runs or is written. */
+static tailor_status check_ids(tailor_ctx *ctx, const tailor_gemma4 *m, const int32_t *ids,
+                               size_t n)
+{
+    int vocab = tailor_gemma4_get_config(m)->vocab;
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= vocab)
+            return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                                    "prompt id %d (position %zu) is outside the vocabulary "
+                                    "(0..%d)", (int)ids[i], i, vocab - 1);
+    return TAILOR_OK;
+}
+
+/* --dump-logits: written to a temporary file beside FILE and renamed over it only when the whole
+ * prompt's logits were written, so that a failed run leaves FILE as it was. */
+typedef struct logits_dump {
+    const char *path; /* FILE, or NULL when no dump was asked for */
+    char tmp[1100];   /* FILE.tmp.PID */
+    FILE *f;
+} logits_dump;
+
+static tailor_status dump_open(tailor_ctx *ctx, logits_dump *d, const char *path)
+{
+    memset(d, 0, sizeof *d);
+    d->path = path;
+    if (!path)
+        return TAILOR_OK;
+    snprintf(d->tmp, sizeof d->tmp, "%s.tmp.%ld", path, (long)getpid());
+    d->f = fopen(d->tmp, "wb");
+    if (!d->f)
+        return tailor_set_error(ctx, TAILOR_ERR_IO, "%s: cannot write: %s", path,
+                                strerror(errno));
+    return TAILOR_OK;
+}
+
+static tailor_status dump_write(tailor_ctx *ctx, logits_dump *d, const float *logits, size_t count)
+{
+    if (d->f && fwrite(logits, sizeof(float), count, d->f) != count)
+        return tailor_set_error(ctx, TAILOR_ERR_IO, "%s: write failed: %s", d->path,
+                                strerror(errno));
+    return TAILOR_OK;
+}
+
+/* Closes the dump: renamed over FILE when s is TAILOR_OK and every byte reached the disk, else
+ * removed. Returns s, or the error of the close or rename. */
+static tailor_status dump_close(tailor_ctx *ctx, logits_dump *d, tailor_status s)
+{
+    if (!d->f)
+        return s;
+    if (fclose(d->f) != 0 && s == TAILOR_OK)
+        s = tailor_set_error(ctx, TAILOR_ERR_IO, "%s: write failed: %s", d->path,
+                             strerror(errno));
+    d->f = NULL;
+    if (s == TAILOR_OK && rename(d->tmp, d->path) != 0)
+        s = tailor_set_error(ctx, TAILOR_ERR_IO, "%s: cannot write: %s", d->path,
+                             strerror(errno));
+    if (s != TAILOR_OK)
+        remove(d->tmp);
+    return s;
+}
+
 static tailor_status prompt_ids(tailor_ctx *ctx, const run_args *a, tailor_tokenizer **tok,
                                 int32_t **ids, size_t *n)
 {
@@ -261,27 +326,21 @@ static tailor_status generate(tailor_ctx *ctx, const run_args *a, tailor_gemma4 
     const tailor_gemma4_config *cfg = tailor_gemma4_get_config(m);
     tailor_gemma4_cpu *st = NULL;
     tailor_sampler *smp = NULL;
-    FILE *dump = NULL;
+    logits_dump dump = {0};
     tailor_gemma4_cpu_opts o = {.max_tokens = (int)n + a->max_tokens};
     tailor_status s = tailor_gemma4_cpu_create(ctx, m, &o, &st);
     if (s == TAILOR_OK)
         s = tailor_sampler_create(ctx, &a->sp, cfg->vocab, &smp);
-    if (s == TAILOR_OK && a->dump) {
-        dump = fopen(a->dump, "wb");
-        if (!dump)
-            s = tailor_set_error(ctx, TAILOR_ERR_IO, "%s: cannot write: %s", a->dump,
-                                 strerror(errno));
-    }
+    if (s == TAILOR_OK)
+        s = dump_open(ctx, &dump, a->dump);
     const float *logits = NULL;
     double t0 = now_s();
     for (size_t i = 0; i < n && s == TAILOR_OK; i++) {
         s = tailor_gemma4_cpu_step(ctx, st, ids[i], &logits);
-        if (s == TAILOR_OK && dump &&
-            fwrite(logits, sizeof(float), (size_t)cfg->vocab, dump) != (size_t)cfg->vocab)
-            s = tailor_set_error(ctx, TAILOR_ERR_IO, "%s: write failed", a->dump);
+        if (s == TAILOR_OK)
+            s = dump_write(ctx, &dump, logits, (size_t)cfg->vocab);
     }
-    if (dump && fclose(dump) != 0 && s == TAILOR_OK)
-        s = tailor_set_error(ctx, TAILOR_ERR_IO, "%s: write failed", a->dump);
+    s = dump_close(ctx, &dump, s);
     double t1 = now_s();
     int generated = 0;
     for (int g = 0; g < a->max_tokens && s == TAILOR_OK; g++) {
@@ -369,12 +428,11 @@ static tailor_status generate_gpu(tailor_ctx *ctx, const run_args *a, tailor_gem
     if (s == TAILOR_OK)
         s = tailor_gemma4_gpu_prefill(ctx, g, ids, (int)n, logits, &next);
     if (s == TAILOR_OK && a->dump) {
-        FILE *f = fopen(a->dump, "wb");
-        if (!f || fwrite(logits, sizeof(float), n * V, f) != n * V)
-            s = tailor_set_error(ctx, TAILOR_ERR_IO, "%s: cannot write: %s", a->dump,
-                                 strerror(errno));
-        if (f && fclose(f) != 0 && s == TAILOR_OK)
-            s = tailor_set_error(ctx, TAILOR_ERR_IO, "%s: write failed", a->dump);
+        logits_dump dump;
+        s = dump_open(ctx, &dump, a->dump);
+        if (s == TAILOR_OK)
+            s = dump_write(ctx, &dump, logits, n * V);
+        s = dump_close(ctx, &dump, s);
     }
     const float *last = logits + (a->dump ? (n - 1) * V : 0);
     double t1 = now_s();
@@ -418,6 +476,8 @@ int cmd_run(int argc, char **argv)
     tailor_status s = tailor_gemma4_open(ctx, a.model, &m);
     if (s == TAILOR_OK)
         s = prompt_ids(ctx, &a, &tok, &ids, &n);
+    if (s == TAILOR_OK)
+        s = check_ids(ctx, m, ids, n);
     if (s == TAILOR_OK) {
         run_io io = {tok, {{0}, 0}, a.print_ids, 1};
         s = strcmp(a.device, "gpu") == 0 ? generate_gpu(ctx, &a, m, ids, n, &io)

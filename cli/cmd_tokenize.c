@@ -75,7 +75,7 @@ static int parse_args(int argc, char **argv, tokenize_opts *o)
         case 'j': o->json = 1; break;
         case 'b': o->add_bos = 1; break;
         case 'h': fputs(usage_text, stdout); return 0;
-        default: return cli_bad_flag("tokenize", argc, argv);
+        default: return cli_bad_flag("tokenize", c, argc, argv);
         }
     }
     if (optind < argc)

@@ -103,7 +103,7 @@ static int parse_tune_args(tailor_ctx *ctx, int argc, char **argv, tune_args *a)
     o->seed = (uint64_t)time(NULL);
     const char *rehearse = NULL;
     int c;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
         char *end = NULL;
         switch (c) {
         case 'o': a->op = optarg; break;
@@ -129,7 +129,10 @@ static int parse_tune_args(tailor_ctx *ctx, int argc, char **argv, tune_args *a)
         case 'r': rehearse = optarg; break;
         case 'V': o->verify_all = 1; break;
         case 'f': o->force = 1; break;
-        case 'c': a->cache_path = optarg; break;
+        case 'c':
+            if (cli_cache_flag("tune", optarg, &a->cache_path))
+                return 2;
+            break;
         case 'e':
             o->seed = strtoull(optarg, &end, 10);
             if (end == optarg || *end)
@@ -152,7 +155,7 @@ static int parse_tune_args(tailor_ctx *ctx, int argc, char **argv, tune_args *a)
             break;
         case 'H': a->quantize_head = 1; break;
         case 'h': usage(); return 0;
-        default: return cli_bad_flag("tune", argc, argv);
+        default: return cli_bad_flag("tune", c, argc, argv);
         }
     }
     if (optind < argc)

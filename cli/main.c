@@ -85,12 +85,26 @@ int cli_parse_int(const char *cmd, const char *flag, const char *text, long lo, 
     return 0;
 }
 
-int cli_bad_flag(const char *cmd, int argc, char **argv)
+int cli_cache_flag(const char *cmd, const char *text, const char **out)
 {
-    const char *arg = (optind - 1 >= 0 && optind - 1 < argc) ? argv[optind - 1] : "?";
-    if (optopt && optopt != '?')
-        return cli_usage_error(cmd, "flag -%c is unknown or lacks its value", optopt);
-    return cli_usage_error(cmd, "flag '%s' is unknown or lacks its value", arg);
+    if (!text[0])
+        return cli_usage_error(cmd, "--cache is empty (leave it out for the default cache)");
+    *out = text;
+    return 0;
+}
+
+int cli_bad_flag(const char *cmd, int c, int argc, char **argv)
+{
+    /* getopt_long has stepped past the flag it reports (short flags only come alone here) */
+    const char *arg = (optind - 1 >= 1 && optind - 1 < argc) ? argv[optind - 1] : "";
+    int is_long = strncmp(arg, "--", 2) == 0;
+    if (c == ':')
+        return cli_usage_error(cmd, "flag '%s' needs a value", arg);
+    if (is_long && optopt && strchr(arg, '=')) /* a long flag without a value given one */
+        return cli_usage_error(cmd, "flag '%.*s' takes no value", (int)strcspn(arg, "="), arg);
+    if (!is_long && optopt > ' ' && optopt < 127)
+        return cli_usage_error(cmd, "flag '-%c' is unknown", optopt);
+    return cli_usage_error(cmd, "flag '%s' is unknown", arg);
 }
 
 int main(int argc, char **argv)

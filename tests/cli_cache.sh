@@ -27,7 +27,21 @@ FP='Test GPU|sm_90|132|232448|13000|13.0'
 OTHER='Test GPU|sm_80|108|232448|13000|13.0'
 C1=$TMP/one.sqlite
 
+# ---- a --cache that does not exist: the commands that only read fail naming it, creating nothing
+for sub in ls show trials "export $TMP/x.tailor" verify; do
+    # shellcheck disable=SC2086
+    "$BIN" cache $sub --cache "$TMP/typo.db" --fingerprint "$FP" >"$TMP/out" 2>"$TMP/err"; rc=$?
+    check "'cache $sub' of a missing --cache exits 1 (got $rc)" test $rc -eq 1
+    check "'cache $sub' of a missing --cache names it ($(cat "$TMP/err"))" \
+        grep -q "cache file '$TMP/typo.db' does not exist" "$TMP/err"
+    check "'cache $sub' of a missing --cache creates nothing" test ! -e "$TMP/typo.db" -a ! -e "$TMP/x.tailor"
+done
+HOME=$TMP/home XDG_CACHE_HOME= TAILOR_CACHE= "$BIN" cache ls --cache "" >"$TMP/out" 2>"$TMP/err"; rc=$?
+check "an empty --cache is a usage error (got $rc: $(cat "$TMP/err"))" \
+    test $rc -eq 2 -a -n "$(grep -- "--cache is empty" "$TMP/err")"
+
 # ---- ls on an empty cache: nothing on stdout, exit 0; --json gives [] -----------------------------
+check "clear creates a cache" "$BIN" cache clear --all --cache "$C1"
 out=$("$BIN" cache ls --cache "$C1" 2>"$TMP/err"); rc=$?
 check "ls on an empty cache exits 0 (got $rc)" test $rc -eq 0
 check "ls on an empty cache prints nothing on stdout" test -z "$out"
@@ -113,6 +127,9 @@ fi
 out=$("$BIN" cache export "$TMP/out.tailor" --cache "$C1" --fingerprint "$FP"); rc=$?
 check "export works (rc $rc: $out)" test $rc -eq 0
 check "export counts 2 winners" grep -q "exported 2 winners" <<<"$out"
+"$BIN" cache export "$TMP/nodir/x.tailor" --cache "$C1" --fingerprint "$FP" >/dev/null 2>"$TMP/err"; rc=$?
+check "export into a missing folder fails naming the file, not its temporary ($(cat "$TMP/err"))" \
+    test $rc -eq 1 -a -n "$(grep "cannot write export file '$TMP/nodir/x.tailor': No such file" "$TMP/err")"
 want=$(sed -n 's/^  "sha256": "\([0-9a-f]*\)"$/\1/p' "$TMP/out.tailor")
 got=$(head -n -2 "$TMP/out.tailor" | sha256sum | cut -c1-64)
 check "the trailer is the sha256 of all lines but the last two" test -n "$want" -a "$want" = "$got"
@@ -132,7 +149,7 @@ C3=$TMP/three.sqlite
 check "import for another device exits 1 (got $rc)" test $rc -eq 1
 check "the refusal is one line" test "$(wc -l <"$TMP/err")" -eq 1
 check "the refusal lists the differing fields" grep -q "architecture: sm_90 in the file, sm_80 here; SMs: 132 in the file, 108 here" "$TMP/err"
-check "the refused import added nothing" prints_nothing "$BIN" cache ls --cache "$C3"
+check "the refused import left no new cache file behind" test ! -e "$C3"
 sed 's/rmsnorm_warp_sm90_B128/rmsnorm_warp_sm90_B256/' "$TMP/out.tailor" >"$TMP/tampered.tailor"
 check "the tampered file differs" not cmp -s "$TMP/out.tailor" "$TMP/tampered.tailor"
 "$BIN" cache import "$TMP/tampered.tailor" --cache "$C3" --fingerprint "$FP" 2>"$TMP/err"; rc=$?
@@ -140,7 +157,42 @@ check "a tampered file is refused (rc $rc)" test $rc -eq 1
 check "the refusal names the checksum" grep -q "sha256" "$TMP/err"
 head -c 300 "$TMP/out.tailor" >"$TMP/short.tailor"
 check "a truncated file is refused" not "$BIN" cache import "$TMP/short.tailor" --cache "$C3" --fingerprint "$FP" 2>/dev/null
-check "the refused imports added nothing" prints_nothing "$BIN" cache ls --cache "$C3"
+check "the refused imports left no new cache file behind" test ! -e "$C3"
+"$BIN" cache clear --all --cache "$C3" >/dev/null
+"$BIN" cache import "$TMP/tampered.tailor" --cache "$C3" --fingerprint "$FP" 2>/dev/null
+check "a refused import into an existing cache keeps the file, with nothing added" \
+    prints_nothing "$BIN" cache ls --cache "$C3"
+
+# ---- the commands that only read open the file read-only: nothing written, not even WAL mode ------
+C4=$TMP/four.sqlite
+cp "$C1" "$C4"
+if command -v python3 >/dev/null 2>&1; then
+    python3 -c "import sqlite3, sys; sqlite3.connect(sys.argv[1]).execute('PRAGMA journal_mode = DELETE')" "$C4"
+    before=$(sha256sum <"$C4")
+    for sub in ls show trials "export $TMP/four.tailor" verify; do
+        # shellcheck disable=SC2086
+        "$BIN" cache $sub --cache "$C4" --fingerprint "$FP" >/dev/null 2>"$TMP/err"; rc=$?
+        check "'cache $sub' reads a cache without changing it (rc $rc: $(cat "$TMP/err"))" \
+            test $rc -eq 0 -a "$(sha256sum <"$C4")" = "$before"
+    done
+fi
+# a write-protected cache in a write-protected folder (WAL, as tailor writes it) can be listed and
+# exported; root writes anyway, so that case runs as nobody where setpriv can drop to it
+RO=$TMP/ro
+mkdir "$RO" && cp "$C1" "$RO/c.sqlite" && chmod 444 "$RO/c.sqlite" && chmod 555 "$RO"
+chmod 755 "$TMP" && mkdir "$TMP/w" && chmod 777 "$TMP/w"
+as_user() { if [ "$(id -u)" -eq 0 ]; then setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; else "$@"; fi; }
+if as_user "$BIN" --version >/dev/null 2>&1 && ! as_user touch "$RO/c.sqlite" 2>/dev/null; then
+    for sub in ls show "export $TMP/w/ro.tailor"; do
+        # shellcheck disable=SC2086
+        as_user "$BIN" cache $sub --cache "$RO/c.sqlite" --fingerprint "$FP" >/dev/null 2>"$TMP/err"; rc=$?
+        check "'cache $sub' of a write-protected cache works (rc $rc: $(cat "$TMP/err"))" test $rc -eq 0
+    done
+    check "the write-protected cache's export holds its winners" grep -q '"op":"rmsnorm"' "$TMP/w/ro.tailor"
+else
+    echo "note: no unprivileged user to run the write-protected cache case as; not run" >&2
+fi
+chmod 755 "$RO"
 
 # ---- clear ------------------------------------------------------------------------------------------
 out=$("$BIN" cache clear --cache "$C2" --fingerprint "$OTHER")
@@ -159,6 +211,12 @@ for args in "ls --nope" "frob" "export" "import a b" "ls --all" "clear --all --f
     check "'cache $args' exits 2 (got $rc)" test $rc -eq 2
     check "'cache $args' says so in one line" test "$(wc -l <"$TMP/err")" -eq 1 -a ! -s "$TMP/out"
 done
+"$BIN" cache ls --json --cache >"$TMP/out" 2>"$TMP/err"; rc=$?
+check "'cache ls --cache' without its value exits 2 and names the flag ($(cat "$TMP/err"))" \
+    test $rc -eq 2 -a -n "$(grep "flag '--cache' needs a value" "$TMP/err")"
+"$BIN" cache ls -q --cache "$C1" >"$TMP/out" 2>"$TMP/err"; rc=$?
+check "'cache ls -q' names the short flag ($(cat "$TMP/err"))" \
+    test $rc -eq 2 -a -n "$(grep "flag '-q' is unknown" "$TMP/err")"
 
 echo "cli_cache: $checks checks, $failures failed"
 test $checks -gt 0 -a $failures -eq 0

@@ -68,12 +68,27 @@ fi
 
 "$BIN" run --ids 2,3 >/dev/null 2>&1; rc=$?
 check "missing --model is a usage error (exit 2)" test $rc -eq 2
+# a bad flag is named as typed, in one line of text (no control bytes from a long flag's value)
+"$BIN" run --model "$M" --top-k 2>"$TMP/err"; rc=$?
+check "--top-k without its value is a usage error" test $rc -eq 2
+check "--top-k without its value is named ($(cat "$TMP/err"))" grep -q "flag '--top-k' needs a value" "$TMP/err"
+check "the bad-flag message is one line of printable text" \
+  test "$(wc -l <"$TMP/err")" -eq 1 -a -z "$(tr -d '[:print:]\n' <"$TMP/err")"
+"$BIN" run --model "$M" --frobnicate 2>"$TMP/err"; rc=$?
+check "an unknown flag is named ($(cat "$TMP/err"))" test $rc -eq 2 -a -n "$(grep "flag '--frobnicate' is unknown" "$TMP/err")"
+"$BIN" run --model "$M" --print-ids=1 2>"$TMP/err"; rc=$?
+check "a value given to --print-ids is named" test $rc -eq 2 -a -n "$(grep "flag '--print-ids' takes no value" "$TMP/err")"
 "$BIN" run --model "$M" --ids 2,3 --prompt hi >/dev/null 2>&1; rc=$?
 check "--ids with --prompt is a usage error" test $rc -eq 2
 "$BIN" run --model "$M" --ids 2,x >/dev/null 2>&1; rc=$?
 check "a malformed --ids list fails" test $rc -ne 0
-"$BIN" run --model "$M" --ids 2,99 >/dev/null 2>&1; rc=$?
+echo keep >"$TMP/kept.bin"
+"$BIN" run --device cpu --model "$M" --ids 2,99 --dump-logits "$TMP/kept.bin" >/dev/null 2>"$TMP/err"; rc=$?
 check "an id outside the vocabulary fails" test $rc -eq 1
+check "the id outside the vocabulary is named ($(cat "$TMP/err"))" \
+  grep -q "prompt id 99 (position 1) is outside the vocabulary (0..31)" "$TMP/err"
+check "a failed run leaves the --dump-logits file as it was" test "$(cat "$TMP/kept.bin")" = keep
+check "a failed run leaves no temporary dump behind" test -z "$(ls "$TMP" | grep 'kept.bin.tmp')"
 
 ids=$("$BIN" run --device cpu --model "$M" --ids 2,5,7,9,11,13 --max-tokens 8 --print-ids \
       --dump-logits "$TMP/l.bin" 2>"$TMP/err"); rc=$?
@@ -90,6 +105,21 @@ s2=$("$BIN" run --model "$M" --ids 2,5 --max-tokens 8 --print-ids --temperature 
 check "sampling with a seed is reproducible ($s1)" test -n "$s1" -a "$s1" = "$s2"
 "$BIN" run --model "$M" --ids 2 --greedy --temperature 0.5 >/dev/null 2>&1; rc=$?
 check "--greedy with --temperature is a usage error" test $rc -eq 2
+
+# a NaN in the weights (the final norm): the CPU forward reports it, exit 1, and the
+# --dump-logits file of an earlier run stays as it was
+mkdir "$TMP/nan" && cp "$M/config.json" "$M/model.safetensors" "$TMP/nan/"
+python3 - "$TMP/nan/model.safetensors" <<'EOF2'
+import json, struct, sys
+f = open(sys.argv[1], "r+b"); n = struct.unpack("<Q", f.read(8))[0]
+off = json.loads(f.read(n))["model.norm.weight"]["data_offsets"][0]
+f.seek(8 + n + off); f.write(struct.pack("<H", 0x7fc0))  # bf16 NaN
+EOF2
+cp "$TMP/l.bin" "$TMP/l_before.bin"
+"$BIN" run --device cpu --model "$TMP/nan" --ids 2,3 --dump-logits "$TMP/l.bin" >/dev/null 2>"$TMP/err"; rc=$?
+check "NaN weights fail on the CPU (rc $rc)" test $rc -eq 1
+check "NaN weights are reported ($(cat "$TMP/err"))" grep -q "gemma4 cpu: inf or NaN in the activations" "$TMP/err"
+check "a run whose forward failed leaves --dump-logits as it was" cmp -s "$TMP/l.bin" "$TMP/l_before.bin"
 
 # a truncated checkpoint: one sentence naming the file, exit 1
 mkdir "$TMP/bad" && cp "$M/config.json" "$TMP/bad/"

@@ -32,7 +32,7 @@ expect_fail() {
 expect_fail "unknown flag" 2 "--frobnicate" "$BIN" tokenize --frobnicate
 expect_fail "no tokenizer" 2 "--tokenizer" "$BIN" tokenize --text hi
 expect_fail "both sources" 2 "--text" "$BIN" tokenize --tokenizer x.json --text hi --file y
-expect_fail "missing value" 2 "tokenize" "$BIN" tokenize --tokenizer
+expect_fail "missing value" 2 "flag '--tokenizer' needs a value" "$BIN" tokenize --tokenizer
 expect_fail "missing tokenizer" 1 "$TMP/none.json" "$BIN" tokenize --tokenizer "$TMP/none.json" --text hi
 mkdir -p "$TMP/model"
 expect_fail "model dir without tokenizer.json" 1 "$TMP/model/tokenizer.json" "$BIN" tokenize --model "$TMP/model" --text hi

@@ -81,6 +81,11 @@ check "an unknown preset is named" grep -q "gemma-9" "$TMPDIR_ERR"
 "$T" tune --op rmsnorm --shape rows=1,cols=64 --frobnicate 2>"$TMPDIR_ERR"; rc=$?
 check "a bad flag exits 2" test $rc -eq 2
 check "a bad flag is one line" test "$(wc -l <"$TMPDIR_ERR")" -eq 1
+"$T" tune --preset gemma-4-e2b --list --op 2>"$TMPDIR_ERR"; rc=$?
+check "tune: --op without its value exits 2 and is named" \
+  test $rc -eq 2 -a -n "$(grep "flag '--op' needs a value" "$TMPDIR_ERR")"
+HOME=/nonexistent TAILOR_CACHE= "$T" tune --preset gemma-4-e2b --list --cache "" 2>"$TMPDIR_ERR"; rc=$?
+check "tune: an empty --cache exits 2 and says so" test $rc -eq 2 -a -n "$(grep -- "--cache is empty" "$TMPDIR_ERR")"
 "$T" tune --op rmsnorm 2>"$TMPDIR_ERR"; rc=$?
 check "--op without --shape exits 2" test $rc -eq 2
 if ! "$T" devices --json 2>/dev/null | grep -q '"devices":[[:space:]]*\[[[:space:]]*{'; then
@@ -104,6 +109,12 @@ check "bench model: a bad --seams says what it takes" grep -q "kernel, prologue,
 "$T" bench w4a16 --shape m=1,n=2,k=x 2>"$TMPDIR_ERR"; rc=$?
 check "bench w4a16: a malformed shape exits 2" test $rc -eq 2
 check "bench w4a16: a malformed shape names the key" grep -q "value of 'k' is not" "$TMPDIR_ERR"
+"$T" plan --device h200 --op rmsnorm --shape rows=16,cols=99999999999999999999 2>"$TMPDIR_ERR"; rc=$?
+check "plan: a shape value that overflows exits 2" test $rc -eq 2
+check "plan: a shape value that overflows gives the limit" \
+  grep -q "value of 'cols' is too large (the largest allowed is 2147483647)" "$TMPDIR_ERR"
+"$T" plan --device h200 --op rmsnorm --shape rows=16,cols=2147483648 2>"$TMPDIR_ERR"; rc=$?
+check "plan: a shape value above INT32_MAX exits 2" test $rc -eq 2
 "$T" bench w4a16 --shape m=1,n=2048 2>"$TMPDIR_ERR"; rc=$?
 check "bench w4a16: a missing key exits 2 and is named" test $rc -eq 2 -a -n "$(grep "needs shape key 'k'" "$TMPDIR_ERR")"
 "$T" bench attention --op attention_nope --shape q_len=1 2>"$TMPDIR_ERR"; rc=$?

@@ -412,7 +412,8 @@ static void test_fingerprint_refusal(tailor_ctx *ctx)
     CHECKF(strstr(msg, "GPU name: 'NVIDIA H200' in the file, 'NVIDIA A100-SXM4-80GB' here") &&
                strstr(msg, "architecture: sm_90 in the file, sm_80 here") &&
                strstr(msg, "SMs: 132 in the file, 108 here") &&
-               strstr(msg, "232448 in the file, 166912 here") && !strstr(msg, "driver") &&
+               strstr(msg, "; opt-in shared memory per block (B): 232448 in the file, 166912 "
+                           "here") && !strstr(msg, "driver") &&
                strstr(msg, file),
            "message: %s", msg);
     CHECK(n == 0 && count_winners(ctx, c, NULL) == 0);
@@ -514,25 +515,44 @@ static void test_half_bad_import(tailor_ctx *ctx)
     tailor_cache_key k1 = {FP_H200, "rmsnorm", "m=1,n=1536", "bf16", HASH2};
     CHECK_OK(ctx, tailor_cache_put_winner(ctx, c, &k1, &old.w));
 
-    const char *cases[][3] = {
-        {"\"kernel\":", "\"kernex\":", "entry 2, field 'kernel'"},
-        {"\"binary_sha256\":\"", "\"binary_sha256\":\"", "entry 2, field 'binary_sha256'"},
-        {"\"n_trials\":", "\"n_trials\":-", "entry 2, field 'n_trials'"},
+    /* each: the entry (by its shape), the text replaced in it, by what, and what the refusal
+     * names; entry 2 holds PTX, entry 3 a cubin (make_winner) */
+    static const char *const cases[][4] = {
+        {"\"m=2,n=1536\"", "\"kernel\":", "\"kernex\":", "entry 2, field 'kernel'"},
+        {"\"m=2,n=1536\"", "\"binary_sha256\":\"", "\"binary_sha256\":\"",
+         "entry 2, field 'binary_sha256'"},
+        {"\"m=2,n=1536\"", "\"n_trials\":", "\"n_trials\":-", "entry 2, field 'n_trials'"},
+        /* types right, values wrong: a shape, dtype, params, launch or arch no lookup can use */
+        {"\"m=2,n=1536\"", "\"m=2,n=1536\"", "\"k=,,==\"", "entry 2, field 'shape' is not a list"},
+        {"\"m=2,n=1536\"", "\"m=2,n=1536\"", "\"n=1536,m=2\"",
+         "entry 2, field 'shape' is not in canonical form"},
+        {"\"m=2,n=1536\"", "\"dtype\":\"bf16\"", "\"dtype\":\"int3\"",
+         "entry 2, field 'dtype' is not fp16, bf16 or fp32"},
+        {"\"m=2,n=1536\"", "\"params\":\"{", "\"params\":\"{BLOCK",
+         "entry 2, field 'params' is not a JSON object"},
+        {"\"m=2,n=1536\"", "\"launch\":\"{", "\"launch\":\"[{",
+         "entry 2, field 'launch' is not a JSON object"},
+        {"\"m=2,n=1536\"", "\"arch\":\"sm_90\"", "\"arch\":\"sm_100\"",
+         "entry 2, field 'arch' is 'sm_100', but the fingerprint's architecture is sm_90"},
+        {"\"m=3,n=1536\"", "\"arch\":\"sm_90\"", "\"arch\":\"sm_75\"",
+         "entry 3, field 'arch' is 'sm_75', but the fingerprint's architecture is sm_90"},
+        {"\"m=3,n=1536\"", "\"arch\":\"sm_90\"", "\"arch\":\"gfx90a\"",
+         "entry 3, field 'arch' is not 'sm_NN' or 'compute_NN'"},
     };
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < (int)(sizeof cases / sizeof cases[0]); k++) {
         memcpy(buf, orig, n + 1);
-        char *entry2 = strstr(buf, "\"m=2,n=1536\"");
-        char *at = strstr(entry2, cases[k][0]);
-        size_t from = strlen(cases[k][0]), to = strlen(cases[k][1]);
+        char *entry = strstr(buf, cases[k][0]);
+        char *at = strstr(entry, cases[k][1]);
+        size_t from = strlen(cases[k][1]), to = strlen(cases[k][2]);
         memmove(at + to, at + from, strlen(at + from) + 1);
-        memcpy(at, cases[k][1], to);
+        memcpy(at, cases[k][2], to);
         if (k == 1) /* a wrong digest: change its first digit */
             at[to] = at[to] == '0' ? '1' : '0';
         size_t m = strlen(buf);
         reseal(buf, &m);
         char name[32];
         snprintf(name, sizeof name, "halfbad%d.tailor", k);
-        expect_refused(ctx, c, name, buf, m, cases[k][2]);
+        expect_refused(ctx, c, name, buf, m, cases[k][3]);
         tailor_cache_winner got;
         int found = 0;
         CHECK_OK(ctx, tailor_cache_get_winner(ctx, c, &k1, &got, &found));
@@ -736,6 +756,42 @@ static void test_trial_listing(tailor_ctx *ctx)
     tailor_cache_close(c);
 }
 
+/* A read-only open: a missing file is named and not created; an existing one reads, refuses
+ * writes and is left byte for byte as it was (no WAL switch either). */
+static void test_readonly(tailor_ctx *ctx)
+{
+    char missing[512], path[512];
+    path_in_tmp(missing, sizeof missing, "no-such.sqlite");
+    tailor_cache *c = NULL;
+    CHECK(tailor_cache_open_readonly(ctx, missing, &c) == TAILOR_ERR_NOT_FOUND && !c);
+    CHECKF(strstr(tailor_ctx_message(ctx), missing) &&
+               strstr(tailor_ctx_message(ctx), "does not exist"),
+           "%s", tailor_ctx_message(ctx));
+    struct stat st;
+    CHECK(stat(missing, &st) != 0);
+
+    path_in_tmp(path, sizeof path, "ro.sqlite");
+    c = open_cache(ctx, "ro.sqlite");
+    owned_winner ws[2];
+    put_winners(ctx, c, FP_H200, 2, ws);
+    tailor_cache_close(c);
+    sql_exec(path, "PRAGMA journal_mode = DELETE");
+    size_t n0 = 0, n1 = 0;
+    char *before = test_read_file(path, &n0);
+    c = NULL;
+    CHECK_OK(ctx, tailor_cache_open_readonly(ctx, path, &c));
+    if (c) {
+        CHECK(count_winners(ctx, c, FP_H200) == 2);
+        tailor_cache_key key = {FP_H200, "rmsnorm", "m=9,n=1536", "bf16", HASH1};
+        CHECK(tailor_cache_put_winner(ctx, c, &key, &ws[0].w) != TAILOR_OK);
+        tailor_cache_close(c);
+    }
+    char *after = test_read_file(path, &n1);
+    CHECK(before && after && n0 == n1 && memcmp(before, after, n0) == 0);
+    free(before);
+    free(after);
+}
+
 int main(void)
 {
     uint64_t seed = 20240611;
@@ -762,6 +818,7 @@ int main(void)
     test_check_detects_damage(ctx);
     test_clear(ctx);
     test_paths(ctx);
+    test_readonly(ctx);
     tailor_ctx_destroy(ctx);
     int rc = test_finish("test_cache");
     if (rc == 0) { /* keep the files of a failing run for a look */

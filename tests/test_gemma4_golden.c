@@ -369,10 +369,55 @@ static void run_case(tailor_ctx *ctx, const char *label, const tw_spec *s, int n
     tw_rmdir(dir);
 }
 
+/* A NaN in the weights (the final norm's first value) reaches every logit: the step reports it,
+ * as the GPU forward does, rather than handing out logits whose argmax is 0. */
+static void test_nonfinite(tailor_ctx *ctx)
+{
+    tw_spec s = {.H = 32, .L = 2, .nq = 2, .nkv = 1, .hd = 16, .ghd = 32, .inter = 40, .W = 4,
+                 .P = 0, .vocab = 64, .types = "sf", .dtype = "F32", .seed = 20260107};
+    char dir[256], path[600], cfg[16384];
+    tw_tmpdir(dir, sizeof dir, "nonfinite");
+    tw_config_json(&s, cfg, sizeof cfg);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    CHECK(tw_write_text(path, cfg) == 0);
+    tw *w = calloc(1, sizeof *w);
+    tw_model_tensors(&s, w);
+    int poisoned = 0;
+    for (int i = 0; i < w->n; i++) {
+        if (strcmp(w->t[i].name, "model.norm.weight") == 0) {
+            ((float *)w->t[i].data)[0] = NAN;
+            poisoned = 1;
+        }
+    }
+    CHECK(poisoned);
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    CHECK(tw_write(w, path) == 0);
+    tw_free(w);
+    free(w);
+    tailor_gemma4 *m = NULL;
+    tailor_gemma4_cpu *run = NULL;
+    tailor_gemma4_cpu_opts o = {.max_tokens = 4};
+    CHECK_OK(ctx, tailor_gemma4_open(ctx, dir, &m));
+    if (m)
+        CHECK_OK(ctx, tailor_gemma4_cpu_create(ctx, m, &o, &run));
+    if (run) {
+        const float *logits = NULL;
+        CHECK(tailor_gemma4_cpu_step(ctx, run, 2, &logits) == TAILOR_ERR_VERIFY && !logits);
+        CHECKF(strstr(tailor_ctx_message(ctx), "gemma4 cpu: inf or NaN in the activations (the "
+                                               "logits of position 0 are not finite"),
+               "%s", tailor_ctx_message(ctx));
+        CHECK(tailor_gemma4_cpu_pos(run) == 0);
+    }
+    tailor_gemma4_cpu_destroy(run);
+    tailor_gemma4_close(m);
+    tw_rmdir(dir);
+}
+
 int main(void)
 {
     tailor_ctx *ctx = test_ctx();
     test_rope_layout(ctx);
+    test_nonfinite(ctx);
 
     uint64_t seed = 20260101;
     printf("seed %llu\n", (unsigned long long)seed);

@@ -162,6 +162,9 @@ static void test_sandbox(tailor_ctx *ctx)
          "'defines' gives B a value that is not a number"},
         {"deflist", "defines = function(p) return { 'B=1' } end",
          "'defines' must map names to values"},
+        {"defspace", "defines = function(p) return { ['A B'] = 1 } end",
+         "'defines' gives 'A B', which is not a C identifier"},
+        {"defdigit", "defines = { ['1X'] = 1 }", "'defines' gives '1X', which is not a C identifier"},
     };
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
         char file[64], text[512];
@@ -172,6 +175,30 @@ static void test_sandbox(tailor_ctx *ctx)
                  fields[i].field);
         write_file(file, text);
         expect_broken(ctx, fields[i].name, file, fields[i].why);
+    }
+    /* an empty parameter list, a parameter that cannot be a -D name, a source outside the
+     * template directories: refused naming the file and the field (not 0 candidates, not read) */
+    static const struct {
+        const char *name, *head, *why;
+    } heads[] = {
+        {"emptyparam", "source = 'rmsnorm.cu', params = { A = {1}, THREADS = { } }",
+         "params.THREADS gives no values (an empty list)"},
+        {"emptyfn", "source = 'rmsnorm.cu', params = { A = function() return {} end }",
+         "params.A gives no values"},
+        {"badparam", "source = 'rmsnorm.cu', params = { ['A-B'] = {1} }",
+         "parameter 'A-B' is not a C identifier"},
+        {"srcup", "source = '../../../../etc/passwd', params = { A = {1} }",
+         "'source' must be a file name in the template directories (no '/' or '..'), not "
+         "'../../../../etc/passwd'"},
+        {"srcdir", "source = 'include/tailor_common.cuh', params = { A = {1} }",
+         "'source' must be a file name"},
+    };
+    for (size_t i = 0; i < sizeof heads / sizeof heads[0]; i++) {
+        char file[64], text[512];
+        snprintf(file, sizeof file, "%s.lua", heads[i].name);
+        snprintf(text, sizeof text, "return { op = 'rmsnorm', %s,\n" GOOD_TAIL, heads[i].head);
+        write_file(file, text);
+        expect_broken(ctx, heads[i].name, file, heads[i].why);
     }
 }
 
@@ -304,6 +331,24 @@ static void test_plan_errors(tailor_ctx *ctx)
     CHECK(tailor_shape_parse(ctx, "m=1,m=2", &s) == TAILOR_ERR_MISUSE);
     CHECK(tailor_shape_parse(ctx, "m=-1", &s) == TAILOR_ERR_MISUSE);
     CHECK(tailor_shape_parse(ctx, "m1", &s) == TAILOR_ERR_MISUSE);
+    /* an override that declares another op hides the built-in: the message names the file */
+    write_file("gelu_gate.lua", "return { op = 'rmsnorm', source = 'rmsnorm.cu', params = { A = {1} },\n"
+                                GOOD_TAIL);
+    CHECK(plan_for(ctx, "t4", "gelu_gate", "rows=1,inter=64", TAILOR_DTYPE_F16, &p) ==
+          TAILOR_ERR_NOT_FOUND);
+    char hid[600];
+    snprintf(hid, sizeof hid, "no template implements op 'gelu_gate' (%s/gelu_gate.lua declares "
+             "op 'rmsnorm' and hides the built-in gelu_gate.lua)", dir);
+    CHECKF(strcmp(tailor_ctx_message(ctx), hid) == 0, "%s", tailor_ctx_message(ctx));
+    remove_file("gelu_gate.lua");
+    CHECK_OK(ctx, plan_for(ctx, "t4", "gelu_gate", "rows=1,inter=64", TAILOR_DTYPE_F16, &p));
+    tailor_plan_free(&p);
+    CHECK(tailor_shape_parse(ctx, "rows=16,cols=99999999999999999999", &s) == TAILOR_ERR_MISUSE);
+    CHECK(strstr(tailor_ctx_message(ctx), "value of 'cols' is too large (the largest allowed is "
+                                          "2147483647)"));
+    CHECK(tailor_shape_parse(ctx, "m=2147483648", &s) == TAILOR_ERR_MISUSE);
+    CHECK_OK(ctx, tailor_shape_parse(ctx, "m=2147483647", &s));
+    CHECK(s.count == 1 && s.dims[0].value == 2147483647);
 }
 
 /* What space says for one configuration (JSON) at a shape, for bf16 on the H200 profile; at
@@ -813,7 +858,8 @@ int main(void)
     static const char *const broken[] = {"syntax", "uses_io", "uses_os", "uses_require", "global",
                                          "loop", "nogrid", "badarg", "thrower", "dupdefine",
                                          "reqstring", "reqnumber", "reqlong", "deftable",
-                                         "deflist"};
+                                         "deflist", "defspace", "defdigit", "emptyparam",
+                                         "emptyfn", "badparam", "srcup", "srcdir"};
     for (size_t i = 0; i < sizeof broken / sizeof broken[0]; i++) {
         char path[512];
         snprintf(path, sizeof path, "%s/%s.lua", dir, broken[i]);

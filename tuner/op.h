@@ -42,7 +42,8 @@ typedef struct tailor_shape {
     } dims[TAILOR_SHAPE_MAX];
 } tailor_shape;
 
-/* Parses "k=v,k=v". Values are integers (>= 0). Duplicate or malformed keys fail with one sentence. */
+/* Parses "k=v,k=v". Values are integers from 0 to INT32_MAX (kernels take them as i32).
+ * Duplicate or malformed keys, and values out of that range, fail with one sentence. */
 tailor_status tailor_shape_parse(tailor_ctx *ctx, const char *text, tailor_shape *out);
 /* Sets (or adds) key = value. */
 tailor_status tailor_shape_set(tailor_shape *shape, const char *key, long long value);

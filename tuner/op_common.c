@@ -2,6 +2,7 @@
 #include "op.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,11 +127,18 @@ tailor_status tailor_shape_parse(tailor_ctx *ctx, const char *text, tailor_shape
                 return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "shape '%s': bad key '%s'", text,
                                         key);
         char *end = NULL;
+        errno = 0;
         long long v = strtoll(eq + 1, &end, 10);
         if (end == eq + 1 || end != comma || v < 0)
             return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
                                     "shape '%s': value of '%s' is not a non-negative integer",
                                     text, key);
+        /* Kernels take shape values as i32 arguments; a larger one would be cut silently. */
+        if (errno == ERANGE || v > INT32_MAX)
+            return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                                    "shape '%s': value of '%s' is too large (the largest "
+                                    "allowed is %d)",
+                                    text, key, INT32_MAX);
         if (tailor_shape_has(out, key))
             return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "shape '%s': '%s' given twice", text,
                                     key);

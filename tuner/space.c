@@ -1,6 +1,7 @@
 /* space.c — search spaces in a sandboxed Lua 5.4 state (docs/search-spaces.md). */
 #include "space.h"
 
+#include <ctype.h>
 #include <lauxlib.h>
 #include <lua.h>
 #include <lualib.h>
@@ -137,12 +138,36 @@ static tailor_status field_string(tailor_ctx *ctx, tailor_space *s, const char *
 
 static int cmp_str48(const void *a, const void *b) { return strcmp(a, b); }
 
+/* 1 when name can be a -D macro: a C identifier that fits a tailor_define's name. */
+static int is_define_name(const char *name)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n >= sizeof ((tailor_define *)0)->name ||
+        !(isalpha((unsigned char)name[0]) || name[0] == '_'))
+        return 0;
+    for (size_t i = 1; i < n; i++)
+        if (!(isalnum((unsigned char)name[i]) || name[i] == '_'))
+            return 0;
+    return 1;
+}
+
+/* `source` names a file beside the space in the template directories, never a path out. */
+static tailor_status check_source(tailor_ctx *ctx, const tailor_space *s)
+{
+    if (s->source[0] && !strchr(s->source, '/') && !strstr(s->source, ".."))
+        return TAILOR_OK;
+    return tailor_set_error(ctx, TAILOR_ERR_LUA, "search space %s: 'source' must be a file name "
+                            "in the template directories (no '/' or '..'), not '%s'", s->origin,
+                            s->source);
+}
+
 static tailor_status read_header_fields(tailor_ctx *ctx, tailor_space *s)
 {
     lua_State *L = s->L;
     tailor_status st;
     if ((st = field_string(ctx, s, "op", s->op, sizeof s->op)) ||
-        (st = field_string(ctx, s, "source", s->source, sizeof s->source)))
+        (st = field_string(ctx, s, "source", s->source, sizeof s->source)) ||
+        (st = check_source(ctx, s)))
         return st;
     static const char *const required[] = {"params", "threads", "smem_static", "smem_dynamic",
                                            "grid", "args", NULL};
@@ -205,6 +230,13 @@ static tailor_status read_header_fields(tailor_ctx *ctx, tailor_space *s)
                                     "search space %s: params keys must be names (at most %d)",
                                     s->origin, TAILOR_SPACE_MAX_PARAMS);
         }
+        if (!is_define_name(lua_tostring(L, -2))) {
+            st = tailor_set_error(ctx, TAILOR_ERR_LUA, "search space %s: parameter '%s' is not "
+                                  "a C identifier of at most 47 characters (it becomes a -D "
+                                  "define)", s->origin, lua_tostring(L, -2));
+            lua_pop(L, 3);
+            return st;
+        }
         snprintf(s->param_names[s->nparams++], 48, "%s", lua_tostring(L, -2));
         lua_pop(L, 1);
     }
@@ -245,45 +277,33 @@ static tailor_status open_space_lib(tailor_ctx *ctx, tailor_space *s)
     return TAILOR_OK;
 }
 
-tailor_status tailor_space_load(tailor_ctx *ctx, const char *name, tailor_space **out)
+/* Runs a space's text (`file` is its name, "rmsnorm.lua"; origin where it came from) in a fresh
+ * sandboxed state and reads its fixed fields. */
+static tailor_status space_from_text(tailor_ctx *ctx, const char *file, const char *origin,
+                                     const char *text, size_t size, tailor_space **out)
 {
     *out = NULL;
-    char file[80];
-    size_t n = strlen(name);
-    if (n > 4 && strcmp(name + n - 4, ".lua") == 0)
-        snprintf(file, sizeof file, "%s", name);
-    else
-        snprintf(file, sizeof file, "%s.lua", name);
-    tailor_template_file f;
-    tailor_status st = tailor_template_read(ctx, file, &f);
-    if (st)
-        return st;
     tailor_space *s = calloc(1, sizeof *s);
-    if (!s) {
-        tailor_template_file_free(&f);
+    if (!s)
         return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory");
-    }
     snprintf(s->name, sizeof s->name, "%.*s", (int)(strlen(file) - 4), file);
-    snprintf(s->origin, sizeof s->origin, "%s", f.origin);
-    tailor_sha256_hex(f.text, f.size, s->lua_text_hash);
+    snprintf(s->origin, sizeof s->origin, "%s", origin);
+    tailor_sha256_hex(text, size, s->lua_text_hash);
     s->L = luaL_newstate();
     if (!s->L) {
-        tailor_template_file_free(&f);
         free(s);
         return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory creating a Lua state");
     }
     open_sandbox(s->L);
-    st = open_space_lib(ctx, s);
+    tailor_status st = open_space_lib(ctx, s);
     if (st) {
-        tailor_template_file_free(&f);
         tailor_space_destroy(s);
         return st;
     }
     lock_globals(s->L);
     char chunkname[1100];
-    snprintf(chunkname, sizeof chunkname, "@%s", f.origin);
-    int r = luaL_loadbufferx(s->L, f.text, f.size, chunkname, "t");
-    tailor_template_file_free(&f);
+    snprintf(chunkname, sizeof chunkname, "@%s", origin);
+    int r = luaL_loadbufferx(s->L, text, size, chunkname, "t");
     if (r != LUA_OK) {
         tailor_set_error(ctx, TAILOR_ERR_LUA, "search space %s: %s", file, lua_tostring(s->L, -1));
         tailor_space_destroy(s);
@@ -306,6 +326,24 @@ tailor_status tailor_space_load(tailor_ctx *ctx, const char *name, tailor_space 
     s->table_ref = luaL_ref(s->L, LUA_REGISTRYINDEX);
     *out = s;
     return TAILOR_OK;
+}
+
+tailor_status tailor_space_load(tailor_ctx *ctx, const char *name, tailor_space **out)
+{
+    *out = NULL;
+    char file[80];
+    size_t n = strlen(name);
+    if (n > 4 && strcmp(name + n - 4, ".lua") == 0)
+        snprintf(file, sizeof file, "%s", name);
+    else
+        snprintf(file, sizeof file, "%s.lua", name);
+    tailor_template_file f;
+    tailor_status st = tailor_template_read(ctx, file, &f);
+    if (st)
+        return st;
+    st = space_from_text(ctx, file, f.origin, f.text, f.size, out);
+    tailor_template_file_free(&f);
+    return st;
 }
 
 void tailor_space_destroy(tailor_space *s)
@@ -555,8 +593,10 @@ tailor_status tailor_space_enumerate(tailor_ctx *ctx, tailor_space *s, const tai
             lua_pop(L, 1);
         }
         lua_pop(L, 2);
-        if (nvalues[p] == 0)
-            return TAILOR_OK; /* an empty list: no configuration */
+        if (nvalues[p] == 0) /* `valid` refuses configurations, with a reason */
+            return tailor_set_error(ctx, TAILOR_ERR_LUA,
+                                    "search space %s: params.%s gives no values (an empty list)",
+                                    s->origin, s->param_names[p]);
     }
     size_t total = 1;
     for (int p = 0; p < s->nparams; p++) {
@@ -686,7 +726,8 @@ static tailor_status read_features(tailor_ctx *ctx, tailor_space *s, const call_
 }
 
 /* The `defines` entry on top of the stack (key at -2, value at -1) as out's next define; a
- * malformed one (a list entry, one too many, a value that is no scalar, a parameter's name) sets
+ * malformed one (a list entry, a name that is no C identifier, one too many, a value that is no
+ * scalar, a parameter's name) sets
  * the error naming it and leaves the stack as it is. */
 static tailor_status read_define(tailor_ctx *ctx, tailor_space *s, const call_args *a,
                                  tailor_launch *out)
@@ -696,6 +737,10 @@ static tailor_status read_define(tailor_ctx *ctx, tailor_space *s, const call_ar
         return tailor_set_error(ctx, TAILOR_ERR_LUA, "search space %s: 'defines' must map names "
                                 "to values (it gives a list entry)", s->origin);
     const char *name = lua_tostring(L, -2);
+    if (!is_define_name(name))
+        return tailor_set_error(ctx, TAILOR_ERR_LUA, "search space %s: 'defines' gives '%s', "
+                                "which is not a C identifier of at most 47 characters",
+                                s->origin, name);
     if (out->ndefines == TAILOR_GEN_MAX_DEFINES)
         return tailor_set_error(ctx, TAILOR_ERR_LUA, "search space %s: 'defines' gives %s past "
                                 "the %d defines a kernel takes (parameters included)",
@@ -946,6 +991,42 @@ tailor_status tailor_config_parse_json(tailor_ctx *ctx, const char *json, tailor
     return TAILOR_OK;
 }
 
+/* The op the built-in copy of `file` ("rmsnorm.lua") declares into op; "" when tailor has none
+ * or it does not load. */
+static void builtin_op(const char *file, char *op, size_t size)
+{
+    op[0] = '\0';
+    for (size_t i = 0; i < tailor_embedded_count; i++) {
+        const tailor_embedded_file *e = &tailor_embedded_files[i];
+        if (strcmp(e->path, file) != 0)
+            continue;
+        char origin[96];
+        snprintf(origin, sizeof origin, "embedded:%s", file);
+        tailor_space *s = NULL;
+        if (space_from_text(NULL, file, origin, e->data, e->size, &s) == TAILOR_OK)
+            snprintf(op, size, "%s", s->op);
+        tailor_space_destroy(s);
+        return;
+    }
+}
+
+/* When a space from TAILOR_TEMPLATE_PATH declares another op than `op` while the built-in
+ * template of its name implements `op`, appends "ORIGIN declares op 'X'" to why (the override
+ * hid the built-in). */
+static void note_hidden(const tailor_space *s, const char *file, const char *op, char *why,
+                        size_t size)
+{
+    char was[64];
+    if (strcmp(s->op, op) == 0 || strncmp(s->origin, "embedded:", 9) == 0)
+        return;
+    builtin_op(file, was, sizeof was);
+    if (strcmp(was, op) != 0)
+        return;
+    size_t used = strlen(why);
+    snprintf(why + used, size - used, "%s%s declares op '%s' and hides the built-in %s",
+             used ? "; " : "", s->origin, s->op, file);
+}
+
 tailor_status tailor_space_find_for_op(tailor_ctx *ctx, const char *op, char ***names, int *count)
 {
     char **all = NULL;
@@ -959,6 +1040,7 @@ tailor_status tailor_space_find_for_op(tailor_ctx *ctx, const char *op, char ***
         tailor_template_names_free(all, n);
         return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory");
     }
+    char hidden[2048] = "";
     for (int i = 0; i < n; i++) {
         tailor_space *s = NULL;
         st = tailor_space_load(ctx, all[i], &s);
@@ -969,9 +1051,16 @@ tailor_status tailor_space_find_for_op(tailor_ctx *ctx, const char *op, char ***
         }
         if (strcmp(s->op, op) == 0)
             mine[m++] = strdup(s->name);
+        else
+            note_hidden(s, all[i], op, hidden, sizeof hidden);
         tailor_space_destroy(s);
     }
     tailor_template_names_free(all, n);
+    if (m == 0) {
+        free(mine);
+        return tailor_set_error(ctx, TAILOR_ERR_NOT_FOUND, "no template implements op '%s'%s%s%s",
+                                op, hidden[0] ? " (" : "", hidden, hidden[0] ? ")" : "");
+    }
     *names = mine;
     *count = m;
     return TAILOR_OK;

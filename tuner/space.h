@@ -127,9 +127,10 @@ void tailor_config_json(const tailor_config *cfg, char *buf, size_t size);
 /* Parses the JSON above back. */
 tailor_status tailor_config_parse_json(tailor_ctx *ctx, const char *json, tailor_config *cfg);
 
-/* Names of every space (embedded + TAILOR_TEMPLATE_PATH) implementing `op`, sorted. Loading
- * failures of unrelated spaces are not errors; a broken space whose file name starts with the
- * op's name is (so its author sees the message). */
+/* Names of every space (embedded + TAILOR_TEMPLATE_PATH) implementing `op`, sorted; a space
+ * that fails to load fails the call with its message. TAILOR_ERR_NOT_FOUND when none does,
+ * naming each file on TAILOR_TEMPLATE_PATH that hid a built-in template of `op` by declaring
+ * another op. */
 tailor_status tailor_space_find_for_op(tailor_ctx *ctx, const char *op, char ***names, int *count);
 
 #endif

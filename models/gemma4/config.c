@@ -16,6 +16,9 @@ typedef struct jsrc {
     const char *prefix; /* "" or "text_config." */
 } jsrc;
 
+/* The largest integer a config field may hold (every one is a count or size of an int). */
+#define CONFIG_INT_MAX 1000000000
+
 static tailor_status get_int(const jsrc *j, const cJSON *obj, const char *key, int required,
                              int def, int *out)
 {
@@ -27,11 +30,14 @@ static tailor_status get_int(const jsrc *j, const cJSON *obj, const char *key, i
         *out = def;
         return TAILOR_OK;
     }
-    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < 0 ||
-        v->valuedouble > 1e9)
+    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < 0)
         return tailor_set_error(j->ctx, TAILOR_ERR_PARSE,
                                 "%s: field %s%s is not a non-negative integer", j->file, j->prefix,
                                 key);
+    if (v->valuedouble > CONFIG_INT_MAX)
+        return tailor_set_error(j->ctx, TAILOR_ERR_PARSE,
+                                "%s: field %s%s is %g, too large (at most %d)", j->file, j->prefix,
+                                key, v->valuedouble, CONFIG_INT_MAX);
     *out = (int)v->valuedouble;
     return TAILOR_OK;
 }

@@ -487,6 +487,15 @@ static void layer(tailor_gemma4_cpu *st, int i)
         st->x[j] *= w->layer_scalar;
 }
 
+/* Index of the first value of v[0..n) that is inf or NaN; -1 when all are finite. */
+static int first_nonfinite(const float *v, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!isfinite(v[i]))
+            return i;
+    return -1;
+}
+
 tailor_status tailor_gemma4_cpu_step(tailor_ctx *ctx, tailor_gemma4_cpu *st, int32_t token,
                                      const float **logits)
 {
@@ -526,6 +535,11 @@ tailor_status tailor_gemma4_cpu_step(tailor_ctx *ctx, tailor_gemma4_cpu *st, int
             l = tanhf(l / cfg->softcap) * cfg->softcap;
         st->logits[v] = l;
     }
+    int bad = first_nonfinite(st->logits, cfg->vocab);
+    if (bad >= 0) /* as the GPU forward reports it: garbage out is an error, not an argmax */
+        return tailor_set_error(ctx, TAILOR_ERR_VERIFY,
+                                "gemma4 cpu: inf or NaN in the activations (the logits of "
+                                "position %d are not finite, logit %d first)", st->pos, bad);
     st->pos++;
     *logits = st->logits;
     return TAILOR_OK;

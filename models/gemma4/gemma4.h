@@ -151,7 +151,8 @@ int tailor_gemma4_cpu_pos(const tailor_gemma4_cpu *st);
 
 /* Runs one token at the next position and points *logits at the vocab soft-capped logits
  * (owned by st, valid until the next step). TAILOR_ERR_MISUSE for a token outside the
- * vocabulary or when max_tokens positions are used up. */
+ * vocabulary or when max_tokens positions are used up; TAILOR_ERR_VERIFY when a logit is inf or
+ * NaN (non-finite weights or activations), the position not counted. */
 tailor_status tailor_gemma4_cpu_step(tailor_ctx *ctx, tailor_gemma4_cpu *st, int32_t token,
                                      const float **logits);
 
