@@ -114,7 +114,7 @@ tailor_status step_tune_model(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_kern
     free(ids);
     if (st == TAILOR_OK)
         printf("step tuning: %d kernels, %d configurations tried (%d could not be), %d kept; "
-               "step %.1f -> %.1f us\n", r.kernels, r.tried, r.failed, r.kept, r.first_us,
-               r.last_us);
+               "step %.1f -> %.1f us (timings spread %.2f %%, margin %.2f %%)\n", r.kernels,
+               r.tried, r.failed, r.kept, r.first_us, r.last_us, 100 * r.noise, 100 * r.margin);
     return st;
 }

@@ -2,6 +2,7 @@
  * alternatives (tailor_step_alternatives) and when an alternative replaces the winner
  * (tailor_step_keeps). The GPU part (a configuration swapped in place, kept or dropped) is
  * test_gpu_step_tune.c. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,15 @@ static void test_keeps(void)
     CHECK(tailor_step_keeps(from, in_noise, 3, 0.002, &wins) == 0 && wins == 0);
     CHECK(tailor_step_keeps(from, in_noise, 3, 0.0005, &wins) == 1 && wins == 3);
     CHECK(tailor_step_keeps(from, win, 0, 0.002, &wins) == 0 && wins == 0);
+}
+
+static void test_noise(void)
+{
+    const double steady[4] = {1000, 1001, 999, 1000};
+    const double jumpy[4] = {1000, 1020, 990, 990};
+    CHECK(fabs(tailor_step_noise(steady, 4) - 0.002) < 1e-12);
+    CHECK(fabs(tailor_step_noise(jumpy, 4) - 30.0 / 1000.0) < 1e-12);
+    CHECK(tailor_step_noise(steady, 1) == 0);
 }
 
 typedef struct alts {
@@ -121,6 +131,7 @@ int main(void)
     }
     tailor_ctx *ctx = test_ctx();
     test_keeps();
+    test_noise();
     test_alternatives(ctx, dir);
     tailor_ctx_destroy(ctx);
     int rc = test_finish("test_step_tune");

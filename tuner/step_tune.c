@@ -82,6 +82,19 @@ int tailor_step_keeps(const double *step_from, const double *step_to, int pairs,
     return pairs > 0 && *wins == pairs;
 }
 
+double tailor_step_noise(const double *us, int n)
+{
+    if (n < 2)
+        return 0;
+    double lo = us[0], hi = us[0], sum = 0;
+    for (int i = 0; i < n; i++) {
+        lo = us[i] < lo ? us[i] : lo;
+        hi = us[i] > hi ? us[i] : hi;
+        sum += us[i];
+    }
+    return sum > 0 ? (hi - lo) / (sum / n) : 0;
+}
+
 static int by_cost(const void *a, const void *b)
 {
     double x = ((const tailor_step_kernel *)a)->us, y = ((const tailor_step_kernel *)b)->us;
@@ -99,7 +112,7 @@ static double median_of(double *v, int n)
     return n ? (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2])) : 0;
 }
 
-enum { MAX_PAIRS = 15, MAX_ALTS = 16 };
+enum { MAX_PAIRS = 15, MAX_ALTS = 16, NOISE_SAMPLES = 4 };
 
 /* Times the step with k's own configuration and with the one being tried, `pairs` times each,
  * alternating which goes first; leaves k on its own. */
@@ -207,7 +220,16 @@ tailor_status tailor_step_tune(tailor_ctx *ctx, tailor_kernels *set, tailor_cach
     memset(out, 0, sizeof *out);
     tailor_step_tune_options o = with_defaults(opts);
     qsort(list, (size_t)n, sizeof *list, by_cost);
-    tailor_status st = timer(ctx, user, &out->first_us);
+    /* the margin is at least what the same step varies by from timing to timing */
+    double base[NOISE_SAMPLES];
+    tailor_status st = TAILOR_OK;
+    for (int i = 0; i < NOISE_SAMPLES && st == TAILOR_OK; i++)
+        st = timer(ctx, user, &base[i]);
+    out->first_us = median_of(base, NOISE_SAMPLES);
+    out->noise = tailor_step_noise(base, NOISE_SAMPLES);
+    if (o.margin < out->noise)
+        o.margin = out->noise;
+    out->margin = o.margin;
     for (int i = 0; i < n && i < o.max_kernels && st == TAILOR_OK; i++) {
         out->kernels++;
         st = tune_kernel(ctx, set, cache, list[i].kernel, timer, user, &o, out);

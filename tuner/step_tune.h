@@ -45,14 +45,16 @@ typedef struct tailor_step_tune_options {
     double within;     /* only those whose own time is within this factor of the fastest (0: 1.3) */
     int pairs;         /* alternating (winner, alternative) step timings per try (0: 3) */
     double margin;     /* the fraction of the step an alternative must save in every pair
-                          (0: 0.002) */
+                          (0: 0.002); raised to the step's own spread over four timings
+                          (tailor_step_noise) when that is larger */
     void (*progress)(void *user, const tailor_step_try *t);
     void *progress_user;
 } tailor_step_tune_options;
 
 typedef struct tailor_step_tune_result {
     int kernels, tried, kept, failed;
-    double first_us, last_us; /* the step before the first try and after the last */
+    double first_us, last_us; /* the step before the first try (median of four) and after */
+    double noise, margin;     /* the four timings' spread (tailor_step_noise), the margin used */
 } tailor_step_tune_result;
 
 /* The timed trials the cache holds for `key`, fastest first, other than the own configuration
@@ -73,6 +75,10 @@ tailor_status tailor_step_tune(tailor_ctx *ctx, tailor_kernels *set, tailor_cach
                                tailor_step_kernel *list, int n, tailor_step_timer timer, void *user,
                                const tailor_step_tune_options *opts,
                                tailor_step_tune_result *out);
+
+/* The spread of n timings of one step as a fraction of their mean: (max - min) / mean (0 for
+ * fewer than two). */
+double tailor_step_noise(const double *us, int n);
 
 /* Whether an alternative timed against its winner in `pairs` alternating pairs should replace
  * it: every pair won by more than margin x the winner's time (step_from[i] the winner's time in
