@@ -206,7 +206,7 @@ void tailor_cache_fingerprint_diff(const char *a_file, const char *b_here, char 
     for (int i = 0; i < n; i++) {
         if (strcmp(a.field[i], b.field[i]) == 0)
             continue;
-        char field_n[16]; /* the names are used whole: a 32-byte copy cut "(B)" off */
+        char field_n[24]; /* the names are used whole: a 32-byte copy cut "(B)" off */
         snprintf(field_n, sizeof field_n, "field %d", i + 1);
         diff_append(buf, size, i < 6 ? names[i] : field_n, a.field[i], b.field[i],
                     i == 0 || i >= 6);
