@@ -151,6 +151,26 @@ static void check_logits(const char *tag, tailor_dtype dt, int w4a16, const floa
 
 /* Runs one mode of a fixture: prompt logits against ref, then greedy ids against `greedy` (with
  * transformers' top-2 gaps, or for quantize_head modes the CPU reference's qgaps). */
+/* The decode graph captured again (tailor_gemma4_gpu_recapture, as step tuning does after it
+ * changes a kernel) gives the same greedy ids for the same prompt. */
+static void check_recapture(tailor_ctx *ctx, tailor_gemma4_gpu *g, const char *tag,
+                            const int32_t *prompt, int T, const int32_t *ids, int n)
+{
+    int32_t next = -1;
+    tailor_status st = tailor_gemma4_gpu_recapture(ctx, g);
+    CHECKF(st == TAILOR_OK, "%s: recapture failed: %s", tag, tailor_ctx_message(ctx));
+    CHECK(tailor_gemma4_gpu_pos(g) == 0);
+    if (st == TAILOR_OK)
+        st = tailor_gemma4_gpu_prefill(ctx, g, prompt, T, NULL, &next);
+    int i = 0;
+    for (; st == TAILOR_OK && i < n && next == ids[i]; i++)
+        if (i + 1 < n)
+            st = tailor_gemma4_gpu_step(ctx, g, next, NULL, &next);
+    CHECKF(st == TAILOR_OK && i == n, "%s: after a recapture, id %d of %d differs or failed (%s)",
+           tag, i, n, st ? tailor_ctx_message(ctx) : "differs");
+    printf("  %s: recaptured graph, %d of %d greedy ids the same\n", tag, i, n);
+}
+
 static void run_mode(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, const char *name,
                      const mode *md, tailor_gemma4 *m, const int32_t *prompt, int T,
                      const int32_t *greedy, int G, const cJSON *gaps, const double *qgaps,
@@ -190,8 +210,9 @@ static void run_mode(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, cons
         if (st == TAILOR_OK)
             check_logits(tag, md->dtype, tailor_gemma4_is_w4a16(m), logits, ref, T, V);
         int same = 1, made = 0;
-        for (int i = 0; st == TAILOR_OK && i < G; i++) {
-            made++;
+        int32_t *ids = malloc((size_t)G * sizeof *ids);
+        for (int i = 0; st == TAILOR_OK && ids && i < G; i++) {
+            ids[made++] = next;
             if (next != greedy[i] && qgaps) {
                 /* a flip is allowed where the reference's own margin is within twice the
                  * largest tolerance a position can have (|logits| <= 30, the softcap) */
@@ -213,6 +234,9 @@ static void run_mode(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, cons
             st = tailor_gemma4_gpu_step(ctx, g, next, NULL, &next);
             CHECKF(st == TAILOR_OK, "%s: decode step %d failed: %s", tag, i, tailor_ctx_message(ctx));
         }
+        if (md == &modes[0] && st == TAILOR_OK && ids)
+            check_recapture(ctx, g, tag, prompt, T, ids, made);
+        free(ids);
         tailor_gemma4_gpu_info info;
         tailor_gemma4_gpu_get_info(g, &info);
         CHECKF(info.lm_int4 == md->quantize_head, "%s: the LM head is %s, the mode asks for %s",
