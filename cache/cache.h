@@ -132,14 +132,23 @@ tailor_status tailor_cache_foreach_winner(tailor_ctx *ctx, tailor_cache *c, cons
 tailor_status tailor_cache_export(tailor_ctx *ctx, tailor_cache *c, const char *fingerprint,
                                   const char *file, int *n_entries);
 
+/* What the cache cannot judge of an imported entry by itself: whether its shape, dtype and
+ * parameters are ones the program writes (the tuner's rules: tailor_op_check_cache_entry,
+ * tuner/op.h). NULL when they are, else the end of the sentence ("is not in canonical form ...")
+ * with *field set to the field it is about. */
+typedef const char *(*tailor_cache_entry_check)(const tailor_cache_key *key,
+                                                const char *params_json, const char **field);
+
 /* Imports an export file in one transaction: all entries or none. Refuses with
  * TAILOR_ERR_MISMATCH, listing every differing field, when the file's fingerprint is not
- * `live_fingerprint`; with TAILOR_ERR_PARSE or TAILOR_ERR_MISMATCH, naming the file and the
- * field, when it is damaged or tampered with (bad JSON, checksum, missing field, binary digest);
- * TAILOR_ERR_UNSUPPORTED for a newer export format version.
- * *n_entries receives the count imported (0 on failure). */
+ * `live_fingerprint`; with TAILOR_ERR_PARSE or TAILOR_ERR_MISMATCH, naming the file, the entry
+ * and the field, when it is damaged or tampered with (bad JSON, checksum, missing field, binary
+ * digest, an arch the fingerprint's device cannot run, a launch that is no JSON object, or what
+ * `check` refuses; NULL: no such check); TAILOR_ERR_UNSUPPORTED for a newer export format
+ * version. *n_entries receives the count imported (0 on failure). */
 tailor_status tailor_cache_import(tailor_ctx *ctx, tailor_cache *c, const char *file,
-                                  const char *live_fingerprint, int *n_entries);
+                                  const char *live_fingerprint, tailor_cache_entry_check check,
+                                  int *n_entries);
 
 /* Deletes the winners and trials of `fingerprint`, or of every device when NULL, in one
  * transaction. */

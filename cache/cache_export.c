@@ -12,9 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "op.h"
 #include "sha256.h"
-#include "space.h"
 
 #define EXPORT_FORMAT "tailor-cache-export"
 #define EXPORT_VERSION 1
@@ -405,6 +403,7 @@ static int json_number(const cJSON *o, const char *name, double *out)
 
 typedef struct import_state {
     const char *file, *fingerprint;
+    tailor_cache_entry_check check; /* may be NULL */
     const cJSON *entries;
     int n;
 } import_state;
@@ -481,26 +480,14 @@ static tailor_status entry_arch(tailor_ctx *ctx, const import_state *im, int i,
     return entry_fail(ctx, im, i, "arch", why);
 }
 
-/* What the fields hold, beyond their types: a canonical shape ("k=1536,m=1", as lookups format
- * it), a dtype's name, parameters and launch as JSON objects, an arch the device can run. */
+/* What the fields hold, beyond their types: the importer's check of the shape, dtype and
+ * parameters, a launch that is a JSON object, an arch the device can run. */
 static tailor_status entry_values(tailor_ctx *ctx, const import_state *im, int i,
                                   const tailor_cache_key *key, const tailor_cache_winner *w)
 {
-    tailor_shape shape;
-    char canon[512];
-    if (tailor_shape_parse(NULL, key->shape, &shape) != TAILOR_OK)
-        return entry_fail(ctx, im, i, "shape", "is not a list of key=value (a non-negative integer)");
-    tailor_shape_format(&shape, canon, sizeof canon);
-    if (strcmp(canon, key->shape) != 0)
-        return entry_fail(ctx, im, i, "shape", "is not in canonical form (keys sorted, as in "
-                          "'k=1536,m=1')");
-    tailor_dtype dtype;
-    if (tailor_dtype_parse(NULL, key->dtype, &dtype) != TAILOR_OK ||
-        strcmp(tailor_dtype_name(dtype), key->dtype) != 0)
-        return entry_fail(ctx, im, i, "dtype", "is not fp16, bf16 or fp32");
-    tailor_config cfg;
-    if (tailor_config_parse_json(NULL, w->params_json, &cfg) != TAILOR_OK)
-        return entry_fail(ctx, im, i, "params", "is not a JSON object");
+    const char *field = NULL, *problem = im->check ? im->check(key, w->params_json, &field) : NULL;
+    if (problem)
+        return entry_fail(ctx, im, i, field ? field : "entries", problem);
     cJSON *launch = cJSON_ParseWithOpts(w->launch_json, NULL, 1);
     int launch_ok = cJSON_IsObject(launch);
     cJSON_Delete(launch);
@@ -633,7 +620,8 @@ static tailor_status check_header(tailor_ctx *ctx, const char *file, const cJSON
 }
 
 tailor_status tailor_cache_import(tailor_ctx *ctx, tailor_cache *c, const char *file,
-                                  const char *live_fingerprint, int *n_entries)
+                                  const char *live_fingerprint, tailor_cache_entry_check check,
+                                  int *n_entries)
 {
     if (!c || !file || !live_fingerprint || !live_fingerprint[0])
         return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
@@ -654,7 +642,7 @@ tailor_status tailor_cache_import(tailor_ctx *ctx, tailor_cache *c, const char *
                                  "import file '%s' is not a valid JSON object (near byte %ld)",
                                  file, end ? (long)(end - data) : 0L);
     }
-    import_state im = {0};
+    import_state im = {.check = check};
     if (s == TAILOR_OK)
         s = check_header(ctx, file, doc, live_fingerprint, &im);
     if (s == TAILOR_OK)

@@ -375,7 +375,7 @@ static int cache_import_cmd(tailor_ctx *ctx, tailor_cache *c, const cache_opts *
     if (resolve_fingerprint(ctx, o, fp, sizeof fp))
         return 1;
     int n = 0;
-    tailor_status s = tailor_cache_import(ctx, c, file, fp, &n);
+    tailor_status s = tailor_cache_import(ctx, c, file, fp, tailor_tuner_check_entry, &n);
     if (s != TAILOR_OK)
         return cli_fail(ctx, s);
     printf("imported %d winner%s from %s into %s\n", n, n == 1 ? "" : "s", file,

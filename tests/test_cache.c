@@ -12,6 +12,7 @@
 #include "cache.h"
 #include "sha256.h"
 #include "testlib.h"
+#include "tuner.h"
 
 #define FP_H200 "NVIDIA H200|sm_90|132|232448|13000|13.0"
 #define FP_A100 "NVIDIA A100-SXM4-80GB|sm_80|108|166912|13000|13.0"
@@ -371,7 +372,7 @@ static void test_export_import(tailor_ctx *ctx)
     tailor_cache *src = open_cache(ctx, "src.sqlite");
     tailor_cache *dst = open_cache(ctx, "dst.sqlite");
     int n = -1;
-    CHECK_OK(ctx, tailor_cache_import(ctx, dst, file, FP_H200, &n));
+    CHECK_OK(ctx, tailor_cache_import(ctx, dst, file, FP_H200, tailor_tuner_check_entry, &n));
     CHECK(n == 3);
     collected *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b);
     CHECK_OK(ctx, tailor_cache_foreach_winner(ctx, src, FP_H200, collect_fn, a));
@@ -385,7 +386,7 @@ static void test_export_import(tailor_ctx *ctx)
     CHECK_OK(ctx, tailor_cache_check(ctx, dst, &ok, &bad));
     CHECK(ok == 3 && bad == 0);
     /* importing again is idempotent */
-    CHECK_OK(ctx, tailor_cache_import(ctx, dst, file, FP_H200, &n));
+    CHECK_OK(ctx, tailor_cache_import(ctx, dst, file, FP_H200, tailor_tuner_check_entry, &n));
     CHECK(n == 3 && count_winners(ctx, dst, NULL) == 3);
     free(a);
     free(b);
@@ -395,7 +396,8 @@ static void test_export_import(tailor_ctx *ctx)
     path_in_tmp(empty, sizeof empty, "empty.tailor");
     CHECK_OK(ctx, tailor_cache_export(ctx, src, "NVIDIA T4|sm_75|40|65536|13000|13.0", empty, &n));
     CHECK(n == 0);
-    CHECK_OK(ctx, tailor_cache_import(ctx, dst, empty, "NVIDIA T4|sm_75|40|65536|13000|13.0", &n));
+    CHECK_OK(ctx, tailor_cache_import(ctx, dst, empty, "NVIDIA T4|sm_75|40|65536|13000|13.0",
+                                      tailor_tuner_check_entry, &n));
     CHECK(n == 0 && count_winners(ctx, dst, NULL) == 3);
     tailor_cache_close(src);
     tailor_cache_close(dst);
@@ -407,7 +409,8 @@ static void test_fingerprint_refusal(tailor_ctx *ctx)
     path_in_tmp(file, sizeof file, "h200.tailor"); /* written by test_export_import */
     tailor_cache *c = open_cache(ctx, "fp.sqlite");
     int n = -1;
-    CHECK(tailor_cache_import(ctx, c, file, FP_A100, &n) == TAILOR_ERR_MISMATCH);
+    CHECK(tailor_cache_import(ctx, c, file, FP_A100, tailor_tuner_check_entry, &n) ==
+          TAILOR_ERR_MISMATCH);
     const char *msg = tailor_ctx_message(ctx);
     CHECKF(strstr(msg, "GPU name: 'NVIDIA H200' in the file, 'NVIDIA A100-SXM4-80GB' here") &&
                strstr(msg, "architecture: sm_90 in the file, sm_80 here") &&
@@ -437,7 +440,7 @@ static void expect_refused(tailor_ctx *ctx, tailor_cache *c, const char *name, c
     path_in_tmp(file, sizeof file, name);
     write_all(file, data, n);
     int before = count_winners(ctx, c, NULL), got = -1;
-    tailor_status s = tailor_cache_import(ctx, c, file, FP_H200, &got);
+    tailor_status s = tailor_cache_import(ctx, c, file, FP_H200, tailor_tuner_check_entry, &got);
     CHECKF(s != TAILOR_OK, "%s was imported", name);
     CHECKF(strstr(tailor_ctx_message(ctx), expect) && strstr(tailor_ctx_message(ctx), file),
            "%s: message '%s' lacks '%s'", name, tailor_ctx_message(ctx), expect);

@@ -388,6 +388,30 @@ static tailor_status store_winner(tune_state *t, candidate *c, int sm, int ptx, 
     return tailor_cache_put_winner(t->ctx, t->cache, &t->key, &w);
 }
 
+const char *tailor_tuner_check_entry(const tailor_cache_key *key, const char *params_json,
+                                     const char **field)
+{
+    tailor_shape shape;
+    char canon[512];
+    *field = "shape";
+    if (tailor_shape_parse(NULL, key->shape, &shape) != TAILOR_OK)
+        return "is not a list of key=value (a non-negative integer)";
+    tailor_shape_format(&shape, canon, sizeof canon);
+    if (strcmp(canon, key->shape) != 0)
+        return "is not in canonical form (keys sorted, as in 'k=1536,m=1')";
+    tailor_dtype dtype;
+    *field = "dtype";
+    if (tailor_dtype_parse(NULL, key->dtype, &dtype) != TAILOR_OK ||
+        strcmp(tailor_dtype_name(dtype), key->dtype) != 0)
+        return "is not fp16, bf16 or fp32";
+    tailor_config cfg;
+    *field = "params";
+    if (tailor_config_parse_json(NULL, params_json, &cfg) != TAILOR_OK)
+        return "is not a JSON object";
+    *field = NULL;
+    return NULL;
+}
+
 static void fill_result_from_winner(tailor_tune_result *out, const tailor_cache_winner *w)
 {
     snprintf(out->template_name, sizeof out->template_name, "%s", w->template_name);

@@ -78,6 +78,13 @@ tailor_status tailor_tuner_time_winner(tailor_ctx *ctx, tailor_gpu *gpu,
                                        const tailor_cache_key *key, const tailor_cache_winner *w,
                                        int batches, double *median_us, double *spread_us);
 
+/* A tailor_cache_entry_check (cache.h) for imports: the entry's shape is canonical text of
+ * key=value integers (as tailor_shape_format writes it), its dtype a name tailor_dtype_name
+ * gives and its parameters a configuration as tailor_config_json writes it; NULL when so, else
+ * what is wrong with *field. */
+const char *tailor_tuner_check_entry(const tailor_cache_key *key, const char *params_json,
+                                     const char **field);
+
 /* The fingerprint a tune run keys the cache with: the live GPU's, or "rehearse:NAME@<live>". */
 void tailor_tuner_fingerprint(const tailor_device_info *live, const tailor_device_info *rehearse,
                               char *buf, size_t size);
