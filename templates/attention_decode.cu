@@ -44,16 +44,6 @@
 #error "attention_decode.cu: WM * 16 must cover GROUP query heads"
 #endif
 
-__device__ __forceinline__ void attn_copy_pos(int *dst, const int *src, bool ok)
-{
-#if ASYNC
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(attn_smem_addr(dst)),
-                 "l"(src), "r"(ok ? 4 : 0));
-#else
-    *dst = ok ? __ldg(src) : -1;
-#endif
-}
-
 #if CLUSTER
 #ifndef CLUSTER_X
 #error "attention_decode.cu: CLUSTER needs CLUSTER_X, the blocks of a cluster (= gridDim.x)"
@@ -230,23 +220,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
 
     // Requests tile `tile` into stage `slot`; before the wait (early) without the own slot.
     auto load_tile = [&](int tile, int slot, bool early) {
-        const int kb = s0 + tile * BN;
-        T *dk = sK + slot * BN * ATTN_KSTR, *dv = sV + slot * BN * ATTN_KSTR;
-        for (int c = tid; c < BN * (HEAD_DIM / 8); c += ATTN_NT) {
-            const int r = c / (HEAD_DIM / 8), col = (c % (HEAD_DIM / 8)) * 8;
-            if (early && kb + r == own)
-                continue;
-            const bool ok = kb + r < s1;
-            const size_t off = (size_t)(ok ? kb + r : 0) * HEAD_DIM + col;
-            attn_copy16(dk + r * ATTN_KSTR + col, kh + off, ok);
-            attn_copy16(dv + r * ATTN_KSTR + col, vh + off, ok);
-        }
-        for (int c = tid; c < BN; c += ATTN_NT) {
-            if (kb + c != own)
-                attn_copy_pos(sPos + slot * BN + c, ph + (kb + c < s1 ? kb + c : 0), kb + c < s1);
-            else if (!early) // its L1 line may predate the wait
-                sPos[slot * BN + c] = __ldcg(ph + own);
-        }
+        attn_load_kv_tile<BN>(sK, sV, sPos, kh, vh, ph, s0, s1, own, tile, slot, early, tid);
     };
 
 #if STAGES > 1

@@ -29,6 +29,7 @@
 //   BMV = 16 * WM (WM = KW * WMQ virtual row groups), KB = KW * BN, KSTR = HEAD_DIM + 8.
 //   After the stream the K/V area holds the combine slabs [KW][GROUP][HEAD_DIM] fp32 (then the
 //   merge weights, GROUP * (2 fan + 2) floats) and sP the key groups' (max, sum) [KW][GROUP][2].
+#define ATTN_KV_UNROLL _Pragma("unroll 4") // the K/V tile loader's row loop (attn_load_kv_tile)
 #include "attn_mma.cuh"
 
 #if STAGES > 1 && !ASYNC
@@ -43,16 +44,6 @@
 
 #define WIDE_KB (KW * BN)                  // keys per pipeline stage
 #define WIDE_SA (ATTN_NS == 8 ? 4 : ATTN_NS == 16 ? 2 : 1) // independent score accumulators
-
-__device__ __forceinline__ void wide_copy_pos(int *dst, const int *src, bool ok)
-{
-#if ASYNC
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(attn_smem_addr(dst)),
-                 "l"(src), "r"(ok ? 4 : 0));
-#else
-    *dst = ok ? __ldg(src) : -1;
-#endif
-}
 
 // attn_tile (attn_mma.cuh) with two changes: the warp's Q rows come from row group wq (the KW
 // key groups share one Q tile; wm is the virtual row group: sP rows, sMax, named barrier), and
@@ -223,25 +214,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
 
     // Requests stage `tile` of keys into `stage`; before the wait (early) without the own slot.
     auto load_tile = [&](int tile, int stage, bool early) {
-        const int kb = s0 + tile * WIDE_KB;
-        T *dk = sK + stage * WIDE_KB * ATTN_KSTR, *dv = sV + stage * WIDE_KB * ATTN_KSTR;
-#pragma unroll 4
-        for (int c = tid; c < WIDE_KB * (HEAD_DIM / 8); c += ATTN_NT) {
-            const int r = c / (HEAD_DIM / 8), col = (c % (HEAD_DIM / 8)) * 8;
-            if (early && kb + r == own)
-                continue;
-            const bool ok = kb + r < s1;
-            const size_t off = (size_t)(ok ? kb + r : 0) * HEAD_DIM + col;
-            attn_copy16(dk + r * ATTN_KSTR + col, kh + off, ok);
-            attn_copy16(dv + r * ATTN_KSTR + col, vh + off, ok);
-        }
-        for (int c = tid; c < WIDE_KB; c += ATTN_NT) {
-            if (kb + c != own)
-                wide_copy_pos(sPos + stage * WIDE_KB + c, ph + (kb + c < s1 ? kb + c : 0),
-                              kb + c < s1);
-            else if (!early) // its L1 line may predate the wait
-                sPos[stage * WIDE_KB + c] = __ldcg(ph + own);
-        }
+        attn_load_kv_tile<WIDE_KB>(sK, sV, sPos, kh, vh, ph, s0, s1, own, tile, stage, early, tid);
     };
 
 #if STAGES > 1

@@ -276,6 +276,53 @@ __device__ __forceinline__ void attn_wait(void)
 #endif
 }
 
+// One cache position global -> shared; ok == false reads nothing and stores -1 (plain loads) or 0
+// (cp.async's zero fill): the callers mask rows at s1 and past by their index.
+__device__ __forceinline__ void attn_copy_pos(int *dst, const int *src, bool ok)
+{
+#if ASYNC
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(attn_smem_addr(dst)),
+                 "l"(src), "r"(ok ? 4 : 0));
+#else
+    *dst = ok ? __ldg(src) : -1;
+#endif
+}
+
+// A decode kernel's K/V tile `tile` (ROWS cache slots from s0 + tile * ROWS; rows at s1 and past
+// zero-filled) and its positions into stage `slot` of sK, sV (row stride ATTN_KSTR) and sPos.
+// early (before the grid wait) leaves out the own slot, which the predecessor writes (attn_fix_cur
+// fetches it after the wait); after the wait the own slot's position comes from L2. A kernel may
+// define ATTN_KV_UNROLL as a _Pragma("unroll N") for the row loop before including this header.
+// (The tile and slot offsets are computed here, not passed as pointers: the same machine code as
+// the loaders the two decode templates had, scripts/same-binaries.sh.)
+#ifndef ATTN_KV_UNROLL
+#define ATTN_KV_UNROLL
+#endif
+template <int ROWS>
+__device__ __forceinline__ void attn_load_kv_tile(T *sK, T *sV, int *sPos, const T *kh,
+                                                  const T *vh, const int *ph, int s0, int s1,
+                                                  int own, int tile, int slot, bool early, int tid)
+{
+    const int kb = s0 + tile * ROWS;
+    T *dk = sK + slot * ROWS * ATTN_KSTR, *dv = sV + slot * ROWS * ATTN_KSTR;
+    ATTN_KV_UNROLL
+    for (int c = tid; c < ROWS * (HEAD_DIM / 8); c += ATTN_NT) {
+        const int r = c / (HEAD_DIM / 8), col = (c % (HEAD_DIM / 8)) * 8;
+        if (early && kb + r == own)
+            continue;
+        const bool ok = kb + r < s1;
+        const size_t off = (size_t)(ok ? kb + r : 0) * HEAD_DIM + col;
+        attn_copy16(dk + r * ATTN_KSTR + col, kh + off, ok);
+        attn_copy16(dv + r * ATTN_KSTR + col, vh + off, ok);
+    }
+    for (int c = tid; c < ROWS; c += ATTN_NT) {
+        if (kb + c != own)
+            attn_copy_pos(sPos + slot * ROWS + c, ph + (kb + c < s1 ? kb + c : 0), kb + c < s1);
+        else if (!early) // its L1 line may predate the wait
+            sPos[slot * ROWS + c] = __ldcg(ph + own);
+    }
+}
+
 // Barrier among the WN warps of row group wm (named barrier 1 + wm; 0 is __syncthreads).
 __device__ __forceinline__ void attn_group_sync(int wm)
 {
