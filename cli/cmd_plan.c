@@ -17,14 +17,17 @@
 static void usage(void)
 {
     printf("usage: tailor plan --device NAME|PROFILE --op OP --shape k=v,... [--dtype fp16|bf16] "
-           "[--json] [--quiet] [--compile] [--dump DIR]\n\n"
+           "[--json] [--quiet] [--compile] [--dump DIR [--ptx]]\n\n"
            "--compile  also compiles every survivor with NVRTC for the device's architecture (no\n"
            "           GPU needed) and reports registers, spills and shared memory from ptxas;\n"
            "           survivors the compiler report refuses are listed with the arithmetic.\n"
            "           Exits 1 if any survivor fails to compile.\n"
            "--dump DIR  --compile, and each survivor's cubin written to DIR/<kernel name>.cubin\n"
            "           (DIR must exist): two dumps compared tell whether a template edit changed\n"
-           "           any machine code (scripts/same-binaries.sh).\n\n"
+           "           any machine code (scripts/same-binaries.sh).\n"
+           "--ptx      with --dump, each survivor's PTX for compute_<sm> beside its cubin\n"
+           "           (DIR/<kernel name>.ptx): where two cubins differ, a diff of the PTX shows\n"
+           "           what changed (no disassembler needed).\n\n"
            "Ops and their shape keys:\n");
     for (const tailor_op *const *op = tailor_op_list(); *op; op++) {
         printf("  %-20s %s\n", (*op)->name, (*op)->summary);
@@ -52,22 +55,38 @@ typedef struct compile_all_job {
     compiled_entry *out;
     int sm;
     const char *dump_dir; /* --dump: where the cubins go, or NULL */
+    int dump_ptx;         /* --ptx: the PTX beside them */
 } compile_all_job;
 
-/* --dump: the compiled image as DIR/<kernel name>.cubin; an error becomes the entry's failure. */
-static void dump_image(const char *dir, const char *name, const tailor_compile_result *r,
-                       compiled_entry *c)
+/* --dump: a compiled image as DIR/<kernel name>.EXT; an error becomes the entry's failure. */
+static void dump_image(const char *dir, const char *name, const char *ext,
+                       const tailor_compile_result *r, compiled_entry *c)
 {
     char path[1024];
-    snprintf(path, sizeof path, "%s/%s.cubin", dir, name);
+    snprintf(path, sizeof path, "%s/%s.%s", dir, name, ext);
+    size_t n = r->is_ptx ? strlen(r->image) : r->image_size; /* PTX: the text, not its NUL */
     FILE *f = fopen(path, "wb");
-    int ok = f && fwrite(r->image, 1, r->image_size, f) == r->image_size;
+    int ok = f && fwrite(r->image, 1, n, f) == n;
     if (f && fclose(f) != 0)
         ok = 0;
     if (!ok) {
         c->failed = 1;
         snprintf(c->text, sizeof c->text, "--dump: cannot write %.400s", path);
     }
+}
+
+/* --ptx: survivor i compiled again as PTX for compute_<sm> into DIR/<kernel name>.ptx. */
+static void dump_ptx(tailor_ctx *ctx, const compile_all_job *job, int i, const char *name,
+                     compiled_entry *c)
+{
+    tailor_compile_result r;
+    if (tailor_plan_compile(ctx, job->plan, i, job->sm, 1, name, NULL, &r) == TAILOR_OK) {
+        dump_image(job->dump_dir, name, "ptx", &r, c);
+    } else {
+        c->failed = 1;
+        snprintf(c->text, sizeof c->text, "--ptx: %s", tailor_ctx_message(ctx));
+    }
+    tailor_compile_result_free(&r);
 }
 
 /* Compiles survivor i; refuses it in the plan if the compiler's report does not fit. */
@@ -109,16 +128,18 @@ static void compile_entry(void *user, int i)
             snprintf(e->reason, sizeof e->reason, "%s", c->text);
         }
         if (job->dump_dir)
-            dump_image(job->dump_dir, name, &r, c);
+            dump_image(job->dump_dir, name, "cubin", &r, c);
     }
     tailor_compile_result_free(&r);
+    if (st == TAILOR_OK && job->dump_ptx)
+        dump_ptx(ctx, job, i, name, c);
     tailor_ctx_destroy(ctx);
 }
 
 /* --compile: every survivor through NVRTC for the device's architecture. Returns the number
  * that failed to compile; *out (plan->count entries) says what each gave. */
 static int compile_survivors(tailor_ctx *ctx, tailor_plan *plan, const char *dump_dir,
-                             compiled_entry **out)
+                             int dump_ptx, compiled_entry **out)
 {
     *out = calloc((size_t)plan->count, sizeof **out);
     int sm = plan->dev.cc_major * 10 + plan->dev.cc_minor;
@@ -128,7 +149,7 @@ static int compile_survivors(tailor_ctx *ctx, tailor_plan *plan, const char *dum
     }
     if (tailor_gen_check_arch(ctx, sm) != TAILOR_OK)
         return -1;
-    compile_all_job job = {plan, *out, sm, dump_dir};
+    compile_all_job job = {plan, *out, sm, dump_dir, dump_ptx};
     tailor_parallel_for(plan->count, compile_entry, &job);
     int failed = 0;
     plan->survivors = 0;
@@ -252,10 +273,11 @@ int cmd_plan(int argc, char **argv)
         {"shape", required_argument, NULL, 's'},  {"dtype", required_argument, NULL, 't'},
         {"json", no_argument, NULL, 'j'},         {"quiet", no_argument, NULL, 'q'},
         {"compile", no_argument, NULL, 'c'},      {"help", no_argument, NULL, 'h'},
-        {"dump", required_argument, NULL, 'D'},   {NULL, 0, NULL, 0},
+        {"dump", required_argument, NULL, 'D'},   {"ptx", no_argument, NULL, 'P'},
+        {NULL, 0, NULL, 0},
     };
     const char *device = NULL, *op = NULL, *shape_text = NULL, *dtype_text = NULL, *dump = NULL;
-    int json = 0, quiet = 0, compile = 0, c;
+    int json = 0, quiet = 0, compile = 0, ptx = 0, c;
     while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
         switch (c) {
         case 'd': device = optarg; break;
@@ -266,6 +288,7 @@ int cmd_plan(int argc, char **argv)
         case 'q': quiet = 1; break;
         case 'c': compile = 1; break;
         case 'D': dump = optarg; compile = 1; break;
+        case 'P': ptx = 1; break;
         case 'h': usage(); return 0;
         default: return cli_bad_flag("plan", c, argc, argv);
         }
@@ -274,6 +297,8 @@ int cmd_plan(int argc, char **argv)
         return cli_usage_error("plan", "unexpected argument '%s'", argv[optind]);
     if (!device || !op || !shape_text)
         return cli_usage_error("plan", "--device, --op and --shape are required");
+    if (ptx && !dump)
+        return cli_usage_error("plan", "--ptx writes beside --dump's cubins: give --dump DIR");
     struct stat dir_st;
     if (dump && (stat(dump, &dir_st) != 0 || !S_ISDIR(dir_st.st_mode)))
         return cli_usage_error("plan", "--dump %s: not an existing directory", dump);
@@ -301,7 +326,7 @@ int cmd_plan(int argc, char **argv)
     }
     compiled_entry *comp = NULL;
     int failed = 0;
-    if (compile && (failed = compile_survivors(ctx, &plan, dump, &comp)) < 0) {
+    if (compile && (failed = compile_survivors(ctx, &plan, dump, ptx, &comp)) < 0) {
         int rc = cli_fail(ctx, tailor_ctx_status(ctx));
         free(comp);
         tailor_plan_free(&plan);

@@ -56,4 +56,7 @@ if diff -rq "$tmp/old" "$tmp/new" >"$tmp/diff"; then
 fi
 echo "same-binaries: against $rev, of $total kernels ($n shapes):"
 sed -e "s|$tmp/old|$rev|g" -e "s|$tmp/new|working tree|g" "$tmp/diff"
+echo "same-binaries: to see what changed in one of them, dump its shape's PTX from both sides and"
+echo "  diff it: tailor plan ... --dump DIR --ptx (with TAILOR_TEMPLATE_PATH=<$rev's templates> for"
+echo "  the old side; register numbers differ freely, so normalise them: sed -E 's/%[a-z]+[0-9]+/%R/g')"
 exit 1

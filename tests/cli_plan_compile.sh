@@ -167,6 +167,14 @@ check "--dump writes one cubin per survivor ($n)" test "$n" -gt 0 -a "$(ls "$tmp
 named=$(ls "$tmp/d1" | grep -m1 '^rmsnorm__rmsnorm__sm90__bf16__.*\.cubin$')
 check "--dump names the files by kernel ($named)" test -n "$named" -a -s "$tmp/d1/$named"
 check "two dumps of the same templates are identical" diff -rq "$tmp/d1" "$tmp/d2"
+# --ptx: the PTX of each survivor beside its cubin, for compute_90, naming its kernel's entry
+mkdir -p "$tmp/p1"
+"$T" plan --device h200 --op rmsnorm --shape rows=1,cols=1536 --dump "$tmp/p1" --ptx --quiet >/dev/null 2>&1
+np=$(ls "$tmp/p1" | grep -c '\.ptx$'); nc=$(ls "$tmp/p1" | grep -c '\.cubin$')
+check "--ptx writes a PTX beside each cubin ($np, $nc)" test "$np" -gt 0 -a "$np" -eq "$nc"
+check "--ptx's file holds its kernel's entry for sm_90" grep -q "\.entry ${named%.cubin}(" "$tmp/p1/${named%.cubin}.ptx"
+"$T" plan --device h200 --op rmsnorm --shape rows=1,cols=1536 --ptx >/dev/null 2>"$tmp/err"; rc=$?
+check "--ptx without --dump exits 2 saying why" test $rc -eq 2 -a -n "$(grep "give --dump DIR" "$tmp/err")"
 "$T" plan --device h200 --op rmsnorm --shape rows=1,cols=1536 --dump "$tmp/none" >/dev/null 2>"$tmp/err"; rc=$?
 check "--dump into a missing directory exits 2 (rc=$rc)" test $rc -eq 2
 check "--dump names the missing directory" grep -q "not an existing directory" "$tmp/err"
