@@ -67,6 +67,11 @@ static void test_enumerate(tailor_ctx *ctx)
         CHECK(l.nargs == 5 && l.args[3].kind == TAILOR_ARG_I32 && l.args[3].i == 1536);
         CHECK(l.args[4].kind == TAILOR_ARG_F32 && l.args[4].f > 0.9e-6 && l.args[4].f < 1.1e-6);
         CHECK(l.nfeatures == 1 && strcmp(l.features[0], "bf16") == 0);
+        /* the geometry as the cache keeps it beside a winner */
+        char lj[512];
+        tailor_launch_json(&l, lj, sizeof lj);
+        CHECKF(strcmp(lj, "{\"grid\":[3,1,1],\"block\":[1024,1,1],\"threads\":1024,"
+                          "\"smem_static\":128,\"smem_dynamic\":0}") == 0, "%s", lj);
     }
     free(cfgs);
     /* the hash is of the files: a second load of the same space has the same one, another
