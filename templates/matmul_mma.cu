@@ -169,7 +169,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const T *__restrict_
     for (int i = 0; i < MT; i++)
 #pragma unroll
         for (int j = 0; j < NT; j++) {
-            dn_store2(out, M, N, row0 + i * 16, col0 + j * 8, acc[i][j][0], acc[i][j][1]);
-            dn_store2(out, M, N, row0 + i * 16 + 8, col0 + j * 8, acc[i][j][2], acc[i][j][3]);
+            tc_store2(out, M, N, row0 + i * 16, col0 + j * 8, acc[i][j][0], acc[i][j][1]);
+            tc_store2(out, M, N, row0 + i * 16 + 8, col0 + j * 8, acc[i][j][2], acc[i][j][3]);
         }
 }

@@ -154,21 +154,6 @@ __device__ __forceinline__ void compute_batch(const Batch &b, const u8 *smem, in
     }
 }
 
-// Stores outputs (row, col) and (row, col + 1), skipping what is outside.
-__device__ __forceinline__ void store2(T *out, int M, int N, int row, int col, float v0, float v1)
-{
-    if (row >= M)
-        return;
-    T *p = out + (size_t)row * N + col;
-    if ((N & 1) == 0 && col + 1 < N) {
-        *reinterpret_cast<T2 *>(p) = from_f32x2(make_float2(v0, v1));
-    } else {
-        if (col < N)
-            p[0] = from_f32(v0);
-        if (col + 1 < N)
-            p[1] = from_f32(v1);
-    }
-}
 } // namespace w4w
 
 extern "C" __global__ void __launch_bounds__(W4W_THREADS)
@@ -232,8 +217,8 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
 #pragma unroll
     for (int rt = 0; rt < RT; rt++) {
         const int col = row0 + rt * 8 + 2 * t;
-        store2(out, M, N, g, col, acc[rt][0], acc[rt][1]);
-        store2(out, M, N, g + 8, col, acc[rt][2], acc[rt][3]);
+        tc_store2(out, M, N, g, col, acc[rt][0], acc[rt][1]);
+        tc_store2(out, M, N, g + 8, col, acc[rt][2], acc[rt][3]);
     }
 #endif
 }

@@ -107,21 +107,6 @@ __device__ __forceinline__ void compute_tile(const Stage &s, float (&acc)[MT][NT
     }
 }
 
-// Stores two adjacent outputs of row `row`, columns col and col + 1, skipping what is outside.
-__device__ __forceinline__ void store2(T *out, int M, int N, int row, int col, float v0, float v1)
-{
-    if (row >= M)
-        return;
-    T *p = out + (size_t)row * N + col;
-    if ((N & 1) == 0 && col + 1 < N) {
-        *reinterpret_cast<T2 *>(p) = from_f32x2(make_float2(v0, v1));
-    } else {
-        if (col < N)
-            p[0] = from_f32(v0);
-        if (col + 1 < N)
-            p[1] = from_f32(v1);
-    }
-}
 } // namespace w4
 
 extern "C" __global__ void __launch_bounds__(W4_THREADS, 1)
@@ -218,7 +203,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
         for (int j = 0; j < NT; j++) {
             const int row = m0 + wm * WTM + i * 16 + g;
             const int col = n0 + wn * WTN + j * 8 + 2 * t;
-            store2(out, M, N, row, col, acc[i][j][0], acc[i][j][1]);
-            store2(out, M, N, row + 8, col, acc[i][j][2], acc[i][j][3]);
+            tc_store2(out, M, N, row, col, acc[i][j][0], acc[i][j][1]);
+            tc_store2(out, M, N, row + 8, col, acc[i][j][2], acc[i][j][3]);
         }
 }

@@ -30,20 +30,3 @@ __device__ __forceinline__ void dn_unpack8(uint4 v, float f[8])
     }
 }
 
-// Stores two adjacent outputs of row `row`, columns col and col + 1 (col even), skipping what
-// is outside [M, N]; one 4-byte store when N is even.
-__device__ __forceinline__ void dn_store2(T *out, int M, int N, int row, int col, float v0,
-                                          float v1)
-{
-    if (row >= M)
-        return;
-    T *p = out + (size_t)row * N + col;
-    if ((N & 1) == 0 && col + 1 < N) {
-        *reinterpret_cast<T2 *>(p) = from_f32x2(make_float2(v0, v1));
-    } else {
-        if (col < N)
-            p[0] = from_f32(v0);
-        if (col + 1 < N)
-            p[1] = from_f32(v1);
-    }
-}

@@ -1,8 +1,8 @@
 // tc_common.cuh — the memory and tensor-core primitives the dense matmul and W4A16 templates
 // share, with their per-arch forms (TAILOR_SM): streaming 16-byte loads, 16-byte global ->
 // shared copies (cp.async from sm_80, a plain load and store below), ldmatrix and the m16n8k16
-// step (two m16n8k8 on sm_75). Every space hash covers every shared header, so one copy serves
-// both families.
+// step (two m16n8k8 on sm_75), the bounds-checked store of an accumulator pair. Every space hash
+// covers every shared header, so one copy serves both families.
 #pragma once
 
 #include "tailor_common.cuh"
@@ -120,3 +120,22 @@ __device__ __forceinline__ void tc_zero(float (&acc)[TM][TN][4])
             for (int e = 0; e < 4; e++)
                 acc[i][j][e] = 0.f;
 }
+
+// Stores two adjacent outputs of row `row`, columns col and col + 1 (an mma fragment's pair; col
+// even), skipping what is outside [M, N]; one 4-byte store when N is even.
+__device__ __forceinline__ void tc_store2(T *out, int M, int N, int row, int col, float v0,
+                                          float v1)
+{
+    if (row >= M)
+        return;
+    T *p = out + (size_t)row * N + col;
+    if ((N & 1) == 0 && col + 1 < N) {
+        *reinterpret_cast<T2 *>(p) = from_f32x2(make_float2(v0, v1));
+    } else {
+        if (col < N)
+            p[0] = from_f32(v0);
+        if (col + 1 < N)
+            p[1] = from_f32(v1);
+    }
+}
+
