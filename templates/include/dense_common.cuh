@@ -1,6 +1,6 @@
 // dense_common.cuh — what the dense 16-bit matmul templates share beyond the memory and
-// tensor-core primitives of tc_common.cuh: loads of the activations, the conversion of a
-// 16-byte chunk to floats and the guarded store of output pairs.
+// tensor-core primitives of tc_common.cuh: loads of the activations and the conversion of a
+// 16-byte chunk to floats.
 #pragma once
 
 #include "tc_common.cuh"
