@@ -207,6 +207,63 @@ static void test_sandbox(tailor_ctx *ctx)
     }
 }
 
+/* Values a space computes (rows * cols ...) are 64-bit in Lua: one that the launch would carry in
+ * fewer bits, or a negative byte count, is refused naming the field, not truncated. */
+static void test_ranges(tailor_ctx *ctx)
+{
+    static const struct {
+        const char *name, *tail, *why;
+    } cases[] = {
+        {"argwide", "smem_static = 0, smem_dynamic = 0,\n"
+                    "  args = function(p, s) return { 'out', { i32 = s.rows * s.cols * 4194304 } } end",
+         "args[2] gives 2147483648, which does not fit the 32-bit integer"},
+        {"argneg", "smem_static = 0, smem_dynamic = 0, args = { 'out', { i32 = -3000000000 } }",
+         "args[2] gives -3000000000"},
+        {"smemneg", "smem_static = 0, smem_dynamic = function(p, s) return 256 - s.cols * 4 end,\n"
+                    "  args = { 'out' }",
+         "'smem_dynamic' gave -768 bytes"},
+        {"smemhuge", "smem_static = 1 << 50, smem_dynamic = 0, args = { 'out' }",
+         "'smem_static' gave 1125899906842624 bytes"},
+        {"wsneg", "smem_static = 0, smem_dynamic = 0, workspace = { partial = -8 },\n"
+                  "  args = { 'out' }",
+         "'workspace' gives partial -8 bytes"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char file[64], text[640];
+        snprintf(file, sizeof file, "%s.lua", cases[i].name);
+        snprintf(text, sizeof text,
+                 "return { op = 'rmsnorm', source = 'rmsnorm.cu', params = { A = {1} },\n"
+                 "  threads = 32, grid = function(p, s) return { s.rows } end,\n  %s }\n",
+                 cases[i].tail);
+        write_file(file, text);
+        expect_broken(ctx, cases[i].name, file, cases[i].why);
+        remove_file(file);
+    }
+    /* the same space within range evaluates (2 * 256 * 4,194,303 = 2,147,483,136 fits) */
+    write_file("argfits.lua", "return { op = 'rmsnorm', source = 'rmsnorm.cu', params = { A = {1} },\n"
+                              "  threads = 32, grid = {1}, smem_static = 0, smem_dynamic = 0,\n"
+                              "  args = function(p, s) return { 'out', { i32 = s.rows * s.cols * "
+                              "4194303 } } end }\n");
+    tailor_space *sp = NULL;
+    CHECK_OK(ctx, tailor_space_load(ctx, "argfits", &sp));
+    tailor_shape shape;
+    CHECK_OK(ctx, tailor_shape_parse(ctx, "rows=2,cols=256,weight=1", &shape));
+    tailor_config *cfgs = NULL;
+    int n = 0;
+    CHECK_OK(ctx, tailor_space_enumerate(ctx, sp, &shape, TAILOR_DTYPE_F16,
+                                         tailor_device_profile_find("t4"), &cfgs, &n));
+    tailor_launch l;
+    CHECK(n == 1);
+    if (n == 1) {
+        CHECK_OK(ctx, tailor_space_evaluate(ctx, sp, &cfgs[0], &shape, TAILOR_DTYPE_F16,
+                                            tailor_device_profile_find("t4"), 0, &l));
+        CHECK(l.nargs == 2 && l.args[1].i == 2147483136LL);
+    }
+    free(cfgs);
+    tailor_space_destroy(sp);
+    remove_file("argfits.lua");
+}
+
 static tailor_status plan_for(tailor_ctx *ctx, const char *device, const char *op,
                               const char *shape_text, tailor_dtype dtype, tailor_plan *plan)
 {
@@ -859,6 +916,7 @@ int main(void)
     setenv("TAILOR_TEMPLATE_PATH", dir, 1);
     test_enumerate(ctx);
     test_sandbox(ctx);
+    test_ranges(ctx);
     /* the broken files must not disturb the plans below */
     static const char *const broken[] = {"syntax", "uses_io", "uses_os", "uses_require", "global",
                                          "loop", "nogrid", "badarg", "thrower", "dupdefine",

@@ -5,6 +5,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 #include <lualib.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -897,6 +898,37 @@ static tailor_status read_args(tailor_ctx *ctx, tailor_space *s, const call_args
     return TAILOR_OK;
 }
 
+#define SPACE_MAX_BYTES (1LL << 40) /* a byte count past this is a space's arithmetic gone wrong */
+
+/* Values a space computes from shapes (rows * cols, ...) are Lua's 64-bit integers: refused here
+ * when the launch would carry them in fewer bits, rather than truncated there. */
+static tailor_status check_ranges(tailor_ctx *ctx, const tailor_space *s, const tailor_launch *l)
+{
+    const struct {
+        const char *field;
+        long long v;
+    } smem[] = {{"smem_static", l->smem_static}, {"smem_dynamic", l->smem_dynamic}};
+    for (size_t i = 0; i < sizeof smem / sizeof smem[0]; i++)
+        /* more than the card has is the budget's refusal, with the card's limit */
+        if (smem[i].v < 0 || smem[i].v > SPACE_MAX_BYTES)
+            return tailor_set_error(ctx, TAILOR_ERR_LUA, "search space %s: '%s' gave %lld bytes",
+                                    s->origin, smem[i].field, smem[i].v);
+    for (int i = 0; i < l->nworkspace; i++)
+        if (l->workspace[i].bytes < 0 || l->workspace[i].bytes > SPACE_MAX_BYTES)
+            return tailor_set_error(ctx, TAILOR_ERR_LUA,
+                                    "search space %s: 'workspace' gives %s %lld bytes", s->origin,
+                                    l->workspace[i].name, (long long)l->workspace[i].bytes);
+    for (int i = 0; i < l->nargs; i++) {
+        const tailor_arg *a = &l->args[i];
+        if (a->kind == TAILOR_ARG_I32 && (a->i < INT32_MIN || a->i > INT32_MAX))
+            return tailor_set_error(ctx, TAILOR_ERR_LUA,
+                                    "search space %s: args[%d] gives %lld, which does not fit "
+                                    "the 32-bit integer it is declared as (use i64)",
+                                    s->origin, i + 1, a->i);
+    }
+    return TAILOR_OK;
+}
+
 tailor_status tailor_space_evaluate(tailor_ctx *ctx, tailor_space *s, const tailor_config *cfg,
                                     const tailor_shape *shape, tailor_dtype dtype,
                                     const tailor_device_info *dev, int at_launch,
@@ -931,7 +963,7 @@ tailor_status tailor_space_evaluate(tailor_ctx *ctx, tailor_space *s, const tail
     } else if ((st = read_dim3(ctx, s, "block", out->block))) {
         return st;
     }
-    return TAILOR_OK;
+    return check_ranges(ctx, s, out);
 }
 
 /* ---- formatting ----------------------------------------------------------------------------- */
