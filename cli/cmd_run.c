@@ -390,7 +390,7 @@ static tailor_status generate_gpu(tailor_ctx *ctx, const run_args *a, tailor_gem
     tailor_kernels *ks = NULL;
     tailor_gemma4_gpu *g = NULL;
     tailor_sampler *smp = NULL;
-    float *logits = NULL;
+    float *logits = NULL, *prompt_rows = NULL; /* logits: pinned */
     char path[1024];
     const tailor_device_info *reh = a->rehearse ? tailor_device_profile_find(a->rehearse) : NULL;
     tailor_status s = tailor_gpu_open(ctx, 0, &gpu);
@@ -413,11 +413,12 @@ static tailor_status generate_gpu(tailor_ctx *ctx, const run_args *a, tailor_gem
         s = tailor_gemma4_gpu_create(ctx, m, gpu, ks, &o, &g);
     if (s == TAILOR_OK)
         s = tailor_sampler_create(ctx, &a->sp, cfg->vocab, &smp);
-    if (s == TAILOR_OK) {
-        logits = malloc((a->dump ? n : 1) * V * sizeof *logits);
-        if (!logits)
-            s = tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory for the logits");
-    }
+    /* one row a step, pinned (a pageable download is staged by the driver); the prompt's rows
+     * for --dump-logits apart, freed once written */
+    if (s == TAILOR_OK)
+        s = tailor_gpu_host_alloc(ctx, gpu, V * sizeof *logits, (void **)&logits);
+    if (s == TAILOR_OK && a->dump && !(prompt_rows = malloc(n * V * sizeof *prompt_rows)))
+        s = tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory for the prompt's logits");
     const char *dbg = getenv("TAILOR_DEBUG_LAYERS");
     if (s == TAILOR_OK && dbg && strcmp(dbg, "1") == 0) {
         int bad = -1;
@@ -426,16 +427,21 @@ static tailor_status generate_gpu(tailor_ctx *ctx, const run_args *a, tailor_gem
     int32_t next = -1;
     double t0 = now_s();
     if (s == TAILOR_OK)
-        s = tailor_gemma4_gpu_prefill(ctx, g, ids, (int)n, logits, &next);
+        s = tailor_gemma4_gpu_prefill(ctx, g, ids, (int)n, a->dump ? prompt_rows : logits, &next);
+    double t1 = now_s(); /* the prompt's figure leaves the dump's writing out */
     if (s == TAILOR_OK && a->dump) {
         logits_dump dump;
         s = dump_open(ctx, &dump, a->dump);
         if (s == TAILOR_OK)
-            s = dump_write(ctx, &dump, logits, n * V);
+            s = dump_write(ctx, &dump, prompt_rows, n * V);
         s = dump_close(ctx, &dump, s);
+        if (s == TAILOR_OK)
+            memcpy(logits, prompt_rows + (n - 1) * V, V * sizeof *logits);
     }
-    const float *last = logits + (a->dump ? (n - 1) * V : 0);
-    double t1 = now_s();
+    free(prompt_rows);
+    prompt_rows = NULL;
+    const float *last = logits;
+    double t_dec = now_s();
     int generated = 0;
     for (int i = 0; i < a->max_tokens && s == TAILOR_OK; i++) {
         int32_t id = a->sp.greedy ? next : tailor_sampler_next(smp, last);
@@ -451,9 +457,10 @@ static tailor_status generate_gpu(tailor_ctx *ctx, const run_args *a, tailor_gem
         tailor_log(ctx, TAILOR_LOG_INFO,
                    "gpu: %zu prompt tokens in %.3f s (%.0f tok/s), %d generated in %.3f s "
                    "(%.1f tok/s)", n, t1 - t0, t1 > t0 ? (double)n / (t1 - t0) : 0.0, generated,
-                   t2 - t1, generated > 1 && t2 > t1 ? (generated - 1) / (t2 - t1) : 0.0);
+                   t2 - t_dec, generated > 1 && t2 > t_dec ? (generated - 1) / (t2 - t_dec) : 0.0);
     }
-    free(logits);
+    free(prompt_rows); /* when the prompt failed */
+    tailor_gpu_host_free(gpu, logits);
     tailor_sampler_destroy(smp);
     tailor_gemma4_gpu_destroy(g);
     tailor_kernels_destroy(ks);

@@ -22,8 +22,9 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* tailor_step_timer: the graph captured again (the kernels may have changed), the prompt, then
- * ndec timed decode steps; microseconds per step. */
+/* tailor_step_timer: the graph captured again (the kernels may have changed), the prompt, one
+ * untimed step (a new graph's first launch uploads it), then ndec timed decode steps;
+ * microseconds per step. The callers' caches hold plen + 1 + ndec positions. */
 static tailor_status time_step(tailor_ctx *ctx, void *user, double *us)
 {
     step_timing *s = user;
@@ -31,6 +32,8 @@ static tailor_status time_step(tailor_ctx *ctx, void *user, double *us)
     tailor_status st = tailor_gemma4_gpu_recapture(ctx, s->g);
     if (st == TAILOR_OK)
         st = tailor_gemma4_gpu_prefill(ctx, s->g, s->ids, s->plen, NULL, &next);
+    if (st == TAILOR_OK)
+        st = tailor_gemma4_gpu_step(ctx, s->g, next, NULL, &next);
     double t0 = now_s();
     for (int i = 0; i < s->ndec && st == TAILOR_OK; i++)
         st = tailor_gemma4_gpu_step(ctx, s->g, next, NULL, &next);
@@ -79,10 +82,13 @@ static void on_try(void *user, const tailor_step_try *t)
         printf("  %-16s %s: %s could not be tried: %s\n", t->op, t->shape, t->to, t->failed);
         return;
     }
-    printf("  %-16s %s\n    %s (%.2f us alone) -> %s (%.2f us alone): step %.1f -> %.1f us, "
+    char alone[32] = "no trial recorded"; /* the winner's own time, when the cache has it */
+    if (t->alone_from >= 0)
+        snprintf(alone, sizeof alone, "%.2f us alone", t->alone_from);
+    printf("  %-16s %s\n    %s (%s) -> %s (%.2f us alone): step %.1f -> %.1f us (medians), "
            "%d of %d pairs won: %s\n",
-           t->op, t->shape, t->from, t->alone_from, t->to, t->alone_to, t->step_from, t->step_to,
-           t->wins, t->pairs, t->kept ? "kept" : "not kept");
+           t->op, t->shape, t->from, alone, t->to, t->alone_to, t->step_from, t->step_to, t->wins,
+           t->pairs, t->kept ? "kept" : "not kept");
     fflush(stdout);
 }
 
@@ -114,7 +120,9 @@ tailor_status step_tune_model(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_kern
     free(ids);
     if (st == TAILOR_OK)
         printf("step tuning: %d kernels, %d configurations tried (%d could not be), %d kept; "
-               "step %.1f -> %.1f us (timings spread %.2f %%, margin %.2f %%)\n", r.kernels,
-               r.tried, r.failed, r.kept, r.first_us, r.last_us, 100 * r.noise, 100 * r.margin);
+               "step %.1f -> %.1f us (medians of %d timings; spread %.2f %%, margin %.2f %%)\n",
+               r.kernels,
+               r.tried, r.failed, r.kept, r.first_us, r.last_us, r.timings, 100 * r.noise,
+               100 * r.margin);
     return st;
 }

@@ -1,9 +1,11 @@
 /* test_gpu_step_tune.c — another configuration run in place of a kernel's winner on a real GPU
  * (tailor_op_kernel_try / use_try / settle, tuner/kernels.h): an rmsnorm shape is tuned into a
  * fresh cache, its second-best timed configuration is loaded beside the winner, both are
- * launched on the same inputs and checked against the C reference, dropping it leaves the cache
- * alone, keeping it makes it the cache's winner (checked again from the cache). Skips (77)
- * without a driver or a device. */
+ * launched on the same inputs (outputs poisoned first) and checked against the C reference,
+ * dropping it leaves the cache alone, keeping it makes it the cache's winner (checked again from
+ * the cache); tailor_step_tune with a stand-in step timer keeps the configuration the step
+ * favours and only that, running each configuration it times. Skips (77) without a driver or a
+ * device. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,10 +64,17 @@ static float as_float(tailor_dtype dt, const void *p, size_t i)
     }
 }
 
-/* Launches k on di and returns the worst |diff| / tolerance over its outputs (inf on error). */
+/* Launches k on di, its outputs first filled with NaN (so a launch that writes nothing fails),
+ * and returns the worst |diff| / tolerance over them (inf on error). */
 static double launch_and_compare(tailor_ctx *ctx, tailor_gpu *gpu, tailor_kernels *ks,
                                  tailor_op_kernel *k, dev_inst *di)
 {
+    for (int i = 0; i < di->in.bufs.count; i++) {
+        const tailor_buffer_spec *b = &di->in.bufs.b[i];
+        if (b->role != TAILOR_BUF_IN &&
+            tailor_gpu_memset8(ctx, gpu, di->d[i], 0xff, b->count * tailor_dtype_size(b->dtype)))
+            return INFINITY;
+    }
     if (tailor_op_kernel_launch(ctx, ks, k, &di->in.shape, di->bind, di->in.bufs.count) ||
         tailor_gpu_sync(ctx, gpu))
         return INFINITY;
@@ -88,6 +97,49 @@ static double launch_and_compare(tailor_ctx *ctx, tailor_gpu *gpu, tailor_kernel
         free(got);
     }
     return worst;
+}
+
+/* A tailor_step_timer standing in for a model's step: it launches k (checked against the
+ * reference) and reports 1,000 us when k runs the favoured configuration, else 1,100. */
+typedef struct fake_step {
+    tailor_gpu *gpu;
+    tailor_kernels *ks;
+    tailor_op_kernel *k;
+    dev_inst *di;
+    char favour[512];
+    int calls, favoured;
+    double worst;
+} fake_step;
+
+static tailor_status fake_timer(tailor_ctx *ctx, void *user, double *us)
+{
+    fake_step *f = user;
+    double r = launch_and_compare(ctx, f->gpu, f->ks, f->k, f->di);
+    f->worst = r > f->worst || isnan(r) ? r : f->worst;
+    int fav = strcmp(tailor_op_kernel_describe(f->k), f->favour) == 0;
+    f->favoured += fav;
+    f->calls++;
+    *us = fav ? 1000.0 : 1100.0;
+    return TAILOR_OK;
+}
+
+/* tailor_step_tune over the one kernel k with its one alternative, the step favouring `favour`;
+ * returns the result. */
+static tailor_step_tune_result step_tune_favouring(tailor_ctx *ctx, fake_step *f,
+                                                   tailor_cache *cache, const char *favour)
+{
+    tailor_step_kernel list[1] = {{f->k, 5.0}};
+    tailor_step_tune_options o = {.alternatives = 1, .within = 100.0, .pairs = 3};
+    tailor_step_tune_result r;
+    snprintf(f->favour, sizeof f->favour, "%s", favour);
+    f->calls = f->favoured = 0;
+    f->worst = 0;
+    CHECK_OK(ctx, tailor_step_tune(ctx, f->ks, cache, list, 1, fake_timer, f, &o, &r));
+    CHECKF(f->calls == 4 + 2 * 3 + 4, "%d step timings (4 before, 3 pairs, 4 after)", f->calls);
+    CHECKF(f->worst <= 1, "a configuration launched while step tuning: worst |diff|/tol %g",
+           f->worst);
+    CHECK(r.kernels == 1 && r.tried == 1 && r.failed == 0 && r.timings == 4);
+    return r;
 }
 
 int main(void)
@@ -158,6 +210,21 @@ int main(void)
     CHECK(found && strcmp(w.kernel_name, tr.kernel_name) == 0);
     if (found)
         tailor_cache_winner_free(&w);
+    double r_again = launch_and_compare(ctx, gpu, ks, k, &di);
+    CHECKF(r_again <= 1, "the winner after the drop: worst |diff|/tol %g", r_again);
+
+    /* step tuning, the step favouring the winner: the alternative is timed in three pairs (in
+     * three of the six timings it runs) and dropped */
+    fake_step f = {gpu, ks, k, &di, "", 0, 0, 0};
+    tailor_step_tune_result sr = step_tune_favouring(ctx, &f, cache, winner);
+    CHECKF(sr.kept == 0 && f.favoured == 4 + 3 + 4, "kept %d, favoured timings %d", sr.kept,
+           f.favoured);
+    CHECK(strcmp(tailor_op_kernel_describe(k), winner) == 0);
+    found = 0;
+    CHECK_OK(ctx, tailor_cache_get_winner(ctx, cache, &kb.key, &w, &found));
+    CHECK(found && strcmp(w.kernel_name, tr.kernel_name) == 0);
+    if (found)
+        tailor_cache_winner_free(&w);
 
     /* kept: the kernel runs it, the cache holds it, and it checks out from there */
     CHECK_OK(ctx, tailor_op_kernel_try(ctx, ks, k, tmpl[0], params[0]));
@@ -176,11 +243,30 @@ int main(void)
         tailor_cache_winner_free(&w);
     }
 
+    /* step tuning, the step favouring the first winner (now the alternative): it comes back,
+     * in the kernel and in the cache */
+    sr = step_tune_favouring(ctx, &f, cache, winner);
+    CHECKF(sr.kept == 1 && f.favoured == 3 + 4, "kept %d, favoured timings %d", sr.kept,
+           f.favoured);
+    CHECK(strcmp(tailor_op_kernel_describe(k), winner) == 0);
+    tailor_op_kernel_config_json(k, now, sizeof now);
+    CHECK(strcmp(now, own) == 0);
+    found = 0;
+    CHECK_OK(ctx, tailor_cache_get_winner(ctx, cache, &kb.key, &w, &found));
+    CHECK(found && strcmp(w.params_json, own) == 0);
+    if (found)
+        tailor_cache_winner_free(&w);
+
     /* a configuration the space refuses at this shape: an error, and nothing changes */
     CHECK(tailor_op_kernel_try(ctx, ks, k, tailor_op_kernel_template(k), "{\"THREADS\":7}") != 0);
     tailor_ctx_clear(ctx);
     tailor_op_kernel_config_json(k, now, sizeof now);
-    CHECK(strcmp(now, params[0]) == 0);
+    CHECK(strcmp(now, own) == 0);
+    /* and the next try works (nothing of the refused one was left behind) */
+    CHECK_OK(ctx, tailor_op_kernel_try(ctx, ks, k, tmpl[0], params[0]));
+    CHECK_OK(ctx, tailor_op_kernel_settle(ctx, ks, k, 0, alone[0]));
+    r_again = launch_and_compare(ctx, gpu, ks, k, &di);
+    CHECKF(r_again <= 1, "after a refused try: worst |diff|/tol %g", r_again);
 
     dev_inst_free(gpu, &di);
     free(tmpl[0]);

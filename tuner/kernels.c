@@ -47,6 +47,7 @@ struct tailor_op_kernel {
     const tailor_op *opdef;
     tailor_op_buffers bufs; /* names of the op's buffers (for the tuned shape) */
     kernel_alt alt;         /* tailor_op_kernel_try */
+    tailor_kernels *set;    /* the set it belongs to */
     struct tailor_op_kernel *next;
 };
 
@@ -61,6 +62,7 @@ struct tailor_kernels {
     tailor_compile_memo *memo; /* on-demand tuning's compiles, made at the first one */
     int pdl;              /* tailor_kernels_set_pdl */
     int trace;            /* tailor_kernels_set_trace: winners recompiled with TAILOR_TRACE */
+    unsigned generation;  /* bumped whenever a launch would differ (tailor_kernels_generation) */
 };
 
 tailor_status tailor_kernels_create(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
@@ -180,6 +182,7 @@ static tailor_status load_winner(tailor_ctx *ctx, tailor_kernels *set, const cha
     snprintf(k->shape, sizeof k->shape, "%s", shape_text);
     k->dtype = dtype;
     k->opdef = tailor_op_find(op);
+    k->set = set;
     tailor_shape shape;
     tailor_status st = tailor_shape_parse(ctx, shape_text, &shape);
     if (st == TAILOR_OK)
@@ -211,7 +214,14 @@ static int pdl_capable(const tailor_kernels *set)
     return tailor_pdl_capable(live, set->rehearse ? set->rehearse : live);
 }
 
-void tailor_kernels_set_pdl(tailor_kernels *set, int on) { set->pdl = on != 0; }
+void tailor_kernels_set_pdl(tailor_kernels *set, int on)
+{
+    if (set->pdl != (on != 0))
+        set->generation++;
+    set->pdl = on != 0;
+}
+
+unsigned tailor_kernels_generation(const tailor_kernels *set) { return set->generation; }
 
 void tailor_kernels_set_trace(tailor_kernels *set, int on) { set->trace = on != 0; }
 
@@ -478,6 +488,31 @@ static tailor_status alt_compile(tailor_ctx *ctx, tailor_kernels *set, tailor_op
     return st;
 }
 
+/* The alternative must run every shape k has launched (those in its memo): a configuration that
+ * would fall back to another kernel at one of them is not what the caller means to time. */
+static tailor_status alt_check_launched(tailor_ctx *ctx, tailor_kernels *set, tailor_op_kernel *k)
+{
+    const tailor_device_info *dev = set->rehearse ? set->rehearse : tailor_gpu_info(set->gpu);
+    for (int i = 0; i < k->nmemo; i++) {
+        const memo_entry *e = &k->memo[i];
+        if (!e->launch.valid)
+            continue; /* k's own falls back there too */
+        tailor_shape shape;
+        tailor_launch l;
+        tailor_status st = tailor_shape_parse(ctx, e->shape, &shape);
+        if (st == TAILOR_OK)
+            st = tailor_space_evaluate(ctx, k->alt.space, &k->alt.cfg, &shape, k->dtype, dev, 1,
+                                       &l);
+        if (st)
+            return st;
+        if (!l.valid)
+            return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                                    "it cannot run shape %s, which %s launches: %s", e->shape,
+                                    k->description, l.invalid_reason);
+    }
+    return TAILOR_OK;
+}
+
 tailor_status tailor_op_kernel_try(tailor_ctx *ctx, tailor_kernels *set, tailor_op_kernel *k,
                                    const char *template_name, const char *params_json)
 {
@@ -489,6 +524,8 @@ tailor_status tailor_op_kernel_try(tailor_ctx *ctx, tailor_kernels *set, tailor_
                                 "traced kernel set");
     tailor_op_kernel_keybuf kb;
     tailor_status st = alt_compile(ctx, set, k, template_name, params_json);
+    if (st == TAILOR_OK)
+        st = alt_check_launched(ctx, set, k);
     if (st == TAILOR_OK)
         st = tailor_op_kernel_key(ctx, set, k, &kb);
     if (st == TAILOR_OK)
@@ -526,7 +563,8 @@ static void alt_swap(tailor_op_kernel *k)
     memcpy(k->description, a->description, sizeof d);
     memcpy(a->description, d, sizeof d);
     a->active = !a->active;
-    k->nmemo = 0;
+    k->nmemo = 0; /* launch geometry is the space's: evaluated again */
+    k->set->generation++;
 }
 
 void tailor_op_kernel_use_try(tailor_op_kernel *k, int on)
@@ -562,38 +600,54 @@ tailor_status tailor_op_kernel_settle(tailor_ctx *ctx, tailor_kernels *set, tail
     return st;
 }
 
+/* The memo entry of `text`, or NULL. */
+static memo_entry *memo_find(tailor_op_kernel *k, const char *text)
+{
+    for (int i = 0; i < k->nmemo; i++)
+        if (strcmp(k->memo[i].shape, text) == 0)
+            return &k->memo[i];
+    return NULL;
+}
+
+/* A free entry, or the least recently used one. */
+static memo_entry *memo_claim(tailor_op_kernel *k)
+{
+    if (k->nmemo < MEMO_SIZE)
+        return &k->memo[k->nmemo++];
+    int slot = 0;
+    for (int i = 1; i < k->nmemo; i++)
+        if (k->memo[i].last_use < k->memo[slot].last_use)
+            slot = i;
+    return &k->memo[slot];
+}
+
+/* k's launch geometry at `actual`, evaluated once per shape: a shape the configuration cannot
+ * run is remembered too (the runtime falls back to that shape's own winner), so no launch
+ * evaluates the space twice. */
 static tailor_status launch_for(tailor_ctx *ctx, tailor_kernels *set, tailor_op_kernel *k,
                                 const tailor_shape *actual, const tailor_launch **out)
 {
     char text[256];
     tailor_shape completed = *actual; /* the op's defaults for keys the caller left out */
-    const tailor_shape *shape = &completed;
     tailor_status st = tailor_op_complete_shape(ctx, k->opdef, &completed);
     if (st)
         return st;
-    tailor_shape_format(shape, text, sizeof text);
-    k->clock++;
-    for (int i = 0; i < k->nmemo; i++) {
-        if (strcmp(k->memo[i].shape, text) == 0) {
-            k->memo[i].last_use = k->clock;
-            *out = &k->memo[i].launch;
-            return TAILOR_OK;
-        }
+    tailor_shape_format(&completed, text, sizeof text);
+    memo_entry *e = memo_find(k, text);
+    if (!e) {
+        tailor_launch l;
+        const tailor_device_info *dev = set->rehearse ? set->rehearse : tailor_gpu_info(set->gpu);
+        st = tailor_space_evaluate(ctx, k->space, &k->cfg, &completed, k->dtype, dev, 1, &l);
+        if (st)
+            return st;
+        e = memo_claim(k);
+        e->launch = l;
+        snprintf(e->shape, sizeof e->shape, "%s", text);
     }
-    int slot = k->nmemo < MEMO_SIZE ? k->nmemo++ : 0;
-    for (int i = 0; i < k->nmemo; i++) /* least recently used */
-        if (k->memo[i].last_use < k->memo[slot].last_use)
-            slot = i;
-    memo_entry *e = &k->memo[slot];
-    const tailor_device_info *dev = set->rehearse ? set->rehearse : tailor_gpu_info(set->gpu);
-    st = tailor_space_evaluate(ctx, k->space, &k->cfg, shape, k->dtype, dev, 1, &e->launch);
-    if (st)
-        return st;
+    e->last_use = ++k->clock;
     if (!e->launch.valid)
         return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "%s cannot run shape %s: %s",
                                 k->description, text, e->launch.invalid_reason);
-    snprintf(e->shape, sizeof e->shape, "%s", text);
-    e->last_use = k->clock;
     *out = &e->launch;
     return TAILOR_OK;
 }

@@ -140,7 +140,10 @@ static tailor_status try_one(tailor_ctx *ctx, tailor_kernels *set, tailor_op_ker
     snprintf(t->from, sizeof t->from, "%s", tailor_op_kernel_describe(k));
     t->alone_to = alone;
     t->pairs = o->pairs;
-    if (tailor_op_kernel_try(ctx, set, k, tmpl, params) != TAILOR_OK) {
+    tailor_status ts = tailor_op_kernel_try(ctx, set, k, tmpl, params);
+    if (ts == TAILOR_ERR_CUDA || ts == TAILOR_ERR_NOMEM)
+        return ts; /* the device or the host is in trouble: not this configuration's fault */
+    if (ts) {
         snprintf(t->to, sizeof t->to, "%s %s", tmpl, params);
         t->failed = tailor_ctx_message(ctx);
         return TAILOR_OK;
@@ -150,10 +153,13 @@ static tailor_status try_one(tailor_ctx *ctx, tailor_kernels *set, tailor_op_ker
     tailor_op_kernel_use_try(k, 0);
     double from[MAX_PAIRS], to[MAX_PAIRS];
     tailor_status st = time_pairs(ctx, k, timer, user, o->pairs, from, to);
-    t->kept = st == TAILOR_OK && tailor_step_keeps(from, to, o->pairs, o->margin, &t->wins);
-    t->step_from = median_of(from, o->pairs);
-    t->step_to = median_of(to, o->pairs);
-    tailor_status ss = tailor_op_kernel_settle(ctx, set, k, t->kept, alone);
+    int keep = st == TAILOR_OK && tailor_step_keeps(from, to, o->pairs, o->margin, &t->wins);
+    if (st == TAILOR_OK) {
+        t->step_from = median_of(from, o->pairs);
+        t->step_to = median_of(to, o->pairs);
+    }
+    tailor_status ss = tailor_op_kernel_settle(ctx, set, k, keep, alone);
+    t->kept = keep && ss == TAILOR_OK; /* a failed cache write leaves k on its old one */
     return st ? st : ss;
 }
 
@@ -195,6 +201,8 @@ static tailor_status tune_kernel(tailor_ctx *ctx, tailor_kernels *set, tailor_ca
         tailor_step_try t = {.op = tailor_op_kernel_op(k), .shape = tailor_op_kernel_shape(k),
                              .alone_from = own};
         st = try_one(ctx, set, k, tmpl[i], params[i], alone[i], timer, user, o, &t);
+        if (st)
+            break; /* t is half filled: nothing to report */
         if (t.kept)
             own = alone[i];
         out->tried++;
@@ -212,6 +220,16 @@ static tailor_status tune_kernel(tailor_ctx *ctx, tailor_kernels *set, tailor_ca
     return st;
 }
 
+/* n timings of the step as it stands. */
+static tailor_status time_step_n(tailor_ctx *ctx, tailor_step_timer timer, void *user, double *us,
+                                 int n)
+{
+    tailor_status st = TAILOR_OK;
+    for (int i = 0; i < n && st == TAILOR_OK; i++)
+        st = timer(ctx, user, &us[i]);
+    return st;
+}
+
 tailor_status tailor_step_tune(tailor_ctx *ctx, tailor_kernels *set, tailor_cache *cache,
                                tailor_step_kernel *list, int n, tailor_step_timer timer, void *user,
                                const tailor_step_tune_options *opts,
@@ -222,11 +240,12 @@ tailor_status tailor_step_tune(tailor_ctx *ctx, tailor_kernels *set, tailor_cach
     qsort(list, (size_t)n, sizeof *list, by_cost);
     /* the margin is at least what the same step varies by from timing to timing */
     double base[NOISE_SAMPLES];
-    tailor_status st = TAILOR_OK;
-    for (int i = 0; i < NOISE_SAMPLES && st == TAILOR_OK; i++)
-        st = timer(ctx, user, &base[i]);
-    out->first_us = median_of(base, NOISE_SAMPLES);
+    tailor_status st = time_step_n(ctx, timer, user, base, NOISE_SAMPLES);
+    if (st)
+        return st;
+    out->timings = NOISE_SAMPLES;
     out->noise = tailor_step_noise(base, NOISE_SAMPLES);
+    out->first_us = median_of(base, NOISE_SAMPLES);
     if (o.margin < out->noise)
         o.margin = out->noise;
     out->margin = o.margin;
@@ -234,7 +253,10 @@ tailor_status tailor_step_tune(tailor_ctx *ctx, tailor_kernels *set, tailor_cach
         out->kernels++;
         st = tune_kernel(ctx, set, cache, list[i].kernel, timer, user, &o, out);
     }
+    double last[NOISE_SAMPLES];
     if (st == TAILOR_OK)
-        st = timer(ctx, user, &out->last_us);
+        st = time_step_n(ctx, timer, user, last, NOISE_SAMPLES);
+    if (st == TAILOR_OK)
+        out->last_us = median_of(last, NOISE_SAMPLES);
     return st;
 }

@@ -32,7 +32,8 @@ typedef tailor_status (*tailor_step_timer)(tailor_ctx *ctx, void *user, double *
 typedef struct tailor_step_try {
     const char *op, *shape;     /* the kernel's op and tuned shape */
     char from[512], to[512];    /* "template PARAM=v ..." of the winner and of the alternative */
-    double alone_from, alone_to; /* their own times, microseconds, as the tuner measured them */
+    double alone_from, alone_to; /* their own times, microseconds, as the tuner measured them
+                                    (alone_from -1: the cache holds no trial of the winner) */
     double step_from, step_to;  /* median step times of the pairs, microseconds */
     int wins, pairs;            /* pairs the alternative won by more than the margin */
     int kept;
@@ -53,7 +54,8 @@ typedef struct tailor_step_tune_options {
 
 typedef struct tailor_step_tune_result {
     int kernels, tried, kept, failed;
-    double first_us, last_us; /* the step before the first try (median of four) and after */
+    double first_us, last_us; /* the step before the first try and after the last (medians) */
+    int timings;              /* of how many timings each of those is the median */
     double noise, margin;     /* the four timings' spread (tailor_step_noise), the margin used */
 } tailor_step_tune_result;
 

@@ -323,7 +323,10 @@ tailor_status tailor_gemma4_gpu_profile_step(tailor_ctx *ctx, tailor_gemma4_gpu 
 
 /* Captures the decode step again (after the kernel set changed what a kernel runs:
  * tailor_op_kernel_use_try), with one eager warm-up step first; forgets every cached position as
- * tailor_gemma4_gpu_reset. A model created without a graph runs the warm-up step only. */
+ * tailor_gemma4_gpu_reset. A model created without a graph runs the warm-up step only; one
+ * created with a graph fails here if the capture does (so timings never compare a graph with
+ * kernel-by-kernel steps). Until then, tailor_gemma4_gpu_step runs kernel by kernel whenever the
+ * kernel set changed since the capture (tailor_kernels_generation), never a stale graph. */
 tailor_status tailor_gemma4_gpu_recapture(tailor_ctx *ctx, tailor_gemma4_gpu *g);
 
 /* Debugging aid (TAILOR_DEBUG_LAYERS=1 in `tailor run` and the GPU test): for every l, runs

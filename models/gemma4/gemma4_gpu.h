@@ -92,6 +92,8 @@ struct tailor_gemma4_gpu {
     int32_t *h_tok, *h_pos, *h_ids;
     unsigned char *h_pe;        /* [C, L*P] dtype */
     tailor_gpu_graph graph;
+    unsigned graph_generation; /* the kernel set's generation it was captured at */
+    int want_graph;            /* not --no-graph: recapture must give a graph again */
     CUdeviceptr allocs[G4G_MAX_ALLOCS];
     int nallocs;
     size_t weight_bytes, kv_bytes, act_bytes;
@@ -116,7 +118,7 @@ tailor_status g4g_run(tailor_ctx *ctx, tailor_gemma4_gpu *g, const char *op,
                       const tailor_binding *b, int nb);
 tailor_status g4g_pass(tailor_ctx *ctx, tailor_gemma4_gpu *g, int T, int p0, int decode,
                        int n_layers, int all_rows);
-tailor_status g4g_warm_up(tailor_ctx *ctx, tailor_gemma4_gpu *g, int no_graph);
+tailor_status g4g_warm_up(tailor_ctx *ctx, tailor_gemma4_gpu *g);
 
 /* gpu_weights.c: the PLE table row of `id` in the compute dtype into dst [L*P] */
 void g4g_ple_row(const tailor_gemma4_gpu *g, int32_t id, unsigned char *dst);

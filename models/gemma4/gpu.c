@@ -756,9 +756,11 @@ tailor_status tailor_gemma4_gpu_step(tailor_ctx *ctx, tailor_gemma4_gpu *g, int3
                                 "gemma4 gpu: all %d positions of the KV cache are used",
                                 g->max_tokens);
     tailor_status st = stage_inputs(ctx, g, &token, 1, g->pos);
+    /* a graph captured before a kernel of the set changed would launch the old one */
+    int graph = g->graph.exec && g->graph_generation == tailor_kernels_generation(g->ks);
     if (st == TAILOR_OK)
-        st = g->graph.exec ? tailor_gpu_graph_launch(ctx, g->gpu, &g->graph)
-                           : g4g_pass(ctx, g, 1, g->pos, 1, g->cfg.n_layers, 0);
+        st = graph ? tailor_gpu_graph_launch(ctx, g->gpu, &g->graph)
+                   : g4g_pass(ctx, g, 1, g->pos, 1, g->cfg.n_layers, 0);
     if (st == TAILOR_OK)
         st = read_out(ctx, g, 1, logits, next, g->pos);
     if (st == TAILOR_OK)
@@ -814,8 +816,10 @@ int tailor_gemma4_gpu_pos(const tailor_gemma4_gpu *g) { return g ? g->pos : 0; }
 /* ---- warm-up and the decode graph ------------------------------------------------------------- */
 
 /* One eager decode step at position 0 (loads or tunes every decode kernel and allocates their
- * workspaces), then the same step captured as a graph. Resets the cache afterwards. */
-tailor_status g4g_warm_up(tailor_ctx *ctx, tailor_gemma4_gpu *g, int no_graph)
+ * workspaces), then, unless the model was loaded without one, the same step captured as a
+ * graph (a capture that fails is a warning: the steps then run kernel by kernel). Resets the
+ * cache afterwards. */
+tailor_status g4g_warm_up(tailor_ctx *ctx, tailor_gemma4_gpu *g)
 {
     int32_t tok = g->cfg.bos_id > 0 && g->cfg.bos_id < g->cfg.vocab ? g->cfg.bos_id : 0;
     tailor_status st = stage_inputs(ctx, g, &tok, 1, 0);
@@ -823,11 +827,12 @@ tailor_status g4g_warm_up(tailor_ctx *ctx, tailor_gemma4_gpu *g, int no_graph)
         st = g4g_pass(ctx, g, 1, 0, 1, g->cfg.n_layers, 0);
     if (st == TAILOR_OK)
         st = tailor_gpu_sync(ctx, g->gpu);
-    if (st == TAILOR_OK && !no_graph) {
+    if (st == TAILOR_OK && g->want_graph) {
         tailor_status cs = tailor_gpu_capture_begin(ctx, g->gpu);
         if (cs == TAILOR_OK) {
             cs = g4g_pass(ctx, g, 1, 0, 1, g->cfg.n_layers, 0);
             tailor_status es = tailor_gpu_capture_end(ctx, g->gpu, cs == TAILOR_OK, &g->graph);
+            g->graph_generation = tailor_kernels_generation(g->ks);
             if (cs == TAILOR_OK)
                 cs = es;
         }
@@ -845,9 +850,12 @@ tailor_status g4g_warm_up(tailor_ctx *ctx, tailor_gemma4_gpu *g, int no_graph)
 
 tailor_status tailor_gemma4_gpu_recapture(tailor_ctx *ctx, tailor_gemma4_gpu *g)
 {
-    int graph = g->graph.exec != NULL;
     tailor_gpu_graph_destroy(g->gpu, &g->graph);
-    return g4g_warm_up(ctx, g, !graph);
+    tailor_status st = g4g_warm_up(ctx, g);
+    if (st == TAILOR_OK && g->want_graph && !g->graph.exec) /* timings would compare unlike */
+        st = tailor_set_error(ctx, TAILOR_ERR_CUDA, "gemma4 gpu: the decode step could not be "
+                              "captured again as a CUDA graph (the warning above says why)");
+    return st;
 }
 
 /* ---- debugging: layer by layer against the CPU reference --------------------------------------- */

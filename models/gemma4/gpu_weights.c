@@ -788,6 +788,7 @@ static tailor_status create(tailor_ctx *ctx, const tailor_gemma4 *m, const tailo
     const tailor_device_info *dev = tailor_gpu_info(gpu);
     g->gpu = gpu;
     g->ks = ks;
+    g->want_graph = !o->no_graph;
     int cached0 = 0, tuned0 = 0;
     tailor_kernels_stats(ks, &cached0, &tuned0);
     tailor_kernels_set_pdl(ks, !o->no_pdl); /* a chain of dependent kernels: see kernels.h */
@@ -812,7 +813,7 @@ static tailor_status create(tailor_ctx *ctx, const tailor_gemma4 *m, const tailo
     if (st == TAILOR_OK)
         st = tailor_gpu_sync(ctx, gpu);
     if (st == TAILOR_OK)
-        st = g4g_warm_up(ctx, g, o->no_graph);
+        st = g4g_warm_up(ctx, g);
     if (st) {
         tailor_gemma4_gpu_destroy(g);
         return st;
