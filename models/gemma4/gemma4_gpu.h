@@ -38,6 +38,7 @@ typedef struct g4g_layer {
 } g4g_layer;
 
 #define G4G_MAX_ALLOCS 4096
+#define G4G_PLE_POOL 256 /* random weights: distinct synthetic PLE rows (ple_pool) */
 
 /* The cache length full layers' kernels are tuned at, whatever max_tokens is (the split count
  * follows the actual length at launch). Their decode attention is tuned at G4G_DECODE_KV_SHORT
@@ -91,6 +92,7 @@ struct tailor_gemma4_gpu {
     /* pinned host inputs and outputs */
     int32_t *h_tok, *h_pos, *h_ids;
     unsigned char *h_pe;        /* [C, L*P] dtype */
+    uint16_t *ple_pool;         /* random weights: G4G_PLE_POOL synthetic PLE rows [., L*P] dtype */
     tailor_gpu_graph graph;
     unsigned graph_generation; /* the kernel set's generation it was captured at */
     int want_graph;            /* not --no-graph: recapture must give a graph again */
