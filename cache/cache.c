@@ -32,6 +32,7 @@ static const char schema_sql[] =
     " binary BLOB NOT NULL, binary_sha256 TEXT NOT NULL, arch TEXT NOT NULL,"
     " median_us REAL NOT NULL, spread_us REAL NOT NULL, tuned_at INTEGER NOT NULL,"
     " n_trials INTEGER NOT NULL,"
+    " chosen TEXT NOT NULL DEFAULT 'tuner' CHECK (chosen IN ('tuner', 'step')),"
     " PRIMARY KEY (fingerprint, op, shape, dtype, space_hash));"
     "CREATE TABLE trials ("
     " fingerprint TEXT NOT NULL, op TEXT NOT NULL, shape TEXT NOT NULL, dtype TEXT NOT NULL,"
@@ -41,7 +42,18 @@ static const char schema_sql[] =
     " median_us REAL, detail TEXT NOT NULL DEFAULT '', recorded_at INTEGER NOT NULL,"
     " PRIMARY KEY (fingerprint, op, shape, dtype, space_hash, template, params));"
     "PRAGMA application_id = 1953264177;" /* TCACHE_APPLICATION_ID */
-    "PRAGMA user_version = 1;";           /* TAILOR_CACHE_SCHEMA_VERSION */
+    "PRAGMA user_version = 2;";           /* TAILOR_CACHE_SCHEMA_VERSION */
+
+/* Version 1 to 2: winners record who chose them (the tuner, or step tuning in the decode step). */
+static const char upgrade_1_to_2_sql[] =
+    "ALTER TABLE winners ADD COLUMN chosen TEXT NOT NULL DEFAULT 'tuner'"
+    " CHECK (chosen IN ('tuner', 'step'));"
+    "PRAGMA user_version = 2;";
+
+/* A read-only connection to a version-1 file sees its winners through this view, so that every
+ * query reads the same columns (unqualified names find the temp schema first). */
+static const char v1_winners_view_sql[] =
+    "CREATE TEMP VIEW winners AS SELECT *, 'tuner' AS chosen FROM main.winners;";
 
 /* ---- small shared helpers ------------------------------------------------------------------ */
 
@@ -307,7 +319,8 @@ static tailor_status set_wal(tailor_ctx *ctx, tailor_cache *c)
     }
 }
 
-/* Creates the tables unless another process did so first (checked inside the transaction). */
+/* Creates the tables, or brings an older schema up to date, unless another process did so first
+ * (checked inside the transaction). */
 static tailor_status create_schema_body(tailor_ctx *ctx, tailor_cache *c, void *user)
 {
     (void)user;
@@ -315,8 +328,11 @@ static tailor_status create_schema_body(tailor_ctx *ctx, tailor_cache *c, void *
     tailor_status s = check_identity(ctx, c, &version);
     if (s != TAILOR_OK || version == TAILOR_CACHE_SCHEMA_VERSION)
         return s;
-    int rc = sqlite3_exec(c->db, schema_sql, NULL, NULL, NULL);
-    return rc == SQLITE_OK ? TAILOR_OK : tcache_sqlite_fail(ctx, c, rc, "creating the schema");
+    const char *sql = version == 0 ? schema_sql : upgrade_1_to_2_sql;
+    int rc = sqlite3_exec(c->db, sql, NULL, NULL, NULL);
+    return rc == SQLITE_OK ? TAILOR_OK
+                           : tcache_sqlite_fail(ctx, c, rc, version == 0 ? "creating the schema"
+                                                                         : "upgrading the schema");
 }
 
 static tailor_status setup_connection(tailor_ctx *ctx, tailor_cache *c)
@@ -328,8 +344,9 @@ static tailor_status setup_connection(tailor_ctx *ctx, tailor_cache *c)
         s = set_wal(ctx, c);
     if (s == TAILOR_OK && sqlite3_exec(c->db, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL) != SQLITE_OK)
         s = tcache_sqlite_fail(ctx, c, sqlite3_errcode(c->db), "setting synchronous mode");
-    if (s == TAILOR_OK && version == 0)
-        s = tcache_write_txn(ctx, c, "creating the schema", create_schema_body, NULL);
+    if (s == TAILOR_OK && version < TAILOR_CACHE_SCHEMA_VERSION)
+        s = tcache_write_txn(ctx, c, version == 0 ? "creating the schema" : "upgrading the schema",
+                             create_schema_body, NULL);
     return s;
 }
 
@@ -364,6 +381,11 @@ static tailor_status setup_readonly(tailor_ctx *ctx, tailor_cache *c)
         s = tailor_set_error(ctx, TAILOR_ERR_MISMATCH,
                              "cache file '%s' holds no tailor cache (no schema: an empty file?)",
                              c->path);
+    if (s == TAILOR_OK && version == 1) {
+        int rc = sqlite3_exec(c->db, v1_winners_view_sql, NULL, NULL, NULL);
+        if (rc != SQLITE_OK)
+            s = tcache_sqlite_fail(ctx, c, rc, "reading a version-1 schema");
+    }
     return s;
 }
 
@@ -453,7 +475,7 @@ const char *tailor_cache_path(const tailor_cache *c) { return c ? c->path : ""; 
 /* Columns every winner query selects, in this order, after any key columns. */
 #define WINNER_COLUMNS                                                                          \
     "template, kernel, params, launch, binary_kind, binary, binary_sha256, arch, median_us, "   \
-    "spread_us, tuned_at, n_trials"
+    "spread_us, tuned_at, n_trials, chosen"
 
 static const char *col_text(sqlite3_stmt *st, int i)
 {
@@ -483,6 +505,7 @@ static tailor_status row_to_winner(tailor_ctx *ctx, tailor_cache *c, sqlite3_stm
     w->spread_us = sqlite3_column_double(st, col + 9);
     w->tuned_at = sqlite3_column_int64(st, col + 10);
     w->n_trials = sqlite3_column_int(st, col + 11);
+    w->chosen_in_step = strcmp(col_text(st, col + 12), "step") == 0;
     w->binary_size = bin_size;
     if (!copy) {
         w->params_json = (char *)params;
@@ -566,7 +589,7 @@ tailor_status tcache_store_winner(tailor_ctx *ctx, tailor_cache *c, const tailor
         "AND space_hash <> ?5",
         "DELETE FROM winners WHERE fingerprint = ?1 AND op = ?2 AND shape = ?3 AND dtype = ?4",
         "INSERT INTO winners (fingerprint, op, shape, dtype, space_hash, " WINNER_COLUMNS
-        ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+        ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
     };
     for (int i = 0; i < 3; i++) {
         sqlite3_stmt *st;
@@ -587,6 +610,7 @@ tailor_status tcache_store_winner(tailor_ctx *ctx, tailor_cache *c, const tailor
             sqlite3_bind_double(st, 15, w->spread_us);
             sqlite3_bind_int64(st, 16, w->tuned_at);
             sqlite3_bind_int(st, 17, w->n_trials);
+            sqlite3_bind_text(st, 18, w->chosen_in_step ? "step" : "tuner", -1, SQLITE_STATIC);
         }
         s = step_done(ctx, c, st, "storing a winner");
         if (s != TAILOR_OK)

@@ -11,8 +11,9 @@
 /* Opaque: one open connection to a cache file. Not shared between threads or across fork(). */
 typedef struct tailor_cache tailor_cache;
 
-/* The schema version this build writes (PRAGMA user_version). A newer file is refused. */
-#define TAILOR_CACHE_SCHEMA_VERSION 1
+/* The schema version this build writes (PRAGMA user_version). A newer file is refused; an older
+ * one is upgraded when opened for writing and read as it is when opened read-only. */
+#define TAILOR_CACHE_SCHEMA_VERSION 2
 
 /* The five parts of an entry's key. All must be non-empty text.
  *   fingerprint: tailor_device_fingerprint() text ("NVIDIA H200|sm_90|132|232448|13000|13.0"), or
@@ -41,6 +42,8 @@ typedef struct tailor_cache_winner {
     double spread_us;        /* its spread (the tuner's measure of noise), microseconds */
     long long tuned_at;      /* unix seconds */
     int n_trials;            /* configurations tried when this winner was chosen */
+    int chosen_in_step;      /* 1: step tuning chose it in a model's decode step over the tuner's
+                                pick (then it need not be its key's fastest alone) */
 } tailor_cache_winner;
 
 /* Opens (creating if needed) the cache at `path`; NULL means $TAILOR_CACHE when set and

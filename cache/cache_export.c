@@ -243,6 +243,7 @@ static int export_entry(void *user, const tailor_cache_key *key, const tailor_ca
              cJSON_AddNumberToObject(o, "spread_us", w->spread_us) &&
              cJSON_AddNumberToObject(o, "tuned_at", (double)w->tuned_at) &&
              cJSON_AddNumberToObject(o, "n_trials", w->n_trials) &&
+             cJSON_AddStringToObject(o, "chosen", w->chosen_in_step ? "step" : "tuner") &&
              cJSON_AddStringToObject(o, "binary_kind", w->binary_kind) &&
              cJSON_AddNumberToObject(o, "binary_size", (double)w->binary_size) &&
              cJSON_AddStringToObject(o, "binary_sha256", sha) &&
@@ -496,6 +497,20 @@ static tailor_status entry_values(tailor_ctx *ctx, const import_state *im, int i
     return entry_arch(ctx, im, i, w);
 }
 
+/* "chosen": "tuner" or "step"; absent (files written before it existed) means the tuner. */
+static tailor_status entry_chosen(tailor_ctx *ctx, const import_state *im, int i, const cJSON *o,
+                                  tailor_cache_winner *w)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "chosen");
+    if (!v)
+        return TAILOR_OK;
+    const char *t = cJSON_IsString(v) ? v->valuestring : NULL;
+    if (!t || (strcmp(t, "tuner") != 0 && strcmp(t, "step") != 0))
+        return entry_fail(ctx, im, i, "chosen", "is not \"tuner\" or \"step\"");
+    w->chosen_in_step = strcmp(t, "step") == 0;
+    return TAILOR_OK;
+}
+
 static tailor_status entry_numbers(tailor_ctx *ctx, const import_state *im, int i, const cJSON *o,
                                    tailor_cache_winner *w, double *binary_size)
 {
@@ -512,7 +527,7 @@ static tailor_status entry_numbers(tailor_ctx *ctx, const import_state *im, int 
     w->tuned_at = (long long)v[2];
     w->n_trials = (int)v[3];
     *binary_size = v[4];
-    return TAILOR_OK;
+    return entry_chosen(ctx, im, i, o, w);
 }
 
 /* Decodes and checks the binary of entry i; w->binary is malloc'd on success. */

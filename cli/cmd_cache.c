@@ -162,6 +162,7 @@ static cJSON *winner_json(const tailor_cache_key *key, const tailor_cache_winner
     cJSON_AddNumberToObject(o, "spread_us", w->spread_us);
     cJSON_AddNumberToObject(o, "tuned_at", (double)w->tuned_at);
     cJSON_AddNumberToObject(o, "n_trials", w->n_trials);
+    cJSON_AddStringToObject(o, "chosen", w->chosen_in_step ? "step" : "tuner");
     return o;
 }
 
@@ -169,8 +170,9 @@ static void print_line(const tailor_cache_key *key, const tailor_cache_winner *w
 {
     char dev[128];
     device_label(key->fingerprint, dev, sizeof dev);
-    printf("%-18s  %-14s  %-26s  %-4s  %-22s  %-28s  %10.2f us\n", dev, key->op, key->shape,
-           key->dtype, w->template_name, w->params_json, w->median_us);
+    printf("%-18s  %-14s  %-26s  %-4s  %-22s  %-28s  %10.2f us%s\n", dev, key->op, key->shape,
+           key->dtype, w->template_name, w->params_json, w->median_us,
+           w->chosen_in_step ? "  (step)" : "");
 }
 
 static void print_block(const tailor_cache_key *key, const tailor_cache_winner *w)
@@ -191,8 +193,12 @@ static void print_block(const tailor_cache_key *key, const tailor_cache_winner *
     printf("  launch    %s\n", w->launch_json);
     printf("  binary    %s for %s, %s B, sha256 %s\n", w->binary_kind, w->arch,
            tailor_fmt_int(size, sizeof size, (long long)w->binary_size), sha);
-    printf("  time      %.3f us median, spread %.3f us, %d trials, tuned %s\n\n", w->median_us,
+    printf("  time      %.3f us median, spread %.3f us, %d trials, tuned %s\n", w->median_us,
            w->spread_us, w->n_trials, when);
+    printf("  chosen    %s\n\n", w->chosen_in_step
+                                     ? "in a model's decode step (step tuning), over the tuner's "
+                                       "pick: not necessarily the fastest alone"
+                                     : "by the tuner, timed alone");
 }
 
 static int list_one(void *user, const tailor_cache_key *key, const tailor_cache_winner *w)

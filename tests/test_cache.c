@@ -72,6 +72,7 @@ static void make_winner(owned_winner *o, int i)
     o->w.spread_us = o->w.median_us * 0.01;
     o->w.tuned_at = 1700000000LL + i;
     o->w.n_trials = 10 + i;
+    o->w.chosen_in_step = i % 3 == 1;
 }
 
 static void shape_of(char *buf, size_t size, int i) { snprintf(buf, size, "m=%d,n=1536", i + 1); }
@@ -85,7 +86,8 @@ static int winners_equal(const tailor_cache_winner *a, const tailor_cache_winner
            strcmp(a->binary_kind, b->binary_kind) == 0 && strcmp(a->arch, b->arch) == 0 &&
            a->binary_size == b->binary_size && memcmp(a->binary, b->binary, a->binary_size) == 0 &&
            a->median_us == b->median_us && a->spread_us == b->spread_us &&
-           a->tuned_at == b->tuned_at && a->n_trials == b->n_trials;
+           a->tuned_at == b->tuned_at && a->n_trials == b->n_trials &&
+           a->chosen_in_step == b->chosen_in_step;
 }
 
 static int count_fn(void *user, const tailor_cache_key *key, const tailor_cache_winner *w)
@@ -541,6 +543,10 @@ static void test_half_bad_import(tailor_ctx *ctx)
          "entry 3, field 'arch' is 'sm_75', but the fingerprint's architecture is sm_90"},
         {"\"m=3,n=1536\"", "\"arch\":\"sm_90\"", "\"arch\":\"gfx90a\"",
          "entry 3, field 'arch' is not 'sm_NN' or 'compute_NN'"},
+        {"\"m=2,n=1536\"", "\"chosen\":\"step\"", "\"chosen\":\"both\"",
+         "entry 2, field 'chosen' is not \"tuner\" or \"step\""},
+        {"\"m=3,n=1536\"", "\"chosen\":\"tuner\"", "\"chosen\":1",
+         "entry 3, field 'chosen' is not \"tuner\" or \"step\""},
     };
     for (int k = 0; k < (int)(sizeof cases / sizeof cases[0]); k++) {
         memcpy(buf, orig, n + 1);
@@ -795,6 +801,92 @@ static void test_readonly(tailor_ctx *ctx)
     free(after);
 }
 
+/* PRAGMA user_version of the file at path. */
+static int file_schema_version(const char *path)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    int v = -1;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
+}
+
+/* A version-1 cache (written before winners said who chose them) is read as it is when opened
+ * read-only (every winner the tuner's), and upgraded in place when opened for writing. */
+static void test_schema_upgrade(tailor_ctx *ctx)
+{
+    static const char v1_schema[] =
+        "PRAGMA journal_mode = DELETE;"
+        "CREATE TABLE winners ("
+        " fingerprint TEXT NOT NULL, op TEXT NOT NULL, shape TEXT NOT NULL, dtype TEXT NOT NULL,"
+        " space_hash TEXT NOT NULL,"
+        " template TEXT NOT NULL, kernel TEXT NOT NULL, params TEXT NOT NULL, launch TEXT NOT NULL,"
+        " binary_kind TEXT NOT NULL CHECK (binary_kind IN ('cubin', 'ptx')),"
+        " binary BLOB NOT NULL, binary_sha256 TEXT NOT NULL, arch TEXT NOT NULL,"
+        " median_us REAL NOT NULL, spread_us REAL NOT NULL, tuned_at INTEGER NOT NULL,"
+        " n_trials INTEGER NOT NULL,"
+        " PRIMARY KEY (fingerprint, op, shape, dtype, space_hash));"
+        "CREATE TABLE trials ("
+        " fingerprint TEXT NOT NULL, op TEXT NOT NULL, shape TEXT NOT NULL, dtype TEXT NOT NULL,"
+        " space_hash TEXT NOT NULL, template TEXT NOT NULL, params TEXT NOT NULL,"
+        " outcome TEXT NOT NULL, median_us REAL, detail TEXT NOT NULL DEFAULT '',"
+        " recorded_at INTEGER NOT NULL,"
+        " PRIMARY KEY (fingerprint, op, shape, dtype, space_hash, template, params));"
+        "PRAGMA application_id = 1953264177;"
+        "PRAGMA user_version = 1;";
+    char path[512], sql[1024], sha[65];
+    path_in_tmp(path, sizeof path, "v1.sqlite");
+    sql_exec(path, v1_schema);
+    tailor_sha256_hex("\x7f" "ELF", 4, sha);
+    snprintf(sql, sizeof sql,
+             "INSERT INTO winners VALUES ('%s', 'rmsnorm', 'm=1,n=1536', 'bf16', '%s',"
+             " 'rmsnorm_warp', 'rmsnorm_warp_k', '{\"BLOCK\":64}', '{\"grid\":[1,1,1]}', 'cubin',"
+             " X'7f454c46', '%s', 'sm_90', 2.5, 0.1, 1700000000, 12)", FP_H200, HASH1, sha);
+    sql_exec(path, sql);
+    tailor_cache_key key = {FP_H200, "rmsnorm", "m=1,n=1536", "bf16", HASH1};
+    tailor_cache_winner got;
+    int found = 0;
+
+    tailor_cache *c = NULL;
+    CHECK_OK(ctx, tailor_cache_open_readonly(ctx, path, &c));
+    if (c) {
+        CHECK_OK(ctx, tailor_cache_get_winner(ctx, c, &key, &got, &found));
+        CHECK(found && got.n_trials == 12 && got.chosen_in_step == 0);
+        if (found)
+            tailor_cache_winner_free(&got);
+        CHECK(count_winners(ctx, c, NULL) == 1);
+        tailor_cache_close(c);
+    }
+    CHECKF(file_schema_version(path) == 1, "a read-only open changed the schema to %d",
+           file_schema_version(path));
+
+    c = open_cache(ctx, "v1.sqlite");
+    CHECKF(file_schema_version(path) == TAILOR_CACHE_SCHEMA_VERSION, "schema %d after opening",
+           file_schema_version(path));
+    found = 0;
+    CHECK_OK(ctx, tailor_cache_get_winner(ctx, c, &key, &got, &found));
+    CHECK(found && got.n_trials == 12 && got.median_us == 2.5 && got.chosen_in_step == 0);
+    if (found)
+        tailor_cache_winner_free(&got);
+    owned_winner stepped;
+    make_winner(&stepped, 1);
+    CHECK(stepped.w.chosen_in_step == 1);
+    CHECK_OK(ctx, tailor_cache_put_winner(ctx, c, &key, &stepped.w));
+    tailor_cache_close(c);
+    c = open_cache(ctx, "v1.sqlite"); /* opening an upgraded file again changes nothing */
+    found = 0;
+    CHECK_OK(ctx, tailor_cache_get_winner(ctx, c, &key, &got, &found));
+    CHECK(found && winners_equal(&got, &stepped.w));
+    if (found)
+        tailor_cache_winner_free(&got);
+    tailor_cache_close(c);
+}
+
 int main(void)
 {
     uint64_t seed = 20240611;
@@ -822,6 +914,7 @@ int main(void)
     test_clear(ctx);
     test_paths(ctx);
     test_readonly(ctx);
+    test_schema_upgrade(ctx);
     tailor_ctx_destroy(ctx);
     int rc = test_finish("test_cache");
     if (rc == 0) { /* keep the files of a failing run for a look */

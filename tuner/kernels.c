@@ -592,6 +592,7 @@ tailor_status tailor_op_kernel_settle(tailor_ctx *ctx, tailor_kernels *set, tail
         }
         k->alt.w.median_us = median_us;
         k->alt.w.tuned_at = (long long)time(NULL);
+        k->alt.w.chosen_in_step = 1;
         if (st == TAILOR_OK)
             st = tailor_cache_put_winner(ctx, set->cache, &kb.key, &k->alt.w);
     }

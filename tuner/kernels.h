@@ -132,7 +132,8 @@ tailor_status tailor_op_kernel_try(tailor_ctx *ctx, tailor_kernels *set, tailor_
  * generation changes). */
 void tailor_op_kernel_use_try(tailor_op_kernel *k, int on);
 /* Ends a try. keep = 1: the configuration tried becomes k's and the cache's winner for k's key
- * (median_us: its own time as the tuner measured it; the trial count stays the old winner's);
+ * (median_us: its own time as the tuner measured it; the trial count stays the old winner's;
+ * marked chosen_in_step);
  * keep = 0: it is dropped. Either way k then runs its (possibly new) own configuration. On a
  * cache error k keeps its old configuration. */
 tailor_status tailor_op_kernel_settle(tailor_ctx *ctx, tailor_kernels *set, tailor_op_kernel *k,
