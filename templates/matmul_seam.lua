@@ -36,6 +36,11 @@ return {
   grid = function(p, shape, dtype, device) return tailor.gemv_grid(p, shape) end,
   workspace = function(p, shape, dtype, device) return tailor.seam_workspace(p, shape) end,
 
-  args = { "t", "a", "w", "y", "x", "w_post", "w_next", "scalar", "counters", { f32 = 1e-6 },
-           { i32 = "m" }, { i32 = "n" }, { i32 = "k" } },
+  args = function(p, shape, dtype, device)
+    local a = tailor.seam_args({ "t", "a", "w" })
+    a[#a + 1] = { i32 = "m" }
+    a[#a + 1] = { i32 = "n" }
+    a[#a + 1] = { i32 = "k" }
+    return a
+  end,
 }

@@ -70,14 +70,10 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
               const u8 *__restrict__ zeros,
 #endif
 #if SEAM
-              T *__restrict__ y, float *__restrict__ x, const T *__restrict__ w_post,
-              const T *__restrict__ w_next, const float *__restrict__ scalar,
-              int *__restrict__ counters, float eps,
+              SEAM_AFTER_PARAMS
 #endif
 #if PRO
-              const T *__restrict__ t, const float *__restrict__ x_in, float *__restrict__ x_out,
-              T *__restrict__ y, const T *__restrict__ w_post, const T *__restrict__ w_next,
-              const float *__restrict__ scalar, float eps,
+              SEAM_BEFORE_PARAMS
 #endif
               int M, int N, int K, int n_pad)
 {

@@ -34,8 +34,7 @@ return {
     local n_pad = tailor.w4_scale_ld(shape) -- the scales' row stride
     local a = { "t", "a", "qweight", "scales" }
     if shape.zp ~= 0 then a[#a + 1] = "zeros" end
-    for _, b in ipairs({ "y", "x", "w_post", "w_next", "scalar", "counters" }) do a[#a + 1] = b end
-    a[#a + 1] = { f32 = 1e-6 }
+    tailor.seam_args(a)
     a[#a + 1] = { i32 = "m" }
     a[#a + 1] = { i32 = "n" }
     a[#a + 1] = { i32 = "k" }

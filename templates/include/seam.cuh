@@ -27,6 +27,17 @@
 static_assert(MT == 1, "the seam prologue serves one row (decode)");
 #endif
 
+// The kernel parameters of a seam after the GEMV (SEAM) and of one before it (PRO), each list
+// ending in a comma, in the order spacelib's seam_args and pro_args pass them.
+#define SEAM_AFTER_PARAMS                                                                          \
+    T *__restrict__ y, float *__restrict__ x, const T *__restrict__ w_post,                        \
+        const T *__restrict__ w_next, const float *__restrict__ scalar,                            \
+        int *__restrict__ counters, float eps,
+#define SEAM_BEFORE_PARAMS                                                                         \
+    const T *__restrict__ t, const float *__restrict__ x_in, float *__restrict__ x_out,            \
+        T *__restrict__ y, const T *__restrict__ w_post, const T *__restrict__ w_next,             \
+        const float *__restrict__ scalar, float eps,
+
 template <int N>
 struct alignas(4 * N > 16 ? 16 : 4 * N) FVec {
     float v[N];

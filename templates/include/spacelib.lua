@@ -191,8 +191,18 @@ end
 -- matmul_pro's staged weights: w_post's and w_next's k values, then 16 bytes for the scalar.
 function lib.pro_stage_smem(k, async) return async == 1 and 4 * k + 16 or 0 end
 
+-- The arguments of a seam before the product (PRO: seam.cuh's SEAM_BEFORE_PARAMS) and of one
+-- after it (SEAM: SEAM_AFTER_PARAMS), appended to a; eps last.
 function lib.pro_args(a)
   for _, name in ipairs({ "t", "x_in", "x_out", "y", "w_post", "w_next", "scalar" }) do
+    a[#a + 1] = name
+  end
+  a[#a + 1] = { f32 = 1e-6 }
+  return a
+end
+
+function lib.seam_args(a)
+  for _, name in ipairs({ "y", "x", "w_post", "w_next", "scalar", "counters" }) do
     a[#a + 1] = name
   end
   a[#a + 1] = { f32 = 1e-6 }
