@@ -171,12 +171,14 @@ static tailor_status parse_entry(tailor_ctx *ctx, const st_file *f, const cJSON 
     const cJSON *sh = cJSON_GetObjectItemCaseSensitive(e, "shape");
     const cJSON *off = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
     if (!cJSON_IsString(dt))
-        return tailor_set_error(ctx, TAILOR_ERR_PARSE, "%s: tensor '%s': dtype missing", fn, nm);
+        return tailor_set_error(ctx, TAILOR_ERR_PARSE,
+                                "%s: tensor '%s': dtype missing or not a string", fn, nm);
     if (!dtype_parse(dt->valuestring, &t->dtype))
         return tailor_set_error(ctx, TAILOR_ERR_PARSE, "%s: tensor '%s': unknown dtype '%s'", fn,
                                 nm, dt->valuestring);
     if (!cJSON_IsArray(sh))
-        return tailor_set_error(ctx, TAILOR_ERR_PARSE, "%s: tensor '%s': shape missing", fn, nm);
+        return tailor_set_error(ctx, TAILOR_ERR_PARSE,
+                                "%s: tensor '%s': shape missing or not a list", fn, nm);
     int nd = cJSON_GetArraySize(sh);
     if (nd > TAILOR_ST_MAX_DIMS)
         return tailor_set_error(ctx, TAILOR_ERR_PARSE, "%s: tensor '%s': %d dimensions (at most %d)",
@@ -196,12 +198,12 @@ static tailor_status parse_entry(tailor_ctx *ctx, const st_file *f, const cJSON 
         numel *= (uint64_t)t->shape[i];
     }
     t->numel = (int64_t)numel;
-    if (!cJSON_IsArray(off) || cJSON_GetArraySize(off) != 2)
+    if (!cJSON_IsArray(off) || cJSON_GetArraySize(off) != 2 ||
+        !cJSON_IsNumber(cJSON_GetArrayItem(off, 0)) || !cJSON_IsNumber(cJSON_GetArrayItem(off, 1)))
         return tailor_set_error(ctx, TAILOR_ERR_PARSE,
-                                "%s: tensor '%s': data_offsets is not a pair", fn, nm);
+                                "%s: tensor '%s': data_offsets is not a pair of numbers", fn, nm);
     double b = cJSON_GetArrayItem(off, 0)->valuedouble, en = cJSON_GetArrayItem(off, 1)->valuedouble;
-    if (!cJSON_IsNumber(cJSON_GetArrayItem(off, 0)) || !cJSON_IsNumber(cJSON_GetArrayItem(off, 1)) ||
-        b < 0 || en < b || en > 1.8e19 || b != (double)(uint64_t)b || en != (double)(uint64_t)en)
+    if (b < 0 || en < b || en > 1.8e19 || b != (double)(uint64_t)b || en != (double)(uint64_t)en)
         return tailor_set_error(ctx, TAILOR_ERR_PARSE,
                                 "%s: tensor '%s': data_offsets [%.0f, %.0f] are not an ordered pair "
                                 "of byte offsets", fn, nm, b, en);
@@ -232,6 +234,34 @@ static int span_cmp(const void *a, const void *b)
 {
     const span *x = a, *y = b;
     return x->begin < y->begin ? -1 : x->begin > y->begin ? 1 : 0;
+}
+
+/* __metadata__ is what safetensors writers make it: an object of string values. */
+static tailor_status check_metadata(tailor_ctx *ctx, const st_file *f, const cJSON *meta)
+{
+    if (!cJSON_IsObject(meta))
+        return tailor_set_error(ctx, TAILOR_ERR_PARSE,
+                                "%s: __metadata__ is not an object of strings", f->path);
+    for (const cJSON *e = meta->child; e; e = e->next)
+        if (!cJSON_IsString(e))
+            return tailor_set_error(ctx, TAILOR_ERR_PARSE,
+                                    "%s: __metadata__ key '%s' is not a string", f->path,
+                                    e->string);
+    return TAILOR_OK;
+}
+
+/* After the header's JSON object only padding may follow (JSON whitespace; writers use spaces):
+ * anything else means the length or the text is wrong. */
+static tailor_status check_header_end(tailor_ctx *ctx, const st_file *f, const char *text,
+                                      const char *endp, size_t hlen)
+{
+    for (const char *p = endp; p < text + hlen; p++)
+        if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r')
+            return tailor_set_error(ctx, TAILOR_ERR_PARSE,
+                                    "%s: header has bytes after its JSON object (at byte %zu of "
+                                    "%zu; only spaces may pad it)", f->path,
+                                    (size_t)(p - text), hlen);
+    return TAILOR_OK;
 }
 
 /* Parses the header of file f, appends its tensors to st. */
@@ -267,12 +297,14 @@ static tailor_status parse_header(tailor_ctx *ctx, tailor_st *st, st_file *f)
     }
     int n = cJSON_GetArraySize(root);
     span *spans = calloc((size_t)(n > 0 ? n : 1), sizeof *spans);
-    tailor_status s = spans ? TAILOR_OK
+    tailor_status s = spans ? check_header_end(ctx, f, text, endp, (size_t)hlen)
                             : tailor_set_error(ctx, TAILOR_ERR_NOMEM, "%s: out of memory", f->path);
     size_t ns = 0;
     for (const cJSON *e = root->child; e && s == TAILOR_OK; e = e->next) {
-        if (strcmp(e->string, "__metadata__") == 0)
+        if (strcmp(e->string, "__metadata__") == 0) {
+            s = check_metadata(ctx, f, e);
             continue;
+        }
         tailor_st_tensor t;
         memset(&t, 0, sizeof t);
         t.file = f->path;
@@ -346,6 +378,8 @@ static tailor_status add_file(tailor_ctx *ctx, tailor_st *st, const char *path)
     return parse_header(ctx, st, f);
 }
 
+/* The whole of a small text file (an index), NUL-terminated; NULL and *s set on failure. A
+ * directory, or a file larger than an index of any real checkpoint, is refused unread. */
 static char *read_text(tailor_ctx *ctx, const char *path, tailor_status *s)
 {
     FILE *fp = fopen(path, "rb");
@@ -353,11 +387,16 @@ static char *read_text(tailor_ctx *ctx, const char *path, tailor_status *s)
         *s = tailor_set_error(ctx, TAILOR_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
         return NULL;
     }
-    fseek(fp, 0, SEEK_END);
-    long n = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (!buf || fread(buf, 1, (size_t)n, fp) != (size_t)n) {
+    struct stat sb;
+    if (fstat(fileno(fp), &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size > ST_MAX_HEADER) {
+        fclose(fp);
+        *s = tailor_set_error(ctx, TAILOR_ERR_IO,
+                              "%s: not a regular file of at most %u bytes", path, ST_MAX_HEADER);
+        return NULL;
+    }
+    size_t n = (size_t)sb.st_size;
+    char *buf = malloc(n + 1);
+    if (!buf || fread(buf, 1, n, fp) != n) {
         free(buf);
         fclose(fp);
         *s = tailor_set_error(ctx, TAILOR_ERR_IO, "%s: cannot read", path);
@@ -406,8 +445,9 @@ static tailor_status open_index(tailor_ctx *ctx, tailor_st *st, const char *inde
         int seen = 0;
         for (size_t i = 0; i < st->n_files && !seen; i++)
             seen = strcmp(st->files[i].path, p) == 0;
-        if (!seen)
-            s = add_file(ctx, st, p);
+        if (!seen && (s = add_file(ctx, st, p)) == TAILOR_ERR_IO)
+            tailor_wrap_error(ctx, "%s: weight_map puts tensor '%s' in %s, which cannot be read",
+                              index_path, e->string, e->valuestring);
         free(p);
     }
     if (s == TAILOR_OK)

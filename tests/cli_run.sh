@@ -128,6 +128,32 @@ out=$("$BIN" run --model "$TMP/bad" --ids 2 2>&1); rc=$?
 check "truncated checkpoint fails with exit 1" test $rc -eq 1
 check "the message names the file ($out)" grep -q "model.safetensors" <<<"$out"
 
+# broken checkpoints through the command: a config whose layer_types is one short, a tensor
+# whose shape is transposed (same bytes), a header length larger than the file. Each: exit 1,
+# one line naming the file and the field, and the --dump-logits file left as it was.
+for b in types shape hlen; do mkdir "$TMP/$b" && cp "$M/config.json" "$M/model.safetensors" "$TMP/$b/"; done
+python3 - "$TMP" <<'EOF3'
+import json, struct, sys
+t = sys.argv[1]
+cfg = json.load(open(t + "/types/config.json")); cfg["layer_types"] = cfg["layer_types"][:1]
+json.dump(cfg, open(t + "/types/config.json", "w"))
+f = open(t + "/shape/model.safetensors", "r+b"); n = struct.unpack("<Q", f.read(8))[0]
+h = json.loads(f.read(n)); e = h["model.layers.0.per_layer_input_gate.weight"]
+e["shape"] = e["shape"][::-1]
+raw = json.dumps(h).encode(); raw += b" " * (n - len(raw))
+f.seek(8); f.write(raw); f.close()
+f = open(t + "/hlen/model.safetensors", "r+b"); f.write(struct.pack("<Q", 1 << 40)); f.close()
+EOF3
+for b in "types:config.json:layer_types" "shape:model.safetensors:model.layers.0.per_layer_input_gate.weight" \
+         "hlen:model.safetensors:header length"; do
+    IFS=: read -r dir file field <<<"$b"
+    "$BIN" run --device cpu --model "$TMP/$dir" --ids 2,3 --dump-logits "$TMP/kept.bin" >/dev/null 2>"$TMP/err"; rc=$?
+    check "broken checkpoint ($dir) fails with exit 1 (rc $rc)" test $rc -eq 1
+    check "it says so in one line naming $file and '$field' ($(cat "$TMP/err"))" \
+      test "$(wc -l <"$TMP/err")" -eq 1 -a -n "$(grep -F "$file" "$TMP/err" | grep -F "$field")"
+    check "and leaves --dump-logits as it was" test "$(cat "$TMP/kept.bin")" = keep
+done
+
 # the committed transformers fixtures: greedy ids identical to generate(do_sample=False)
 compared=0
 for fx in "$SRC"/tests/fixtures/*/; do

@@ -234,7 +234,7 @@ static inline void tw_config_json(const tw_spec *s, char *buf, size_t n)
              s->vocab, s->H, s->inter, s->L, s->nq, s->nkv, s->hd, "", types, s->W, s->P,
              s->vocab, s->shared, s->double_wide ? "true" : "false", s->k_eq_v ? "true" : "false",
              "");
-    char geo[256];
+    char geo[4352]; /* room for the whole per_layer_config list (plc) */
     if (s->per_layer_config)
         snprintf(geo, sizeof geo, "\"per_layer_config\":{%s}", plc);
     else if (s->ngkv)

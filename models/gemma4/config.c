@@ -1,5 +1,6 @@
 /* config.c — Gemma 4 config.json parsing, the layer plan, presets and their kernel shapes. */
 #include <cjson/cJSON.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,9 +17,6 @@ typedef struct jsrc {
     const char *prefix; /* "" or "text_config." */
 } jsrc;
 
-/* The largest integer a config field may hold (every one is a count or size of an int). */
-#define CONFIG_INT_MAX 1000000000
-
 static tailor_status get_int(const jsrc *j, const cJSON *obj, const char *key, int required,
                              int def, int *out)
 {
@@ -34,16 +32,22 @@ static tailor_status get_int(const jsrc *j, const cJSON *obj, const char *key, i
         return tailor_set_error(j->ctx, TAILOR_ERR_PARSE,
                                 "%s: field %s%s is not a non-negative integer", j->file, j->prefix,
                                 key);
-    if (v->valuedouble > CONFIG_INT_MAX)
+    if (v->valuedouble > G4_DIM_MAX)
         return tailor_set_error(j->ctx, TAILOR_ERR_PARSE,
                                 "%s: field %s%s is %g, too large (at most %d)", j->file, j->prefix,
-                                key, v->valuedouble, CONFIG_INT_MAX);
+                                key, v->valuedouble, G4_DIM_MAX);
     *out = (int)v->valuedouble;
     return TAILOR_OK;
 }
 
+/* What a float field may hold; every one is finite and fits a float. */
+typedef enum float_range { FLOAT_NONNEG, FLOAT_POSITIVE, FLOAT_UNIT } float_range;
+
+static const char *const float_range_text[] = {"a non-negative number", "a positive number",
+                                               "a number in [0, 1]"};
+
 static tailor_status get_float(const jsrc *j, const cJSON *obj, const char *key, float def,
-                               float *out)
+                               float_range range, float *out)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     if (!v || cJSON_IsNull(v)) {
@@ -53,15 +57,52 @@ static tailor_status get_float(const jsrc *j, const cJSON *obj, const char *key,
     if (!cJSON_IsNumber(v))
         return tailor_set_error(j->ctx, TAILOR_ERR_PARSE, "%s: field %s%s is not a number",
                                 j->file, j->prefix, key);
-    *out = (float)v->valuedouble;
+    double d = v->valuedouble;
+    float f = (float)(d >= 0 && d <= FLT_MAX ? d : 0);
+    if (!(d >= 0 && d <= FLT_MAX) || (range == FLOAT_POSITIVE && !(f > 0)) ||
+        (range == FLOAT_UNIT && d > 1))
+        return tailor_set_error(j->ctx, TAILOR_ERR_PARSE, "%s: field %s%s is %g, not %s",
+                                j->file, j->prefix, key, d, float_range_text[range]);
+    *out = f;
     return TAILOR_OK;
 }
 
-static tailor_status get_bool(const jsrc *j, const cJSON *obj, const char *key, int *out)
+/* An optional string field: *out = its text, or def when absent or null. */
+static tailor_status get_string(const jsrc *j, const cJSON *obj, const char *key,
+                                const char *def, const char **out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    *out = def;
+    if (!v || cJSON_IsNull(v))
+        return TAILOR_OK;
+    if (!cJSON_IsString(v))
+        return tailor_set_error(j->ctx, TAILOR_ERR_PARSE, "%s: field %s%s is not a string",
+                                j->file, j->prefix, key);
+    *out = v->valuestring;
+    return TAILOR_OK;
+}
+
+/* An optional object field: *out = it, or NULL when absent or null. */
+static tailor_status get_object(const jsrc *j, const cJSON *obj, const char *key,
+                                const cJSON **out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    *out = NULL;
+    if (!v || cJSON_IsNull(v))
+        return TAILOR_OK;
+    if (!cJSON_IsObject(v))
+        return tailor_set_error(j->ctx, TAILOR_ERR_PARSE, "%s: field %s%s is not an object",
+                                j->file, j->prefix, key);
+    *out = v;
+    return TAILOR_OK;
+}
+
+/* A boolean field: *out = its value, def when absent or null. */
+static tailor_status get_bool(const jsrc *j, const cJSON *obj, const char *key, int def, int *out)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     if (!v || cJSON_IsNull(v)) {
-        *out = 0;
+        *out = def;
         return TAILOR_OK;
     }
     if (!cJSON_IsBool(v))
@@ -72,6 +113,46 @@ static tailor_status get_bool(const jsrc *j, const cJSON *obj, const char *key, 
 }
 
 /* ---- the layer plan ----------------------------------------------------------------------------- */
+
+/* Layer i's head_dim, KV heads and MLP width as derived (hd_set / kv_set: from per_layer_config):
+ * a positive even head_dim, KV heads dividing the query heads, and every width a matrix has
+ * inside G4_DIM_MAX. Failures name the config field the value came from. */
+static tailor_status check_layer_geometry(tailor_ctx *ctx, const char *file,
+                                          const tailor_gemma4_config *cfg, int i, int hd_set,
+                                          int kv_set)
+{
+    const tailor_gemma4_layer *ly = &cfg->layer[i];
+    char hd_field[64], kv_field[64];
+    if (hd_set)
+        snprintf(hd_field, sizeof hd_field, "per_layer_config.%d.head_dim", i);
+    else
+        snprintf(hd_field, sizeof hd_field, "%s", ly->full ? "global_head_dim" : "head_dim");
+    if (kv_set)
+        snprintf(kv_field, sizeof kv_field, "per_layer_config.%d.num_key_value_heads", i);
+    else
+        snprintf(kv_field, sizeof kv_field, "%s",
+                 ly->full && cfg->k_eq_v && cfg->n_global_kv_heads ? "num_global_key_value_heads"
+                                                                   : "num_key_value_heads");
+    if (ly->head_dim <= 0 || ly->head_dim % 2)
+        return tailor_set_error(ctx, TAILOR_ERR_PARSE,
+                                "%s: layer %d: %s %d is not a positive even number", file, i,
+                                hd_field, ly->head_dim);
+    if (ly->n_kv_heads <= 0 || cfg->n_heads % ly->n_kv_heads)
+        return tailor_set_error(ctx, TAILOR_ERR_PARSE,
+                                "%s: layer %d: num_attention_heads %d is not a multiple of %s %d",
+                                file, i, cfg->n_heads, kv_field, ly->n_kv_heads);
+    if ((long long)cfg->n_heads * ly->head_dim > G4_DIM_MAX) /* KV heads <= query heads */
+        return tailor_set_error(ctx, TAILOR_ERR_PARSE,
+                                "%s: layer %d: num_attention_heads %d x %s %d is too large (at "
+                                "most %d)", file, i, cfg->n_heads, hd_field, ly->head_dim,
+                                G4_DIM_MAX);
+    if (ly->inter > G4_DIM_MAX) /* only a doubled width can be */
+        return tailor_set_error(ctx, TAILOR_ERR_PARSE,
+                                "%s: layer %d: intermediate_size %d doubled (use_double_wide_mlp) "
+                                "is too large (at most %d)", file, i, cfg->intermediate,
+                                G4_DIM_MAX);
+    return TAILOR_OK;
+}
 
 /* Derives every layer's plan from cfg's scalars, cfg->layer[i].full, and optional per-layer
  * overrides (0 = none) of head_dim and KV heads. */
@@ -96,13 +177,12 @@ tailor_status g4_derive_plan(tailor_ctx *ctx, const char *file, tailor_gemma4_co
         ly->has_v_proj = !(full && cfg->k_eq_v);
         ly->kv_shared = cfg->n_kv_shared > 0 && i >= first_shared;
         ly->kv_source = i;
+        /* intermediate <= G4_DIM_MAX, so doubled it still fits an int (checked below) */
         ly->inter = cfg->intermediate * (cfg->double_wide_mlp && ly->kv_shared ? 2 : 1);
-        if (ly->head_dim <= 0 || ly->head_dim % 2 || ly->n_kv_heads <= 0 ||
-            cfg->n_heads % ly->n_kv_heads)
-            return tailor_set_error(ctx, TAILOR_ERR_PARSE,
-                                    "%s: layer %d: head_dim %d with %d KV heads for %d query heads "
-                                    "is not a valid attention geometry", file, i, ly->head_dim,
-                                    ly->n_kv_heads, cfg->n_heads);
+        tailor_status s = check_layer_geometry(ctx, file, cfg, i, hd_override && hd_override[i],
+                                               kv_override && kv_override[i]);
+        if (s != TAILOR_OK)
+            return s;
         if (ly->kv_shared) {
             int src = -1;
             for (int j = first_shared - 1; j >= 0 && src < 0; j--)
@@ -207,44 +287,72 @@ static tailor_status parse_rope(const jsrc *j, const cJSON *tc, tailor_gemma4_co
     cfg->rope_theta_full = 1000000.0f;
     cfg->partial_rotary_full = 0.25f;
     cfg->rope_factor_full = 1.0f;
-    const cJSON *rp = cJSON_GetObjectItemCaseSensitive(tc, "rope_parameters");
-    if (!rp || cJSON_IsNull(rp))
-        return TAILOR_OK;
+    const cJSON *rp = NULL;
+    tailor_status s = get_object(j, tc, "rope_parameters", &rp);
+    if (s != TAILOR_OK || !rp)
+        return s;
+    char rpre[96];
+    snprintf(rpre, sizeof rpre, "%srope_parameters.", j->prefix);
+    jsrc kind = *j;
+    kind.prefix = rpre;
     const char *kinds[2] = {"sliding_attention", "full_attention"};
     for (int k = 0; k < 2; k++) {
-        const cJSON *r = cJSON_GetObjectItemCaseSensitive(rp, kinds[k]);
-        if (!r || cJSON_IsNull(r))
+        const cJSON *r = NULL;
+        if ((s = get_object(&kind, rp, kinds[k], &r)) != TAILOR_OK)
+            return s;
+        if (!r)
             continue;
-        char pre[96];
-        snprintf(pre, sizeof pre, "%srope_parameters.%s.", j->prefix, kinds[k]);
+        char pre[128];
+        snprintf(pre, sizeof pre, "%s%s.", rpre, kinds[k]);
         jsrc sub = *j;
         sub.prefix = pre;
-        const cJSON *type = cJSON_GetObjectItemCaseSensitive(r, "rope_type");
-        const char *t = cJSON_IsString(type) ? type->valuestring : "default";
+        const char *t = NULL;
+        if ((s = get_string(&sub, r, "rope_type", "default", &t)) != TAILOR_OK)
+            return s;
         if (strcmp(t, "default") != 0 && strcmp(t, "proportional") != 0)
             return tailor_set_error(j->ctx, TAILOR_ERR_UNSUPPORTED,
                                     "%s: field %srope_type '%s' is not supported (default or "
                                     "proportional)", j->file, pre, t);
         float factor = 1.0f;
-        tailor_status s = get_float(&sub, r, "factor", 1.0f, &factor);
+        s = get_float(&sub, r, "factor", 1.0f, FLOAT_POSITIVE, &factor);
         if (s != TAILOR_OK)
             return s;
         if (k == 0) {
-            s = get_float(&sub, r, "rope_theta", 10000.0f, &cfg->rope_theta_sliding);
+            s = get_float(&sub, r, "rope_theta", 10000.0f, FLOAT_POSITIVE,
+                          &cfg->rope_theta_sliding);
             if (s == TAILOR_OK && factor != 1.0f)
                 s = tailor_set_error(j->ctx, TAILOR_ERR_UNSUPPORTED,
                                      "%s: field %sfactor %g is not supported on sliding layers",
                                      j->file, pre, (double)factor);
         } else {
-            s = get_float(&sub, r, "rope_theta", 1000000.0f, &cfg->rope_theta_full);
+            s = get_float(&sub, r, "rope_theta", 1000000.0f, FLOAT_POSITIVE,
+                          &cfg->rope_theta_full);
             if (s == TAILOR_OK)
-                s = get_float(&sub, r, "partial_rotary_factor", 1.0f, &cfg->partial_rotary_full);
+                s = get_float(&sub, r, "partial_rotary_factor", 1.0f, FLOAT_UNIT,
+                              &cfg->partial_rotary_full);
             cfg->rope_factor_full = factor;
         }
         if (s != TAILOR_OK)
             return s;
     }
     return TAILOR_OK;
+}
+
+/* use_bidirectional_attention: null or false (causal), or "vision" (image tokens only, which a
+ * text run never has). "all" (or true) changes the text model and is refused. */
+static tailor_status check_bidirectional(const jsrc *j, const cJSON *tc)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(tc, "use_bidirectional_attention");
+    if (!v || cJSON_IsNull(v) || cJSON_IsFalse(v) ||
+        (cJSON_IsString(v) && strcmp(v->valuestring, "vision") == 0))
+        return TAILOR_OK;
+    if (cJSON_IsTrue(v) || (cJSON_IsString(v) && strcmp(v->valuestring, "all") == 0))
+        return tailor_set_error(j->ctx, TAILOR_ERR_UNSUPPORTED,
+                                "%s: field %suse_bidirectional_attention '%s' is not supported",
+                                j->file, j->prefix, cJSON_IsTrue(v) ? "true" : "all");
+    return tailor_set_error(j->ctx, TAILOR_ERR_PARSE,
+                            "%s: field %suse_bidirectional_attention is neither null, \"vision\" "
+                            "nor \"all\"", j->file, j->prefix);
 }
 
 static tailor_status parse_text_config(const jsrc *j, const cJSON *tc, tailor_gemma4_config *cfg)
@@ -272,46 +380,57 @@ static tailor_status parse_text_config(const jsrc *j, const cJSON *tc, tailor_ge
     INT_FIELD("bos_token_id", 0, 2, &cfg->bos_id);
 #undef INT_FIELD
     if (s == TAILOR_OK)
-        s = get_bool(j, tc, "use_double_wide_mlp", &cfg->double_wide_mlp);
+        s = get_bool(j, tc, "use_double_wide_mlp", 0, &cfg->double_wide_mlp);
     if (s == TAILOR_OK)
-        s = get_bool(j, tc, "attention_k_eq_v", &cfg->k_eq_v);
+        s = get_bool(j, tc, "attention_k_eq_v", 0, &cfg->k_eq_v);
     if (s == TAILOR_OK)
-        s = get_bool(j, tc, "enable_moe_block", &cfg->moe);
+        s = get_bool(j, tc, "enable_moe_block", 0, &cfg->moe);
     if (s == TAILOR_OK)
-        s = get_float(j, tc, "rms_norm_eps", 1e-6f, &cfg->rms_eps);
+        s = get_float(j, tc, "rms_norm_eps", 1e-6f, FLOAT_NONNEG, &cfg->rms_eps);
     if (s == TAILOR_OK)
-        s = get_float(j, tc, "final_logit_softcapping", 0.0f, &cfg->softcap);
+        s = get_float(j, tc, "final_logit_softcapping", 0.0f, FLOAT_NONNEG, &cfg->softcap);
     if (s != TAILOR_OK)
         return s;
     if (cfg->n_layers < 1 || cfg->n_layers > TAILOR_GEMMA4_MAX_LAYERS)
         return tailor_set_error(j->ctx, TAILOR_ERR_PARSE,
                                 "%s: field %snum_hidden_layers %d is outside 1..%d", j->file,
                                 j->prefix, cfg->n_layers, TAILOR_GEMMA4_MAX_LAYERS);
-    if (cfg->vocab < 1 || cfg->hidden < 1 || cfg->n_heads < 1 || cfg->n_kv_heads < 1 ||
-        cfg->intermediate < 1 || cfg->sliding_window < 1)
-        return tailor_set_error(j->ctx, TAILOR_ERR_PARSE,
-                                "%s: one of %svocab_size, hidden_size, num_attention_heads, "
-                                "num_key_value_heads, intermediate_size, sliding_window is zero",
-                                j->file, j->prefix);
+    const struct {
+        const char *key;
+        int value;
+    } sizes[] = {{"vocab_size", cfg->vocab},
+                 {"hidden_size", cfg->hidden},
+                 {"num_attention_heads", cfg->n_heads},
+                 {"num_key_value_heads", cfg->n_kv_heads},
+                 {"intermediate_size", cfg->intermediate},
+                 {"sliding_window", cfg->sliding_window}};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        if (sizes[i].value < 1)
+            return tailor_set_error(j->ctx, TAILOR_ERR_PARSE, "%s: field %s%s is zero", j->file,
+                                    j->prefix, sizes[i].key);
     if (cfg->ple_vocab == 0)
         cfg->ple_vocab = cfg->vocab;
+    if ((long long)cfg->n_layers * cfg->ple_dim > G4_DIM_MAX)
+        return tailor_set_error(j->ctx, TAILOR_ERR_PARSE,
+                                "%s: field %shidden_size_per_layer_input %d x num_hidden_layers %d "
+                                "is too large (at most %d)", j->file, j->prefix, cfg->ple_dim,
+                                cfg->n_layers, G4_DIM_MAX);
 
-    const cJSON *act = cJSON_GetObjectItemCaseSensitive(tc, "hidden_activation");
-    if (cJSON_IsString(act) && strcmp(act->valuestring, "gelu_pytorch_tanh") != 0)
+    const char *act = NULL;
+    if ((s = get_string(j, tc, "hidden_activation", "gelu_pytorch_tanh", &act)) != TAILOR_OK)
+        return s;
+    if (strcmp(act, "gelu_pytorch_tanh") != 0)
         return tailor_set_error(j->ctx, TAILOR_ERR_UNSUPPORTED,
                                 "%s: field %shidden_activation '%s' is not supported "
-                                "(gelu_pytorch_tanh)", j->file, j->prefix, act->valuestring);
+                                "(gelu_pytorch_tanh)", j->file, j->prefix, act);
     int bias = 0;
-    s = get_bool(j, tc, "attention_bias", &bias);
+    s = get_bool(j, tc, "attention_bias", 0, &bias);
     if (s == TAILOR_OK && bias)
         s = tailor_set_error(j->ctx, TAILOR_ERR_UNSUPPORTED,
                              "%s: field %sattention_bias true is not supported", j->file,
                              j->prefix);
-    const cJSON *bidi = cJSON_GetObjectItemCaseSensitive(tc, "use_bidirectional_attention");
-    if (s == TAILOR_OK && cJSON_IsString(bidi) && strcmp(bidi->valuestring, "all") == 0)
-        s = tailor_set_error(j->ctx, TAILOR_ERR_UNSUPPORTED,
-                             "%s: field %suse_bidirectional_attention 'all' is not supported",
-                             j->file, j->prefix);
+    if (s == TAILOR_OK)
+        s = check_bidirectional(j, tc);
     if (s == TAILOR_OK)
         s = parse_layer_types(j, tc, cfg);
     if (s == TAILOR_OK)
@@ -333,6 +452,43 @@ static tailor_status parse_text_config(const jsrc *j, const cJSON *tc, tailor_ge
     return g4_derive_plan(j->ctx, j->file, cfg, hd, kv);
 }
 
+/* architectures, when given: a list whose first name is a Gemma 4 text architecture. */
+static tailor_status check_architectures(tailor_ctx *ctx, const char *file, const cJSON *root)
+{
+    const cJSON *arch = cJSON_GetObjectItemCaseSensitive(root, "architectures");
+    if (!arch || cJSON_IsNull(arch))
+        return TAILOR_OK;
+    const cJSON *a0 = cJSON_IsArray(arch) ? cJSON_GetArrayItem(arch, 0) : NULL;
+    if (!cJSON_IsArray(arch) || (a0 && !cJSON_IsString(a0)))
+        return tailor_set_error(ctx, TAILOR_ERR_PARSE, "%s: field architectures is not a list of "
+                                "names", file);
+    if (a0 && strcmp(a0->valuestring, "Gemma4ForCausalLM") &&
+        strcmp(a0->valuestring, "Gemma4ForConditionalGeneration") &&
+        strcmp(a0->valuestring, "Gemma4Model") && strcmp(a0->valuestring, "Gemma4TextModel"))
+        return tailor_set_error(ctx, TAILOR_ERR_UNSUPPORTED,
+                                "%s: architectures[0] '%s' is not a Gemma 4 text architecture",
+                                file, a0->valuestring);
+    return TAILOR_OK;
+}
+
+/* The LM head is the embedding (GEMMA4.md §1.1): tie_word_embeddings false, at the top or in
+ * text_config, would mean an lm_head.weight this loader never reads. */
+static tailor_status check_tied(const jsrc *j, const cJSON *root, const cJSON *tc)
+{
+    jsrc top = *j;
+    top.prefix = "";
+    int tied_top = 1, tied_text = 1;
+    tailor_status s = get_bool(&top, root, "tie_word_embeddings", 1, &tied_top);
+    if (s == TAILOR_OK && tc != root)
+        s = get_bool(j, tc, "tie_word_embeddings", 1, &tied_text);
+    if (s == TAILOR_OK && !(tied_top && tied_text))
+        s = tailor_set_error(j->ctx, TAILOR_ERR_UNSUPPORTED,
+                             "%s: field %stie_word_embeddings is false: a separate LM head "
+                             "(lm_head.weight) is not supported", j->file,
+                             tied_top ? j->prefix : "");
+    return s;
+}
+
 tailor_status tailor_gemma4_config_parse(tailor_ctx *ctx, const char *json, const char *file,
                                          tailor_gemma4_config *cfg)
 {
@@ -352,7 +508,8 @@ tailor_status tailor_gemma4_config_parse(tailor_ctx *ctx, const char *json, cons
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
     const cJSON *tc = root;
     if (!cJSON_IsString(mt)) {
-        s = tailor_set_error(ctx, TAILOR_ERR_PARSE, "%s: field model_type is missing", file);
+        s = tailor_set_error(ctx, TAILOR_ERR_PARSE, "%s: field model_type is missing or not a "
+                             "string", file);
     } else if (strcmp(mt->valuestring, "gemma4") == 0) {
         tc = cJSON_GetObjectItemCaseSensitive(root, "text_config");
         j.prefix = "text_config.";
@@ -365,16 +522,12 @@ tailor_status tailor_gemma4_config_parse(tailor_ctx *ctx, const char *json, cons
                              "%s: model_type '%s' is not a Gemma 4 text model (expected gemma4 "
                              "or gemma4_text)", file, mt->valuestring);
     }
-    const cJSON *arch = cJSON_GetObjectItemCaseSensitive(root, "architectures");
-    const cJSON *a0 = cJSON_IsArray(arch) ? cJSON_GetArrayItem(arch, 0) : NULL;
-    if (s == TAILOR_OK && cJSON_IsString(a0) && strcmp(a0->valuestring, "Gemma4ForCausalLM") &&
-        strcmp(a0->valuestring, "Gemma4ForConditionalGeneration") &&
-        strcmp(a0->valuestring, "Gemma4Model") && strcmp(a0->valuestring, "Gemma4TextModel"))
-        s = tailor_set_error(ctx, TAILOR_ERR_UNSUPPORTED,
-                             "%s: architectures[0] '%s' is not a Gemma 4 text architecture", file,
-                             a0->valuestring);
+    if (s == TAILOR_OK)
+        s = check_architectures(ctx, file, root);
     if (s == TAILOR_OK)
         s = parse_text_config(&j, tc, cfg);
+    if (s == TAILOR_OK)
+        s = check_tied(&j, root, tc);
     cJSON_Delete(root);
     if (s != TAILOR_OK)
         memset(cfg, 0, sizeof *cfg);

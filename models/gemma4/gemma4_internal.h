@@ -7,6 +7,11 @@
 #include "op.h"
 #include "safetensors.h"
 
+/* The largest count or size a config field, or a product of them (heads x head_dim, layers x
+ * PLE width), may be: every such value is an int, and this keeps their sums and products of two
+ * inside one. */
+#define G4_DIM_MAX 1000000000
+
 /* A [n, k] matrix left in the mapped file: dense (F32/F16/BF16) or compressed-tensors int4. */
 typedef struct g4_mat {
     int n, k;

@@ -78,6 +78,29 @@ static tailor_status up_f32(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_upload
                                            (size_t)n);
 }
 
+/* Layer i's RoPE inverse frequencies as fp32 [head_dim / 2] on the device: through the staging
+ * upload u, or (u NULL) straight, or not at all in a dry run. The host copy is sized by the
+ * layer's head_dim, which is whatever the checkpoint holds, and lives only while this runs. */
+static tailor_status up_inv_freq(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_upload *u, int i,
+                                 CUdeviceptr *out)
+{
+    int half = g->cfg.layer[i].head_dim / 2;
+    float *f = malloc((size_t)(half > 0 ? half : 1) * sizeof *f);
+    if (!f)
+        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "gemma4 gpu: out of memory");
+    tailor_gemma4_rope_freqs(&g->cfg, i, f);
+    tailor_status st;
+    if (u) {
+        st = up_f32(ctx, g, u, f, half, out);
+    } else {
+        st = dalloc(ctx, g, (size_t)half * 4, &g->weight_bytes, out);
+        if (st == TAILOR_OK && !g->dry)
+            st = tailor_gpu_upload(ctx, g->gpu, *out, f, (size_t)half * 4);
+    }
+    free(f);
+    return st;
+}
+
 /* The int4 buffers of one matrix: its own, or (at != NULL with at->qw) its place in a stack,
  * whose stride lay takes on. */
 static tailor_status alloc_w4(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_w4a16_layout *lay,
@@ -313,8 +336,6 @@ static tailor_status up_layer(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_uplo
     const g4_layer_w *w = &g->model->layers[i];
     g4g_layer *L = &g->layers[i];
     int H = c->hidden, hd = ly->head_dim;
-    float inv_freq[1024];
-    tailor_gemma4_rope_freqs(c, i, inv_freq);
     tailor_status st = TAILOR_OK;
     const float *vecs[] = {w->input_ln, w->post_attn_ln, w->pre_ff_ln, w->post_ff_ln, w->post_ple_ln};
     CUdeviceptr *dsts[] = {&L->input_ln, &L->post_attn_ln, &L->pre_ff_ln, &L->post_ff_ln,
@@ -328,7 +349,7 @@ static tailor_status up_layer(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_uplo
     if (st == TAILOR_OK)
         st = up_f32(ctx, g, u, &w->layer_scalar, 1, &L->scalar);
     if (st == TAILOR_OK)
-        st = up_f32(ctx, g, u, inv_freq, hd / 2, &L->inv_freq);
+        st = up_inv_freq(ctx, g, u, i, &L->inv_freq);
     char what[64];
     struct { const g4_mat *m; g4g_mat *d; int q; const char *n; } mats[] = {
         {&w->q, &L->q, 1, "q_proj"},       {&w->k, &L->k, 1, "k_proj"},
@@ -500,8 +521,7 @@ static tailor_status rnd_model(tailor_ctx *ctx, tailor_gemma4_gpu *g)
         g4g_layer *Ly = &g->layers[i];
         const g4_layer_w *w = m ? &m->layers[i] : NULL;
         int hd = ly->head_dim, kvd = ly->n_kv_heads * hd;
-        float one = 1.0f, inv_freq[1024];
-        tailor_gemma4_rope_freqs(c, i, inv_freq);
+        float one = 1.0f;
         CUdeviceptr *vecs[] = {&Ly->input_ln, &Ly->post_attn_ln, &Ly->pre_ff_ln, &Ly->post_ff_ln};
         for (int v = 0; v < 4 && st == TAILOR_OK; v++)
             st = rnd_vec(ctx, g, H, vecs[v]);
@@ -516,9 +536,7 @@ static tailor_status rnd_model(tailor_ctx *ctx, tailor_gemma4_gpu *g)
         if (st == TAILOR_OK && !g->dry)
             st = tailor_gpu_upload(ctx, g->gpu, Ly->scalar, &one, 4);
         if (st == TAILOR_OK)
-            st = dalloc(ctx, g, (size_t)hd * 2, &g->weight_bytes, &Ly->inv_freq);
-        if (st == TAILOR_OK && !g->dry)
-            st = tailor_gpu_upload(ctx, g->gpu, Ly->inv_freq, inv_freq, (size_t)hd * 2);
+            st = up_inv_freq(ctx, g, NULL, i, &Ly->inv_freq);
         g4g_place into[9];
         if (st == TAILOR_OK)
             st = plan_stacks(ctx, g, i, w ? &w->q : NULL, w ? &w->k : NULL, w ? &w->v : NULL,

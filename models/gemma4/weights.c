@@ -2,6 +2,7 @@
  * geometry taken from tensor shapes and cross-checked against config.json. */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,78 @@ static char *read_file_text(tailor_ctx *ctx, const char *path, tailor_status *s)
 
 /* ---- quantization_config ----------------------------------------------------------------------- */
 
+/* A quantization_config field of the wrong JSON type: `path` is its key below
+ * quantization_config ("config_groups.group_0.weights"). */
+static tailor_status quant_type_error(binder *b, const char *path, const char *want)
+{
+    return tailor_set_error(b->ctx, TAILOR_ERR_PARSE, "%s: field quantization_config.%s is not %s",
+                            b->cfg_path, path, want);
+}
+
+/* An optional string of q: its text, or NULL when absent or null. */
+static tailor_status quant_string(binder *b, const cJSON *q, const char *path, const char *key,
+                                  const char **out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(q, key);
+    *out = NULL;
+    if (!v || cJSON_IsNull(v))
+        return TAILOR_OK;
+    if (!cJSON_IsString(v)) {
+        char full[160];
+        snprintf(full, sizeof full, "%s%s", path, key);
+        return quant_type_error(b, full, "a string");
+    }
+    *out = v->valuestring;
+    return TAILOR_OK;
+}
+
+/* One config group's weights: num_bits 4 when given; group_size a positive integer (or -1 /
+ * null: per channel, taken from the scale's shape) into b->cfg_group. */
+static tailor_status parse_quant_group(binder *b, const cJSON *g)
+{
+    char path[128];
+    snprintf(path, sizeof path, "config_groups.%s", g->string);
+    if (!cJSON_IsObject(g))
+        return quant_type_error(b, path, "an object");
+    char sub[160];
+    snprintf(sub, sizeof sub, "%s.", path);
+    const char *fmt = NULL;
+    tailor_status s = quant_string(b, g, sub, "format", &fmt);
+    if (s == TAILOR_OK && fmt && strcmp(fmt, "pack-quantized") != 0)
+        s = tailor_set_error(b->ctx, TAILOR_ERR_UNSUPPORTED,
+                             "%s: quantization_config.%sformat '%s' is not supported "
+                             "(pack-quantized only)", b->cfg_path, sub, fmt);
+    const cJSON *w = cJSON_GetObjectItemCaseSensitive(g, "weights");
+    snprintf(sub, sizeof sub, "%s.weights", path);
+    if (s != TAILOR_OK || !w || cJSON_IsNull(w))
+        return s;
+    if (!cJSON_IsObject(w))
+        return quant_type_error(b, sub, "an object");
+    const cJSON *bits = cJSON_GetObjectItemCaseSensitive(w, "num_bits");
+    const cJSON *gs = cJSON_GetObjectItemCaseSensitive(w, "group_size");
+    if (bits && !cJSON_IsNull(bits)) {
+        if (!cJSON_IsNumber(bits) || bits->valuedouble != floor(bits->valuedouble)) {
+            snprintf(sub, sizeof sub, "%s.weights.num_bits", path);
+            return quant_type_error(b, sub, "an integer");
+        }
+        if (bits->valuedouble != 4)
+            return tailor_set_error(b->ctx, TAILOR_ERR_UNSUPPORTED,
+                                    "%s: quantization_config.%s.weights.num_bits %g is not "
+                                    "supported (4 only)", b->cfg_path, path, bits->valuedouble);
+    }
+    if (gs && !cJSON_IsNull(gs) && !(cJSON_IsNumber(gs) && gs->valuedouble == -1)) {
+        if (!cJSON_IsNumber(gs) || gs->valuedouble != floor(gs->valuedouble) ||
+            gs->valuedouble < 1 || gs->valuedouble > G4_DIM_MAX) {
+            snprintf(sub, sizeof sub, "%s.weights.group_size", path);
+            return quant_type_error(b, sub, "a positive integer (or -1) of at most 1000000000");
+        }
+        b->cfg_group = (int)gs->valuedouble;
+    }
+    return TAILOR_OK;
+}
+
+/* quantization_config, at the top or in text_config: compressed-tensors pack-quantized only;
+ * the group size of its config groups (b->cfg_group). */
 static tailor_status parse_quant(binder *b, const char *json)
 {
     cJSON *root = cJSON_ParseWithOpts(json, NULL, 0);
@@ -57,36 +130,26 @@ static tailor_status parse_quant(binder *b, const char *json)
     tailor_status s = TAILOR_OK;
     if (q && !cJSON_IsNull(q)) {
         const cJSON *meth = cJSON_GetObjectItemCaseSensitive(q, "quant_method");
-        const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(q, "format");
-        if (!cJSON_IsString(meth) || strcmp(meth->valuestring, "compressed-tensors") != 0) {
+        const cJSON *groups = cJSON_GetObjectItemCaseSensitive(q, "config_groups");
+        const char *fmt = NULL;
+        if (!cJSON_IsObject(q))
+            s = tailor_set_error(b->ctx, TAILOR_ERR_PARSE,
+                                 "%s: field quantization_config is not an object", b->cfg_path);
+        else if (!cJSON_IsString(meth) || strcmp(meth->valuestring, "compressed-tensors") != 0)
             s = tailor_set_error(b->ctx, TAILOR_ERR_UNSUPPORTED,
                                  "%s: quantization_config.quant_method '%s' is not supported "
                                  "(compressed-tensors pack-quantized only)", b->cfg_path,
                                  cJSON_IsString(meth) ? meth->valuestring : "?");
-        } else if (cJSON_IsString(fmt) && strcmp(fmt->valuestring, "pack-quantized") != 0) {
+        else if ((s = quant_string(b, q, "", "format", &fmt)) == TAILOR_OK && fmt &&
+                 strcmp(fmt, "pack-quantized") != 0)
             s = tailor_set_error(b->ctx, TAILOR_ERR_UNSUPPORTED,
                                  "%s: quantization_config.format '%s' is not supported "
-                                 "(pack-quantized only)", b->cfg_path, fmt->valuestring);
-        }
-        const cJSON *groups = cJSON_GetObjectItemCaseSensitive(q, "config_groups");
-        for (const cJSON *g = groups ? groups->child : NULL; g && s == TAILOR_OK; g = g->next) {
-            const cJSON *w = cJSON_GetObjectItemCaseSensitive(g, "weights");
-            const cJSON *bits = w ? cJSON_GetObjectItemCaseSensitive(w, "num_bits") : NULL;
-            const cJSON *gs = w ? cJSON_GetObjectItemCaseSensitive(w, "group_size") : NULL;
-            const cJSON *gf = cJSON_GetObjectItemCaseSensitive(g, "format");
-            if (cJSON_IsString(gf) && strcmp(gf->valuestring, "pack-quantized") != 0)
-                s = tailor_set_error(b->ctx, TAILOR_ERR_UNSUPPORTED,
-                                     "%s: quantization_config.config_groups.%s.format '%s' is "
-                                     "not supported (pack-quantized only)", b->cfg_path,
-                                     g->string, gf->valuestring);
-            else if (cJSON_IsNumber(bits) && bits->valueint != 4)
-                s = tailor_set_error(b->ctx, TAILOR_ERR_UNSUPPORTED,
-                                     "%s: quantization_config.config_groups.%s.weights.num_bits "
-                                     "%d is not supported (4 only)", b->cfg_path, g->string,
-                                     bits->valueint);
-            else if (cJSON_IsNumber(gs) && gs->valueint > 0)
-                b->cfg_group = gs->valueint;
-        }
+                                 "(pack-quantized only)", b->cfg_path, fmt);
+        else if (s == TAILOR_OK && groups && !cJSON_IsNull(groups) && !cJSON_IsObject(groups))
+            s = quant_type_error(b, "config_groups", "an object");
+        for (const cJSON *g = cJSON_IsObject(groups) ? groups->child : NULL; g && s == TAILOR_OK;
+             g = g->next)
+            s = parse_quant_group(b, g);
     }
     cJSON_Delete(root);
     return s;
@@ -243,19 +306,19 @@ static tailor_status bind_mat(binder *b, const char *base, int n, int k, g4_mat 
                             tailor_st_path(b->m->st), b->prefix, base);
 }
 
-/* Rows of base's matrix (dense or W4A16), or -1 when absent. */
-static int64_t mat_rows(binder *b, const char *base)
+/* Rows of base's matrix (base.weight, else the W4A16 base.weight_packed) into *rows, -1 when
+ * neither exists; a tensor of another rank is an error naming it. */
+static tailor_status mat_rows(binder *b, const char *base, int64_t *rows)
 {
     char name[256];
     snprintf(name, sizeof name, "%s.weight", base);
     const tailor_st_tensor *t = find(b, name);
-    if (t && t->ndim == 2)
-        return t->shape[0];
-    snprintf(name, sizeof name, "%s.weight_packed", base);
-    t = find(b, name);
-    if (t && t->ndim == 2)
-        return t->shape[0];
-    return -1;
+    if (!t) {
+        snprintf(name, sizeof name, "%s.weight_packed", base);
+        t = find(b, name);
+    }
+    *rows = t ? t->shape[0] : -1;
+    return !t || t->ndim == 2 ? TAILOR_OK : shape_error(b, t, "a 2-D matrix");
 }
 
 static tailor_status disagree(binder *b, int layer, const char *what, long long tensor_says,
@@ -267,18 +330,17 @@ static tailor_status disagree(binder *b, int layer, const char *what, long long 
                             config_says);
 }
 
-/* Takes layer i's geometry from its tensors, checks it against the plan, binds its weights. */
-static tailor_status bind_layer(binder *b, int i)
+/* Takes layer i's geometry from its tensors (head_dim from q_norm's length, KV heads from
+ * k_proj's rows, v_proj's presence, the MLP width from gate_proj's rows) and checks it against
+ * the plan. Reads shapes only: it runs before anything is sized from the config. */
+static tailor_status check_layer(binder *b, int i)
 {
     tailor_gemma4 *m = b->m;
     tailor_gemma4_config *cfg = &m->cfg;
     tailor_gemma4_layer *ly = &cfg->layer[i];
-    g4_layer_w *w = &m->layers[i];
-    int H = cfg->hidden, P = cfg->ple_dim;
     char base[128];
     tailor_status s;
 
-    /* head dim from q_norm length */
     snprintf(base, sizeof base, "layers.%d.self_attn.q_norm.weight", i);
     const tailor_st_tensor *qn = find(b, base);
     if (!qn)
@@ -289,7 +351,9 @@ static tailor_status bind_layer(binder *b, int i)
     int hd = ly->head_dim;
     if (!ly->kv_shared) {
         snprintf(base, sizeof base, "layers.%d.self_attn.k_proj", i);
-        int64_t rows = mat_rows(b, base);
+        int64_t rows = 0, v_rows = 0;
+        if ((s = mat_rows(b, base, &rows)) != TAILOR_OK)
+            return s;
         if (rows < 0)
             return tailor_set_error(b->ctx, TAILOR_ERR_NOT_FOUND,
                                     "%s: tensor '%s%s.weight' is missing", tailor_st_path(m->st),
@@ -298,7 +362,9 @@ static tailor_status bind_layer(binder *b, int i)
             return disagree(b, i, "KV heads (k_proj rows / head_dim)", (long long)(rows / hd),
                             ly->n_kv_heads);
         snprintf(base, sizeof base, "layers.%d.self_attn.v_proj", i);
-        int has_v = mat_rows(b, base) >= 0;
+        if ((s = mat_rows(b, base, &v_rows)) != TAILOR_OK)
+            return s;
+        int has_v = v_rows >= 0;
         if (has_v != ly->has_v_proj)
             return tailor_set_error(b->ctx, TAILOR_ERR_PARSE,
                                     "%s: layer %d %s v_proj but %s (attention_k_eq_v %s on a %s "
@@ -308,10 +374,25 @@ static tailor_status bind_layer(binder *b, int i)
                                     ly->full ? "full" : "sliding", ly->has_v_proj ? "" : " not");
     }
     snprintf(base, sizeof base, "layers.%d.mlp.gate_proj", i);
-    int64_t inter = mat_rows(b, base);
+    int64_t inter = 0;
+    if ((s = mat_rows(b, base, &inter)) != TAILOR_OK)
+        return s;
     if (inter >= 0 && inter != ly->inter)
         return disagree(b, i, "MLP width (gate_proj rows)", (long long)inter, ly->inter);
+    return TAILOR_OK;
+}
 
+/* Binds layer i's weights (its geometry already checked by check_layer). */
+static tailor_status bind_layer(binder *b, int i)
+{
+    tailor_gemma4 *m = b->m;
+    tailor_gemma4_config *cfg = &m->cfg;
+    tailor_gemma4_layer *ly = &cfg->layer[i];
+    g4_layer_w *w = &m->layers[i];
+    int H = cfg->hidden, P = cfg->ple_dim, hd = ly->head_dim;
+    char base[128];
+    tailor_status s;
+    /* both inside G4_DIM_MAX (config.c check_layer_geometry) */
     int qd = cfg->n_heads * hd, kvd = ly->n_kv_heads * hd;
 #define VEC(suffix, n, dst)                                                                        \
     snprintf(base, sizeof base, "layers.%d.%s", i, suffix);                                        \
@@ -351,7 +432,9 @@ static tailor_status bind_layer(binder *b, int i)
     return TAILOR_OK;
 }
 
-static tailor_status bind_globals(binder *b)
+/* The embedding [vocab, H] and, when present, the PLE table [ple_vocab, L x P], which settles
+ * P when the config is silent. Shapes only, like check_layer. */
+static tailor_status check_embeddings(binder *b)
 {
     tailor_gemma4 *m = b->m;
     tailor_gemma4_config *cfg = &m->cfg;
@@ -365,7 +448,8 @@ static tailor_status bind_globals(binder *b)
     m->ple_embed = find(b, "embed_tokens_per_layer.weight");
     if (m->ple_embed) {
         const tailor_st_tensor *t = m->ple_embed;
-        if (!is_float(t->dtype) || t->ndim != 2 || t->shape[1] % L || t->shape[1] == 0)
+        if (!is_float(t->dtype) || t->ndim != 2 || t->shape[1] % L || t->shape[1] == 0 ||
+            t->shape[1] > G4_DIM_MAX)
             return shape_error(b, t, "a float [vocab, layers x P] table");
         int P = (int)(t->shape[1] / L);
         if (cfg->ple_dim < 0)
@@ -388,6 +472,15 @@ static tailor_status bind_globals(binder *b)
                                     tailor_st_path(m->st), b->cfg_path, cfg->ple_dim, b->prefix);
         cfg->ple_dim = 0;
     }
+    return TAILOR_OK;
+}
+
+/* The final norm and the PLE projection and its norm. */
+static tailor_status bind_globals(binder *b)
+{
+    tailor_gemma4 *m = b->m;
+    tailor_gemma4_config *cfg = &m->cfg;
+    int H = cfg->hidden, L = cfg->n_layers;
     tailor_status s = bind_vec(b, "norm.weight", H, &m->final_norm);
     if (s == TAILOR_OK && cfg->ple_dim > 0) {
         s = bind_vec(b, "per_layer_projection_norm.weight", cfg->ple_dim, &m->ple_proj_norm);
@@ -436,12 +529,14 @@ static tailor_status open_bound(binder *b, const char *dir)
                                 "%s: has neither 'model.language_model.embed_tokens.weight' nor "
                                 "'model.embed_tokens.weight': not a Gemma 4 text checkpoint",
                                 tailor_st_path(m->st));
-    int P = m->cfg.ple_dim;
-    if (P < 0) { /* config silent: size the arena from the tensor */
-        const tailor_st_tensor *t = find(b, "embed_tokens_per_layer.weight");
-        P = t && t->ndim == 2 ? (int)(t->shape[1] / m->cfg.n_layers) : 0;
-    }
-    m->arena_cap = arena_floats(&m->cfg, P);
+    /* every size the arena takes (H, head dims, P) confirmed by a tensor before it is sized:
+     * a config that lies cannot make it large */
+    s = check_embeddings(b);
+    for (int i = 0; i < m->cfg.n_layers && s == TAILOR_OK; i++)
+        s = check_layer(b, i);
+    if (s != TAILOR_OK)
+        return s;
+    m->arena_cap = arena_floats(&m->cfg, m->cfg.ple_dim);
     m->arena = calloc(m->arena_cap, sizeof *m->arena);
     m->layers = calloc((size_t)m->cfg.n_layers, sizeof *m->layers);
     if (!m->arena || !m->layers)
