@@ -32,7 +32,8 @@ static void usage(FILE *out)
             "                  [--cache FILE]\n\n"
             "  --device gpu|cpu  tuned kernels on GPU 0 (the default when there is one) or the "
             "plain-C\n"
-            "                    fp32 reference forward\n"
+            "                    fp32 reference forward; --dtype, --quantize, --quantize-head,\n"
+            "                    --rehearse and --cache are for the GPU and refused on the CPU\n"
             "  --dtype D         GPU compute dtype (default: fp16 below sm_80, else bf16)\n"
             "  --quantize w4a16  quantize a 16-bit checkpoint's linears to int4 on load (group "
             "128)\n"
@@ -90,6 +91,18 @@ static int parse_ids(const char *s, int32_t **out, size_t *n)
     *out = v;
     *n = k;
     return 0;
+}
+
+/* The first flag given that only the GPU run uses (the CPU reference forward is fp32, loads
+ * the checkpoint as it is and compiles no kernel), NULL when none is. */
+static const char *gpu_only_flag(const run_args *a)
+{
+    return a->quantize        ? "--quantize"
+           : a->quantize_head ? "--quantize-head"
+           : a->dtype         ? "--dtype"
+           : a->rehearse      ? "--rehearse"
+           : a->cache         ? "--cache"
+                              : NULL;
 }
 
 static int parse_args(int argc, char **argv, run_args *a)
@@ -183,12 +196,17 @@ static int parse_args(int argc, char **argv, run_args *a)
         return cli_usage_error("run", "--dtype '%s' is neither fp16 nor bf16", a->dtype);
     if (a->rehearse && !tailor_device_profile_find(a->rehearse))
         return cli_usage_error("run", "--rehearse '%s' is not a known profile", a->rehearse);
+    int chosen = a->device == NULL;
     if (!a->device) {
         int n = 0;
         a->device = tailor_cuda_device_count(NULL, &n) == TAILOR_OK && n > 0 ? "gpu" : "cpu";
     }
     if (strcmp(a->device, "cpu") != 0 && strcmp(a->device, "gpu") != 0)
         return cli_usage_error("run", "--device '%s' is neither cpu nor gpu", a->device);
+    const char *gpu_only = gpu_only_flag(a);
+    if (strcmp(a->device, "cpu") == 0 && gpu_only)
+        return cli_usage_error("run", "%s applies to --device gpu only, and this run is on the "
+                                      "CPU%s", gpu_only, chosen ? ", as no GPU was found" : "");
     return 0;
 }
 

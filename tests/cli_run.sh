@@ -109,6 +109,20 @@ check "sampling with a seed is reproducible ($s1)" test -n "$s1" -a "$s1" = "$s2
 "$BIN" run --model "$M" --ids 2 --greedy --temperature 0.5 >/dev/null 2>&1; rc=$?
 check "--greedy with --temperature is a usage error" test $rc -eq 2
 
+# the GPU run's flags are refused on the CPU, each named in one sentence (exit 2)
+for flag in "--dtype bf16" "--quantize w4a16" "--quantize-head" "--rehearse t4" "--cache $TMP/c.db"; do
+  "$BIN" run --device cpu --model "$M" --ids 2,3 $flag >/dev/null 2>"$TMP/err"; rc=$?
+  check "run --device cpu $flag is a usage error ($(cat "$TMP/err"))" \
+    test $rc -eq 2 -a -n "$(grep -- "${flag%% *} applies to --device gpu only, and this run is on the CPU" "$TMP/err")"
+  check "run --device cpu $flag: one line" test "$(wc -l <"$TMP/err")" -eq 1
+done
+if ! "$BIN" devices --json 2>/dev/null | grep -q '"devices":[[:space:]]*\[[[:space:]]*{'; then
+  "$BIN" run --model "$M" --ids 2,3 --quantize-head >/dev/null 2>"$TMP/err"; rc=$?
+  check "without a GPU, --quantize-head is refused saying why ($(cat "$TMP/err"))" \
+    test $rc -eq 2 -a -n "$(grep "as no GPU was found" "$TMP/err")"
+fi
+check "no kernel cache was created for the refused --cache" test ! -e "$TMP/c.db"
+
 # text output through a tokenizer.json: the first greedy id of prompt 2,3 made a byte-fallback
 # lead byte (<0xC3>), so that generation stops inside a character; the held byte comes out as
 # U+FFFD at the end (it used to be dropped). The same id spelled by 300 bytes, more than the
