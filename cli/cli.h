@@ -17,6 +17,9 @@ int cmd_bench(int argc, char **argv);
 /* `tailor bench tokenizer ...` (cli/bench_tokenizer.c); argv[0] is "tokenizer". */
 int bench_tokenizer(int argc, char **argv);
 
+/* `tailor bench sampler ...` (cli/bench_sampler.c); argv[0] is "sampler". */
+int bench_sampler(int argc, char **argv);
+
 /* `tailor bench model ...` (cli/bench_model.c); argv[0] is "model". */
 int bench_model(int argc, char **argv);
 

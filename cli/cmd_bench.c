@@ -1,5 +1,5 @@
 /* cmd_bench.c — `tailor bench`: kernel benchmarks against the card's own measured copy
- * bandwidth (and cuBLAS for W4A16), the tuning strategies, the tokenizer. */
+ * bandwidth (and cuBLAS for W4A16), the tuning strategies, the tokenizer, the sampler. */
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -24,6 +24,8 @@ static void usage(void)
            "  strategies --op OP --shape ...         exhaustive vs halving vs random: tuning time\n"
            "                                         and the winner each finds\n"
            "  tokenizer --tokenizer FILE [--file F]  encoding speed on one core\n"
+           "  sampler [--vocab N] [--top-k K] [--top-p P] [--temperature T]\n"
+           "                                         microseconds per sampled token on one core\n"
            "  model (--model DIR | --preset NAME)    Gemma 4 end to end (see bench model --help)\n\n"
            "kernel/w4a16/attention/strategies options: [--dtype fp16|bf16] [--cache FILE]\n"
            "  [--rehearse PROFILE] [--json]\n");
@@ -346,5 +348,7 @@ int cmd_bench(int argc, char **argv)
         return bench_strategies(argc - 1, argv + 1);
     if (strcmp(sub, "tokenizer") == 0)
         return bench_tokenizer(argc - 1, argv + 1);
+    if (strcmp(sub, "sampler") == 0)
+        return bench_sampler(argc - 1, argv + 1);
     return cli_usage_error("bench", "unknown benchmark '%s'", sub);
 }

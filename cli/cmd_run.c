@@ -32,7 +32,8 @@ static void usage(FILE *out)
             "                  [--cache FILE]\n\n"
             "  --device gpu|cpu  tuned kernels on GPU 0 (the default when there is one) or the "
             "plain-C\n"
-            "                    fp32 reference forward\n"
+            "                    fp32 reference forward; --dtype, --quantize, --quantize-head,\n"
+            "                    --rehearse and --cache are for the GPU and refused on the CPU\n"
             "  --dtype D         GPU compute dtype (default: fp16 below sm_80, else bf16)\n"
             "  --quantize w4a16  quantize a 16-bit checkpoint's linears to int4 on load (group "
             "128)\n"
@@ -90,6 +91,18 @@ static int parse_ids(const char *s, int32_t **out, size_t *n)
     *out = v;
     *n = k;
     return 0;
+}
+
+/* The first flag given that only the GPU run uses (the CPU reference forward is fp32, loads
+ * the checkpoint as it is and compiles no kernel), NULL when none is. */
+static const char *gpu_only_flag(const run_args *a)
+{
+    return a->quantize        ? "--quantize"
+           : a->quantize_head ? "--quantize-head"
+           : a->dtype         ? "--dtype"
+           : a->rehearse      ? "--rehearse"
+           : a->cache         ? "--cache"
+                              : NULL;
 }
 
 static int parse_args(int argc, char **argv, run_args *a)
@@ -183,12 +196,17 @@ static int parse_args(int argc, char **argv, run_args *a)
         return cli_usage_error("run", "--dtype '%s' is neither fp16 nor bf16", a->dtype);
     if (a->rehearse && !tailor_device_profile_find(a->rehearse))
         return cli_usage_error("run", "--rehearse '%s' is not a known profile", a->rehearse);
+    int chosen = a->device == NULL;
     if (!a->device) {
         int n = 0;
         a->device = tailor_cuda_device_count(NULL, &n) == TAILOR_OK && n > 0 ? "gpu" : "cpu";
     }
     if (strcmp(a->device, "cpu") != 0 && strcmp(a->device, "gpu") != 0)
         return cli_usage_error("run", "--device '%s' is neither cpu nor gpu", a->device);
+    const char *gpu_only = gpu_only_flag(a);
+    if (strcmp(a->device, "cpu") == 0 && gpu_only)
+        return cli_usage_error("run", "%s applies to --device gpu only, and this run is on the "
+                                      "CPU%s", gpu_only, chosen ? ", as no GPU was found" : "");
     return 0;
 }
 
@@ -214,7 +232,9 @@ typedef struct run_io {
     int first;
 } run_io;
 
-static void emit(tailor_ctx *ctx, run_io *io, int32_t id)
+/* Streams one token: its id (with --print-ids, or without a tokenizer) or the text it
+ * completes. A token the streaming decoder cannot decode fails the run. */
+static tailor_status emit(tailor_ctx *ctx, run_io *io, int32_t id)
 {
     if (io->print_ids || !io->tok) {
         printf("%s%d", io->first ? "" : ",", (int)id);
@@ -222,11 +242,44 @@ static void emit(tailor_ctx *ctx, run_io *io, int32_t id)
     } else {
         char buf[256];
         size_t n = 0;
-        if (tailor_tokenizer_decode_step(ctx, io->tok, &io->stream, id, buf, sizeof buf, &n) ==
-            TAILOR_OK)
-            fwrite(buf, 1, n, stdout);
+        if (tailor_tokenizer_decode_step(ctx, io->tok, &io->stream, id, buf, sizeof buf, &n))
+            return tailor_wrap_error(ctx, "decoding generated token %d", (int)id);
+        fwrite(buf, 1, n, stdout);
     }
     fflush(stdout);
+    return TAILOR_OK;
+}
+
+/* Streams one token; *stop = 1 when it is a stop token (printed only as an id). */
+static tailor_status emit_or_stop(tailor_ctx *ctx, run_io *io, int32_t id, int *stop)
+{
+    *stop = is_stop(id);
+    if (*stop && !io->print_ids && io->tok)
+        return TAILOR_OK;
+    return emit(ctx, io, id);
+}
+
+/* The end of the text: byte-fallback bytes the decoder still holds (generation stopped inside
+ * a character) come out as U+FFFD each, then the newline. */
+static tailor_status emit_end(tailor_ctx *ctx, run_io *io)
+{
+    if (!io->print_ids && io->tok) {
+        char buf[64];
+        size_t n = 0;
+        if (tailor_tokenizer_decode_flush(ctx, io->tok, &io->stream, buf, sizeof buf, &n))
+            return tailor_wrap_error(ctx, "decoding the end of the generated text");
+        fwrite(buf, 1, n, stdout);
+    }
+    printf("\n");
+    fflush(stdout);
+    return TAILOR_OK;
+}
+
+/* Decode speed: `generated` tokens took generated - 1 forward steps (the first comes from the
+ * prompt's logits), timed together in `secs`; 0 without a step. */
+static double decode_rate(int generated, double secs)
+{
+    return generated > 1 && secs > 0 ? (generated - 1) / secs : 0.0;
 }
 
 /* Every prompt id inside the model's vocabulary, checked before anything runs or is written. */
@@ -342,42 +395,25 @@ static tailor_status generate(tailor_ctx *ctx, const run_args *a, tailor_gemma4 
     }
     s = dump_close(ctx, &dump, s);
     double t1 = now_s();
-    int generated = 0;
-    for (int g = 0; g < a->max_tokens && s == TAILOR_OK; g++) {
+    int generated = 0, stop = 0;
+    for (int g = 0; g < a->max_tokens && s == TAILOR_OK && !stop; g++) {
         int32_t next = tailor_sampler_next(smp, logits);
         generated++;
-        if (is_stop(next)) {
-            if (io->print_ids || !io->tok)
-                emit(ctx, io, next);
-            break;
-        }
-        emit(ctx, io, next);
-        if (g + 1 < a->max_tokens)
+        s = emit_or_stop(ctx, io, next, &stop);
+        if (s == TAILOR_OK && !stop && g + 1 < a->max_tokens)
             s = tailor_gemma4_cpu_step(ctx, st, next, &logits);
     }
     double t2 = now_s();
-    if (s == TAILOR_OK) {
-        printf("\n");
+    if (s == TAILOR_OK)
+        s = emit_end(ctx, io);
+    if (s == TAILOR_OK)
         tailor_log(ctx, TAILOR_LOG_INFO,
                    "cpu reference: %zu prompt tokens in %.2f s, %d generated in %.2f s "
-                   "(%.2f tok/s)", n, t1 - t0, generated, t2 - t1,
-                   generated > 0 && t2 > t1 ? generated / (t2 - t1) : 0.0);
-    }
+                   "(%d decode steps, %.2f tok/s)", n, t1 - t0, generated, t2 - t1,
+                   generated > 1 ? generated - 1 : 0, decode_rate(generated, t2 - t1));
     tailor_sampler_destroy(smp);
     tailor_gemma4_cpu_destroy(st);
     return s;
-}
-
-/* Streams one token; returns 1 when it is a stop token (printed only as an id). */
-static int emit_or_stop(tailor_ctx *ctx, run_io *io, int32_t id)
-{
-    if (is_stop(id)) {
-        if (io->print_ids || !io->tok)
-            emit(ctx, io, id);
-        return 1;
-    }
-    emit(ctx, io, id);
-    return 0;
 }
 
 static tailor_status generate_gpu(tailor_ctx *ctx, const run_args *a, tailor_gemma4 *m,
@@ -442,24 +478,24 @@ static tailor_status generate_gpu(tailor_ctx *ctx, const run_args *a, tailor_gem
     prompt_rows = NULL;
     const float *last = logits;
     double t_dec = now_s();
-    int generated = 0;
-    for (int i = 0; i < a->max_tokens && s == TAILOR_OK; i++) {
+    int generated = 0, stop = 0;
+    for (int i = 0; i < a->max_tokens && s == TAILOR_OK && !stop; i++) {
         int32_t id = a->sp.greedy ? next : tailor_sampler_next(smp, last);
         generated++;
-        if (emit_or_stop(ctx, io, id) || i + 1 == a->max_tokens)
-            break;
-        s = tailor_gemma4_gpu_step(ctx, g, id, a->sp.greedy ? NULL : logits, &next);
+        s = emit_or_stop(ctx, io, id, &stop);
+        if (s == TAILOR_OK && !stop && i + 1 < a->max_tokens)
+            s = tailor_gemma4_gpu_step(ctx, g, id, a->sp.greedy ? NULL : logits, &next);
         last = logits;
     }
     double t2 = now_s();
-    if (s == TAILOR_OK) {
-        printf("\n");
+    if (s == TAILOR_OK)
+        s = emit_end(ctx, io);
+    if (s == TAILOR_OK)
         tailor_log(ctx, TAILOR_LOG_INFO,
                    "gpu: %zu prompt tokens in %.3f s (%.0f tok/s), %d generated in %.3f s "
-                   "(%.1f tok/s)", n, t1 - t0, t1 > t0 ? (double)n / (t1 - t0) : 0.0, generated,
-                   t2 - t_dec, generated > 1 && t2 > t_dec ? (generated - 1) / (t2 - t_dec) : 0.0);
-    }
-    free(prompt_rows); /* when the prompt failed */
+                   "(%d decode steps, %.1f tok/s)", n, t1 - t0,
+                   t1 > t0 ? (double)n / (t1 - t0) : 0.0, generated, t2 - t_dec,
+                   generated > 1 ? generated - 1 : 0, decode_rate(generated, t2 - t_dec));
     tailor_gpu_host_free(gpu, logits);
     tailor_sampler_destroy(smp);
     tailor_gemma4_gpu_destroy(g);

@@ -1,15 +1,22 @@
-/* sampler.c — greedy and temperature / top-k / top-p sampling with a seeded xorshift64*. */
+/* sampler.c — greedy and temperature / top-k / top-p sampling with a seeded xorshift64*, in
+ * expected O(vocab) time per token: selections in place (quickselect, heapsort as the fallback)
+ * instead of a sort, and every buffer allocated at creation. */
 #include "sampler.h"
 
 #include <math.h>
 #include <stdlib.h>
 
+enum { SAMPLE = 1024 }; /* logits sampled to pick a small top-k's threshold */
+
 struct tailor_sampler {
     tailor_sampler_params p;
     int vocab;
     uint64_t state;
-    int32_t *idx; /* [vocab] candidate ids, sorted by logit */
-    float *prob;  /* [vocab] */
+    int32_t *idx;    /* [vocab] candidate ids (logits that are not NaN), partitioned in place */
+    float *w;        /* [vocab] weight exp((logit - max) / temperature) by token id: this call's
+                      * for the top-k set, stale elsewhere (zeroed at creation) */
+    uint64_t *kept;  /* [vocab / 64 + 1] a bit per id: the kept set while drawing, else zero */
+    int32_t *sample; /* [SAMPLE] ids of a strided sample of the logits (small top-k) */
 };
 
 static uint64_t splitmix64(uint64_t x)
@@ -60,9 +67,11 @@ tailor_status tailor_sampler_create(tailor_ctx *ctx, const tailor_sampler_params
     tailor_sampler *s = calloc(1, sizeof *s);
     if (s) {
         s->idx = malloc((size_t)vocab * sizeof *s->idx);
-        s->prob = malloc((size_t)vocab * sizeof *s->prob);
+        s->w = calloc((size_t)vocab, sizeof *s->w);
+        s->kept = calloc((size_t)vocab / 64 + 1, sizeof *s->kept);
+        s->sample = malloc(SAMPLE * sizeof *s->sample);
     }
-    if (!s || !s->idx || !s->prob) {
+    if (!s || !s->idx || !s->w || !s->kept || !s->sample) {
         tailor_sampler_destroy(s);
         return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "sampler: out of memory");
     }
@@ -78,87 +87,283 @@ void tailor_sampler_destroy(tailor_sampler *s)
     if (!s)
         return;
     free(s->idx);
-    free(s->prob);
+    free(s->w);
+    free(s->kept);
+    free(s->sample);
     free(s);
 }
 
-/* Order of candidates: larger logit first, lower id first among equals (so the result does not
- * depend on the algorithm). */
+/* Order of candidates: larger logit first, lower id first among equals, a strict total order
+ * (so the result does not depend on the algorithm, and partitions cannot degenerate on equal
+ * logits). Neither id may have a NaN logit. */
 static int before(const float *l, int32_t a, int32_t b)
 {
     return l[a] > l[b] || (l[a] == l[b] && a < b);
 }
 
-static int cmp_desc(const void *a, const void *b, void *logits)
+static void swap_ids(int32_t *idx, int a, int b)
 {
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    const float *l = logits;
-    return before(l, x, y) ? -1 : before(l, y, x) ? 1 : 0;
+    int32_t t = idx[a];
+    idx[a] = idx[b];
+    idx[b] = t;
 }
 
-/* Leaves the k best of idx[0..m) in idx[0..k), best first. */
+/* Partition rounds allowed over n candidates before the rest is heapsorted: 2 log2(n) + 8, far
+ * above what median-of-three pivots need on any input but a crafted one. */
+static int depth_limit(int n)
+{
+    int rounds = 8;
+    for (; n > 1; n >>= 1)
+        rounds += 2;
+    return rounds;
+}
+
+/* Sorts idx[a], idx[b], idx[c] in the order, then moves the median to idx[c] (the pivot slot). */
+static void median_to_last(const float *l, int32_t *idx, int a, int b, int c)
+{
+    if (before(l, idx[b], idx[a]))
+        swap_ids(idx, a, b);
+    if (before(l, idx[c], idx[b]))
+        swap_ids(idx, b, c);
+    if (before(l, idx[b], idx[a]))
+        swap_ids(idx, a, b);
+    swap_ids(idx, b, c);
+}
+
+/* Lomuto partition of idx[lo..hi) (hi - lo >= 1) around the median of its first, middle and
+ * last ids; returns p with idx[lo..p) before idx[p] and idx[p+1..hi) after it. The inner loop
+ * has no branch to mispredict (half the comparisons go each way): the swap is unconditional,
+ * which only permutes the ids not before the pivot, and the order is tested with bitwise ops. */
+static int partition(const float *l, int32_t *idx, int lo, int hi)
+{
+    median_to_last(l, idx, lo, lo + (hi - lo) / 2, hi - 1);
+    int32_t pivot = idx[hi - 1];
+    float pl = l[pivot];
+    int p = lo;
+    for (int i = lo; i < hi - 1; i++) {
+        int32_t x = idx[i];
+        float lx = l[x];
+        int better = (lx > pl) | ((lx == pl) & (x < pivot)); /* before(l, x, pivot) */
+        idx[i] = idx[p];
+        idx[p] = x;
+        p += better;
+    }
+    swap_ids(idx, p, hi - 1);
+    return p;
+}
+
+/* Restores the heap below `root` in idx[0..n): each parent after (worse than) its children. */
+static void sift_down(const float *l, int32_t *idx, int root, int n)
+{
+    for (;;) {
+        int c = 2 * root + 1;
+        if (c >= n)
+            return;
+        if (c + 1 < n && before(l, idx[c], idx[c + 1]))
+            c++;
+        if (!before(l, idx[root], idx[c]))
+            return;
+        swap_ids(idx, root, c);
+        root = c;
+    }
+}
+
+/* Sorts idx[0..n) best first, in place: the fallback when partitions keep coming out lopsided
+ * (O(n log n) whatever the input, and no memory). */
+static void heap_sort(const float *l, int32_t *idx, int n)
+{
+    for (int i = n / 2 - 1; i >= 0; i--)
+        sift_down(l, idx, i, n);
+    for (int end = n - 1; end > 0; end--) {
+        swap_ids(idx, 0, end);
+        sift_down(l, idx, 0, end);
+    }
+}
+
+/* Reorders idx[0..m) so that idx[0..k) are the k first in the order (in no particular order):
+ * quickselect, expected O(m). */
 static void select_top_k(const float *l, int32_t *idx, int m, int k)
 {
-    if (k > 256) {
-        qsort_r(idx, (size_t)m, sizeof *idx, cmp_desc, (void *)l);
-        return;
-    }
-    int have = 0; /* idx[0..have) sorted best first: insertion keeps the best k seen */
-    for (int i = 0; i < m; i++) {
-        int32_t c = idx[i];
-        if (have == k && !before(l, c, idx[k - 1]))
-            continue;
-        int j = have < k ? have++ : k - 1;
-        while (j > 0 && before(l, c, idx[j - 1])) {
-            idx[j] = idx[j - 1];
-            j--;
+    int lo = 0, hi = m, rounds = depth_limit(m); /* the cut at k lies in [lo, hi] */
+    while (lo < k && k < hi) {
+        if (rounds-- == 0) {
+            heap_sort(l, idx + lo, hi - lo);
+            return;
         }
-        idx[j] = c;
+        int p = partition(l, idx, lo, hi);
+        if (p < k)
+            lo = p + 1;
+        else
+            hi = p;
     }
+}
+
+/* The last of idx[0..n) (n >= 1) in the order. */
+static int32_t worst_of(const float *l, const int32_t *idx, int n)
+{
+    int32_t b = idx[0];
+    for (int i = 1; i < n; i++)
+        if (before(l, b, idx[i]))
+            b = idx[i];
+    return b;
+}
+
+/* Gathers the ids whose logit is not NaN into idx; returns their count and *mx their largest
+ * logit. */
+static int gather(const float *l, int n, int32_t *idx, float *mx)
+{
+    int m = 0;
+    float best = -INFINITY;
+    for (int32_t i = 0; i < n; i++)
+        if (l[i] == l[i]) {
+            idx[m++] = i;
+            best = l[i] > best ? l[i] : best;
+        }
+    *mx = best;
+    return m;
+}
+
+/* A small top-k's candidates without the whole vocabulary: the ids up to a threshold t in the
+ * order, t the r-th best of a strided sample of SAMPLE logits with r = 2 k SAMPLE / vocab + 8
+ * (so about 2k + 8 vocab / SAMPLE ids are expected to pass, and fewer than k only where the
+ * sample misrepresents the logits). Returns their count (>= k) with *mx their largest logit, or
+ * 0 where this does not apply (small vocabulary, large k) or fewer than k passed: then gather
+ * them all. Correct on any input; the sample only decides how much the quickselect sees. */
+static int gather_small_k(tailor_sampler *s, const float *l, int k, float *mx)
+{
+    int n = s->vocab, step = n / SAMPLE, ns = 0;
+    if (step < 16)
+        return 0;
+    for (int j = 0; j < SAMPLE; j++)
+        if (l[j * step] == l[j * step])
+            s->sample[ns++] = j * step;
+    long r = 2L * k * SAMPLE / n + 8;
+    if (r * 4 > ns)
+        return 0;
+    select_top_k(l, s->sample, ns, (int)r);
+    int32_t t = worst_of(l, s->sample, (int)r);
+    float lt = l[t], best = lt;
+    int m = 0;
+    for (int32_t i = 0; i < n; i++)
+        if (l[i] > lt || (l[i] == lt && i <= t)) { /* i == t or before(l, i, t); NaN fails */
+            s->idx[m++] = i;
+            best = l[i] > best ? l[i] : best;
+        }
+    *mx = best;
+    return m >= k ? m : 0;
+}
+
+/* The weight of idx[lo..hi) (four sums, so that the additions do not wait on each other). */
+static double mass_of(const float *w, const int32_t *idx, int lo, int hi)
+{
+    double m[4] = {0, 0, 0, 0};
+    int i = lo;
+    for (; i + 4 <= hi; i += 4)
+        for (int j = 0; j < 4; j++)
+            m[j] += w[idx[i + j]];
+    for (; i < hi; i++)
+        m[0] += w[idx[i]];
+    return (m[0] + m[1]) + (m[2] + m[3]);
+}
+
+/* Top-p over the candidates idx[0..k) (weights w by id): reorders them so that idx[0..K) is the
+ * smallest prefix of the order whose weight reaches target, and returns K; k when rounding
+ * leaves the target unreached. A quickselect on mass, expected O(k). */
+static int select_mass(const float *l, const float *w, int32_t *idx, int k, double target)
+{
+    int lo = 0, hi = k, rounds = depth_limit(k);
+    double acc = 0; /* weight of idx[0..lo), below target; the boundary lies in [lo, hi) */
+    while (lo < hi) {
+        if (rounds-- == 0) {
+            heap_sort(l, idx + lo, hi - lo);
+            for (int i = lo; i < hi; i++) {
+                acc += w[idx[i]];
+                if (acc >= target)
+                    return i + 1;
+            }
+            break;
+        }
+        int p = partition(l, idx, lo, hi);
+        double better = mass_of(w, idx, lo, p), with_pivot = acc + better + w[idx[p]];
+        if (acc + better >= target)
+            hi = p;
+        else if (with_pivot >= target)
+            return p + 1;
+        else {
+            acc = with_pivot;
+            lo = p + 1;
+        }
+    }
+    /* not reached: either never (keep all k), or the sums inside [lo, hi) fell an ulp short of
+     * the one that bounded it at idx[hi]: keep through idx[hi] */
+    return hi < k ? hi + 1 : k;
+}
+
+/* Sets w[id] for the k ids of idx and returns their sum. The largest logit weighs exactly 1
+ * (which also keeps infinite logits from making NaN weights). */
+static double weigh(const float *l, const int32_t *idx, int k, float mx, float temperature,
+                    float *w)
+{
+    double sum = 0;
+    for (int i = 0; i < k; i++) {
+        int32_t id = idx[i];
+        float x = l[id] == mx ? 1.0f : expf((l[id] - mx) / temperature);
+        w[id] = x;
+        sum += x;
+    }
+    return sum;
+}
+
+/* The kept id (a bit of `kept`) at which subtracting their weights in ascending id order takes
+ * r below 0; the last kept id when rounding leaves r >= 0. */
+static int32_t pick(const uint64_t *kept, int words, const float *w, double r)
+{
+    int32_t id = 0;
+    for (int j = 0; j < words; j++)
+        for (uint64_t b = kept[j]; b; b &= b - 1) {
+            id = j * 64 + __builtin_ctzll(b);
+            r -= w[id];
+            if (r < 0)
+                return id;
+        }
+    return id;
+}
+
+/* Draws from the kept ids idx[0..keep) in ascending id order, which makes the id for a given
+ * seed canonical (whatever order the selections left them in): r = uniform * their weight
+ * summed in id order, then pick(). The bitmap makes that O(keep + vocab / 64). */
+static int32_t draw(tailor_sampler *s, int keep)
+{
+    int words = s->vocab / 64 + 1;
+    for (int i = 0; i < keep; i++)
+        s->kept[s->idx[i] >> 6] |= 1ull << (s->idx[i] & 63);
+    double total = 0;
+    for (int j = 0; j < words; j++)
+        for (uint64_t b = s->kept[j]; b; b &= b - 1)
+            total += s->w[j * 64 + __builtin_ctzll(b)];
+    int32_t id = pick(s->kept, words, s->w, next_uniform(s) * total);
+    for (int i = 0; i < keep; i++)
+        s->kept[s->idx[i] >> 6] = 0;
+    return id;
 }
 
 int32_t tailor_sampler_next(tailor_sampler *s, const float *logits)
 {
-    int n = s->vocab;
     if (s->p.greedy)
-        return tailor_argmax(logits, n);
-    int k = s->p.top_k > 0 && s->p.top_k < n ? s->p.top_k : n;
-    int m = 0;
-    for (int i = 0; i < n; i++)
-        if (logits[i] == logits[i]) /* NaN never sampled */
-            s->idx[m++] = i;
+        return tailor_argmax(logits, s->vocab);
+    float mx = 0;
+    int k = s->p.top_k, m = k > 0 ? gather_small_k(s, logits, k, &mx) : 0;
     if (m == 0)
-        return 0;
-    if (k > m)
+        m = gather(logits, s->vocab, s->idx, &mx);
+    if (m == 0)
+        return 0; /* every logit NaN */
+    if (k <= 0 || k > m)
         k = m;
-    select_top_k(logits, s->idx, m, k);
-    float inv_t = 1.0f / s->p.temperature;
-    float mx = logits[s->idx[0]];
-    double sum = 0;
-    for (int i = 0; i < k; i++) {
-        s->prob[i] = expf((logits[s->idx[i]] - mx) * inv_t);
-        sum += s->prob[i];
-    }
-    /* top-p: smallest prefix whose mass reaches top_p */
+    if (k < m)
+        select_top_k(logits, s->idx, m, k);
+    double sum = weigh(logits, s->idx, k, mx, s->p.temperature, s->w);
     int keep = k;
-    if (s->p.top_p < 1) {
-        double acc = 0;
-        for (int i = 0; i < k; i++) {
-            acc += s->prob[i] / sum;
-            if (acc >= s->p.top_p) {
-                keep = i + 1;
-                break;
-            }
-        }
-    }
-    double kept = 0;
-    for (int i = 0; i < keep; i++)
-        kept += s->prob[i];
-    double r = next_uniform(s) * kept;
-    for (int i = 0; i < keep; i++) {
-        r -= s->prob[i];
-        if (r < 0)
-            return s->idx[i];
-    }
-    return s->idx[keep - 1];
+    if (s->p.top_p < 1)
+        keep = select_mass(logits, s->w, s->idx, k, (double)s->p.top_p * sum);
+    return draw(s, keep);
 }

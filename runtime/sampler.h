@@ -1,5 +1,5 @@
 /* sampler.h — picks the next token from logits: greedy, or temperature / top-k / top-p with a
- * seeded generator (same seed, same logits: same tokens). */
+ * seeded generator (same seed, same logits: same tokens), in expected O(vocab) time a token. */
 #ifndef TAILOR_SAMPLER_H
 #define TAILOR_SAMPLER_H
 
@@ -10,23 +10,34 @@
 typedef struct tailor_sampler_params {
     int greedy;        /* 1: argmax (lowest id on ties); the rest is ignored */
     float temperature; /* > 0; logits are divided by it */
-    int top_k;         /* keep the k most likely tokens; 0 = all */
-    float top_p;       /* keep the smallest set whose probability reaches top_p; 1 = all */
+    int top_k;         /* keep the k first tokens in the order (tailor_sampler_next); 0 = all */
+    float top_p;       /* then the shortest prefix of those, in the order, whose probability
+                        * (softmax over the top-k set) reaches top_p; 1 = all */
     uint64_t seed;     /* generator seed */
 } tailor_sampler_params;
 
 typedef struct tailor_sampler tailor_sampler;
 
 /* Creates a sampler for `vocab` logits. TAILOR_ERR_MISUSE names a bad parameter (temperature
- * <= 0, top_p outside (0, 1], negative top_k, vocab < 1). Scratch is allocated here once; free
- * with tailor_sampler_destroy. */
+ * <= 0, top_p outside (0, 1], negative top_k, vocab < 1). All scratch (about 8 bytes per
+ * vocabulary entry) is allocated here, once; free with tailor_sampler_destroy. */
 tailor_status tailor_sampler_create(tailor_ctx *ctx, const tailor_sampler_params *p, int vocab,
                                     tailor_sampler **out);
 
 /* Frees the sampler; NULL is fine. */
 void tailor_sampler_destroy(tailor_sampler *s);
 
-/* The next token for logits[vocab] (not modified). Allocates nothing. */
+/* The next token for logits[vocab] (not modified). Candidates are ordered larger logit first,
+ * lower id first among equals; a NaN logit is never one (all NaN: 0). The distribution is
+ * transformers' warpers in turn: the top_k first candidates; weights exp((logit - max) /
+ * temperature) over them (+inf logits share all the mass, and where all are -inf, evenly); the
+ * shortest prefix of those whose weight reaches top_p of their sum (all of them where rounding
+ * leaves it unreached); renormalized. The draw is canonical: r = uniform * the kept weight, then
+ * the kept ids in ascending id order subtract their weights, and the id where r goes below 0
+ * comes out (the last kept id where rounding leaves r >= 0), so that the id drawn from a kept
+ * set does not depend on the order the selections left it in. Expected O(vocab) time
+ * (selections in place; a heapsort fallback bounds inputs that defeat the pivots to
+ * O(vocab log vocab)). Allocates nothing. One sampler serves one thread at a time. */
 int32_t tailor_sampler_next(tailor_sampler *s, const float *logits);
 
 /* Index of the largest of logits[0..n) (the lowest index among equals; NaN never wins). */

@@ -55,6 +55,15 @@ tailor_status tailor_tokenizer_decode_step(tailor_ctx *ctx, const tailor_tokeniz
                                            tailor_detok_stream *st, int32_t id, char *out,
                                            size_t out_size, size_t *out_len);
 
+/* Ends a streaming decode: the byte-fallback bytes still held in `st` (a character cut short, as
+ * when generation stops inside one) come out as U+FFFD per byte, as tailor_tokenizer_decode
+ * writes an incomplete run at the end of its ids; nothing (*out_len 0) when none is held. Then
+ * st is empty again, ready for another stream. Output as for decode_step (32 bytes always
+ * suffice for Gemma's decoder); TAILOR_ERR_MISUSE when out_size is too small (st kept). */
+tailor_status tailor_tokenizer_decode_flush(tailor_ctx *ctx, const tailor_tokenizer *tok,
+                                            tailor_detok_stream *st, char *out, size_t out_size,
+                                            size_t *out_len);
+
 /* The Gemma 4 chat prompt for one user turn, as ids:
  * <bos><|turn>user\n{text}<turn|>\n<|turn>model\n (GEMMA4.md §4). The user text is trimmed of
  * leading and trailing ASCII whitespace, as the chat template does. With a Gemma 3 tokenizer.json

@@ -1,6 +1,7 @@
 /* tokenizer_decode.c — ids to text through the tokenizer.json decoder, whole or one id at a time. */
 #include "tokenizer_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -349,12 +350,40 @@ static int stream_replace(const tailor_tokenizer *tok, const tok_step *step, sbu
     return r ? 1 : 0;
 }
 
+/* Whether the stream arguments can be used (a zeroed or stepped stream, an output buffer). */
+static int stream_args_ok(const tailor_tokenizer *tok, const tailor_detok_stream *st,
+                          const char *out, size_t out_size, const size_t *out_len)
+{
+    return tok && st && out_len && (out || !out_size) && st->npending >= 0 &&
+           st->npending < (int)sizeof st->pending;
+}
+
+/* Copies the decoded text to out (NUL-terminated when room allows) and its length to *out_len;
+ * TAILOR_ERR_NOMEM when the decoding ran out of memory, TAILOR_ERR_MISUSE when out is too small
+ * (the message names token `id`, or the held bytes for -1). */
+static tailor_status copy_out(tailor_ctx *ctx, const sbuf *cur, int oom, int32_t id, char *out,
+                              size_t out_size, size_t *out_len)
+{
+    char what[32] = "the held bytes";
+    if ((oom || cur->len > out_size) && id >= 0)
+        snprintf(what, sizeof what, "token %d", (int)id);
+    if (oom)
+        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory decoding %s", what);
+    if (cur->len > out_size)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "the output buffer of %zu bytes is too "
+                                "small for %s (%zu bytes)", out_size, what, cur->len);
+    memcpy(out, cur->p, cur->len);
+    if (cur->len < out_size)
+        out[cur->len] = '\0';
+    *out_len = cur->len;
+    return TAILOR_OK;
+}
+
 tailor_status tailor_tokenizer_decode_step(tailor_ctx *ctx, const tailor_tokenizer *tok,
                                            tailor_detok_stream *st, int32_t id, char *out,
                                            size_t out_size, size_t *out_len)
 {
-    if (!tok || !st || !out_len || (!out && out_size) || st->npending < 0 ||
-        st->npending >= (int)sizeof st->pending)
+    if (!stream_args_ok(tok, st, out, out_size, out_len))
         return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "tailor_tokenizer_decode_step needs a "
                                 "tokenizer, a zeroed stream and an output buffer");
     *out_len = 0;
@@ -379,19 +408,38 @@ tailor_status tailor_tokenizer_decode_step(tailor_ctx *ctx, const tailor_tokeniz
     }
     if (held)
         cur.len = 0;
-    tailor_status rc = TAILOR_OK;
-    if (oom)
-        rc = tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory decoding token %d", (int)id);
-    else if (cur.len > out_size)
-        rc = tailor_set_error(ctx, TAILOR_ERR_MISUSE, "the output buffer of %zu bytes is too small for "
-                              "token %d (%zu bytes)", out_size, (int)id, cur.len);
-    if (rc == TAILOR_OK) {
-        memcpy(out, cur.p, cur.len);
-        if (cur.len < out_size)
-            out[cur.len] = '\0';
-        *out_len = cur.len;
+    tailor_status rc = copy_out(ctx, &cur, oom, id, out, out_size, out_len);
+    if (rc == TAILOR_OK)
         *st = next;
+    free(cur.heap);
+    return rc;
+}
+
+tailor_status tailor_tokenizer_decode_flush(tailor_ctx *ctx, const tailor_tokenizer *tok,
+                                            tailor_detok_stream *st, char *out, size_t out_size,
+                                            size_t *out_len)
+{
+    if (!stream_args_ok(tok, st, out, out_size, out_len))
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "tailor_tokenizer_decode_flush needs a "
+                                "tokenizer, a stream and an output buffer");
+    *out_len = 0;
+    char rep[3 * sizeof st->pending] = {0}, stack[64];
+    size_t nrep = 0;
+    for (int i = 0; i < st->npending; i++, nrep += 3)
+        memcpy(rep + nrep, replacement_char, 3);
+    sbuf cur = {stack, 0, sizeof stack, NULL};
+    int oom = sb_set(&cur, rep, nrep), after = 0;
+    /* the held bytes stopped at ByteFallback: the Replace steps after it apply to what they
+     * become, as they do to a run that decode_step releases */
+    for (size_t k = 0; k < tok->ndecoder && !oom && nrep; k++) {
+        const tok_step *step = &tok->decoder[k];
+        if (after && step->kind == TOK_STEP_REPLACE)
+            oom = stream_replace(tok, step, &cur);
+        after |= step->kind == TOK_STEP_BYTE_FALLBACK;
     }
+    tailor_status rc = copy_out(ctx, &cur, oom, -1, out, out_size, out_len);
+    if (rc == TAILOR_OK)
+        st->npending = 0;
     free(cur.heap);
     return rc;
 }

@@ -95,6 +95,9 @@ ids=$("$BIN" run --device cpu --model "$M" --ids 2,5,7,9,11,13 --max-tokens 8 --
 check "greedy run succeeds" test $rc -eq 0
 n=$(tr ',' '\n' <<<"$ids" | grep -c '[0-9]')
 check "1..8 ids printed ($ids)" test "$n" -ge 1 -a "$n" -le 8
+# the first id comes from the prompt's logits: n ids took n - 1 decode steps, and the rate says so
+check "the decode rate is over n - 1 steps ($(cat "$TMP/err"))" \
+  grep -q "$n generated in [0-9.]* s ($((n - 1)) decode steps, [0-9.]* tok/s)" "$TMP/err"
 check "dump holds 6 rows of 32 float32" test "$(stat -c %s "$TMP/l.bin")" -eq $((6 * 32 * 4))
 ids2=$("$BIN" run --model "$M" --ids 2,5,7,9,11,13 --max-tokens 8 --print-ids 2>/dev/null)
 check "greedy is deterministic" test "$ids" = "$ids2"
@@ -105,6 +108,55 @@ s2=$("$BIN" run --model "$M" --ids 2,5 --max-tokens 8 --print-ids --temperature 
 check "sampling with a seed is reproducible ($s1)" test -n "$s1" -a "$s1" = "$s2"
 "$BIN" run --model "$M" --ids 2 --greedy --temperature 0.5 >/dev/null 2>&1; rc=$?
 check "--greedy with --temperature is a usage error" test $rc -eq 2
+
+# the GPU run's flags are refused on the CPU, each named in one sentence (exit 2)
+for flag in "--dtype bf16" "--quantize w4a16" "--quantize-head" "--rehearse t4" "--cache $TMP/c.db"; do
+  "$BIN" run --device cpu --model "$M" --ids 2,3 $flag >/dev/null 2>"$TMP/err"; rc=$?
+  check "run --device cpu $flag is a usage error ($(cat "$TMP/err"))" \
+    test $rc -eq 2 -a -n "$(grep -- "${flag%% *} applies to --device gpu only, and this run is on the CPU" "$TMP/err")"
+  check "run --device cpu $flag: one line" test "$(wc -l <"$TMP/err")" -eq 1
+done
+if ! "$BIN" devices --json 2>/dev/null | grep -q '"devices":[[:space:]]*\[[[:space:]]*{'; then
+  "$BIN" run --model "$M" --ids 2,3 --quantize-head >/dev/null 2>"$TMP/err"; rc=$?
+  check "without a GPU, --quantize-head is refused saying why ($(cat "$TMP/err"))" \
+    test $rc -eq 2 -a -n "$(grep "as no GPU was found" "$TMP/err")"
+fi
+check "no kernel cache was created for the refused --cache" test ! -e "$TMP/c.db"
+
+# text output through a tokenizer.json: the first greedy id of prompt 2,3 made a byte-fallback
+# lead byte (<0xC3>), so that generation stops inside a character; the held byte comes out as
+# U+FFFD at the end (it used to be dropped). The same id spelled by 300 bytes, more than the
+# streaming buffer holds: the run fails naming the token instead of dropping its text.
+first=$("$BIN" run --device cpu --model "$M" --ids 2,3 --max-tokens 1 --print-ids 2>/dev/null)
+mkdir "$TMP/t" && cp "$M/config.json" "$M/model.safetensors" "$TMP/t/"
+write_tokenizer() { # write_tokenizer TOKEN_OF_FIRST
+python3 - "$TMP/t/tokenizer.json" "$first" "$1" <<'EOF3'
+import json, sys
+path, first, spelled = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+vocab = {("<unk>" if i == 0 else spelled if i == first else "t%d" % i): i for i in range(32)}
+dec = [{"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+       {"type": "ByteFallback"}, {"type": "Fuse"}]
+json.dump({"version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
+           "normalizer": None, "pre_tokenizer": None, "post_processor": None,
+           "decoder": {"type": "Sequence", "decoders": dec},
+           "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>",
+                     "continuing_subword_prefix": None, "end_of_word_suffix": None,
+                     "fuse_unk": True, "byte_fallback": True, "ignore_merges": False,
+                     "vocab": vocab, "merges": []}}, open(path, "w"))
+EOF3
+}
+check "the first greedy id ($first) is an ordinary token" test -n "$first" -a "$first" != 0 -a "$first" != 1
+write_tokenizer "<0xC3>"
+"$BIN" run --device cpu --model "$TMP/t" --ids 2,3 --max-tokens 1 >"$TMP/out" 2>"$TMP/err"; rc=$?
+check "a held byte at max tokens: exit 0 ($(cat "$TMP/err"))" test $rc -eq 0
+check "a held byte at max tokens comes out as U+FFFD ($(od -An -tx1 "$TMP/out"))" \
+  test "$(od -An -tx1 "$TMP/out" | tr -d ' \n')" = "efbfbd0a"
+write_tokenizer "$(printf 'x%.0s' $(seq 300))"
+"$BIN" run --device cpu --model "$TMP/t" --ids 2,3 --max-tokens 2 >/dev/null 2>"$TMP/err"; rc=$?
+check "a token the decoder cannot stream fails the run (rc $rc)" test $rc -eq 1
+check "the failed decode is named ($(cat "$TMP/err"))" \
+  grep -q "decoding generated token $first: the output buffer of 256 bytes is too small for token $first (300 bytes)" "$TMP/err"
+check "the failed decode is one line" test "$(wc -l <"$TMP/err")" -eq 1
 
 # a NaN in the weights (the final norm): the CPU forward reports it, exit 1, and the
 # --dump-logits file of an earlier run stays as it was

@@ -156,8 +156,22 @@ check "tune --step-tune with --op exits 2" test $rc -eq 2 -a -n "$(grep "give --
 check "tune --quantize without --step-tune exits 2" test $rc -eq 2 -a -n "$(grep "choose the run --step-tune tunes" "$TMPDIR_ERR")"
 "$T" tune --preset gemma-4-e2b --step-tune --quantize int8 2>"$TMPDIR_ERR"; rc=$?
 check "tune --quantize int8 exits 2 naming it" test $rc -eq 2 -a -n "$(grep "takes w4a16, not 'int8'" "$TMPDIR_ERR")"
+# bench sampler runs on the CPU: a small vocabulary, its line, and its flags refused in a sentence
+out=$("$T" bench sampler --vocab 4096 --top-k 100 --top-p 0.9 --temperature 0.8 2>"$TMPDIR_ERR"); rc=$?
+check "bench sampler runs without a GPU ($out)" test $rc -eq 0
+check "bench sampler prints us per draw, checked" \
+  grep -q "^sampler, vocab 4096, top-k 100, top-p 0.9, temperature 0.8: [0-9.]* us per draw .*100 draws checked" <<<"$out"
+"$T" bench sampler --top-p 1.5 2>"$TMPDIR_ERR"; rc=$?
+check "bench sampler: --top-p 1.5 exits 2 naming it" test $rc -eq 2 -a -n "$(grep -- "--top-p takes a number in (0, 1\], not '1.5'" "$TMPDIR_ERR")"
+"$T" bench sampler --temperature -1 2>"$TMPDIR_ERR"; rc=$?
+check "bench sampler: --temperature -1 exits 2 naming it" test $rc -eq 2 -a -n "$(grep -- "--temperature takes a number above 0, not '-1'" "$TMPDIR_ERR")"
+"$T" bench sampler --top-k many 2>"$TMPDIR_ERR"; rc=$?
+check "bench sampler: --top-k many exits 2 naming it" test $rc -eq 2 -a -n "$(grep -- "--top-k takes an integer" "$TMPDIR_ERR")"
+"$T" bench sampler --frobnicate 2>"$TMPDIR_ERR"; rc=$?
+check "bench sampler: a bad flag exits 2 and is named" test $rc -eq 2 -a -n "$(grep "flag '--frobnicate' is unknown" "$TMPDIR_ERR")"
+check "bench sampler: the usage error is one line" test "$(wc -l <"$TMPDIR_ERR")" -eq 1
 # every bench subcommand answers --help (exit 0, its usage on stdout)
-for sub in copy kernel w4a16 attention strategies tokenizer model; do
+for sub in copy kernel w4a16 attention strategies tokenizer sampler model; do
   out=$("$T" bench $sub --help 2>"$TMPDIR_ERR"); rc=$?
   check "bench $sub --help exits 0 with a usage" test $rc -eq 0 -a -n "$(echo "$out" | grep usage)"
 done

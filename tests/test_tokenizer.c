@@ -64,16 +64,18 @@ static char *decoded(tailor_ctx *ctx, const tailor_tokenizer *tok, const int32_t
     return text;
 }
 
-/* Decodes ids one at a time through the streaming decoder; malloc'd result. */
+/* Decodes ids one at a time through the streaming decoder, then flushes it; malloc'd result. */
 static char *stream_decoded(tailor_ctx *ctx, const tailor_tokenizer *tok, const int32_t *ids, size_t n)
 {
     tailor_detok_stream st = {{0}, 0};
     size_t cap = 64, len = 0;
     char *text = malloc(cap);
-    for (size_t i = 0; i < n && text; i++) {
+    for (size_t i = 0; i <= n && text; i++) {
         char buf[64];
         size_t m = 0;
-        if (tailor_tokenizer_decode_step(ctx, tok, &st, ids[i], buf, sizeof buf, &m) != TAILOR_OK) {
+        tailor_status rc = i < n ? tailor_tokenizer_decode_step(ctx, tok, &st, ids[i], buf, sizeof buf, &m)
+                                 : tailor_tokenizer_decode_flush(ctx, tok, &st, buf, sizeof buf, &m);
+        if (rc != TAILOR_OK) {
             free(text);
             return NULL;
         }
@@ -210,6 +212,28 @@ static void test_synthetic_decode(tailor_ctx *ctx)
     CHECK_OK(ctx, tailor_tokenizer_decode_step(ctx, tok, &st, 11, buf, sizeof buf, &m));
     CHECK(tailor_tokenizer_decode_step(ctx, tok, &st, 9, buf, 2, &m) == TAILOR_ERR_MISUSE);
     CHECK(st.npending == 1);
+
+    /* the end of a stream: held bytes come out as U+FFFD each, as the whole decode writes them */
+    CHECK(tailor_tokenizer_decode_flush(ctx, tok, &st, buf, 2, &m) == TAILOR_ERR_MISUSE);
+    CHECK(st.npending == 1); /* too small a buffer: nothing consumed */
+    CHECK_OK(ctx, tailor_tokenizer_decode_flush(ctx, tok, &st, buf, sizeof buf, &m));
+    CHECK(m == 3 && strcmp(buf, "\xEF\xBF\xBD") == 0 && st.npending == 0);
+    m = 99;
+    CHECK_OK(ctx, tailor_tokenizer_decode_flush(ctx, tok, &st, buf, sizeof buf, &m));
+    CHECK(m == 0 && buf[0] == '\0'); /* nothing held, nothing out */
+    /* (not <0x41><0xC3>: the stream releases "A" when it completes, where the whole decode
+     * sees one run that is not UTF-8) */
+    static const int32_t ends[][3] = {{11, -1, -1}, {9, 11, -1}, {11, 12, -1}, {11, 11, -1},
+                                      {11, 2, 11}, {9, 2, 3}};
+    for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++) {
+        size_t n = ends[i][1] < 0 ? 1 : ends[i][2] < 0 ? 2 : 3;
+        char *whole = decoded(ctx, tok, ends[i], n, 0), *streamed = stream_decoded(ctx, tok, ends[i], n);
+        CHECKF(whole && streamed && strcmp(whole, streamed) == 0,
+               "ids %zu: streamed and flushed \"%s\", decoded \"%s\"", i, streamed ? streamed : "(error)",
+               whole ? whole : "(error)");
+        free(whole);
+        free(streamed);
+    }
     tailor_tokenizer_close(tok);
 }
 
