@@ -122,7 +122,7 @@ tailor_status step_tune_model(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_kern
         printf("step tuning: %d kernels, %d configurations tried (%d could not be), %d kept; "
                "step %.1f -> %.1f us (medians of %d timings; spread %.2f %%, margin %.2f %%)\n",
                r.kernels,
-               r.tried, r.failed, r.kept, r.first_us, r.last_us, r.timings, 100 * r.noise,
+               r.tried, r.failed, r.kept, r.first_us, r.last_us, TAILOR_STEP_NOISE_SAMPLES, 100 * r.noise,
                100 * r.margin);
     return st;
 }

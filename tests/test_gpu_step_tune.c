@@ -138,7 +138,7 @@ static tailor_step_tune_result step_tune_favouring(tailor_ctx *ctx, fake_step *f
     CHECKF(f->calls == 4 + 2 * 3 + 4, "%d step timings (4 before, 3 pairs, 4 after)", f->calls);
     CHECKF(f->worst <= 1, "a configuration launched while step tuning: worst |diff|/tol %g",
            f->worst);
-    CHECK(r.kernels == 1 && r.tried == 1 && r.failed == 0 && r.timings == 4);
+    CHECK(r.kernels == 1 && r.tried == 1 && r.failed == 0);
     return r;
 }
 
@@ -195,12 +195,12 @@ int main(void)
     CHECK(tailor_op_kernel_try(ctx, ks, k, tmpl[0], params[0]) == TAILOR_ERR_MISUSE);
     tailor_ctx_clear(ctx);
     CHECK(strcmp(tailor_op_kernel_describe(k), winner) == 0); /* not used until asked */
-    tailor_op_kernel_use_try(k, 1);
+    tailor_op_kernel_use_try(ks, k, 1);
     CHECK(strcmp(tailor_op_kernel_describe(k), winner) != 0);
     double r_alt = launch_and_compare(ctx, gpu, ks, k, &di);
     CHECKF(r_alt <= 1, "the alternative %s: worst |diff|/tol %g", tailor_op_kernel_describe(k),
            r_alt);
-    tailor_op_kernel_use_try(k, 0);
+    tailor_op_kernel_use_try(ks, k, 0);
     CHECK(strcmp(tailor_op_kernel_describe(k), winner) == 0);
     CHECK_OK(ctx, tailor_op_kernel_settle(ctx, ks, k, 0, alone[0]));
     CHECK(strcmp(tailor_op_kernel_describe(k), winner) == 0);

@@ -47,7 +47,6 @@ struct tailor_op_kernel {
     const tailor_op *opdef;
     tailor_op_buffers bufs; /* names of the op's buffers (for the tuned shape) */
     kernel_alt alt;         /* tailor_op_kernel_try */
-    tailor_kernels *set;    /* the set it belongs to */
     struct tailor_op_kernel *next;
 };
 
@@ -149,12 +148,19 @@ static tailor_status winner_lookup(tailor_ctx *ctx, tailor_kernels *set, const c
     return st;
 }
 
+/* The device the set's kernels are compiled and their launches evaluated for: the rehearsed
+ * profile, else the live GPU. */
+static const tailor_device_info *target_device(const tailor_kernels *set)
+{
+    return set->rehearse ? set->rehearse : tailor_gpu_info(set->gpu);
+}
+
 /* The step trace's form of a winner: its configuration compiled again with TAILOR_TRACE
  * (templates/include/tailor_common.cuh) for the target its binary was made for, and loaded. */
 static tailor_status load_traced(tailor_ctx *ctx, tailor_kernels *set, tailor_op_kernel *k,
                                  const tailor_shape *shape, const tailor_cache_winner *w)
 {
-    const tailor_device_info *dev = set->rehearse ? set->rehearse : tailor_gpu_info(set->gpu);
+    const tailor_device_info *dev = target_device(set);
     tailor_launch launch;
     tailor_status st = tailor_space_evaluate(ctx, k->space, &k->cfg, shape, k->dtype, dev, 1,
                                              &launch);
@@ -182,7 +188,6 @@ static tailor_status load_winner(tailor_ctx *ctx, tailor_kernels *set, const cha
     snprintf(k->shape, sizeof k->shape, "%s", shape_text);
     k->dtype = dtype;
     k->opdef = tailor_op_find(op);
-    k->set = set;
     tailor_shape shape;
     tailor_status st = tailor_shape_parse(ctx, shape_text, &shape);
     if (st == TAILOR_OK)
@@ -210,8 +215,7 @@ static tailor_status load_winner(tailor_ctx *ctx, tailor_kernels *set, const cha
 
 static int pdl_capable(const tailor_kernels *set)
 {
-    const tailor_device_info *live = tailor_gpu_info(set->gpu);
-    return tailor_pdl_capable(live, set->rehearse ? set->rehearse : live);
+    return tailor_pdl_capable(tailor_gpu_info(set->gpu), target_device(set));
 }
 
 void tailor_kernels_set_pdl(tailor_kernels *set, int on)
@@ -443,25 +447,54 @@ const char *tailor_op_kernel_template(const tailor_op_kernel *k)
     return tailor_space_name(k->space);
 }
 
-/* alt's cache record: (template, params) compiled for the set's target at k's tuned shape. */
+/* (space, cfg)'s launch at the shape `shape_text` on the set's target (at_launch: as a launch,
+ * else as the tuner planned it); one it cannot run is TAILOR_ERR_MISUSE saying why. */
+static tailor_status fit_at(tailor_ctx *ctx, const tailor_kernels *set, tailor_space *space,
+                            const tailor_config *cfg, tailor_dtype dtype, const char *shape_text,
+                            int at_launch, tailor_launch *launch)
+{
+    tailor_shape shape;
+    tailor_status st = tailor_shape_parse(ctx, shape_text, &shape);
+    if (st == TAILOR_OK)
+        st = tailor_space_evaluate(ctx, space, cfg, &shape, dtype, target_device(set), at_launch,
+                                   launch);
+    if (st == TAILOR_OK && !launch->valid)
+        st = tailor_set_error(ctx, TAILOR_ERR_MISUSE, "it cannot run shape %s: %s", shape_text,
+                              launch->invalid_reason);
+    return st;
+}
+
+/* The alternative must run every shape k launches now (those in its launch memo: up to
+ * MEMO_SIZE, since its last swap) as k does: one that would fall back to another kernel at one
+ * of them is not what the caller means to time. */
+static tailor_status alt_fits_launched(tailor_ctx *ctx, const tailor_kernels *set,
+                                       tailor_op_kernel *k)
+{
+    tailor_status st = TAILOR_OK;
+    for (int i = 0; i < k->nmemo && st == TAILOR_OK; i++) {
+        tailor_launch l;
+        if (k->memo[i].launch.valid) /* where k's own falls back, so may it */
+            st = fit_at(ctx, set, k->alt.space, &k->alt.cfg, k->dtype, k->memo[i].shape, 1, &l);
+    }
+    return st;
+}
+
+/* alt's cache record: (template, params) compiled for the set's target at k's tuned shape, once
+ * it is known to fit there and at every shape k launches. */
 static tailor_status alt_compile(tailor_ctx *ctx, tailor_kernels *set, tailor_op_kernel *k,
                                  const char *template_name, const char *params_json)
 {
     kernel_alt *a = &k->alt;
-    const tailor_device_info *dev = set->rehearse ? set->rehearse : tailor_gpu_info(set->gpu);
+    const tailor_device_info *dev = target_device(set);
     const int sm = dev->cc_major * 10 + dev->cc_minor, ptx = set->rehearse != NULL;
-    tailor_shape shape;
     tailor_launch launch;
-    tailor_status st = tailor_shape_parse(ctx, k->shape, &shape);
-    if (st == TAILOR_OK)
-        st = tailor_config_parse_json(ctx, params_json, &a->cfg);
+    tailor_status st = tailor_config_parse_json(ctx, params_json, &a->cfg);
     if (st == TAILOR_OK)
         st = tailor_space_load(ctx, template_name, &a->space);
     if (st == TAILOR_OK)
-        st = tailor_space_evaluate(ctx, a->space, &a->cfg, &shape, k->dtype, dev, 0, &launch);
-    if (st == TAILOR_OK && !launch.valid)
-        st = tailor_set_error(ctx, TAILOR_ERR_MISUSE, "%s %s does not fit %s %s: %s",
-                              template_name, params_json, k->op, k->shape, launch.invalid_reason);
+        st = fit_at(ctx, set, a->space, &a->cfg, k->dtype, k->shape, 0, &launch);
+    if (st == TAILOR_OK)
+        st = alt_fits_launched(ctx, set, k);
     if (st)
         return st;
     tailor_cache_winner *w = &a->w;
@@ -488,31 +521,6 @@ static tailor_status alt_compile(tailor_ctx *ctx, tailor_kernels *set, tailor_op
     return st;
 }
 
-/* The alternative must run every shape k has launched (those in its memo): a configuration that
- * would fall back to another kernel at one of them is not what the caller means to time. */
-static tailor_status alt_check_launched(tailor_ctx *ctx, tailor_kernels *set, tailor_op_kernel *k)
-{
-    const tailor_device_info *dev = set->rehearse ? set->rehearse : tailor_gpu_info(set->gpu);
-    for (int i = 0; i < k->nmemo; i++) {
-        const memo_entry *e = &k->memo[i];
-        if (!e->launch.valid)
-            continue; /* k's own falls back there too */
-        tailor_shape shape;
-        tailor_launch l;
-        tailor_status st = tailor_shape_parse(ctx, e->shape, &shape);
-        if (st == TAILOR_OK)
-            st = tailor_space_evaluate(ctx, k->alt.space, &k->alt.cfg, &shape, k->dtype, dev, 1,
-                                       &l);
-        if (st)
-            return st;
-        if (!l.valid)
-            return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
-                                    "it cannot run shape %s, which %s launches: %s", e->shape,
-                                    k->description, l.invalid_reason);
-    }
-    return TAILOR_OK;
-}
-
 tailor_status tailor_op_kernel_try(tailor_ctx *ctx, tailor_kernels *set, tailor_op_kernel *k,
                                    const char *template_name, const char *params_json)
 {
@@ -524,8 +532,6 @@ tailor_status tailor_op_kernel_try(tailor_ctx *ctx, tailor_kernels *set, tailor_
                                 "traced kernel set");
     tailor_op_kernel_keybuf kb;
     tailor_status st = alt_compile(ctx, set, k, template_name, params_json);
-    if (st == TAILOR_OK)
-        st = alt_check_launched(ctx, set, k);
     if (st == TAILOR_OK)
         st = tailor_op_kernel_key(ctx, set, k, &kb);
     if (st == TAILOR_OK)
@@ -546,7 +552,7 @@ tailor_status tailor_op_kernel_try(tailor_ctx *ctx, tailor_kernels *set, tailor_
 }
 
 /* Exchanges the kernel's configuration with its alternative's; launches re-evaluate geometry. */
-static void alt_swap(tailor_op_kernel *k)
+static void alt_swap(tailor_kernels *set, tailor_op_kernel *k)
 {
     kernel_alt *a = &k->alt;
     tailor_space *space = k->space;
@@ -564,13 +570,13 @@ static void alt_swap(tailor_op_kernel *k)
     memcpy(a->description, d, sizeof d);
     a->active = !a->active;
     k->nmemo = 0; /* launch geometry is the space's: evaluated again */
-    k->set->generation++;
+    set->generation++;
 }
 
-void tailor_op_kernel_use_try(tailor_op_kernel *k, int on)
+void tailor_op_kernel_use_try(tailor_kernels *set, tailor_op_kernel *k, int on)
 {
     if (k->alt.loaded && (on != 0) != k->alt.active)
-        alt_swap(k);
+        alt_swap(set, k);
 }
 
 tailor_status tailor_op_kernel_settle(tailor_ctx *ctx, tailor_kernels *set, tailor_op_kernel *k,
@@ -596,7 +602,7 @@ tailor_status tailor_op_kernel_settle(tailor_ctx *ctx, tailor_kernels *set, tail
         if (st == TAILOR_OK)
             st = tailor_cache_put_winner(ctx, set->cache, &kb.key, &k->alt.w);
     }
-    tailor_op_kernel_use_try(k, keep && st == TAILOR_OK);
+    tailor_op_kernel_use_try(set, k, keep && st == TAILOR_OK);
     alt_drop(set->gpu, &k->alt); /* now the configuration that lost */
     return st;
 }
@@ -637,7 +643,7 @@ static tailor_status launch_for(tailor_ctx *ctx, tailor_kernels *set, tailor_op_
     memo_entry *e = memo_find(k, text);
     if (!e) {
         tailor_launch l;
-        const tailor_device_info *dev = set->rehearse ? set->rehearse : tailor_gpu_info(set->gpu);
+        const tailor_device_info *dev = target_device(set);
         st = tailor_space_evaluate(ctx, k->space, &k->cfg, &completed, k->dtype, dev, 1, &l);
         if (st)
             return st;

@@ -123,14 +123,16 @@ const char *tailor_op_kernel_template(const tailor_op_kernel *k);
 void tailor_op_kernel_config_json(const tailor_op_kernel *k, char *buf, size_t size);
 /* Compiles (template_name, params_json) — another configuration of k's op, at k's tuned shape,
  * for the set's target — checks it against the op's reference on the GPU and loads it beside
- * k's own; nothing changes until tailor_op_kernel_use_try. It must run every shape k has
- * launched so far. One at a time per kernel; not in a traced set. On failure nothing is kept. */
+ * k's own; nothing changes until tailor_op_kernel_use_try. It must also run every shape k
+ * launches now (those its launch memo holds: up to 32 since its configuration last changed),
+ * checked before the compile. One at a time per kernel; not in a traced set. On failure nothing
+ * is kept. */
 tailor_status tailor_op_kernel_try(tailor_ctx *ctx, tailor_kernels *set, tailor_op_kernel *k,
                                    const char *template_name, const char *params_json);
 /* on = 1: k's launches from now on run the configuration being tried; 0: its own. Launches
  * already captured in a CUDA graph keep the function they captured: capture again (the set's
  * generation changes). */
-void tailor_op_kernel_use_try(tailor_op_kernel *k, int on);
+void tailor_op_kernel_use_try(tailor_kernels *set, tailor_op_kernel *k, int on);
 /* Ends a try. keep = 1: the configuration tried becomes k's and the cache's winner for k's key
  * (median_us: its own time as the tuner measured it; the trial count stays the old winner's;
  * marked chosen_in_step);

@@ -112,22 +112,23 @@ static double median_of(double *v, int n)
     return n ? (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2])) : 0;
 }
 
-enum { MAX_PAIRS = 15, MAX_ALTS = 16, NOISE_SAMPLES = 4 };
+enum { MAX_PAIRS = 15, MAX_ALTS = 16, NOISE_SAMPLES = TAILOR_STEP_NOISE_SAMPLES };
 
 /* Times the step with k's own configuration and with the one being tried, `pairs` times each,
  * alternating which goes first; leaves k on its own. */
-static tailor_status time_pairs(tailor_ctx *ctx, tailor_op_kernel *k, tailor_step_timer timer,
-                                void *user, int pairs, double *from, double *to)
+static tailor_status time_pairs(tailor_ctx *ctx, tailor_kernels *set, tailor_op_kernel *k,
+                                tailor_step_timer timer, void *user, int pairs, double *from,
+                                double *to)
 {
     tailor_status st = TAILOR_OK;
     for (int p = 0; p < pairs && st == TAILOR_OK; p++) {
         for (int half = 0; half < 2 && st == TAILOR_OK; half++) {
             int alt = (p + half) % 2; /* pair 0: own first; pair 1: the alternative first; ... */
-            tailor_op_kernel_use_try(k, alt);
+            tailor_op_kernel_use_try(set, k, alt);
             st = timer(ctx, user, alt ? &to[p] : &from[p]);
         }
     }
-    tailor_op_kernel_use_try(k, 0);
+    tailor_op_kernel_use_try(set, k, 0);
     return st;
 }
 
@@ -148,11 +149,11 @@ static tailor_status try_one(tailor_ctx *ctx, tailor_kernels *set, tailor_op_ker
         t->failed = tailor_ctx_message(ctx);
         return TAILOR_OK;
     }
-    tailor_op_kernel_use_try(k, 1);
+    tailor_op_kernel_use_try(set, k, 1);
     snprintf(t->to, sizeof t->to, "%s", tailor_op_kernel_describe(k));
-    tailor_op_kernel_use_try(k, 0);
+    tailor_op_kernel_use_try(set, k, 0);
     double from[MAX_PAIRS], to[MAX_PAIRS];
-    tailor_status st = time_pairs(ctx, k, timer, user, o->pairs, from, to);
+    tailor_status st = time_pairs(ctx, set, k, timer, user, o->pairs, from, to);
     int keep = st == TAILOR_OK && tailor_step_keeps(from, to, o->pairs, o->margin, &t->wins);
     if (st == TAILOR_OK) {
         t->step_from = median_of(from, o->pairs);
@@ -243,7 +244,6 @@ tailor_status tailor_step_tune(tailor_ctx *ctx, tailor_kernels *set, tailor_cach
     tailor_status st = time_step_n(ctx, timer, user, base, NOISE_SAMPLES);
     if (st)
         return st;
-    out->timings = NOISE_SAMPLES;
     out->noise = tailor_step_noise(base, NOISE_SAMPLES);
     out->first_us = median_of(base, NOISE_SAMPLES);
     if (o.margin < out->noise)

@@ -52,10 +52,14 @@ typedef struct tailor_step_tune_options {
     void *progress_user;
 } tailor_step_tune_options;
 
+/* Timings of the unchanged step taken before the first try (its spread sets the margin's floor)
+ * and after the last. */
+#define TAILOR_STEP_NOISE_SAMPLES 4
+
 typedef struct tailor_step_tune_result {
     int kernels, tried, kept, failed;
-    double first_us, last_us; /* the step before the first try and after the last (medians) */
-    int timings;              /* of how many timings each of those is the median */
+    double first_us, last_us; /* the step before the first try and after the last (medians of
+                                 TAILOR_STEP_NOISE_SAMPLES timings) */
     double noise, margin;     /* the four timings' spread (tailor_step_noise), the margin used */
 } tailor_step_tune_result;
 
@@ -71,8 +75,9 @@ tailor_status tailor_step_alternatives(tailor_ctx *ctx, tailor_cache *cache,
                                        double *alone_us, int *n, double *own_us);
 
 /* Step-tunes the kernels of `list` (n entries, any order: the costliest max_kernels are taken),
- * timing with timer(user). Alternatives that cannot be loaded are reported and skipped; a timer
- * or cache error stops the run (the kernel being tried goes back to its own configuration). */
+ * timing with timer(user). Alternatives that cannot be loaded (compile, check, shapes) are
+ * reported and skipped; a timer or cache error, or a CUDA or out-of-memory error while loading
+ * one, stops the run (the kernel being tried goes back to its own configuration). */
 tailor_status tailor_step_tune(tailor_ctx *ctx, tailor_kernels *set, tailor_cache *cache,
                                tailor_step_kernel *list, int n, tailor_step_timer timer, void *user,
                                const tailor_step_tune_options *opts,
