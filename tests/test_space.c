@@ -226,7 +226,7 @@ static void test_ranges(tailor_ctx *ctx)
          "'smem_static' gave 1125899906842624 bytes"},
         {"wsneg", "smem_static = 0, smem_dynamic = 0, workspace = { partial = -8 },\n"
                   "  args = { 'out' }",
-         "'workspace' gives partial -8 bytes"},
+         "'workspace' partial gave -8 bytes"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char file[64], text[640];

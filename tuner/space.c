@@ -13,6 +13,11 @@
 #include <cjson/cJSON.h>
 
 #include "registry.h"
+
+/* A byte count a space computes past this is its arithmetic gone wrong (more shared memory than
+ * the card has is the budget's refusal, with the card's limit). */
+#define SPACE_MAX_BYTES (1LL << 40)
+
 #include "sha256.h"
 
 /* A space that runs longer than this many Lua instructions in one call is stopped. */
@@ -31,6 +36,16 @@ struct tailor_space {
     int nparams;
     char param_names[TAILOR_SPACE_MAX_PARAMS][48]; /* sorted */
 };
+
+/* A byte count the space gave for `what`: refused when negative or past SPACE_MAX_BYTES. */
+static tailor_status check_bytes(tailor_ctx *ctx, const tailor_space *s, const char *what,
+                                 long long v)
+{
+    if (v >= 0 && v <= SPACE_MAX_BYTES)
+        return TAILOR_OK;
+    return tailor_set_error(ctx, TAILOR_ERR_LUA, "search space %s: %s gave %lld bytes", s->origin,
+                            what, v);
+}
 
 /* ---- sandbox ---------------------------------------------------------------------------- */
 
@@ -808,6 +823,13 @@ static tailor_status read_workspace(tailor_ctx *ctx, tailor_space *s, const call
             }
             snprintf(out->workspace[out->nworkspace].name, 32, "%s", lua_tostring(L, -2));
             out->workspace[out->nworkspace].bytes = lua_tointeger(L, -1);
+            char what[64];
+            snprintf(what, sizeof what, "'workspace' %s", out->workspace[out->nworkspace].name);
+            tailor_status bs = check_bytes(ctx, s, what, out->workspace[out->nworkspace].bytes);
+            if (bs) {
+                lua_pop(L, 3);
+                return bs;
+            }
             out->nworkspace++;
             lua_pop(L, 1);
         }
@@ -854,6 +876,14 @@ static tailor_status read_arg(tailor_ctx *ctx, tailor_space *s, const tailor_sha
             } else if (lua_isnumber(L, -1)) {
                 arg->f = lua_tonumber(L, -1);
                 arg->i = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : (long long)arg->f;
+                if (arg->kind == TAILOR_ARG_I32 && (arg->i < INT32_MIN || arg->i > INT32_MAX)) {
+                    lua_pop(L, 1);
+                    return tailor_set_error(ctx, TAILOR_ERR_LUA,
+                                            "search space %s: args[%lld] gives %lld, which does "
+                                            "not fit the 32-bit integer it is declared as (use "
+                                            "i64)",
+                                            s->origin, (long long)idx, arg->i);
+                }
             } else {
                 lua_pop(L, 1);
                 break;
@@ -898,37 +928,6 @@ static tailor_status read_args(tailor_ctx *ctx, tailor_space *s, const call_args
     return TAILOR_OK;
 }
 
-#define SPACE_MAX_BYTES (1LL << 40) /* a byte count past this is a space's arithmetic gone wrong */
-
-/* Values a space computes from shapes (rows * cols, ...) are Lua's 64-bit integers: refused here
- * when the launch would carry them in fewer bits, rather than truncated there. */
-static tailor_status check_ranges(tailor_ctx *ctx, const tailor_space *s, const tailor_launch *l)
-{
-    const struct {
-        const char *field;
-        long long v;
-    } smem[] = {{"smem_static", l->smem_static}, {"smem_dynamic", l->smem_dynamic}};
-    for (size_t i = 0; i < sizeof smem / sizeof smem[0]; i++)
-        /* more than the card has is the budget's refusal, with the card's limit */
-        if (smem[i].v < 0 || smem[i].v > SPACE_MAX_BYTES)
-            return tailor_set_error(ctx, TAILOR_ERR_LUA, "search space %s: '%s' gave %lld bytes",
-                                    s->origin, smem[i].field, smem[i].v);
-    for (int i = 0; i < l->nworkspace; i++)
-        if (l->workspace[i].bytes < 0 || l->workspace[i].bytes > SPACE_MAX_BYTES)
-            return tailor_set_error(ctx, TAILOR_ERR_LUA,
-                                    "search space %s: 'workspace' gives %s %lld bytes", s->origin,
-                                    l->workspace[i].name, (long long)l->workspace[i].bytes);
-    for (int i = 0; i < l->nargs; i++) {
-        const tailor_arg *a = &l->args[i];
-        if (a->kind == TAILOR_ARG_I32 && (a->i < INT32_MIN || a->i > INT32_MAX))
-            return tailor_set_error(ctx, TAILOR_ERR_LUA,
-                                    "search space %s: args[%d] gives %lld, which does not fit "
-                                    "the 32-bit integer it is declared as (use i64)",
-                                    s->origin, i + 1, a->i);
-    }
-    return TAILOR_OK;
-}
-
 tailor_status tailor_space_evaluate(tailor_ctx *ctx, tailor_space *s, const tailor_config *cfg,
                                     const tailor_shape *shape, tailor_dtype dtype,
                                     const tailor_device_info *dev, int at_launch,
@@ -951,6 +950,9 @@ tailor_status tailor_space_evaluate(tailor_ctx *ctx, tailor_space *s, const tail
     if (threads <= 0 || threads > 1 << 20)
         return tailor_set_error(ctx, TAILOR_ERR_LUA, "search space %s: 'threads' gave %lld",
                                 s->origin, threads);
+    if ((st = check_bytes(ctx, s, "'smem_static'", out->smem_static)) ||
+        (st = check_bytes(ctx, s, "'smem_dynamic'", out->smem_dynamic)))
+        return st;
     out->threads = (int)threads;
     if ((st = get_field(ctx, s, "grid", &a)) || (st = read_dim3(ctx, s, "grid", out->grid)))
         return st;
@@ -963,7 +965,7 @@ tailor_status tailor_space_evaluate(tailor_ctx *ctx, tailor_space *s, const tail
     } else if ((st = read_dim3(ctx, s, "block", out->block))) {
         return st;
     }
-    return check_ranges(ctx, s, out);
+    return TAILOR_OK;
 }
 
 /* ---- formatting ----------------------------------------------------------------------------- */
