@@ -94,7 +94,7 @@ tailor_status bench_cublas_matmul(tailor_ctx *ctx, tailor_gpu *gpu, int m, int n
     if (st == TAILOR_OK && gemm_failed)
         st = tailor_set_error(ctx, TAILOR_ERR_CUDA, "cublasGemmEx failed inside a graph capture");
     if (st == TAILOR_OK)
-        st = tailor_gpu_graph_launch(ctx, gpu, &g); /* uploads it */
+        st = tailor_gpu_graph_launch(ctx, gpu, &g); /* one untimed replay: caches warm */
     if (st == TAILOR_OK)
         st = tailor_gpu_graph_time(ctx, gpu, &g, per_batch, BATCHES, samples);
     tailor_gpu_graph_destroy(gpu, &g);

@@ -22,9 +22,8 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* tailor_step_timer: the graph captured again (the kernels may have changed), the prompt, one
- * untimed step (a new graph's first launch uploads it), then ndec timed decode steps;
- * microseconds per step. The callers' caches hold plen + 1 + ndec positions. */
+/* tailor_step_timer: the graph captured again (the kernels may have changed; capturing uploads
+ * it), the prompt, then ndec timed decode steps; microseconds per step. */
 static tailor_status time_step(tailor_ctx *ctx, void *user, double *us)
 {
     step_timing *s = user;
@@ -32,8 +31,6 @@ static tailor_status time_step(tailor_ctx *ctx, void *user, double *us)
     tailor_status st = tailor_gemma4_gpu_recapture(ctx, s->g);
     if (st == TAILOR_OK)
         st = tailor_gemma4_gpu_prefill(ctx, s->g, s->ids, s->plen, NULL, &next);
-    if (st == TAILOR_OK)
-        st = tailor_gemma4_gpu_step(ctx, s->g, next, NULL, &next);
     double t0 = now_s();
     for (int i = 0; i < s->ndec && st == TAILOR_OK; i++)
         st = tailor_gemma4_gpu_step(ctx, s->g, next, NULL, &next);

@@ -58,6 +58,7 @@ typedef struct cuda_api {
     __typeof__(cuStreamEndCapture) *stream_end_capture;
     __typeof__(cuGraphInstantiateWithFlags) *graph_instantiate;
     __typeof__(cuGraphLaunch) *graph_launch;
+    __typeof__(cuGraphUpload) *graph_upload; /* optional (CUDA 11.1 drivers) */
     __typeof__(cuGraphExecDestroy) *graph_exec_destroy;
     __typeof__(cuGraphDestroy) *graph_destroy;
 } cuda_api;
@@ -120,6 +121,7 @@ static const cuda_symbol cuda_symbols[] = {
     {SLOT(stream_end_capture), "cuStreamEndCapture", NULL, 0},
     {SLOT(graph_instantiate), "cuGraphInstantiateWithFlags", NULL, 0},
     {SLOT(graph_launch), "cuGraphLaunch", NULL, 0},
+    {SLOT(graph_upload), "cuGraphUpload", NULL, 1},
     {SLOT(graph_exec_destroy), "cuGraphExecDestroy", NULL, 0},
     {SLOT(graph_destroy), "cuGraphDestroy", NULL, 0},
 };
@@ -952,7 +954,12 @@ tailor_status tailor_gpu_capture_end(tailor_ctx *ctx, tailor_gpu *gpu, int keep,
     }
     CUgraphExec e = NULL;
     st = tailor_cuda_check(ctx, api.graph_instantiate(&e, g, 0), "cuGraphInstantiateWithFlags");
+    /* uploaded now, on the stream, so that its first launch costs what the others do */
+    if (st == TAILOR_OK && api.graph_upload)
+        st = tailor_cuda_check(ctx, api.graph_upload(e, gpu->stream), "cuGraphUpload");
     if (st != TAILOR_OK) {
+        if (e)
+            api.graph_exec_destroy(e);
         api.graph_destroy(g);
         return st;
     }

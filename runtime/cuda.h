@@ -184,8 +184,10 @@ typedef struct tailor_gpu_graph {
  * tailor_gpu_capture_end is recorded, not run. Nothing may synchronize the stream meanwhile. */
 tailor_status tailor_gpu_capture_begin(tailor_ctx *ctx, tailor_gpu *gpu);
 
-/* Ends the capture. keep = 1: instantiates the graph into *out (destroy with
- * tailor_gpu_graph_destroy); keep = 0: discards it (the way out of a failed capture). */
+/* Ends the capture. keep = 1: instantiates the graph into *out and uploads it on the stream
+ * (cuGraphUpload, where the driver has it: its first launch then costs what the others do);
+ * destroy with tailor_gpu_graph_destroy. keep = 0: discards it (the way out of a failed
+ * capture). */
 tailor_status tailor_gpu_capture_end(tailor_ctx *ctx, tailor_gpu *gpu, int keep,
                                      tailor_gpu_graph *out);
 

@@ -325,7 +325,7 @@ tailor_status tailor_instance_time(tailor_ctx *ctx, tailor_gpu *gpu, tailor_inst
         st = capture_batch(ctx, gpu, inst, k, l, ws, per_batch, spaced, &g);
     double samples[MAX_BATCHES];
     if (st == TAILOR_OK)
-        st = tailor_gpu_graph_launch(ctx, gpu, &g); /* the graph's first replay uploads it */
+        st = tailor_gpu_graph_launch(ctx, gpu, &g); /* one untimed replay: caches warm */
     if (st == TAILOR_OK)
         st = tailor_gpu_graph_time(ctx, gpu, &g, per_batch, batches, samples);
     tailor_gpu_graph_destroy(gpu, &g);
