@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
+
 /* The few cuBLAS declarations needed, with the values of cublas_api.h / library_types.h. */
 typedef void *cublas_handle;
 typedef int (*cublas_create_fn)(cublas_handle *);
@@ -16,12 +18,6 @@ typedef int (*cublas_gemm_ex_fn)(cublas_handle, int, int, int, int, int, const v
                                  int, int);
 enum { CUBLAS_OP_N_ = 0, CUBLAS_OP_T_ = 1, CUDA_R_32F_ = 0, CUDA_R_16F_ = 2, CUDA_R_16BF_ = 14,
        CUBLAS_COMPUTE_32F_ = 68, CUBLAS_GEMM_DEFAULT_ = -1 };
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 tailor_status bench_cublas_matmul(tailor_ctx *ctx, tailor_gpu *gpu, int m, int n, int k,
                                   tailor_dtype dtype, double *median_us)
@@ -109,7 +105,7 @@ tailor_status bench_cublas_matmul(tailor_ctx *ctx, tailor_gpu *gpu, int m, int n
     dlclose(lib);
     if (st)
         return st;
-    qsort(samples, BATCHES, sizeof samples[0], cmp_double);
+    qsort(samples, BATCHES, sizeof samples[0], cli_cmp_double);
     *median_us = samples[BATCHES / 2];
     return TAILOR_OK;
 }

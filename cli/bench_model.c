@@ -13,13 +13,6 @@
 #include "gemma4.h"
 #include "kernels.h"
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Peak resident set (VmHWM) in bytes, 0 when unknown. */
 static double vm_hwm(void)
 {
@@ -356,9 +349,9 @@ static void close_run(model_run *r)
 static tailor_status load_model(tailor_ctx *ctx, const model_args *a, model_run *r,
                                 model_figures *f)
 {
-    double t0 = now_s();
+    double t0 = cli_now_s();
     tailor_status s = create(ctx, r->m, &r->cfg, r->gpu, r->ks, &a->o, &r->g);
-    f->load_s = now_s() - t0;
+    f->load_s = cli_now_s() - t0;
     if (s == TAILOR_OK) {
         tailor_gemma4_gpu_info info;
         tailor_gemma4_gpu_get_info(r->g, &info);
@@ -369,9 +362,9 @@ static tailor_status load_model(tailor_ctx *ctx, const model_args *a, model_run 
         r->g = NULL;
         f->tune_s = f->load_s;
         f->base_rss = reset_hwm();
-        t0 = now_s();
+        t0 = cli_now_s();
         s = create(ctx, r->m, &r->cfg, r->gpu, r->ks, &a->o, &r->g);
-        f->load_s = now_s() - t0;
+        f->load_s = cli_now_s() - t0;
         f->tune_s -= f->load_s;
     }
     f->rss = vm_hwm();
@@ -393,13 +386,13 @@ static tailor_status time_prefill_decode(tailor_ctx *ctx, const model_args *a, m
     tailor_status s = TAILOR_OK;
     for (int rep = 0; rep < 2 && s == TAILOR_OK; rep++) {
         tailor_gemma4_gpu_reset(r->g);
-        double t0 = now_s();
+        double t0 = cli_now_s();
         s = tailor_gemma4_gpu_prefill(ctx, r->g, ids, a->plen, NULL, next);
-        double t1 = now_s();
+        double t1 = cli_now_s();
         for (int i = 0; i < a->ndec && s == TAILOR_OK; i++)
             s = tailor_gemma4_gpu_step(ctx, r->g, *next, NULL, next);
         f->pre_s = t1 - t0;
-        f->dec_s = now_s() - t1;
+        f->dec_s = cli_now_s() - t1;
     }
     free(ids);
     return s;

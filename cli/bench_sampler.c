@@ -27,30 +27,6 @@ typedef struct bench_opts {
     float top_p, temperature;
 } bench_opts;
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* A float flag's value: all of text a finite number in (lo, hi] into *out, else -1. */
-static int parse_float(const char *text, double lo, double hi, float *out)
-{
-    char *end;
-    double v = strtod(text, &end);
-    if (end == text || *end || !isfinite(v) || !(v > lo && v <= hi))
-        return -1;
-    *out = (float)v;
-    return 0;
-}
-
 static int parse_bench_args(int argc, char **argv, bench_opts *o)
 {
     static const struct option longopts[] = {
@@ -60,6 +36,7 @@ static int parse_bench_args(int argc, char **argv, bench_opts *o)
         {NULL, 0, NULL, 0},
     };
     int c;
+    double v;
     optind = 0; /* `tailor bench` may have run getopt already: start afresh at argv[1] */
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
@@ -72,14 +49,16 @@ static int parse_bench_args(int argc, char **argv, bench_opts *o)
                 return 2;
             break;
         case 'p':
-            if (parse_float(optarg, 0, 1, &o->top_p))
-                return cli_usage_error("bench sampler", "--top-p takes a number in (0, 1], not '%s'",
-                                       optarg);
+            if (cli_parse_number("bench sampler", "--top-p", optarg, 0, 1, "a number in (0, 1]",
+                                 &v))
+                return 2;
+            o->top_p = (float)v;
             break;
         case 't':
-            if (parse_float(optarg, 0, HUGE_VAL, &o->temperature))
-                return cli_usage_error("bench sampler", "--temperature takes a number above 0, not "
-                                       "'%s'", optarg);
+            if (cli_parse_number("bench sampler", "--temperature", optarg, 0, HUGE_VAL,
+                                 "a number above 0", &v))
+                return 2;
+            o->temperature = (float)v;
             break;
         case 'j': o->json = 1; break;
         case 'h': fputs(bench_usage, stdout); return 0;
@@ -165,10 +144,10 @@ static void time_draws(tailor_sampler *s, const float *logits, size_t vocab, int
 {
     int next = 0;
     for (int r = 0; r < RUNS; r++) {
-        double t0 = now_s();
+        double t0 = cli_now_s();
         for (int d = 0; d < draws; d++, next = (next + 1) % sets)
             (void)tailor_sampler_next(s, logits + (size_t)next * vocab);
-        us[r] = (now_s() - t0) / draws * 1e6;
+        us[r] = (cli_now_s() - t0) / draws * 1e6;
     }
 }
 
@@ -176,14 +155,14 @@ static void time_draws(tailor_sampler *s, const float *logits, size_t vocab, int
 static void time_and_print(tailor_sampler *s, const float *logits, int sets, const bench_opts *o)
 {
     size_t vocab = (size_t)o->vocab;
-    double t0 = now_s();
+    double t0 = cli_now_s();
     for (int i = 0; i < 3; i++)
         (void)tailor_sampler_next(s, logits + (size_t)(i % sets) * vocab);
-    double per = (now_s() - t0) / 3;
+    double per = (cli_now_s() - t0) / 3;
     int draws = per > 0 ? (int)fmin(fmax(0.1 / per, 5), 1e6) : 1000;
     double us[RUNS];
     time_draws(s, logits, vocab, sets, draws, us);
-    qsort(us, RUNS, sizeof *us, cmp_double);
+    qsort(us, RUNS, sizeof *us, cli_cmp_double);
     if (o->json)
         printf("{\"bench\":\"sampler\",\"vocab\":%d,\"top_k\":%d,\"top_p\":%g,\"temperature\":%g,"
                "\"us_per_draw\":%.2f,\"best_us\":%.2f,\"runs\":%d,\"draws_per_run\":%d,"

@@ -40,24 +40,11 @@ typedef struct bench_opts {
     int runs, json;
 } bench_opts;
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static double cpu_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 static int parse_bench_args(int argc, char **argv, bench_opts *o)
@@ -69,7 +56,6 @@ static int parse_bench_args(int argc, char **argv, bench_opts *o)
         {NULL, 0, NULL, 0},
     };
     int c;
-    char *end;
     optind = 0; /* `tailor bench` may have run getopt already: start afresh at argv[1] */
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
@@ -78,10 +64,9 @@ static int parse_bench_args(int argc, char **argv, bench_opts *o)
         case 'j': o->json = 1; break;
         case 'h': fputs(bench_usage, stdout); return 0;
         case 'm':
-            o->mb = strtod(optarg, &end);
-            if (*end || !(o->mb > 0 && o->mb <= 4096))
-                return cli_usage_error("bench tokenizer", "--mb takes a size in MB in (0, 4096], not '%s'",
-                                       optarg);
+            if (cli_parse_number("bench tokenizer", "--mb", optarg, 0, 4096,
+                                 "a size in MB in (0, 4096]", &o->mb))
+                return 2;
             break;
         case 'r':
             if (cli_parse_int("bench tokenizer", "--runs", optarg, 1, 1000, &o->runs))
@@ -168,17 +153,17 @@ int bench_tokenizer(int argc, char **argv)
         return 1;
     tailor_ctx *ctx = cli_ctx();
     tailor_tokenizer *tok = NULL;
-    double t0 = now_s();
+    double t0 = cli_now_s();
     tailor_status st = tailor_tokenizer_open(ctx, o.tokenizer, &tok);
-    double load_s = now_s() - t0;
+    double load_s = cli_now_s() - t0;
     double *secs = calloc((size_t)o.runs * 2, sizeof *secs), *cpus = secs ? secs + o.runs : NULL;
     size_t ntok = 0;
     for (int r = 0; st == TAILOR_OK && r < o.runs && secs; r++) {
         int32_t *ids = NULL;
         double c0 = cpu_s();
-        t0 = now_s();
+        t0 = cli_now_s();
         st = tailor_tokenizer_encode(ctx, tok, text, len, 0, &ids, &ntok);
-        secs[r] = now_s() - t0;
+        secs[r] = cli_now_s() - t0;
         cpus[r] = cpu_s() - c0;
         free(ids);
     }
@@ -187,8 +172,8 @@ int bench_tokenizer(int argc, char **argv)
     else
         rc = check_round_trip(ctx, tok, text, len);
     if (rc == 0) {
-        qsort(secs, (size_t)o.runs, sizeof *secs, cmp_double);
-        qsort(cpus, (size_t)o.runs, sizeof *cpus, cmp_double);
+        qsort(secs, (size_t)o.runs, sizeof *secs, cli_cmp_double);
+        qsort(cpus, (size_t)o.runs, sizeof *cpus, cli_cmp_double);
         double med = secs[o.runs / 2], mbs = (double)len / 1e6 / med, toks = (double)ntok / med;
         double cpu = cpus[o.runs / 2], cpu_mbs = (double)len / 1e6 / cpu;
         if (o.json)

@@ -52,6 +52,17 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
  * 'text'") and 2. */
 int cli_parse_int(const char *cmd, const char *flag, const char *text, long lo, long hi, int *out);
 
+/* A flag's number: all of text a finite number in (lo, hi] into *out, 0; else a usage error
+ * ("tailor CMD: FLAG takes WHAT, not 'text'", WHAT e.g. "a number in (0, 1]") and 2. */
+int cli_parse_number(const char *cmd, const char *flag, const char *text, double lo, double hi,
+                     const char *what, double *out);
+
+/* Seconds on a monotonic clock (for the commands' own timings). */
+double cli_now_s(void);
+
+/* qsort's comparison of doubles, ascending. */
+int cli_cmp_double(const void *a, const void *b);
+
 /* --cache FILE's value into *out, 0; an empty FILE (which would silently mean the default
  * cache) is a usage error, 2. */
 int cli_cache_flag(const char *cmd, const char *text, const char **out);

@@ -269,13 +269,6 @@ static int bench_copy(int argc, char **argv)
     return 0;
 }
 
-static double wall(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Tunes one shape with each strategy into a throwaway cache and reports the cost of tuning
  * and the winner each found. */
 static int bench_strategies(int argc, char **argv)
@@ -313,9 +306,9 @@ static int bench_strategies(int argc, char **argv)
         o.force = 1;
         o.seed = 7;
         tailor_tune_result r;
-        double t0 = wall();
+        double t0 = cli_now_s();
         st = tailor_tune(e.ctx, e.gpu, e.cache, a.op, &shape, e.dtype, &o, &r);
-        double t1 = wall();
+        double t1 = cli_now_s();
         if (st == TAILOR_OK)
             printf("%-12s %10.2f %10d %12.2f  %s %s\n", runs[i].name, t1 - t0, r.timed,
                    r.median_us, r.template_name, r.params);

@@ -2,6 +2,7 @@
  * (the default when a GPU is present) or with the CPU reference forward. */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,6 +131,7 @@ static int parse_args(int argc, char **argv, run_args *a)
     a->sp.top_p = 1.0f;
     int c, greedy_flag = 0;
     char *end;
+    double v;
     while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
         switch (c) {
         case O_MODEL: a->model = optarg; break;
@@ -143,16 +145,17 @@ static int parse_args(int argc, char **argv, run_args *a)
             break;
         case O_GREEDY: greedy_flag = 1; break;
         case O_TEMP:
-            a->sp.temperature = strtof(optarg, &end);
+            if (cli_parse_number("run", "--temperature", optarg, 0, HUGE_VAL, "a number above 0",
+                                 &v))
+                return 2;
+            a->sp.temperature = (float)v;
             a->sampling = 1;
-            if (*end)
-                return cli_usage_error("run", "--temperature '%s' is not a number", optarg);
             break;
         case O_TOPP:
-            a->sp.top_p = strtof(optarg, &end);
+            if (cli_parse_number("run", "--top-p", optarg, 0, 1, "a number in (0, 1]", &v))
+                return 2;
+            a->sp.top_p = (float)v;
             a->sampling = 1;
-            if (*end)
-                return cli_usage_error("run", "--top-p '%s' is not a number", optarg);
             break;
         case O_TOPK:
             if (cli_parse_int("run", "--top-k", optarg, 0, 1 << 20, &a->sp.top_k))
@@ -216,13 +219,6 @@ static int is_stop(int32_t id)
         if (id == stop_ids[i])
             return 1;
     return 0;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 typedef struct run_io {
@@ -387,14 +383,14 @@ static tailor_status generate(tailor_ctx *ctx, const run_args *a, tailor_gemma4 
     if (s == TAILOR_OK)
         s = dump_open(ctx, &dump, a->dump);
     const float *logits = NULL;
-    double t0 = now_s();
+    double t0 = cli_now_s();
     for (size_t i = 0; i < n && s == TAILOR_OK; i++) {
         s = tailor_gemma4_cpu_step(ctx, st, ids[i], &logits);
         if (s == TAILOR_OK)
             s = dump_write(ctx, &dump, logits, (size_t)cfg->vocab);
     }
     s = dump_close(ctx, &dump, s);
-    double t1 = now_s();
+    double t1 = cli_now_s();
     int generated = 0, stop = 0;
     for (int g = 0; g < a->max_tokens && s == TAILOR_OK && !stop; g++) {
         int32_t next = tailor_sampler_next(smp, logits);
@@ -403,7 +399,7 @@ static tailor_status generate(tailor_ctx *ctx, const run_args *a, tailor_gemma4 
         if (s == TAILOR_OK && !stop && g + 1 < a->max_tokens)
             s = tailor_gemma4_cpu_step(ctx, st, next, &logits);
     }
-    double t2 = now_s();
+    double t2 = cli_now_s();
     if (s == TAILOR_OK)
         s = emit_end(ctx, io);
     if (s == TAILOR_OK)
@@ -461,10 +457,10 @@ static tailor_status generate_gpu(tailor_ctx *ctx, const run_args *a, tailor_gem
         s = tailor_gemma4_gpu_debug_layers(ctx, g, ids[0], 0.05 * 30 + 0.02, &bad);
     }
     int32_t next = -1;
-    double t0 = now_s();
+    double t0 = cli_now_s();
     if (s == TAILOR_OK)
         s = tailor_gemma4_gpu_prefill(ctx, g, ids, (int)n, a->dump ? prompt_rows : logits, &next);
-    double t1 = now_s(); /* the prompt's figure leaves the dump's writing out */
+    double t1 = cli_now_s(); /* the prompt's figure leaves the dump's writing out */
     if (s == TAILOR_OK && a->dump) {
         logits_dump dump;
         s = dump_open(ctx, &dump, a->dump);
@@ -477,7 +473,7 @@ static tailor_status generate_gpu(tailor_ctx *ctx, const run_args *a, tailor_gem
     free(prompt_rows);
     prompt_rows = NULL;
     const float *last = logits;
-    double t_dec = now_s();
+    double t_dec = cli_now_s();
     int generated = 0, stop = 0;
     for (int i = 0; i < a->max_tokens && s == TAILOR_OK && !stop; i++) {
         int32_t id = a->sp.greedy ? next : tailor_sampler_next(smp, last);
@@ -487,7 +483,7 @@ static tailor_status generate_gpu(tailor_ctx *ctx, const run_args *a, tailor_gem
             s = tailor_gemma4_gpu_step(ctx, g, id, a->sp.greedy ? NULL : logits, &next);
         last = logits;
     }
-    double t2 = now_s();
+    double t2 = cli_now_s();
     if (s == TAILOR_OK)
         s = emit_end(ctx, io);
     if (s == TAILOR_OK)

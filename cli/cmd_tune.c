@@ -1,5 +1,6 @@
 /* cmd_tune.c — `tailor tune`: find and cache the fastest right kernel for each shape. */
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,9 +117,9 @@ static int parse_tune_args(tailor_ctx *ctx, int argc, char **argv, tune_args *a)
                 return cli_usage_error("tune", "%s", tailor_ctx_message(ctx));
             break;
         case 'b':
-            o->budget_seconds = strtod(optarg, &end);
-            if (*end || o->budget_seconds <= 0)
-                return cli_usage_error("tune", "--budget needs a positive number of seconds");
+            if (cli_parse_number("tune", "--budget", optarg, 0, HUGE_VAL,
+                                 "a number of seconds above 0", &o->budget_seconds))
+                return 2;
             o->strategy = TAILOR_STRATEGY_RANDOM;
             break;
         case 'n':

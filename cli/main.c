@@ -1,9 +1,11 @@
 /* main.c — `tailor`: dispatches to the subcommands. */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <getopt.h>
 
 #include "cli.h"
@@ -83,6 +85,30 @@ int cli_parse_int(const char *cmd, const char *flag, const char *text, long lo, 
                                text);
     *out = (int)v;
     return 0;
+}
+
+int cli_parse_number(const char *cmd, const char *flag, const char *text, double lo, double hi,
+                     const char *what, double *out)
+{
+    char *end = NULL;
+    double v = strtod(text, &end);
+    if (end == text || *end || !isfinite(v) || !(v > lo && v <= hi))
+        return cli_usage_error(cmd, "%s takes %s, not '%s'", flag, what, text);
+    *out = v;
+    return 0;
+}
+
+double cli_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int cli_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
 }
 
 int cli_cache_flag(const char *cmd, const char *text, const char **out)

@@ -15,13 +15,6 @@ typedef struct step_timing {
     int plen, ndec;
 } step_timing;
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* tailor_step_timer: the graph captured again (the kernels may have changed; capturing uploads
  * it), the prompt, then ndec timed decode steps; microseconds per step. */
 static tailor_status time_step(tailor_ctx *ctx, void *user, double *us)
@@ -31,10 +24,10 @@ static tailor_status time_step(tailor_ctx *ctx, void *user, double *us)
     tailor_status st = tailor_gemma4_gpu_recapture(ctx, s->g);
     if (st == TAILOR_OK)
         st = tailor_gemma4_gpu_prefill(ctx, s->g, s->ids, s->plen, NULL, &next);
-    double t0 = now_s();
+    double t0 = cli_now_s();
     for (int i = 0; i < s->ndec && st == TAILOR_OK; i++)
         st = tailor_gemma4_gpu_step(ctx, s->g, next, NULL, &next);
-    *us = 1e6 * (now_s() - t0) / s->ndec;
+    *us = 1e6 * (cli_now_s() - t0) / s->ndec;
     return st;
 }
 
