@@ -301,15 +301,22 @@ static int sb_prepend(sbuf *b, const char *s, size_t n)
     return 0;
 }
 
+/* U+FFFD for each byte the stream holds, into rep (3 bytes each); returns the length. */
+static size_t held_replacement(const tailor_detok_stream *st, char rep[3 * sizeof st->pending])
+{
+    size_t n = 0;
+    for (int i = 0; i < st->npending; i++, n += 3)
+        memcpy(rep + n, replacement_char, 3);
+    return n;
+}
+
 /* Applies the byte-fallback step to one token in streaming fashion; 1 when output is held back. */
 static int stream_bytes(tailor_detok_stream *st, sbuf *cur, int *oom)
 {
     int b = piece_byte(cur->p, cur->len);
     char rep[3 * sizeof st->pending];
-    size_t nrep = 0;
     if (b < 0) {
-        for (int i = 0; i < st->npending; i++, nrep += 3)
-            memcpy(rep + nrep, replacement_char, 3);
+        size_t nrep = held_replacement(st, rep);
         st->npending = 0;
         if (nrep && sb_prepend(cur, rep, nrep))
             *oom = 1;
@@ -322,11 +329,8 @@ static int stream_bytes(tailor_detok_stream *st, sbuf *cur, int *oom)
     if (s == UTF8_COMPLETE) {
         if (sb_set(cur, (const char *)st->pending, (size_t)st->npending))
             *oom = 1;
-    } else {
-        for (int i = 0; i < st->npending; i++, nrep += 3)
-            memcpy(rep + nrep, replacement_char, 3);
-        if (sb_set(cur, rep, nrep))
-            *oom = 1;
+    } else if (sb_set(cur, rep, held_replacement(st, rep))) {
+        *oom = 1;
     }
     st->npending = 0;
     return 0;
@@ -424,9 +428,7 @@ tailor_status tailor_tokenizer_decode_flush(tailor_ctx *ctx, const tailor_tokeni
                                 "tokenizer, a stream and an output buffer");
     *out_len = 0;
     char rep[3 * sizeof st->pending] = {0}, stack[64];
-    size_t nrep = 0;
-    for (int i = 0; i < st->npending; i++, nrep += 3)
-        memcpy(rep + nrep, replacement_char, 3);
+    size_t nrep = held_replacement(st, rep);
     sbuf cur = {stack, 0, sizeof stack, NULL};
     int oom = sb_set(&cur, rep, nrep), after = 0;
     /* the held bytes stopped at ByteFallback: the Replace steps after it apply to what they
