@@ -2,7 +2,7 @@
  * token (g4g_ple_row, host side: no GPU needed): a checkpoint's row in the compute dtype is its
  * elements rounded once to that dtype, whatever the checkpoint stores (bf16 copied, bf16 to fp16
  * for cards without bf16, fp32), an id past the PLE vocabulary reads row 0, and random weights
- * give the same row for the same id. */
+ * give the same row of their pool for the same id. */
 #include "gemma4_gpu.h"
 #include "gemma4_internal.h"
 #include "half.h"
@@ -63,23 +63,47 @@ static void check_checkpoint(const char *dtype)
     tw_rmdir(dir);
 }
 
-/* Random weights without the pool (a model not yet set up): a row made from the id alone. */
+/* Random weights: a token's row is one of the pool's, the same for the same id, and the pool's
+ * rows are distinct and small. */
 static void check_random(void)
 {
+    tailor_ctx *ctx = test_ctx();
     tailor_gemma4_gpu g;
     memset(&g, 0, sizeof g);
     g.cfg.n_layers = 3;
     g.cfg.ple_dim = 40;
     g.dt = TAILOR_DTYPE_BF16;
-    uint16_t a[120], b[120], c[120];
-    g4g_ple_row(&g, 17, (unsigned char *)a);
-    g4g_ple_row(&g, 17, (unsigned char *)b);
-    g4g_ple_row(&g, 18, (unsigned char *)c);
-    CHECK(memcmp(a, b, sizeof a) == 0 && memcmp(a, c, sizeof a) != 0);
+    enum { N = 120 };
+    CHECK_OK(ctx, g4g_ple_pool_make(ctx, &g));
+    if (!g.ple_pool) {
+        tailor_ctx_destroy(ctx);
+        return;
+    }
+    CHECK(memcmp(g.ple_pool, g.ple_pool + N, N * 2) != 0);
     int in_range = 1;
-    for (int j = 0; j < 120; j++)
-        in_range &= fabsf(tailor_bf16_to_f32(a[j])) <= 0.0301f;
+    for (size_t j = 0; j < (size_t)G4G_PLE_POOL * N; j++)
+        in_range &= fabsf(tailor_bf16_to_f32(g.ple_pool[j])) <= 0.0301f;
     CHECK(in_range);
+    uint16_t a[N], b[N];
+    int from_pool = 1, distinct = 0;
+    for (int32_t id = 0; id < 64; id++) {
+        g4g_ple_row(&g, id, (unsigned char *)a);
+        g4g_ple_row(&g, id, (unsigned char *)b);
+        CHECK(memcmp(a, b, sizeof a) == 0);
+        int found = 0;
+        for (int r = 0; r < G4G_PLE_POOL && !found; r++)
+            found = memcmp(a, g.ple_pool + (size_t)r * N, sizeof a) == 0;
+        from_pool &= found;
+        if (id > 0) {
+            uint16_t c[N];
+            g4g_ple_row(&g, id - 1, (unsigned char *)c);
+            distinct += memcmp(a, c, sizeof a) != 0;
+        }
+    }
+    CHECK(from_pool);
+    CHECKF(distinct >= 60, "only %d of 63 neighbouring ids got different rows", distinct);
+    free(g.ple_pool);
+    tailor_ctx_destroy(ctx);
 }
 
 int main(void)

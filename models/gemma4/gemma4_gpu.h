@@ -122,7 +122,11 @@ tailor_status g4g_pass(tailor_ctx *ctx, tailor_gemma4_gpu *g, int T, int p0, int
                        int n_layers, int all_rows);
 tailor_status g4g_warm_up(tailor_ctx *ctx, tailor_gemma4_gpu *g);
 
-/* gpu_weights.c: the PLE table row of `id` in the compute dtype into dst [L*P] */
+/* gpu_weights.c: the PLE row of token id in the compute dtype into dst (L*P values), from the
+ * checkpoint's table or, for random weights, from ple_pool; g4g_ple_pool_make makes that pool:
+ * G4G_PLE_POOL synthetic rows made once, so that a token's row costs a copy, as a checkpoint's
+ * does, not ~20 us of hashing per token on the step's critical path. */
 void g4g_ple_row(const tailor_gemma4_gpu *g, int32_t id, unsigned char *dst);
+tailor_status g4g_ple_pool_make(tailor_ctx *ctx, tailor_gemma4_gpu *g);
 
 #endif

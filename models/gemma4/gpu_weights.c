@@ -493,7 +493,76 @@ static tailor_status fill_stack(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4g
                               4000);
 }
 
-static tailor_status ple_pool_make(tailor_ctx *ctx, tailor_gemma4_gpu *g);
+/* ---- the PLE table, on the host ---------------------------------------------------------------- */
+
+static uint32_t ple_hash(uint32_t a, uint32_t b)
+{
+    uint32_t x = a * 0x9e3779b1u ^ (b + 0x7f4a7c15u) * 0x85ebca6bu;
+    x ^= x >> 15;
+    x *= 0x2c1b3c6du;
+    x ^= x >> 12;
+    return x;
+}
+
+/* A synthetic row of random weights (any id, any length: a hash of both). */
+static void ple_synthetic_row(const tailor_gemma4_gpu *g, uint32_t id, uint16_t *out, size_t n)
+{
+    for (size_t j = 0; j < n; j++) {
+        float v = ((float)(ple_hash(id, (uint32_t)j) % 2001u) - 1000.0f) * 3e-5f;
+        out[j] = g->dt == TAILOR_DTYPE_BF16 ? tailor_f32_to_bf16(v) : tailor_f32_to_f16(v);
+    }
+}
+
+tailor_status g4g_ple_pool_make(tailor_ctx *ctx, tailor_gemma4_gpu *g)
+{
+    size_t n = (size_t)g->cfg.n_layers * (size_t)g->cfg.ple_dim;
+    g->ple_pool = malloc(G4G_PLE_POOL * n * sizeof *g->ple_pool);
+    if (!g->ple_pool)
+        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "gemma4 gpu: out of memory for the "
+                                "synthetic PLE rows");
+    for (uint32_t r = 0; r < G4G_PLE_POOL; r++)
+        ple_synthetic_row(g, r, g->ple_pool + r * n, n);
+    return TAILOR_OK;
+}
+
+/* A checkpoint's row (`n` elements from element `first`) in another type than the compute
+ * dtype (a bf16 checkpoint on a card without bf16): the 16-bit pairs converted in a typed loop,
+ * anything else element by element. */
+static void ple_convert_row(const tailor_st_tensor *t, size_t first, tailor_dtype dt,
+                            uint16_t *out, size_t n)
+{
+    const uint16_t *s16 = (const uint16_t *)t->data + first;
+    if (t->dtype == TAILOR_ST_BF16 && dt == TAILOR_DTYPE_F16) {
+        for (size_t j = 0; j < n; j++)
+            out[j] = tailor_f32_to_f16(tailor_bf16_to_f32(s16[j]));
+    } else if (t->dtype == TAILOR_ST_F16 && dt == TAILOR_DTYPE_BF16) {
+        for (size_t j = 0; j < n; j++)
+            out[j] = tailor_f32_to_bf16(tailor_f16_to_f32(s16[j]));
+    } else {
+        for (size_t j = 0; j < n; j++) {
+            float v = tailor_st_load_f32(t, (int64_t)(first + j));
+            out[j] = dt == TAILOR_DTYPE_BF16 ? tailor_f32_to_bf16(v) : tailor_f32_to_f16(v);
+        }
+    }
+}
+
+void g4g_ple_row(const tailor_gemma4_gpu *g, int32_t id, unsigned char *dst)
+{
+    const tailor_gemma4_config *c = &g->cfg;
+    size_t n = (size_t)c->n_layers * (size_t)c->ple_dim;
+    uint16_t *out = (uint16_t *)(void *)dst;
+    if (!g->model) { /* random weights: their pool (a dry model stages no inputs) */
+        memcpy(out, g->ple_pool + (ple_hash((uint32_t)id, 0u) % G4G_PLE_POOL) * n, n * 2);
+        return;
+    }
+    const tailor_st_tensor *t = g->model->ple_embed;
+    size_t first = (size_t)(id < c->ple_vocab ? id : 0) * n;
+    if ((t->dtype == TAILOR_ST_BF16 && g->dt == TAILOR_DTYPE_BF16) ||
+        (t->dtype == TAILOR_ST_F16 && g->dt == TAILOR_DTYPE_F16))
+        memcpy(out, (const uint16_t *)t->data + first, n * 2);
+    else
+        ple_convert_row(t, first, g->dt, out, n);
+}
 
 static tailor_status rnd_model(tailor_ctx *ctx, tailor_gemma4_gpu *g)
 {
@@ -509,7 +578,7 @@ static tailor_status rnd_model(tailor_ctx *ctx, tailor_gemma4_gpu *g)
         st = rnd_vec(ctx, g, H, &g->final_norm);
     const tailor_gemma4 *m = g->like;
     if (st == TAILOR_OK && P > 0 && !g->dry)
-        st = ple_pool_make(ctx, g);
+        st = g4g_ple_pool_make(ctx, g);
     if (st == TAILOR_OK && P > 0) {
         st = rnd_vec(ctx, g, P, &g->ple_norm);
         if (st == TAILOR_OK)
@@ -565,82 +634,6 @@ static tailor_status rnd_model(tailor_ctx *ctx, tailor_gemma4_gpu *g)
             st = rnd_mat(ctx, g, w ? &w->ple_proj : NULL, H, P, 0, NULL, &Ly->ple_proj);
     }
     return st;
-}
-
-/* ---- the PLE table, on the host ---------------------------------------------------------------- */
-
-static uint32_t ple_hash(uint32_t a, uint32_t b)
-{
-    uint32_t x = a * 0x9e3779b1u ^ (b + 0x7f4a7c15u) * 0x85ebca6bu;
-    x ^= x >> 15;
-    x *= 0x2c1b3c6du;
-    x ^= x >> 12;
-    return x;
-}
-
-/* A synthetic row of random weights (any id, any length: a hash of both). */
-static void ple_synthetic_row(const tailor_gemma4_gpu *g, uint32_t id, uint16_t *out, size_t n)
-{
-    for (size_t j = 0; j < n; j++) {
-        float v = ((float)(ple_hash(id, (uint32_t)j) % 2001u) - 1000.0f) * 3e-5f;
-        out[j] = g->dt == TAILOR_DTYPE_BF16 ? tailor_f32_to_bf16(v) : tailor_f32_to_f16(v);
-    }
-}
-
-/* Random weights: G4G_PLE_POOL synthetic rows made once, so that a token's row costs a copy, as
- * a checkpoint's does, not ~20 us of hashing per token on the step's critical path. */
-static tailor_status ple_pool_make(tailor_ctx *ctx, tailor_gemma4_gpu *g)
-{
-    size_t n = (size_t)g->cfg.n_layers * (size_t)g->cfg.ple_dim;
-    g->ple_pool = malloc(G4G_PLE_POOL * n * sizeof *g->ple_pool);
-    if (!g->ple_pool)
-        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "gemma4 gpu: out of memory for the "
-                                "synthetic PLE rows");
-    for (uint32_t r = 0; r < G4G_PLE_POOL; r++)
-        ple_synthetic_row(g, r, g->ple_pool + r * n, n);
-    return TAILOR_OK;
-}
-
-/* A checkpoint's row (`n` elements from element `first`) in another type than the compute
- * dtype (a bf16 checkpoint on a card without bf16): the 16-bit pairs converted in a typed loop,
- * anything else element by element. */
-static void ple_convert_row(const tailor_st_tensor *t, size_t first, tailor_dtype dt,
-                            uint16_t *out, size_t n)
-{
-    const uint16_t *s16 = (const uint16_t *)t->data + first;
-    if (t->dtype == TAILOR_ST_BF16 && dt == TAILOR_DTYPE_F16) {
-        for (size_t j = 0; j < n; j++)
-            out[j] = tailor_f32_to_f16(tailor_bf16_to_f32(s16[j]));
-    } else if (t->dtype == TAILOR_ST_F16 && dt == TAILOR_DTYPE_BF16) {
-        for (size_t j = 0; j < n; j++)
-            out[j] = tailor_f32_to_bf16(tailor_f16_to_f32(s16[j]));
-    } else {
-        for (size_t j = 0; j < n; j++) {
-            float v = tailor_st_load_f32(t, (int64_t)(first + j));
-            out[j] = dt == TAILOR_DTYPE_BF16 ? tailor_f32_to_bf16(v) : tailor_f32_to_f16(v);
-        }
-    }
-}
-
-void g4g_ple_row(const tailor_gemma4_gpu *g, int32_t id, unsigned char *dst)
-{
-    const tailor_gemma4_config *c = &g->cfg;
-    size_t n = (size_t)c->n_layers * (size_t)c->ple_dim;
-    uint16_t *out = (uint16_t *)(void *)dst;
-    if (!g->model) { /* random weights */
-        if (g->ple_pool)
-            memcpy(out, g->ple_pool + (ple_hash((uint32_t)id, 0u) % G4G_PLE_POOL) * n, n * 2);
-        else
-            ple_synthetic_row(g, (uint32_t)id, out, n);
-        return;
-    }
-    const tailor_st_tensor *t = g->model->ple_embed;
-    size_t first = (size_t)(id < c->ple_vocab ? id : 0) * n;
-    if ((t->dtype == TAILOR_ST_BF16 && g->dt == TAILOR_DTYPE_BF16) ||
-        (t->dtype == TAILOR_ST_F16 && g->dt == TAILOR_DTYPE_F16))
-        memcpy(out, (const uint16_t *)t->data + first, n * 2);
-    else
-        ple_convert_row(t, first, g->dt, out, n);
 }
 
 /* ---- KV cache, activations, host buffers ------------------------------------------------------- */
