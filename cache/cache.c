@@ -23,6 +23,9 @@ static const char *const trial_outcomes[] = {
     "wrong-result",   "timeout",       "timed",
 };
 
+/* Who chose a winner (schema 2): the tuner, or step tuning in a model's decode step. */
+#define CHOSEN_COLUMN_SQL "chosen TEXT NOT NULL DEFAULT 'tuner' CHECK (chosen IN ('tuner', 'step'))"
+
 static const char schema_sql[] =
     "CREATE TABLE winners ("
     " fingerprint TEXT NOT NULL, op TEXT NOT NULL, shape TEXT NOT NULL, dtype TEXT NOT NULL,"
@@ -32,7 +35,7 @@ static const char schema_sql[] =
     " binary BLOB NOT NULL, binary_sha256 TEXT NOT NULL, arch TEXT NOT NULL,"
     " median_us REAL NOT NULL, spread_us REAL NOT NULL, tuned_at INTEGER NOT NULL,"
     " n_trials INTEGER NOT NULL,"
-    " chosen TEXT NOT NULL DEFAULT 'tuner' CHECK (chosen IN ('tuner', 'step')),"
+    " " CHOSEN_COLUMN_SQL ","
     " PRIMARY KEY (fingerprint, op, shape, dtype, space_hash));"
     "CREATE TABLE trials ("
     " fingerprint TEXT NOT NULL, op TEXT NOT NULL, shape TEXT NOT NULL, dtype TEXT NOT NULL,"
@@ -46,8 +49,7 @@ static const char schema_sql[] =
 
 /* Version 1 to 2: winners record who chose them (the tuner, or step tuning in the decode step). */
 static const char upgrade_1_to_2_sql[] =
-    "ALTER TABLE winners ADD COLUMN chosen TEXT NOT NULL DEFAULT 'tuner'"
-    " CHECK (chosen IN ('tuner', 'step'));"
+    "ALTER TABLE winners ADD COLUMN " CHOSEN_COLUMN_SQL ";"
     "PRAGMA user_version = 2;";
 
 /* A read-only connection to a version-1 file sees its winners through this view, so that every
@@ -56,6 +58,16 @@ static const char v1_winners_view_sql[] =
     "CREATE TEMP VIEW winners AS SELECT *, 'tuner' AS chosen FROM main.winners;";
 
 /* ---- small shared helpers ------------------------------------------------------------------ */
+
+const char *tailor_cache_chosen_name(int chosen_in_step) { return chosen_in_step ? "step" : "tuner"; }
+
+int tailor_cache_chosen_parse(const char *text, int *chosen_in_step)
+{
+    if (!text || (strcmp(text, "step") != 0 && strcmp(text, "tuner") != 0))
+        return -1;
+    *chosen_in_step = strcmp(text, "step") == 0;
+    return 0;
+}
 
 int tcache_copy_field(char *dst, size_t size, const char *src)
 {
@@ -505,7 +517,8 @@ static tailor_status row_to_winner(tailor_ctx *ctx, tailor_cache *c, sqlite3_stm
     w->spread_us = sqlite3_column_double(st, col + 9);
     w->tuned_at = sqlite3_column_int64(st, col + 10);
     w->n_trials = sqlite3_column_int(st, col + 11);
-    w->chosen_in_step = strcmp(col_text(st, col + 12), "step") == 0;
+    if (tailor_cache_chosen_parse(col_text(st, col + 12), &w->chosen_in_step) != 0)
+        w->chosen_in_step = 0; /* the table's CHECK allows no other value */
     w->binary_size = bin_size;
     if (!copy) {
         w->params_json = (char *)params;
@@ -610,7 +623,8 @@ tailor_status tcache_store_winner(tailor_ctx *ctx, tailor_cache *c, const tailor
             sqlite3_bind_double(st, 15, w->spread_us);
             sqlite3_bind_int64(st, 16, w->tuned_at);
             sqlite3_bind_int(st, 17, w->n_trials);
-            sqlite3_bind_text(st, 18, w->chosen_in_step ? "step" : "tuner", -1, SQLITE_STATIC);
+            sqlite3_bind_text(st, 18, tailor_cache_chosen_name(w->chosen_in_step), -1,
+                              SQLITE_STATIC);
         }
         s = step_done(ctx, c, st, "storing a winner");
         if (s != TAILOR_OK)

@@ -46,6 +46,11 @@ typedef struct tailor_cache_winner {
                                 pick (then it need not be its key's fastest alone) */
 } tailor_cache_winner;
 
+/* A winner's chosen_in_step as the cache and its exports spell it ("step" or "tuner"), and
+ * back: 0 and *chosen_in_step set for those two words, -1 for anything else. */
+const char *tailor_cache_chosen_name(int chosen_in_step);
+int tailor_cache_chosen_parse(const char *text, int *chosen_in_step);
+
 /* Opens (creating if needed) the cache at `path`; NULL means $TAILOR_CACHE when set and
  * non-empty, else $XDG_CACHE_HOME/tailor/cache.sqlite, else ~/.cache/tailor/cache.sqlite (the
  * default's folder is created). Sets WAL mode, a 10 s busy timeout and the schema. Fails with

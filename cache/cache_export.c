@@ -243,7 +243,7 @@ static int export_entry(void *user, const tailor_cache_key *key, const tailor_ca
              cJSON_AddNumberToObject(o, "spread_us", w->spread_us) &&
              cJSON_AddNumberToObject(o, "tuned_at", (double)w->tuned_at) &&
              cJSON_AddNumberToObject(o, "n_trials", w->n_trials) &&
-             cJSON_AddStringToObject(o, "chosen", w->chosen_in_step ? "step" : "tuner") &&
+             cJSON_AddStringToObject(o, "chosen", tailor_cache_chosen_name(w->chosen_in_step)) &&
              cJSON_AddStringToObject(o, "binary_kind", w->binary_kind) &&
              cJSON_AddNumberToObject(o, "binary_size", (double)w->binary_size) &&
              cJSON_AddStringToObject(o, "binary_sha256", sha) &&
@@ -504,10 +504,8 @@ static tailor_status entry_chosen(tailor_ctx *ctx, const import_state *im, int i
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "chosen");
     if (!v)
         return TAILOR_OK;
-    const char *t = cJSON_IsString(v) ? v->valuestring : NULL;
-    if (!t || (strcmp(t, "tuner") != 0 && strcmp(t, "step") != 0))
+    if (tailor_cache_chosen_parse(cJSON_IsString(v) ? v->valuestring : NULL, &w->chosen_in_step))
         return entry_fail(ctx, im, i, "chosen", "is not \"tuner\" or \"step\"");
-    w->chosen_in_step = strcmp(t, "step") == 0;
     return TAILOR_OK;
 }
 
@@ -527,7 +525,7 @@ static tailor_status entry_numbers(tailor_ctx *ctx, const import_state *im, int 
     w->tuned_at = (long long)v[2];
     w->n_trials = (int)v[3];
     *binary_size = v[4];
-    return entry_chosen(ctx, im, i, o, w);
+    return TAILOR_OK;
 }
 
 /* Decodes and checks the binary of entry i; w->binary is malloc'd on success. */
@@ -568,6 +566,8 @@ static tailor_status import_entry(tailor_ctx *ctx, tailor_cache *c, const import
     tailor_status s = entry_strings(ctx, im, i, o, &key, &w);
     if (s == TAILOR_OK)
         s = entry_numbers(ctx, im, i, o, &w, &binary_size);
+    if (s == TAILOR_OK)
+        s = entry_chosen(ctx, im, i, o, &w);
     if (s == TAILOR_OK)
         s = entry_binary(ctx, im, i, o, &w, binary_size, sha);
     snprintf(where, sizeof where, "import entry %d", i + 1);

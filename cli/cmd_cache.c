@@ -162,7 +162,7 @@ static cJSON *winner_json(const tailor_cache_key *key, const tailor_cache_winner
     cJSON_AddNumberToObject(o, "spread_us", w->spread_us);
     cJSON_AddNumberToObject(o, "tuned_at", (double)w->tuned_at);
     cJSON_AddNumberToObject(o, "n_trials", w->n_trials);
-    cJSON_AddStringToObject(o, "chosen", w->chosen_in_step ? "step" : "tuner");
+    cJSON_AddStringToObject(o, "chosen", tailor_cache_chosen_name(w->chosen_in_step));
     return o;
 }
 
