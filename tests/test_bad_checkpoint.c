@@ -379,6 +379,8 @@ static void m_hdr_not_json(ckpt *c) { c->header_text = "this is not JSON at all"
 static void m_hdr_array(ckpt *c) { c->header_text = "[1, 2, 3]"; }
 static void m_hdr_trailing(ckpt *c) { c->header_tail = "garbage"; }
 static void m_hdr_newline(ckpt *c) { c->header_tail = "\n"; }
+static void m_hdr_tab_cr(ckpt *c) { c->header_tail = "\t\r\n"; }
+static void m_hdr_ws_then_garbage(ckpt *c) { c->header_tail = " \t x"; }
 static void m_off_past_end(ckpt *c) { hdr_set(c, LN0, "data_offsets", "[0, 100000]"); }
 static void m_off_reversed(ckpt *c) { hdr_set(c, LN0, "data_offsets", "[32, 0]"); }
 static void m_off_single(ckpt *c) { hdr_set(c, LN0, "data_offsets", "[0]"); }
@@ -726,6 +728,9 @@ static const bad_case cases[] = {
     {"header a JSON array", m_hdr_array, M, PARSE, ST, "header", "JSON object"},
     {"bytes after the header JSON", m_hdr_trailing, M, PARSE, ST, "header", "after its JSON"},
     {"newline padding (accepted)", m_hdr_newline, M, TAILOR_OK, NULL, NULL, NULL},
+    {"tab and CR padding (accepted)", m_hdr_tab_cr, M, TAILOR_OK, NULL, NULL, NULL},
+    {"garbage after whitespace padding", m_hdr_ws_then_garbage, M, PARSE,
+     ST, "header", "only JSON whitespace"},
     {"__metadata__ a number", m_meta_number, M, PARSE, ST, "__metadata__", NULL},
     {"__metadata__ value a number", m_meta_value, M, PARSE, ST, "__metadata__", "format"},
     {"__metadata__ a tensor entry", m_meta_tensor, M, PARSE, ST, "__metadata__", "shape"},
