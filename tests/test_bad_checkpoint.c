@@ -219,10 +219,21 @@ static void quantize(ckpt *c, const char *base, int group, int asym)
 
 #define Q0 "model.layers.0.self_attn.q_proj" /* [nq * hd, H] = [16, 16] */
 
-/* quantization_config.config_groups.group_0 of a quantize()d checkpoint, and its weights. */
+/* The nested form with quantization_config inside text_config rather than at the top. */
+static void q_into_text_config(ckpt *c)
+{
+    cfg_nest(c);
+    cJSON *q = cJSON_DetachItemFromObjectCaseSensitive(c->cfg, "quantization_config");
+    cJSON_AddItemToObject(text_cfg(c), "quantization_config", q);
+}
+
+/* quantization_config.config_groups.group_0 of a quantize()d checkpoint (at the top or in
+ * text_config), and its weights. */
 static cJSON *q_group(ckpt *c)
 {
     cJSON *q = cJSON_GetObjectItemCaseSensitive(c->cfg, "quantization_config");
+    if (!q)
+        q = cJSON_GetObjectItemCaseSensitive(text_cfg(c), "quantization_config");
     cJSON *groups = cJSON_GetObjectItemCaseSensitive(q, "config_groups");
     return cJSON_GetObjectItemCaseSensitive(groups, "group_0");
 }
@@ -672,6 +683,30 @@ static void m_w4_bits_string(ckpt *c)
     set(q_weights(c), "num_bits", "\"4\"");
 }
 static void m_w4_bits_8(ckpt *c) { quantize(c, Q0, 8, 0); set(q_weights(c), "num_bits", "8"); }
+static void m_w4_nested_bits_string(ckpt *c)
+{
+    quantize(c, Q0, 8, 0);
+    q_into_text_config(c);
+    set(q_weights(c), "num_bits", "\"4\"");
+}
+static void m_w4_nested_bits_8(ckpt *c)
+{
+    quantize(c, Q0, 8, 0);
+    q_into_text_config(c);
+    set(q_weights(c), "num_bits", "8");
+}
+static void m_w4_nested_method(ckpt *c)
+{
+    quantize(c, Q0, 8, 0);
+    q_into_text_config(c);
+    set(cJSON_GetObjectItemCaseSensitive(text_cfg(c), "quantization_config"), "quant_method",
+        "\"gptq\"");
+}
+static void m_w4_nested_good(ckpt *c)
+{
+    quantize(c, Q0, 8, 0);
+    q_into_text_config(c);
+}
 static void m_w4_groups_list(ckpt *c)
 {
     quantize(c, Q0, 8, 0);
@@ -848,6 +883,14 @@ static const bad_case cases[] = {
     {"group_size fractional", m_w4_gs_fraction, M, PARSE, CFG, "group_size", NULL},
     {"num_bits a string", m_w4_bits_string, M, PARSE, CFG, "num_bits", NULL},
     {"num_bits 8", m_w4_bits_8, M, UNSUP, CFG, "num_bits", "8"},
+    {"W4A16 nested in text_config (accepted)", m_w4_nested_good, M, TAILOR_OK, NULL, NULL, NULL},
+    {"num_bits a string, nested", m_w4_nested_bits_string, M, PARSE,
+     CFG, "field text_config.quantization_config.config_groups.group_0.weights.num_bits",
+     "not an integer"},
+    {"num_bits 8, nested", m_w4_nested_bits_8, M, UNSUP,
+     CFG, "text_config.quantization_config.config_groups.group_0.weights.num_bits 8", NULL},
+    {"quant_method gptq, nested", m_w4_nested_method, M, UNSUP,
+     CFG, "text_config.quantization_config.quant_method 'gptq'", NULL},
     {"config_groups a list", m_w4_groups_list, M, PARSE, CFG, "config_groups", NULL},
     {"config group weights a number", m_w4_weights_number, M, PARSE, CFG, "weights", NULL},
     /* tokenizer.json */

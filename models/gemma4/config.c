@@ -17,6 +17,13 @@ typedef struct jsrc {
     const char *prefix; /* "" or "text_config." */
 } jsrc;
 
+/* The one sentence for a field of the wrong type or range: "FILE: field PREFIXKEY is not WANT". */
+static tailor_status field_error(const jsrc *j, const char *key, const char *want)
+{
+    return tailor_set_error(j->ctx, TAILOR_ERR_PARSE, "%s: field %s%s is not %s", j->file,
+                            j->prefix, key, want);
+}
+
 static tailor_status get_int(const jsrc *j, const cJSON *obj, const char *key, int required,
                              int def, int *out)
 {
@@ -29,9 +36,7 @@ static tailor_status get_int(const jsrc *j, const cJSON *obj, const char *key, i
         return TAILOR_OK;
     }
     if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < 0)
-        return tailor_set_error(j->ctx, TAILOR_ERR_PARSE,
-                                "%s: field %s%s is not a non-negative integer", j->file, j->prefix,
-                                key);
+        return field_error(j, key, "a non-negative integer");
     if (v->valuedouble > G4_DIM_MAX)
         return tailor_set_error(j->ctx, TAILOR_ERR_PARSE,
                                 "%s: field %s%s is %g, too large (at most %d)", j->file, j->prefix,
@@ -55,8 +60,7 @@ static tailor_status get_float(const jsrc *j, const cJSON *obj, const char *key,
         return TAILOR_OK;
     }
     if (!cJSON_IsNumber(v))
-        return tailor_set_error(j->ctx, TAILOR_ERR_PARSE, "%s: field %s%s is not a number",
-                                j->file, j->prefix, key);
+        return field_error(j, key, "a number");
     double d = v->valuedouble;
     float f = (float)(d >= 0 && d <= FLT_MAX ? d : 0);
     if (!(d >= 0 && d <= FLT_MAX) || (range == FLOAT_POSITIVE && !(f > 0)) ||
@@ -76,8 +80,7 @@ static tailor_status get_string(const jsrc *j, const cJSON *obj, const char *key
     if (!v || cJSON_IsNull(v))
         return TAILOR_OK;
     if (!cJSON_IsString(v))
-        return tailor_set_error(j->ctx, TAILOR_ERR_PARSE, "%s: field %s%s is not a string",
-                                j->file, j->prefix, key);
+        return field_error(j, key, "a string");
     *out = v->valuestring;
     return TAILOR_OK;
 }
@@ -91,8 +94,7 @@ static tailor_status get_object(const jsrc *j, const cJSON *obj, const char *key
     if (!v || cJSON_IsNull(v))
         return TAILOR_OK;
     if (!cJSON_IsObject(v))
-        return tailor_set_error(j->ctx, TAILOR_ERR_PARSE, "%s: field %s%s is not an object",
-                                j->file, j->prefix, key);
+        return field_error(j, key, "an object");
     *out = v;
     return TAILOR_OK;
 }
@@ -106,8 +108,7 @@ static tailor_status get_bool(const jsrc *j, const cJSON *obj, const char *key, 
         return TAILOR_OK;
     }
     if (!cJSON_IsBool(v))
-        return tailor_set_error(j->ctx, TAILOR_ERR_PARSE, "%s: field %s%s is not true or false",
-                                j->file, j->prefix, key);
+        return field_error(j, key, "true or false");
     *out = cJSON_IsTrue(v);
     return TAILOR_OK;
 }
@@ -489,6 +490,97 @@ static tailor_status check_tied(const jsrc *j, const cJSON *root, const cJSON *t
     return s;
 }
 
+/* ---- quantization_config ------------------------------------------------------------------- */
+
+/* One config group g, its key g->string under j (prefix "...quantization_config.config_groups."):
+ * format pack-quantized when given, weights.num_bits 4 when given, weights.group_size a positive
+ * integer into *group (-1 or null: per channel, *group left as it is). */
+static tailor_status parse_quant_group(const jsrc *j, const cJSON *g, int *group)
+{
+    if (!cJSON_IsObject(g)) /* null too: a group that says nothing is not a group */
+        return field_error(j, g->string, "an object");
+    char pre[256], wpre[288];
+    snprintf(pre, sizeof pre, "%s%s.", j->prefix, g->string);
+    jsrc gj = *j;
+    gj.prefix = pre;
+    const char *fmt = NULL;
+    tailor_status s = get_string(&gj, g, "format", NULL, &fmt);
+    if (s == TAILOR_OK && fmt && strcmp(fmt, "pack-quantized") != 0)
+        s = tailor_set_error(j->ctx, TAILOR_ERR_UNSUPPORTED,
+                             "%s: %sformat '%s' is not supported (pack-quantized only)", j->file,
+                             pre, fmt);
+    const cJSON *w = NULL;
+    if (s == TAILOR_OK)
+        s = get_object(&gj, g, "weights", &w);
+    if (s != TAILOR_OK || !w)
+        return s;
+    snprintf(wpre, sizeof wpre, "%sweights.", pre);
+    jsrc wj = *j;
+    wj.prefix = wpre;
+    const cJSON *bits = cJSON_GetObjectItemCaseSensitive(w, "num_bits");
+    const cJSON *gs = cJSON_GetObjectItemCaseSensitive(w, "group_size");
+    if (bits && !cJSON_IsNull(bits)) {
+        if (!cJSON_IsNumber(bits) || bits->valuedouble != floor(bits->valuedouble))
+            return field_error(&wj, "num_bits", "an integer");
+        if (bits->valuedouble != 4)
+            return tailor_set_error(j->ctx, TAILOR_ERR_UNSUPPORTED,
+                                    "%s: %snum_bits %g is not supported (4 only)", j->file, wpre,
+                                    bits->valuedouble);
+    }
+    if (gs && !cJSON_IsNull(gs) && !(cJSON_IsNumber(gs) && gs->valuedouble == -1)) {
+        if (!cJSON_IsNumber(gs) || gs->valuedouble != floor(gs->valuedouble) ||
+            gs->valuedouble < 1 || gs->valuedouble > G4_DIM_MAX)
+            return field_error(&wj, "group_size",
+                               "a positive integer (or -1) of at most 1000000000");
+        *group = (int)gs->valuedouble;
+    }
+    return TAILOR_OK;
+}
+
+/* quantization_config, at the top or (absent there) in text_config, its messages prefixed by
+ * where it sits: compressed-tensors pack-quantized only; the group size of its config groups
+ * (the last that gives one) into cfg->quant_group. */
+static tailor_status parse_quant(const jsrc *j, const cJSON *root, tailor_gemma4_config *cfg)
+{
+    jsrc at = *j;
+    const cJSON *holder = root;
+    at.prefix = "";
+    if (!cJSON_GetObjectItemCaseSensitive(root, "quantization_config")) {
+        holder = cJSON_GetObjectItemCaseSensitive(root, "text_config"); /* NULL is fine */
+        at.prefix = "text_config.";
+    }
+    const cJSON *q = NULL;
+    tailor_status s = get_object(&at, holder, "quantization_config", &q);
+    if (s != TAILOR_OK || !q)
+        return s;
+    char pre[64], gpre[96];
+    snprintf(pre, sizeof pre, "%squantization_config.", at.prefix);
+    jsrc qj = *j;
+    qj.prefix = pre;
+    const cJSON *meth = cJSON_GetObjectItemCaseSensitive(q, "quant_method");
+    if (!cJSON_IsString(meth) || strcmp(meth->valuestring, "compressed-tensors") != 0)
+        return tailor_set_error(j->ctx, TAILOR_ERR_UNSUPPORTED,
+                                "%s: %squant_method '%s' is not supported (compressed-tensors "
+                                "pack-quantized only)", j->file, pre,
+                                cJSON_IsString(meth) ? meth->valuestring : "?");
+    const char *fmt = NULL;
+    if ((s = get_string(&qj, q, "format", NULL, &fmt)) != TAILOR_OK)
+        return s;
+    if (fmt && strcmp(fmt, "pack-quantized") != 0)
+        return tailor_set_error(j->ctx, TAILOR_ERR_UNSUPPORTED,
+                                "%s: %sformat '%s' is not supported (pack-quantized only)",
+                                j->file, pre, fmt);
+    const cJSON *groups = NULL;
+    if ((s = get_object(&qj, q, "config_groups", &groups)) != TAILOR_OK || !groups)
+        return s;
+    snprintf(gpre, sizeof gpre, "%sconfig_groups.", pre);
+    jsrc gj = *j;
+    gj.prefix = gpre;
+    for (const cJSON *g = groups->child; g && s == TAILOR_OK; g = g->next)
+        s = parse_quant_group(&gj, g, &cfg->quant_group);
+    return s;
+}
+
 tailor_status tailor_gemma4_config_parse(tailor_ctx *ctx, const char *json, const char *file,
                                          tailor_gemma4_config *cfg)
 {
@@ -528,6 +620,8 @@ tailor_status tailor_gemma4_config_parse(tailor_ctx *ctx, const char *json, cons
         s = parse_text_config(&j, tc, cfg);
     if (s == TAILOR_OK)
         s = check_tied(&j, root, tc);
+    if (s == TAILOR_OK)
+        s = parse_quant(&j, root, cfg);
     cJSON_Delete(root);
     if (s != TAILOR_OK)
         memset(cfg, 0, sizeof *cfg);
