@@ -515,6 +515,32 @@ static void m_cfg_no_divide(ckpt *c)
     cfg_set(c, "num_attention_heads", "3");
     cfg_set(c, "num_key_value_heads", "2");
 }
+static void m_cfg_nested_odd_hd(ckpt *c)
+{
+    cfg_nest(c);
+    cfg_set(c, "head_dim", "7");
+}
+static void m_cfg_nested_odd_ghd(ckpt *c)
+{ /* layer 1 is the full one */
+    cfg_nest(c);
+    cfg_set(c, "global_head_dim", "15");
+}
+static void m_cfg_nested_plc_hd(ckpt *c)
+{
+    cfg_nest(c);
+    cfg_set(c, "per_layer_config", "{\"1\":{\"head_dim\":15}}");
+}
+static void m_cfg_nested_no_divide(ckpt *c)
+{
+    cfg_nest(c);
+    cfg_set(c, "num_attention_heads", "3");
+    cfg_set(c, "num_key_value_heads", "2");
+}
+static void m_cfg_nested_shared_all(ckpt *c)
+{
+    cfg_nest(c);
+    cfg_set(c, "num_kv_shared_layers", "2");
+}
 static void m_cfg_types_short(ckpt *c) { cfg_set(c, "layer_types", "[\"full_attention\"]"); }
 static void m_cfg_types_name(ckpt *c)
 {
@@ -819,6 +845,17 @@ static const bad_case cases[] = {
     {"heads x head_dim overflow", m_cfg_heads_overflow, M, PARSE,
      CFG, "num_attention_heads", "999999999"},
     {"heads do not divide", m_cfg_no_divide, M, PARSE, CFG, "num_key_value_heads", NULL},
+    {"head_dim odd, nested", m_cfg_nested_odd_hd, M, PARSE,
+     CFG, "layer 0: text_config.head_dim 7", "positive even"},
+    {"global_head_dim odd, nested", m_cfg_nested_odd_ghd, M, PARSE,
+     CFG, "layer 1: text_config.global_head_dim 15", "positive even"},
+    {"per_layer_config head_dim odd, nested", m_cfg_nested_plc_hd, M, PARSE,
+     CFG, "layer 1: text_config.per_layer_config.1.head_dim 15", "positive even"},
+    {"heads do not divide, nested", m_cfg_nested_no_divide, M, PARSE,
+     CFG, "text_config.num_attention_heads 3 is not a multiple of text_config.num_key_value_heads",
+     NULL},
+    {"every layer KV-shared, nested", m_cfg_nested_shared_all, M, PARSE,
+     CFG, "text_config.num_kv_shared_layers 2", NULL},
     {"layer_types too short", m_cfg_types_short, M, PARSE, CFG, "layer_types", "2"},
     {"layer_types unknown name", m_cfg_types_name, M, PARSE, CFG, "layer_types[1]", NULL},
     {"layer_types a string", m_cfg_types_string, M, PARSE, CFG, "layer_types", NULL},

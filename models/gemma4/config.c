@@ -115,73 +115,99 @@ static tailor_status get_bool(const jsrc *j, const cJSON *obj, const char *key, 
 
 /* ---- the layer plan ----------------------------------------------------------------------------- */
 
-/* Layer i's head_dim, KV heads and MLP width as derived (hd_set / kv_set: from per_layer_config):
- * a positive even head_dim, KV heads dividing the query heads, and every width a matrix has
- * inside G4_DIM_MAX. Failures name the config field the value came from. */
-static tailor_status check_layer_geometry(tailor_ctx *ctx, const char *file,
-                                          const tailor_gemma4_config *cfg, int i, int hd_set,
-                                          int kv_set)
+/* A value of the layer plan and the config key it came from, for messages. */
+typedef struct g4_pick {
+    int v;
+    char key[64]; /* "head_dim", "global_head_dim", "per_layer_config.3.head_dim", ... */
+} g4_pick;
+
+/* Layer i's head_dim: its per_layer_config override (0 = none), else global_head_dim on full
+ * layers and head_dim on sliding ones. */
+static g4_pick pick_head_dim(const tailor_gemma4_config *cfg, int i, const int *hd_override)
+{
+    g4_pick p;
+    if (hd_override && hd_override[i]) {
+        p.v = hd_override[i];
+        snprintf(p.key, sizeof p.key, "per_layer_config.%d.head_dim", i);
+    } else {
+        int full = cfg->layer[i].full;
+        p.v = full ? cfg->global_head_dim : cfg->head_dim;
+        snprintf(p.key, sizeof p.key, "%s", full ? "global_head_dim" : "head_dim");
+    }
+    return p;
+}
+
+/* Layer i's KV heads: its per_layer_config override (0 = none), else
+ * num_global_key_value_heads on K=V full layers that give it, num_key_value_heads otherwise. */
+static g4_pick pick_kv_heads(const tailor_gemma4_config *cfg, int i, const int *kv_override)
+{
+    g4_pick p;
+    if (kv_override && kv_override[i]) {
+        p.v = kv_override[i];
+        snprintf(p.key, sizeof p.key, "per_layer_config.%d.num_key_value_heads", i);
+    } else {
+        int global = cfg->layer[i].full && cfg->k_eq_v && cfg->n_global_kv_heads;
+        p.v = global ? cfg->n_global_kv_heads : cfg->n_kv_heads;
+        snprintf(p.key, sizeof p.key, "%s",
+                 global ? "num_global_key_value_heads" : "num_key_value_heads");
+    }
+    return p;
+}
+
+/* Layer i's head_dim, KV heads (picked as hd and kv) and MLP width as derived: a positive even
+ * head_dim, KV heads dividing the query heads, and every width a matrix has inside G4_DIM_MAX.
+ * Failures name the config key the value came from, `prefix` ("" or "text_config.") before it. */
+static tailor_status check_layer_geometry(tailor_ctx *ctx, const char *file, const char *prefix,
+                                          const tailor_gemma4_config *cfg, int i,
+                                          const g4_pick *hd, const g4_pick *kv)
 {
     const tailor_gemma4_layer *ly = &cfg->layer[i];
-    char hd_field[64], kv_field[64];
-    if (hd_set)
-        snprintf(hd_field, sizeof hd_field, "per_layer_config.%d.head_dim", i);
-    else
-        snprintf(hd_field, sizeof hd_field, "%s", ly->full ? "global_head_dim" : "head_dim");
-    if (kv_set)
-        snprintf(kv_field, sizeof kv_field, "per_layer_config.%d.num_key_value_heads", i);
-    else
-        snprintf(kv_field, sizeof kv_field, "%s",
-                 ly->full && cfg->k_eq_v && cfg->n_global_kv_heads ? "num_global_key_value_heads"
-                                                                   : "num_key_value_heads");
     if (ly->head_dim <= 0 || ly->head_dim % 2)
         return tailor_set_error(ctx, TAILOR_ERR_PARSE,
-                                "%s: layer %d: %s %d is not a positive even number", file, i,
-                                hd_field, ly->head_dim);
+                                "%s: layer %d: %s%s %d is not a positive even number", file, i,
+                                prefix, hd->key, ly->head_dim);
     if (ly->n_kv_heads <= 0 || cfg->n_heads % ly->n_kv_heads)
         return tailor_set_error(ctx, TAILOR_ERR_PARSE,
-                                "%s: layer %d: num_attention_heads %d is not a multiple of %s %d",
-                                file, i, cfg->n_heads, kv_field, ly->n_kv_heads);
+                                "%s: layer %d: %snum_attention_heads %d is not a multiple of %s%s "
+                                "%d", file, i, prefix, cfg->n_heads, prefix, kv->key,
+                                ly->n_kv_heads);
     if ((long long)cfg->n_heads * ly->head_dim > G4_DIM_MAX) /* KV heads <= query heads */
         return tailor_set_error(ctx, TAILOR_ERR_PARSE,
-                                "%s: layer %d: num_attention_heads %d x %s %d is too large (at "
-                                "most %d)", file, i, cfg->n_heads, hd_field, ly->head_dim,
-                                G4_DIM_MAX);
+                                "%s: layer %d: %snum_attention_heads %d x %s%s %d is too large (at "
+                                "most %d)", file, i, prefix, cfg->n_heads, prefix, hd->key,
+                                ly->head_dim, G4_DIM_MAX);
     if (ly->inter > G4_DIM_MAX) /* only a doubled width can be */
         return tailor_set_error(ctx, TAILOR_ERR_PARSE,
-                                "%s: layer %d: intermediate_size %d doubled (use_double_wide_mlp) "
-                                "is too large (at most %d)", file, i, cfg->intermediate,
-                                G4_DIM_MAX);
+                                "%s: layer %d: %sintermediate_size %d doubled "
+                                "(use_double_wide_mlp) is too large (at most %d)", file, i, prefix,
+                                cfg->intermediate, G4_DIM_MAX);
     return TAILOR_OK;
 }
 
 /* Derives every layer's plan from cfg's scalars, cfg->layer[i].full, and optional per-layer
  * overrides (0 = none) of head_dim and KV heads. */
-tailor_status g4_derive_plan(tailor_ctx *ctx, const char *file, tailor_gemma4_config *cfg,
-                             const int *hd_override, const int *kv_override)
+tailor_status g4_derive_plan(tailor_ctx *ctx, const char *file, const char *prefix,
+                             tailor_gemma4_config *cfg, const int *hd_override,
+                             const int *kv_override)
 {
     int L = cfg->n_layers;
     int first_shared = L - cfg->n_kv_shared;
     if (cfg->n_kv_shared < 0 || (first_shared <= 0 && cfg->n_kv_shared > 0))
         return tailor_set_error(ctx, TAILOR_ERR_PARSE,
-                                "%s: num_kv_shared_layers %d leaves no layer that owns a cache "
-                                "(num_hidden_layers %d)", file, cfg->n_kv_shared, L);
+                                "%s: %snum_kv_shared_layers %d leaves no layer that owns a cache "
+                                "(num_hidden_layers %d)", file, prefix, cfg->n_kv_shared, L);
     for (int i = 0; i < L; i++) {
         tailor_gemma4_layer *ly = &cfg->layer[i];
         int full = ly->full;
-        ly->head_dim = hd_override && hd_override[i] ? hd_override[i]
-                       : full                         ? cfg->global_head_dim
-                                                      : cfg->head_dim;
-        ly->n_kv_heads = kv_override && kv_override[i] ? kv_override[i]
-                         : (full && cfg->k_eq_v && cfg->n_global_kv_heads) ? cfg->n_global_kv_heads
-                                                                            : cfg->n_kv_heads;
+        g4_pick hd = pick_head_dim(cfg, i, hd_override), kv = pick_kv_heads(cfg, i, kv_override);
+        ly->head_dim = hd.v;
+        ly->n_kv_heads = kv.v;
         ly->has_v_proj = !(full && cfg->k_eq_v);
         ly->kv_shared = cfg->n_kv_shared > 0 && i >= first_shared;
         ly->kv_source = i;
         /* intermediate <= G4_DIM_MAX, so doubled it still fits an int (checked below) */
         ly->inter = cfg->intermediate * (cfg->double_wide_mlp && ly->kv_shared ? 2 : 1);
-        tailor_status s = check_layer_geometry(ctx, file, cfg, i, hd_override && hd_override[i],
-                                               kv_override && kv_override[i]);
+        tailor_status s = check_layer_geometry(ctx, file, prefix, cfg, i, &hd, &kv);
         if (s != TAILOR_OK)
             return s;
         if (ly->kv_shared) {
@@ -450,7 +476,7 @@ static tailor_status parse_text_config(const jsrc *j, const cJSON *tc, tailor_ge
             break;
         }
     }
-    return g4_derive_plan(j->ctx, j->file, cfg, hd, kv);
+    return g4_derive_plan(j->ctx, j->file, j->prefix, cfg, hd, kv);
 }
 
 /* architectures, when given: a list whose first name is a Gemma 4 text architecture. */
@@ -694,7 +720,7 @@ tailor_status tailor_gemma4_preset(tailor_ctx *ctx, const char *name, tailor_gem
     for (int i = 0; i < cfg->n_layers; i++)
         cfg->layer[i].full = (i + 1) % v[which].period == 0;
     cfg->layer[cfg->n_layers - 1].full = 1;
-    return g4_derive_plan(ctx, preset_names[which], cfg, NULL, NULL);
+    return g4_derive_plan(ctx, preset_names[which], "", cfg, NULL, NULL);
 }
 
 /* ---- shapes -------------------------------------------------------------------------------------- */
