@@ -22,9 +22,12 @@ enum { N_SHARDS_MAX = 2 };
 
 typedef struct shard {
     const char *name;
-    cJSON *hdr;    /* header object: __metadata__, then one entry per tensor */
-    uint8_t *data; /* data section */
-    size_t len;
+    cJSON *hdr;            /* header object: __metadata__, then one entry per tensor */
+    const tw_tensor **t;   /* its tensors (in the ckpt's tw), in data-section order */
+    int n;
+    uint8_t *extra;        /* bytes after theirs that no tensor owns (m_named_twice), or NULL */
+    size_t extra_len;
+    size_t len;            /* data section bytes, extra included */
 } shard;
 
 typedef struct ckpt {
@@ -80,7 +83,8 @@ static void ckpt_free(ckpt *c)
     cJSON_Delete(c->tok);
     for (int i = 0; i < c->n_shards; i++) {
         cJSON_Delete(c->sh[i].hdr);
-        free(c->sh[i].data);
+        free(c->sh[i].t);
+        free(c->sh[i].extra);
     }
     tw_free(c->w);
     free(c->w);
@@ -242,8 +246,9 @@ static cJSON *q_weights(ckpt *c) { return cJSON_GetObjectItemCaseSensitive(q_gro
 
 /* ---- shards ---- */
 
-/* Lays the tensors out as safetensors headers and data sections (layer 1 in the second shard
- * when sharded), and the index. Idempotent. */
+/* Splits the tensors into shards (layer 1 in the second when sharded), each with its header as
+ * tw_header_text lays it out (parsed, for the cases to damage), and the index. The tensors are
+ * not changed after this. Idempotent. */
 static void ckpt_build(ckpt *c)
 {
     if (c->built)
@@ -257,30 +262,20 @@ static void ckpt_build(ckpt *c)
         c->index = raw("{\"metadata\":{\"total_size\":0},\"weight_map\":{}}");
         map = cJSON_GetObjectItemCaseSensitive(c->index, "weight_map");
     }
-    for (int s = 0; s < c->n_shards; s++) {
-        c->sh[s].hdr = raw("{\"__metadata__\":{\"format\":\"pt\"}}");
-        size_t total = 0;
-        for (int i = 0; i < c->w->n; i++)
-            total += c->w->t[i].nbytes;
-        c->sh[s].data = malloc(total ? total : 1);
-    }
+    for (int s = 0; s < c->n_shards; s++)
+        c->sh[s].t = malloc((size_t)(c->w->n ? c->w->n : 1) * sizeof *c->sh[s].t);
     for (int i = 0; i < c->w->n; i++) {
         const tw_tensor *t = &c->w->t[i];
-        int s = c->sharded && strstr(t->name, "layers.1.") ? 1 : 0;
-        shard *sh = &c->sh[s];
-        cJSON *e = cJSON_CreateObject();
-        cJSON_AddStringToObject(e, "dtype", t->dtype);
-        cJSON *shape = cJSON_AddArrayToObject(e, "shape");
-        for (int d = 0; d < t->ndim; d++)
-            cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t->shape[d]));
-        cJSON *off = cJSON_AddArrayToObject(e, "data_offsets");
-        cJSON_AddItemToArray(off, cJSON_CreateNumber((double)sh->len));
-        cJSON_AddItemToArray(off, cJSON_CreateNumber((double)(sh->len + t->nbytes)));
-        cJSON_AddItemToObject(sh->hdr, t->name, e);
-        memcpy(sh->data + sh->len, t->data, t->nbytes);
+        shard *sh = &c->sh[c->sharded && strstr(t->name, "layers.1.") ? 1 : 0];
+        sh->t[sh->n++] = t;
         sh->len += t->nbytes;
         if (map)
             cJSON_AddStringToObject(map, t->name, sh->name);
+    }
+    for (int s = 0; s < c->n_shards; s++) {
+        char *text = tw_header_text(c->sh[s].t, c->sh[s].n);
+        c->sh[s].hdr = raw(text);
+        free(text);
     }
 }
 
@@ -317,31 +312,35 @@ static int write_json(const char *dir, const char *name, const cJSON *v)
     return rc;
 }
 
+/* Writes shard s through tw_write_file: its header as the cases left it (shard 0: header_text
+ * instead, header_tail after it, hlen as the length), its tensors' bytes and any extra; shard 0
+ * then cut to `cut` bytes (counted back from the end with cut_from_end). */
 static void write_shard(const ckpt *c, int s, const char *dir)
 {
     const shard *sh = &c->sh[s];
     char *json = cJSON_PrintUnformatted(sh->hdr);
     const char *head = s == 0 && c->header_text ? c->header_text : json;
     const char *tail = s == 0 && c->header_tail ? c->header_tail : "";
-    size_t n = strlen(head) + strlen(tail);
-    char *h = malloc(n + 8);
-    snprintf(h, n + 8, "%s%s", head, tail);
-    while (n % 8)
-        h[n++] = ' ';
-    uint64_t hl = s == 0 && c->hlen >= 0 ? (uint64_t)c->hlen : n;
-    size_t file_len = 8 + n + sh->len;
-    uint8_t *bytes = malloc(file_len);
-    memcpy(bytes, &hl, 8);
-    memcpy(bytes + 8, h, n);
-    memcpy(bytes + 8 + n, sh->data, sh->len);
-    if (s == 0 && c->cut >= 0)
-        file_len = c->cut_from_end ? file_len - (size_t)c->cut : (size_t)c->cut;
+    size_t n = strlen(head) + strlen(tail) + 1;
+    char *h = malloc(n);
+    snprintf(h, n, "%s%s", head, tail);
+    tw_bytes *d = malloc((size_t)(sh->n + 1) * sizeof *d);
+    for (int i = 0; i < sh->n; i++) {
+        d[i].p = sh->t[i]->data;
+        d[i].n = sh->t[i]->nbytes;
+    }
+    d[sh->n].p = sh->extra;
+    d[sh->n].n = sh->extra_len;
     char p[600];
     snprintf(p, sizeof p, "%s/%s", dir, sh->name);
-    FILE *f = fopen(p, "wb");
-    fwrite(bytes, 1, file_len, f);
-    fclose(f);
-    free(bytes);
+    CHECKF(tw_write_file(p, h, s == 0 ? c->hlen : -1, d, sh->n + 1) == 0, "cannot write %s", p);
+    if (s == 0 && c->cut >= 0) {
+        struct stat st;
+        CHECKF(stat(p, &st) == 0, "cannot stat %s", p);
+        off_t keep = c->cut_from_end ? st.st_size - (off_t)c->cut : (off_t)c->cut;
+        CHECKF(truncate(p, keep) == 0, "cannot cut %s", p);
+    }
+    free(d);
     free(h);
     free(json);
 }
@@ -431,8 +430,8 @@ static void m_named_twice(ckpt *c)
     cJSON *e = raw("{\"dtype\":\"BF16\",\"shape\":[16]}");
     cJSON_AddItemToObject(e, "data_offsets", raw(off));
     cJSON_AddItemToObject(sh->hdr, LN0, e);
-    sh->data = realloc(sh->data, sh->len + 32);
-    memset(sh->data + sh->len, 0, 32);
+    sh->extra = calloc(32, 1);
+    sh->extra_len = 32;
     sh->len += 32;
 }
 static void m_meta_number(ckpt *c) { ckpt_build(c); set(c->sh[0].hdr, "__metadata__", "5"); }
