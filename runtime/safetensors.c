@@ -259,7 +259,7 @@ static tailor_status check_header_end(tailor_ctx *ctx, const st_file *f, const c
         if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r')
             return tailor_set_error(ctx, TAILOR_ERR_PARSE,
                                     "%s: header has bytes after its JSON object (at byte %zu of "
-                                    "%zu; only spaces may pad it)", f->path,
+                                    "%zu; only JSON whitespace may pad it)", f->path,
                                     (size_t)(p - text), hlen);
     return TAILOR_OK;
 }

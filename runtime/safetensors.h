@@ -48,14 +48,14 @@ typedef struct tailor_st tailor_st;
 
 /* Opens a checkpoint. `path` is a .safetensors file, a model.safetensors.index.json, or a
  * directory holding one of them (the index is preferred). Each file is mapped read-only and its
- * header checked: length sane and inside the file, JSON well formed with only space padding
- * after it, __metadata__ an object of strings, every dtype known, shape x element size == byte
- * length (no overflow), offsets inside the data section, no two tensors overlapping, no name
- * given twice, every index entry present in its shard. On success *out owns the mappings (free
- * with tailor_st_close). On failure *out is NULL, nothing stays mapped, and the context holds one
- * sentence naming the file and the tensor or field: TAILOR_ERR_IO (unreadable; a shard the index
- * names is reported with the index and the tensor), TAILOR_ERR_PARSE (malformed),
- * TAILOR_ERR_NOT_FOUND (index names a missing tensor). */
+ * header checked: length sane and inside the file, JSON well formed with only JSON whitespace
+ * (space, tab, newline, carriage return) padding it, __metadata__ an object of strings, every
+ * dtype known, shape x element size == byte length (no overflow), offsets inside the data
+ * section, no two tensors overlapping, no name given twice, every index entry present in its
+ * shard. On success *out owns the mappings (free with tailor_st_close). On failure *out is NULL,
+ * nothing stays mapped, and the context holds one sentence naming the file and the tensor or
+ * field: TAILOR_ERR_IO (unreadable; a shard the index names is reported with the index and the
+ * tensor), TAILOR_ERR_PARSE (malformed), TAILOR_ERR_NOT_FOUND (index names a missing tensor). */
 tailor_status tailor_st_open(tailor_ctx *ctx, const char *path, tailor_st **out);
 
 /* Unmaps and frees everything; NULL is fine. */

@@ -22,9 +22,12 @@ enum { N_SHARDS_MAX = 2 };
 
 typedef struct shard {
     const char *name;
-    cJSON *hdr;    /* header object: __metadata__, then one entry per tensor */
-    uint8_t *data; /* data section */
-    size_t len;
+    cJSON *hdr;            /* header object: __metadata__, then one entry per tensor */
+    const tw_tensor **t;   /* its tensors (in the ckpt's tw), in data-section order */
+    int n;
+    uint8_t *extra;        /* bytes after theirs that no tensor owns (m_named_twice), or NULL */
+    size_t extra_len;
+    size_t len;            /* data section bytes, extra included */
 } shard;
 
 typedef struct ckpt {
@@ -80,7 +83,8 @@ static void ckpt_free(ckpt *c)
     cJSON_Delete(c->tok);
     for (int i = 0; i < c->n_shards; i++) {
         cJSON_Delete(c->sh[i].hdr);
-        free(c->sh[i].data);
+        free(c->sh[i].t);
+        free(c->sh[i].extra);
     }
     tw_free(c->w);
     free(c->w);
@@ -219,10 +223,21 @@ static void quantize(ckpt *c, const char *base, int group, int asym)
 
 #define Q0 "model.layers.0.self_attn.q_proj" /* [nq * hd, H] = [16, 16] */
 
-/* quantization_config.config_groups.group_0 of a quantize()d checkpoint, and its weights. */
+/* The nested form with quantization_config inside text_config rather than at the top. */
+static void q_into_text_config(ckpt *c)
+{
+    cfg_nest(c);
+    cJSON *q = cJSON_DetachItemFromObjectCaseSensitive(c->cfg, "quantization_config");
+    cJSON_AddItemToObject(text_cfg(c), "quantization_config", q);
+}
+
+/* quantization_config.config_groups.group_0 of a quantize()d checkpoint (at the top or in
+ * text_config), and its weights. */
 static cJSON *q_group(ckpt *c)
 {
     cJSON *q = cJSON_GetObjectItemCaseSensitive(c->cfg, "quantization_config");
+    if (!q)
+        q = cJSON_GetObjectItemCaseSensitive(text_cfg(c), "quantization_config");
     cJSON *groups = cJSON_GetObjectItemCaseSensitive(q, "config_groups");
     return cJSON_GetObjectItemCaseSensitive(groups, "group_0");
 }
@@ -231,8 +246,9 @@ static cJSON *q_weights(ckpt *c) { return cJSON_GetObjectItemCaseSensitive(q_gro
 
 /* ---- shards ---- */
 
-/* Lays the tensors out as safetensors headers and data sections (layer 1 in the second shard
- * when sharded), and the index. Idempotent. */
+/* Splits the tensors into shards (layer 1 in the second when sharded), each with its header as
+ * tw_header_text lays it out (parsed, for the cases to damage), and the index. The tensors are
+ * not changed after this. Idempotent. */
 static void ckpt_build(ckpt *c)
 {
     if (c->built)
@@ -246,30 +262,20 @@ static void ckpt_build(ckpt *c)
         c->index = raw("{\"metadata\":{\"total_size\":0},\"weight_map\":{}}");
         map = cJSON_GetObjectItemCaseSensitive(c->index, "weight_map");
     }
-    for (int s = 0; s < c->n_shards; s++) {
-        c->sh[s].hdr = raw("{\"__metadata__\":{\"format\":\"pt\"}}");
-        size_t total = 0;
-        for (int i = 0; i < c->w->n; i++)
-            total += c->w->t[i].nbytes;
-        c->sh[s].data = malloc(total ? total : 1);
-    }
+    for (int s = 0; s < c->n_shards; s++)
+        c->sh[s].t = malloc((size_t)(c->w->n ? c->w->n : 1) * sizeof *c->sh[s].t);
     for (int i = 0; i < c->w->n; i++) {
         const tw_tensor *t = &c->w->t[i];
-        int s = c->sharded && strstr(t->name, "layers.1.") ? 1 : 0;
-        shard *sh = &c->sh[s];
-        cJSON *e = cJSON_CreateObject();
-        cJSON_AddStringToObject(e, "dtype", t->dtype);
-        cJSON *shape = cJSON_AddArrayToObject(e, "shape");
-        for (int d = 0; d < t->ndim; d++)
-            cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t->shape[d]));
-        cJSON *off = cJSON_AddArrayToObject(e, "data_offsets");
-        cJSON_AddItemToArray(off, cJSON_CreateNumber((double)sh->len));
-        cJSON_AddItemToArray(off, cJSON_CreateNumber((double)(sh->len + t->nbytes)));
-        cJSON_AddItemToObject(sh->hdr, t->name, e);
-        memcpy(sh->data + sh->len, t->data, t->nbytes);
+        shard *sh = &c->sh[c->sharded && strstr(t->name, "layers.1.") ? 1 : 0];
+        sh->t[sh->n++] = t;
         sh->len += t->nbytes;
         if (map)
             cJSON_AddStringToObject(map, t->name, sh->name);
+    }
+    for (int s = 0; s < c->n_shards; s++) {
+        char *text = tw_header_text(c->sh[s].t, c->sh[s].n);
+        c->sh[s].hdr = raw(text);
+        free(text);
     }
 }
 
@@ -306,31 +312,35 @@ static int write_json(const char *dir, const char *name, const cJSON *v)
     return rc;
 }
 
+/* Writes shard s through tw_write_file: its header as the cases left it (shard 0: header_text
+ * instead, header_tail after it, hlen as the length), its tensors' bytes and any extra; shard 0
+ * then cut to `cut` bytes (counted back from the end with cut_from_end). */
 static void write_shard(const ckpt *c, int s, const char *dir)
 {
     const shard *sh = &c->sh[s];
     char *json = cJSON_PrintUnformatted(sh->hdr);
     const char *head = s == 0 && c->header_text ? c->header_text : json;
     const char *tail = s == 0 && c->header_tail ? c->header_tail : "";
-    size_t n = strlen(head) + strlen(tail);
-    char *h = malloc(n + 8);
-    snprintf(h, n + 8, "%s%s", head, tail);
-    while (n % 8)
-        h[n++] = ' ';
-    uint64_t hl = s == 0 && c->hlen >= 0 ? (uint64_t)c->hlen : n;
-    size_t file_len = 8 + n + sh->len;
-    uint8_t *bytes = malloc(file_len);
-    memcpy(bytes, &hl, 8);
-    memcpy(bytes + 8, h, n);
-    memcpy(bytes + 8 + n, sh->data, sh->len);
-    if (s == 0 && c->cut >= 0)
-        file_len = c->cut_from_end ? file_len - (size_t)c->cut : (size_t)c->cut;
+    size_t n = strlen(head) + strlen(tail) + 1;
+    char *h = malloc(n);
+    snprintf(h, n, "%s%s", head, tail);
+    tw_bytes *d = malloc((size_t)(sh->n + 1) * sizeof *d);
+    for (int i = 0; i < sh->n; i++) {
+        d[i].p = sh->t[i]->data;
+        d[i].n = sh->t[i]->nbytes;
+    }
+    d[sh->n].p = sh->extra;
+    d[sh->n].n = sh->extra_len;
     char p[600];
     snprintf(p, sizeof p, "%s/%s", dir, sh->name);
-    FILE *f = fopen(p, "wb");
-    fwrite(bytes, 1, file_len, f);
-    fclose(f);
-    free(bytes);
+    CHECKF(tw_write_file(p, h, s == 0 ? c->hlen : -1, d, sh->n + 1) == 0, "cannot write %s", p);
+    if (s == 0 && c->cut >= 0) {
+        struct stat st;
+        CHECKF(stat(p, &st) == 0, "cannot stat %s", p);
+        off_t keep = c->cut_from_end ? st.st_size - (off_t)c->cut : (off_t)c->cut;
+        CHECKF(truncate(p, keep) == 0, "cannot cut %s", p);
+    }
+    free(d);
     free(h);
     free(json);
 }
@@ -379,6 +389,8 @@ static void m_hdr_not_json(ckpt *c) { c->header_text = "this is not JSON at all"
 static void m_hdr_array(ckpt *c) { c->header_text = "[1, 2, 3]"; }
 static void m_hdr_trailing(ckpt *c) { c->header_tail = "garbage"; }
 static void m_hdr_newline(ckpt *c) { c->header_tail = "\n"; }
+static void m_hdr_tab_cr(ckpt *c) { c->header_tail = "\t\r\n"; }
+static void m_hdr_ws_then_garbage(ckpt *c) { c->header_tail = " \t x"; }
 static void m_off_past_end(ckpt *c) { hdr_set(c, LN0, "data_offsets", "[0, 100000]"); }
 static void m_off_reversed(ckpt *c) { hdr_set(c, LN0, "data_offsets", "[32, 0]"); }
 static void m_off_single(ckpt *c) { hdr_set(c, LN0, "data_offsets", "[0]"); }
@@ -418,8 +430,8 @@ static void m_named_twice(ckpt *c)
     cJSON *e = raw("{\"dtype\":\"BF16\",\"shape\":[16]}");
     cJSON_AddItemToObject(e, "data_offsets", raw(off));
     cJSON_AddItemToObject(sh->hdr, LN0, e);
-    sh->data = realloc(sh->data, sh->len + 32);
-    memset(sh->data + sh->len, 0, 32);
+    sh->extra = calloc(32, 1);
+    sh->extra_len = 32;
     sh->len += 32;
 }
 static void m_meta_number(ckpt *c) { ckpt_build(c); set(c->sh[0].hdr, "__metadata__", "5"); }
@@ -501,6 +513,32 @@ static void m_cfg_no_divide(ckpt *c)
 {
     cfg_set(c, "num_attention_heads", "3");
     cfg_set(c, "num_key_value_heads", "2");
+}
+static void m_cfg_nested_odd_hd(ckpt *c)
+{
+    cfg_nest(c);
+    cfg_set(c, "head_dim", "7");
+}
+static void m_cfg_nested_odd_ghd(ckpt *c)
+{ /* layer 1 is the full one */
+    cfg_nest(c);
+    cfg_set(c, "global_head_dim", "15");
+}
+static void m_cfg_nested_plc_hd(ckpt *c)
+{
+    cfg_nest(c);
+    cfg_set(c, "per_layer_config", "{\"1\":{\"head_dim\":15}}");
+}
+static void m_cfg_nested_no_divide(ckpt *c)
+{
+    cfg_nest(c);
+    cfg_set(c, "num_attention_heads", "3");
+    cfg_set(c, "num_key_value_heads", "2");
+}
+static void m_cfg_nested_shared_all(ckpt *c)
+{
+    cfg_nest(c);
+    cfg_set(c, "num_kv_shared_layers", "2");
 }
 static void m_cfg_types_short(ckpt *c) { cfg_set(c, "layer_types", "[\"full_attention\"]"); }
 static void m_cfg_types_name(ckpt *c)
@@ -670,6 +708,30 @@ static void m_w4_bits_string(ckpt *c)
     set(q_weights(c), "num_bits", "\"4\"");
 }
 static void m_w4_bits_8(ckpt *c) { quantize(c, Q0, 8, 0); set(q_weights(c), "num_bits", "8"); }
+static void m_w4_nested_bits_string(ckpt *c)
+{
+    quantize(c, Q0, 8, 0);
+    q_into_text_config(c);
+    set(q_weights(c), "num_bits", "\"4\"");
+}
+static void m_w4_nested_bits_8(ckpt *c)
+{
+    quantize(c, Q0, 8, 0);
+    q_into_text_config(c);
+    set(q_weights(c), "num_bits", "8");
+}
+static void m_w4_nested_method(ckpt *c)
+{
+    quantize(c, Q0, 8, 0);
+    q_into_text_config(c);
+    set(cJSON_GetObjectItemCaseSensitive(text_cfg(c), "quantization_config"), "quant_method",
+        "\"gptq\"");
+}
+static void m_w4_nested_good(ckpt *c)
+{
+    quantize(c, Q0, 8, 0);
+    q_into_text_config(c);
+}
 static void m_w4_groups_list(ckpt *c)
 {
     quantize(c, Q0, 8, 0);
@@ -726,6 +788,9 @@ static const bad_case cases[] = {
     {"header a JSON array", m_hdr_array, M, PARSE, ST, "header", "JSON object"},
     {"bytes after the header JSON", m_hdr_trailing, M, PARSE, ST, "header", "after its JSON"},
     {"newline padding (accepted)", m_hdr_newline, M, TAILOR_OK, NULL, NULL, NULL},
+    {"tab and CR padding (accepted)", m_hdr_tab_cr, M, TAILOR_OK, NULL, NULL, NULL},
+    {"garbage after whitespace padding", m_hdr_ws_then_garbage, M, PARSE,
+     ST, "header", "only JSON whitespace"},
     {"__metadata__ a number", m_meta_number, M, PARSE, ST, "__metadata__", NULL},
     {"__metadata__ value a number", m_meta_value, M, PARSE, ST, "__metadata__", "format"},
     {"__metadata__ a tensor entry", m_meta_tensor, M, PARSE, ST, "__metadata__", "shape"},
@@ -779,6 +844,17 @@ static const bad_case cases[] = {
     {"heads x head_dim overflow", m_cfg_heads_overflow, M, PARSE,
      CFG, "num_attention_heads", "999999999"},
     {"heads do not divide", m_cfg_no_divide, M, PARSE, CFG, "num_key_value_heads", NULL},
+    {"head_dim odd, nested", m_cfg_nested_odd_hd, M, PARSE,
+     CFG, "layer 0: text_config.head_dim 7", "positive even"},
+    {"global_head_dim odd, nested", m_cfg_nested_odd_ghd, M, PARSE,
+     CFG, "layer 1: text_config.global_head_dim 15", "positive even"},
+    {"per_layer_config head_dim odd, nested", m_cfg_nested_plc_hd, M, PARSE,
+     CFG, "layer 1: text_config.per_layer_config.1.head_dim 15", "positive even"},
+    {"heads do not divide, nested", m_cfg_nested_no_divide, M, PARSE,
+     CFG, "text_config.num_attention_heads 3 is not a multiple of text_config.num_key_value_heads",
+     NULL},
+    {"every layer KV-shared, nested", m_cfg_nested_shared_all, M, PARSE,
+     CFG, "text_config.num_kv_shared_layers 2", NULL},
     {"layer_types too short", m_cfg_types_short, M, PARSE, CFG, "layer_types", "2"},
     {"layer_types unknown name", m_cfg_types_name, M, PARSE, CFG, "layer_types[1]", NULL},
     {"layer_types a string", m_cfg_types_string, M, PARSE, CFG, "layer_types", NULL},
@@ -843,6 +919,14 @@ static const bad_case cases[] = {
     {"group_size fractional", m_w4_gs_fraction, M, PARSE, CFG, "group_size", NULL},
     {"num_bits a string", m_w4_bits_string, M, PARSE, CFG, "num_bits", NULL},
     {"num_bits 8", m_w4_bits_8, M, UNSUP, CFG, "num_bits", "8"},
+    {"W4A16 nested in text_config (accepted)", m_w4_nested_good, M, TAILOR_OK, NULL, NULL, NULL},
+    {"num_bits a string, nested", m_w4_nested_bits_string, M, PARSE,
+     CFG, "field text_config.quantization_config.config_groups.group_0.weights.num_bits",
+     "not an integer"},
+    {"num_bits 8, nested", m_w4_nested_bits_8, M, UNSUP,
+     CFG, "text_config.quantization_config.config_groups.group_0.weights.num_bits 8", NULL},
+    {"quant_method gptq, nested", m_w4_nested_method, M, UNSUP,
+     CFG, "text_config.quantization_config.quant_method 'gptq'", NULL},
     {"config_groups a list", m_w4_groups_list, M, PARSE, CFG, "config_groups", NULL},
     {"config group weights a number", m_w4_weights_number, M, PARSE, CFG, "weights", NULL},
     /* tokenizer.json */

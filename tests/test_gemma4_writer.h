@@ -79,41 +79,80 @@ static inline void tw_add_f(tw *w, const char *name, const char *dtype, const fl
     }
 }
 
-/* Writes the tensors as one safetensors file. extra_header: appended raw inside the JSON object
- * (NULL for none). Returns 0 on success. */
-static inline int tw_write(const tw *w, const char *path)
+/* The safetensors header of tensors t[0..n): {"__metadata__":{"format":"pt"}, then each
+ * tensor's dtype, shape and data_offsets}, each tensor's bytes right after the previous one's in
+ * list order. JSON text, not padded; the caller frees it. */
+static inline char *tw_header_text(const tw_tensor *const *t, int n)
 {
-    size_t cap = 4096 + (size_t)w->n * 420;
+    size_t cap = 4096 + (size_t)n * 420;
     char *h = malloc(cap);
+    if (!h)
+        return NULL;
     size_t o = 0;
     uint64_t off = 0;
     o += (size_t)snprintf(h + o, cap - o, "{\"__metadata__\":{\"format\":\"pt\"}");
-    for (int i = 0; i < w->n; i++) {
-        const tw_tensor *t = &w->t[i];
-        o += (size_t)snprintf(h + o, cap - o, ",\"%s\":{\"dtype\":\"%s\",\"shape\":[", t->name,
-                              t->dtype);
-        for (int d = 0; d < t->ndim; d++)
-            o += (size_t)snprintf(h + o, cap - o, "%s%lld", d ? "," : "", (long long)t->shape[d]);
+    for (int i = 0; i < n; i++) {
+        o += (size_t)snprintf(h + o, cap - o, ",\"%s\":{\"dtype\":\"%s\",\"shape\":[", t[i]->name,
+                              t[i]->dtype);
+        for (int d = 0; d < t[i]->ndim; d++)
+            o += (size_t)snprintf(h + o, cap - o, "%s%lld", d ? "," : "",
+                                  (long long)t[i]->shape[d]);
         o += (size_t)snprintf(h + o, cap - o, "],\"data_offsets\":[%llu,%llu]}",
-                              (unsigned long long)off, (unsigned long long)(off + t->nbytes));
-        off += t->nbytes;
+                              (unsigned long long)off, (unsigned long long)(off + t[i]->nbytes));
+        off += t[i]->nbytes;
     }
-    o += (size_t)snprintf(h + o, cap - o, "}");
-    while (o % 8)
-        h[o++] = ' ';
+    snprintf(h + o, cap - o, "}");
+    return h;
+}
+
+/* A run of bytes of a safetensors data section. */
+typedef struct tw_bytes {
+    const void *p;
+    size_t n;
+} tw_bytes;
+
+/* Writes a safetensors file: the 8-byte little-endian header length, `header` padded with spaces
+ * to a multiple of 8 bytes, then data[0..n) in order. hlen >= 0 is written as the length instead
+ * of the padded header's (a broken file on purpose). Returns 0 on success. */
+static inline int tw_write_file(const char *path, const char *header, int64_t hlen,
+                                const tw_bytes *data, int n)
+{
     FILE *f = fopen(path, "wb");
-    if (!f) {
-        free(h);
+    if (!f)
         return -1;
+    size_t len = strlen(header), padded = (len + 7) / 8 * 8;
+    uint64_t hl = hlen >= 0 ? (uint64_t)hlen : padded;
+    int ok = fwrite(&hl, 8, 1, f) == 1 && fwrite(header, 1, len, f) == len;
+    for (size_t i = len; i < padded && ok; i++)
+        ok = fputc(' ', f) != EOF;
+    for (int i = 0; i < n && ok; i++)
+        ok = data[i].n == 0 || fwrite(data[i].p, 1, data[i].n, f) == data[i].n;
+    ok = fclose(f) == 0 && ok;
+    return ok ? 0 : -1;
+}
+
+/* Writes w's tensors as one safetensors file (tw_header_text, tw_write_file). Returns 0 on
+ * success. */
+static inline int tw_write(const tw *w, const char *path)
+{
+    const tw_tensor **t = malloc((size_t)(w->n ? w->n : 1) * sizeof *t);
+    tw_bytes *d = malloc((size_t)(w->n ? w->n : 1) * sizeof *d);
+    char *h = NULL;
+    int rc = -1;
+    if (t && d) {
+        for (int i = 0; i < w->n; i++) {
+            t[i] = &w->t[i];
+            d[i].p = w->t[i].data;
+            d[i].n = w->t[i].nbytes;
+        }
+        h = tw_header_text(t, w->n);
     }
-    uint64_t hl = o;
-    fwrite(&hl, 8, 1, f);
-    fwrite(h, 1, o, f);
-    for (int i = 0; i < w->n; i++)
-        fwrite(w->t[i].data, 1, w->t[i].nbytes, f);
-    fclose(f);
+    if (h)
+        rc = tw_write_file(path, h, -1, d, w->n);
     free(h);
-    return 0;
+    free(d);
+    free(t);
+    return rc;
 }
 
 static inline int tw_write_text(const char *path, const char *text)

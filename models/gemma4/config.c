@@ -17,6 +17,13 @@ typedef struct jsrc {
     const char *prefix; /* "" or "text_config." */
 } jsrc;
 
+/* The one sentence for a field of the wrong type or range: "FILE: field PREFIXKEY is not WANT". */
+static tailor_status field_error(const jsrc *j, const char *key, const char *want)
+{
+    return tailor_set_error(j->ctx, TAILOR_ERR_PARSE, "%s: field %s%s is not %s", j->file,
+                            j->prefix, key, want);
+}
+
 static tailor_status get_int(const jsrc *j, const cJSON *obj, const char *key, int required,
                              int def, int *out)
 {
@@ -29,9 +36,7 @@ static tailor_status get_int(const jsrc *j, const cJSON *obj, const char *key, i
         return TAILOR_OK;
     }
     if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < 0)
-        return tailor_set_error(j->ctx, TAILOR_ERR_PARSE,
-                                "%s: field %s%s is not a non-negative integer", j->file, j->prefix,
-                                key);
+        return field_error(j, key, "a non-negative integer");
     if (v->valuedouble > G4_DIM_MAX)
         return tailor_set_error(j->ctx, TAILOR_ERR_PARSE,
                                 "%s: field %s%s is %g, too large (at most %d)", j->file, j->prefix,
@@ -55,8 +60,7 @@ static tailor_status get_float(const jsrc *j, const cJSON *obj, const char *key,
         return TAILOR_OK;
     }
     if (!cJSON_IsNumber(v))
-        return tailor_set_error(j->ctx, TAILOR_ERR_PARSE, "%s: field %s%s is not a number",
-                                j->file, j->prefix, key);
+        return field_error(j, key, "a number");
     double d = v->valuedouble;
     float f = (float)(d >= 0 && d <= FLT_MAX ? d : 0);
     if (!(d >= 0 && d <= FLT_MAX) || (range == FLOAT_POSITIVE && !(f > 0)) ||
@@ -76,8 +80,7 @@ static tailor_status get_string(const jsrc *j, const cJSON *obj, const char *key
     if (!v || cJSON_IsNull(v))
         return TAILOR_OK;
     if (!cJSON_IsString(v))
-        return tailor_set_error(j->ctx, TAILOR_ERR_PARSE, "%s: field %s%s is not a string",
-                                j->file, j->prefix, key);
+        return field_error(j, key, "a string");
     *out = v->valuestring;
     return TAILOR_OK;
 }
@@ -91,8 +94,7 @@ static tailor_status get_object(const jsrc *j, const cJSON *obj, const char *key
     if (!v || cJSON_IsNull(v))
         return TAILOR_OK;
     if (!cJSON_IsObject(v))
-        return tailor_set_error(j->ctx, TAILOR_ERR_PARSE, "%s: field %s%s is not an object",
-                                j->file, j->prefix, key);
+        return field_error(j, key, "an object");
     *out = v;
     return TAILOR_OK;
 }
@@ -106,81 +108,106 @@ static tailor_status get_bool(const jsrc *j, const cJSON *obj, const char *key, 
         return TAILOR_OK;
     }
     if (!cJSON_IsBool(v))
-        return tailor_set_error(j->ctx, TAILOR_ERR_PARSE, "%s: field %s%s is not true or false",
-                                j->file, j->prefix, key);
+        return field_error(j, key, "true or false");
     *out = cJSON_IsTrue(v);
     return TAILOR_OK;
 }
 
 /* ---- the layer plan ----------------------------------------------------------------------------- */
 
-/* Layer i's head_dim, KV heads and MLP width as derived (hd_set / kv_set: from per_layer_config):
- * a positive even head_dim, KV heads dividing the query heads, and every width a matrix has
- * inside G4_DIM_MAX. Failures name the config field the value came from. */
-static tailor_status check_layer_geometry(tailor_ctx *ctx, const char *file,
-                                          const tailor_gemma4_config *cfg, int i, int hd_set,
-                                          int kv_set)
+/* A value of the layer plan and the config key it came from, for messages. */
+typedef struct g4_pick {
+    int v;
+    char key[64]; /* "head_dim", "global_head_dim", "per_layer_config.3.head_dim", ... */
+} g4_pick;
+
+/* Layer i's head_dim: its per_layer_config override (0 = none), else global_head_dim on full
+ * layers and head_dim on sliding ones. */
+static g4_pick pick_head_dim(const tailor_gemma4_config *cfg, int i, const int *hd_override)
+{
+    g4_pick p;
+    if (hd_override && hd_override[i]) {
+        p.v = hd_override[i];
+        snprintf(p.key, sizeof p.key, "per_layer_config.%d.head_dim", i);
+    } else {
+        int full = cfg->layer[i].full;
+        p.v = full ? cfg->global_head_dim : cfg->head_dim;
+        snprintf(p.key, sizeof p.key, "%s", full ? "global_head_dim" : "head_dim");
+    }
+    return p;
+}
+
+/* Layer i's KV heads: its per_layer_config override (0 = none), else
+ * num_global_key_value_heads on K=V full layers that give it, num_key_value_heads otherwise. */
+static g4_pick pick_kv_heads(const tailor_gemma4_config *cfg, int i, const int *kv_override)
+{
+    g4_pick p;
+    if (kv_override && kv_override[i]) {
+        p.v = kv_override[i];
+        snprintf(p.key, sizeof p.key, "per_layer_config.%d.num_key_value_heads", i);
+    } else {
+        int global = cfg->layer[i].full && cfg->k_eq_v && cfg->n_global_kv_heads;
+        p.v = global ? cfg->n_global_kv_heads : cfg->n_kv_heads;
+        snprintf(p.key, sizeof p.key, "%s",
+                 global ? "num_global_key_value_heads" : "num_key_value_heads");
+    }
+    return p;
+}
+
+/* Layer i's head_dim, KV heads (picked as hd and kv) and MLP width as derived: a positive even
+ * head_dim, KV heads dividing the query heads, and every width a matrix has inside G4_DIM_MAX.
+ * Failures name the config key the value came from, `prefix` ("" or "text_config.") before it. */
+static tailor_status check_layer_geometry(tailor_ctx *ctx, const char *file, const char *prefix,
+                                          const tailor_gemma4_config *cfg, int i,
+                                          const g4_pick *hd, const g4_pick *kv)
 {
     const tailor_gemma4_layer *ly = &cfg->layer[i];
-    char hd_field[64], kv_field[64];
-    if (hd_set)
-        snprintf(hd_field, sizeof hd_field, "per_layer_config.%d.head_dim", i);
-    else
-        snprintf(hd_field, sizeof hd_field, "%s", ly->full ? "global_head_dim" : "head_dim");
-    if (kv_set)
-        snprintf(kv_field, sizeof kv_field, "per_layer_config.%d.num_key_value_heads", i);
-    else
-        snprintf(kv_field, sizeof kv_field, "%s",
-                 ly->full && cfg->k_eq_v && cfg->n_global_kv_heads ? "num_global_key_value_heads"
-                                                                   : "num_key_value_heads");
     if (ly->head_dim <= 0 || ly->head_dim % 2)
         return tailor_set_error(ctx, TAILOR_ERR_PARSE,
-                                "%s: layer %d: %s %d is not a positive even number", file, i,
-                                hd_field, ly->head_dim);
+                                "%s: layer %d: %s%s %d is not a positive even number", file, i,
+                                prefix, hd->key, ly->head_dim);
     if (ly->n_kv_heads <= 0 || cfg->n_heads % ly->n_kv_heads)
         return tailor_set_error(ctx, TAILOR_ERR_PARSE,
-                                "%s: layer %d: num_attention_heads %d is not a multiple of %s %d",
-                                file, i, cfg->n_heads, kv_field, ly->n_kv_heads);
+                                "%s: layer %d: %snum_attention_heads %d is not a multiple of %s%s "
+                                "%d", file, i, prefix, cfg->n_heads, prefix, kv->key,
+                                ly->n_kv_heads);
     if ((long long)cfg->n_heads * ly->head_dim > G4_DIM_MAX) /* KV heads <= query heads */
         return tailor_set_error(ctx, TAILOR_ERR_PARSE,
-                                "%s: layer %d: num_attention_heads %d x %s %d is too large (at "
-                                "most %d)", file, i, cfg->n_heads, hd_field, ly->head_dim,
-                                G4_DIM_MAX);
+                                "%s: layer %d: %snum_attention_heads %d x %s%s %d is too large (at "
+                                "most %d)", file, i, prefix, cfg->n_heads, prefix, hd->key,
+                                ly->head_dim, G4_DIM_MAX);
     if (ly->inter > G4_DIM_MAX) /* only a doubled width can be */
         return tailor_set_error(ctx, TAILOR_ERR_PARSE,
-                                "%s: layer %d: intermediate_size %d doubled (use_double_wide_mlp) "
-                                "is too large (at most %d)", file, i, cfg->intermediate,
-                                G4_DIM_MAX);
+                                "%s: layer %d: %sintermediate_size %d doubled "
+                                "(use_double_wide_mlp) is too large (at most %d)", file, i, prefix,
+                                cfg->intermediate, G4_DIM_MAX);
     return TAILOR_OK;
 }
 
 /* Derives every layer's plan from cfg's scalars, cfg->layer[i].full, and optional per-layer
  * overrides (0 = none) of head_dim and KV heads. */
-tailor_status g4_derive_plan(tailor_ctx *ctx, const char *file, tailor_gemma4_config *cfg,
-                             const int *hd_override, const int *kv_override)
+tailor_status g4_derive_plan(tailor_ctx *ctx, const char *file, const char *prefix,
+                             tailor_gemma4_config *cfg, const int *hd_override,
+                             const int *kv_override)
 {
     int L = cfg->n_layers;
     int first_shared = L - cfg->n_kv_shared;
     if (cfg->n_kv_shared < 0 || (first_shared <= 0 && cfg->n_kv_shared > 0))
         return tailor_set_error(ctx, TAILOR_ERR_PARSE,
-                                "%s: num_kv_shared_layers %d leaves no layer that owns a cache "
-                                "(num_hidden_layers %d)", file, cfg->n_kv_shared, L);
+                                "%s: %snum_kv_shared_layers %d leaves no layer that owns a cache "
+                                "(num_hidden_layers %d)", file, prefix, cfg->n_kv_shared, L);
     for (int i = 0; i < L; i++) {
         tailor_gemma4_layer *ly = &cfg->layer[i];
         int full = ly->full;
-        ly->head_dim = hd_override && hd_override[i] ? hd_override[i]
-                       : full                         ? cfg->global_head_dim
-                                                      : cfg->head_dim;
-        ly->n_kv_heads = kv_override && kv_override[i] ? kv_override[i]
-                         : (full && cfg->k_eq_v && cfg->n_global_kv_heads) ? cfg->n_global_kv_heads
-                                                                            : cfg->n_kv_heads;
+        g4_pick hd = pick_head_dim(cfg, i, hd_override), kv = pick_kv_heads(cfg, i, kv_override);
+        ly->head_dim = hd.v;
+        ly->n_kv_heads = kv.v;
         ly->has_v_proj = !(full && cfg->k_eq_v);
         ly->kv_shared = cfg->n_kv_shared > 0 && i >= first_shared;
         ly->kv_source = i;
         /* intermediate <= G4_DIM_MAX, so doubled it still fits an int (checked below) */
         ly->inter = cfg->intermediate * (cfg->double_wide_mlp && ly->kv_shared ? 2 : 1);
-        tailor_status s = check_layer_geometry(ctx, file, cfg, i, hd_override && hd_override[i],
-                                               kv_override && kv_override[i]);
+        tailor_status s = check_layer_geometry(ctx, file, prefix, cfg, i, &hd, &kv);
         if (s != TAILOR_OK)
             return s;
         if (ly->kv_shared) {
@@ -449,7 +476,7 @@ static tailor_status parse_text_config(const jsrc *j, const cJSON *tc, tailor_ge
             break;
         }
     }
-    return g4_derive_plan(j->ctx, j->file, cfg, hd, kv);
+    return g4_derive_plan(j->ctx, j->file, j->prefix, cfg, hd, kv);
 }
 
 /* architectures, when given: a list whose first name is a Gemma 4 text architecture. */
@@ -486,6 +513,97 @@ static tailor_status check_tied(const jsrc *j, const cJSON *root, const cJSON *t
                              "%s: field %stie_word_embeddings is false: a separate LM head "
                              "(lm_head.weight) is not supported", j->file,
                              tied_top ? j->prefix : "");
+    return s;
+}
+
+/* ---- quantization_config ------------------------------------------------------------------- */
+
+/* One config group g, its key g->string under j (prefix "...quantization_config.config_groups."):
+ * format pack-quantized when given, weights.num_bits 4 when given, weights.group_size a positive
+ * integer into *group (-1 or null: per channel, *group left as it is). */
+static tailor_status parse_quant_group(const jsrc *j, const cJSON *g, int *group)
+{
+    if (!cJSON_IsObject(g)) /* null too: a group that says nothing is not a group */
+        return field_error(j, g->string, "an object");
+    char pre[256], wpre[288];
+    snprintf(pre, sizeof pre, "%s%s.", j->prefix, g->string);
+    jsrc gj = *j;
+    gj.prefix = pre;
+    const char *fmt = NULL;
+    tailor_status s = get_string(&gj, g, "format", NULL, &fmt);
+    if (s == TAILOR_OK && fmt && strcmp(fmt, "pack-quantized") != 0)
+        s = tailor_set_error(j->ctx, TAILOR_ERR_UNSUPPORTED,
+                             "%s: %sformat '%s' is not supported (pack-quantized only)", j->file,
+                             pre, fmt);
+    const cJSON *w = NULL;
+    if (s == TAILOR_OK)
+        s = get_object(&gj, g, "weights", &w);
+    if (s != TAILOR_OK || !w)
+        return s;
+    snprintf(wpre, sizeof wpre, "%sweights.", pre);
+    jsrc wj = *j;
+    wj.prefix = wpre;
+    const cJSON *bits = cJSON_GetObjectItemCaseSensitive(w, "num_bits");
+    const cJSON *gs = cJSON_GetObjectItemCaseSensitive(w, "group_size");
+    if (bits && !cJSON_IsNull(bits)) {
+        if (!cJSON_IsNumber(bits) || bits->valuedouble != floor(bits->valuedouble))
+            return field_error(&wj, "num_bits", "an integer");
+        if (bits->valuedouble != 4)
+            return tailor_set_error(j->ctx, TAILOR_ERR_UNSUPPORTED,
+                                    "%s: %snum_bits %g is not supported (4 only)", j->file, wpre,
+                                    bits->valuedouble);
+    }
+    if (gs && !cJSON_IsNull(gs) && !(cJSON_IsNumber(gs) && gs->valuedouble == -1)) {
+        if (!cJSON_IsNumber(gs) || gs->valuedouble != floor(gs->valuedouble) ||
+            gs->valuedouble < 1 || gs->valuedouble > G4_DIM_MAX)
+            return field_error(&wj, "group_size",
+                               "a positive integer (or -1) of at most 1000000000");
+        *group = (int)gs->valuedouble;
+    }
+    return TAILOR_OK;
+}
+
+/* quantization_config, at the top or (absent there) in text_config, its messages prefixed by
+ * where it sits: compressed-tensors pack-quantized only; the group size of its config groups
+ * (the last that gives one) into cfg->quant_group. */
+static tailor_status parse_quant(const jsrc *j, const cJSON *root, tailor_gemma4_config *cfg)
+{
+    jsrc at = *j;
+    const cJSON *holder = root;
+    at.prefix = "";
+    if (!cJSON_GetObjectItemCaseSensitive(root, "quantization_config")) {
+        holder = cJSON_GetObjectItemCaseSensitive(root, "text_config"); /* NULL is fine */
+        at.prefix = "text_config.";
+    }
+    const cJSON *q = NULL;
+    tailor_status s = get_object(&at, holder, "quantization_config", &q);
+    if (s != TAILOR_OK || !q)
+        return s;
+    char pre[64], gpre[96];
+    snprintf(pre, sizeof pre, "%squantization_config.", at.prefix);
+    jsrc qj = *j;
+    qj.prefix = pre;
+    const cJSON *meth = cJSON_GetObjectItemCaseSensitive(q, "quant_method");
+    if (!cJSON_IsString(meth) || strcmp(meth->valuestring, "compressed-tensors") != 0)
+        return tailor_set_error(j->ctx, TAILOR_ERR_UNSUPPORTED,
+                                "%s: %squant_method '%s' is not supported (compressed-tensors "
+                                "pack-quantized only)", j->file, pre,
+                                cJSON_IsString(meth) ? meth->valuestring : "?");
+    const char *fmt = NULL;
+    if ((s = get_string(&qj, q, "format", NULL, &fmt)) != TAILOR_OK)
+        return s;
+    if (fmt && strcmp(fmt, "pack-quantized") != 0)
+        return tailor_set_error(j->ctx, TAILOR_ERR_UNSUPPORTED,
+                                "%s: %sformat '%s' is not supported (pack-quantized only)",
+                                j->file, pre, fmt);
+    const cJSON *groups = NULL;
+    if ((s = get_object(&qj, q, "config_groups", &groups)) != TAILOR_OK || !groups)
+        return s;
+    snprintf(gpre, sizeof gpre, "%sconfig_groups.", pre);
+    jsrc gj = *j;
+    gj.prefix = gpre;
+    for (const cJSON *g = groups->child; g && s == TAILOR_OK; g = g->next)
+        s = parse_quant_group(&gj, g, &cfg->quant_group);
     return s;
 }
 
@@ -528,6 +646,8 @@ tailor_status tailor_gemma4_config_parse(tailor_ctx *ctx, const char *json, cons
         s = parse_text_config(&j, tc, cfg);
     if (s == TAILOR_OK)
         s = check_tied(&j, root, tc);
+    if (s == TAILOR_OK)
+        s = parse_quant(&j, root, cfg);
     cJSON_Delete(root);
     if (s != TAILOR_OK)
         memset(cfg, 0, sizeof *cfg);
@@ -600,7 +720,7 @@ tailor_status tailor_gemma4_preset(tailor_ctx *ctx, const char *name, tailor_gem
     for (int i = 0; i < cfg->n_layers; i++)
         cfg->layer[i].full = (i + 1) % v[which].period == 0;
     cfg->layer[cfg->n_layers - 1].full = 1;
-    return g4_derive_plan(ctx, preset_names[which], cfg, NULL, NULL);
+    return g4_derive_plan(ctx, preset_names[which], "", cfg, NULL, NULL);
 }
 
 /* ---- shapes -------------------------------------------------------------------------------------- */

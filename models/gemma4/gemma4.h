@@ -50,6 +50,8 @@ typedef struct tailor_gemma4_config {
     float rope_theta_full;      /* 1e6 */
     float partial_rotary_full;  /* 0.25: fraction of the full head_dim that rotates */
     float rope_factor_full;     /* 1.0 */
+    int quant_group;       /* quantization_config's weights.group_size: int4 columns per scale;
+                              0 when it gives none (or -1): taken from each scale's shape */
     tailor_gemma4_layer layer[TAILOR_GEMMA4_MAX_LAYERS];
 } tailor_gemma4_config;
 
@@ -57,7 +59,8 @@ typedef struct tailor_gemma4_config {
  * Gemma4ForConditionalGeneration with text_config; global_head_dim or per_layer_config) and
  * derives the layer plan from the config alone. `file` names the source in messages. Fails
  * with TAILOR_ERR_PARSE (malformed, a field missing or wrong), TAILOR_ERR_UNSUPPORTED (unknown
- * model_type, another activation, bidirectional attention), one sentence naming file and field.
+ * model_type, another activation, bidirectional attention, a quantization_config other than
+ * compressed-tensors pack-quantized int4), one sentence naming file and field.
  * A MoE config parses (cfg->moe = 1); tailor_gemma4_open refuses it. */
 tailor_status tailor_gemma4_config_parse(tailor_ctx *ctx, const char *json, const char *file,
                                          tailor_gemma4_config *cfg);

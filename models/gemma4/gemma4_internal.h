@@ -63,9 +63,12 @@ static inline int g4_st_dtype(tailor_st_dtype d, tailor_dtype *out)
     }
 }
 
-/* Derives the per-layer plan from cfg scalars and cfg->layer[i].full (config.c). */
-tailor_status g4_derive_plan(tailor_ctx *ctx, const char *file, tailor_gemma4_config *cfg,
-                             const int *hd_override, const int *kv_override);
+/* Derives the per-layer plan from cfg scalars, cfg->layer[i].full and optional per-layer
+ * overrides (0 = none) of head_dim and KV heads (config.c). Failures name `file` and the config
+ * key a value came from, `prefix` ("" or "text_config.") before it. */
+tailor_status g4_derive_plan(tailor_ctx *ctx, const char *file, const char *prefix,
+                             tailor_gemma4_config *cfg, const int *hd_override,
+                             const int *kv_override);
 
 /* y[n] = W x[k] in fp32; scratch holds k floats (used for int4 rows). (forward.c) */
 void g4_matvec(const g4_mat *m, const float *x, float *y, float *scratch);

@@ -1,8 +1,6 @@
 /* weights.c — opens a Gemma 4 checkpoint folder and binds its text tensors to the layer plan,
  * geometry taken from tensor shapes and cross-checked against config.json. */
-#include <cjson/cJSON.h>
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +13,6 @@ typedef struct binder {
     tailor_gemma4 *m;
     const char *prefix;  /* "model." or "model.language_model." */
     char cfg_path[600];
-    int cfg_group;       /* quantization_config group_size, 0 if none */
 } binder;
 
 static char *read_file_text(tailor_ctx *ctx, const char *path, tailor_status *s)
@@ -41,118 +38,6 @@ static char *read_file_text(tailor_ctx *ctx, const char *path, tailor_status *s)
     fclose(fp);
     *s = TAILOR_OK;
     return buf;
-}
-
-/* ---- quantization_config ----------------------------------------------------------------------- */
-
-/* A quantization_config field of the wrong JSON type: `path` is its key below
- * quantization_config ("config_groups.group_0.weights"). */
-static tailor_status quant_type_error(binder *b, const char *path, const char *want)
-{
-    return tailor_set_error(b->ctx, TAILOR_ERR_PARSE, "%s: field quantization_config.%s is not %s",
-                            b->cfg_path, path, want);
-}
-
-/* An optional string of q: its text, or NULL when absent or null. */
-static tailor_status quant_string(binder *b, const cJSON *q, const char *path, const char *key,
-                                  const char **out)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(q, key);
-    *out = NULL;
-    if (!v || cJSON_IsNull(v))
-        return TAILOR_OK;
-    if (!cJSON_IsString(v)) {
-        char full[160];
-        snprintf(full, sizeof full, "%s%s", path, key);
-        return quant_type_error(b, full, "a string");
-    }
-    *out = v->valuestring;
-    return TAILOR_OK;
-}
-
-/* One config group's weights: num_bits 4 when given; group_size a positive integer (or -1 /
- * null: per channel, taken from the scale's shape) into b->cfg_group. */
-static tailor_status parse_quant_group(binder *b, const cJSON *g)
-{
-    char path[128];
-    snprintf(path, sizeof path, "config_groups.%s", g->string);
-    if (!cJSON_IsObject(g))
-        return quant_type_error(b, path, "an object");
-    char sub[160];
-    snprintf(sub, sizeof sub, "%s.", path);
-    const char *fmt = NULL;
-    tailor_status s = quant_string(b, g, sub, "format", &fmt);
-    if (s == TAILOR_OK && fmt && strcmp(fmt, "pack-quantized") != 0)
-        s = tailor_set_error(b->ctx, TAILOR_ERR_UNSUPPORTED,
-                             "%s: quantization_config.%sformat '%s' is not supported "
-                             "(pack-quantized only)", b->cfg_path, sub, fmt);
-    const cJSON *w = cJSON_GetObjectItemCaseSensitive(g, "weights");
-    snprintf(sub, sizeof sub, "%s.weights", path);
-    if (s != TAILOR_OK || !w || cJSON_IsNull(w))
-        return s;
-    if (!cJSON_IsObject(w))
-        return quant_type_error(b, sub, "an object");
-    const cJSON *bits = cJSON_GetObjectItemCaseSensitive(w, "num_bits");
-    const cJSON *gs = cJSON_GetObjectItemCaseSensitive(w, "group_size");
-    if (bits && !cJSON_IsNull(bits)) {
-        if (!cJSON_IsNumber(bits) || bits->valuedouble != floor(bits->valuedouble)) {
-            snprintf(sub, sizeof sub, "%s.weights.num_bits", path);
-            return quant_type_error(b, sub, "an integer");
-        }
-        if (bits->valuedouble != 4)
-            return tailor_set_error(b->ctx, TAILOR_ERR_UNSUPPORTED,
-                                    "%s: quantization_config.%s.weights.num_bits %g is not "
-                                    "supported (4 only)", b->cfg_path, path, bits->valuedouble);
-    }
-    if (gs && !cJSON_IsNull(gs) && !(cJSON_IsNumber(gs) && gs->valuedouble == -1)) {
-        if (!cJSON_IsNumber(gs) || gs->valuedouble != floor(gs->valuedouble) ||
-            gs->valuedouble < 1 || gs->valuedouble > G4_DIM_MAX) {
-            snprintf(sub, sizeof sub, "%s.weights.group_size", path);
-            return quant_type_error(b, sub, "a positive integer (or -1) of at most 1000000000");
-        }
-        b->cfg_group = (int)gs->valuedouble;
-    }
-    return TAILOR_OK;
-}
-
-/* quantization_config, at the top or in text_config: compressed-tensors pack-quantized only;
- * the group size of its config groups (b->cfg_group). */
-static tailor_status parse_quant(binder *b, const char *json)
-{
-    cJSON *root = cJSON_ParseWithOpts(json, NULL, 0);
-    if (!root)
-        return TAILOR_OK; /* config_parse already accepted it; cannot happen */
-    const cJSON *q = cJSON_GetObjectItemCaseSensitive(root, "quantization_config");
-    if (!q) {
-        const cJSON *tc = cJSON_GetObjectItemCaseSensitive(root, "text_config");
-        q = tc ? cJSON_GetObjectItemCaseSensitive(tc, "quantization_config") : NULL;
-    }
-    tailor_status s = TAILOR_OK;
-    if (q && !cJSON_IsNull(q)) {
-        const cJSON *meth = cJSON_GetObjectItemCaseSensitive(q, "quant_method");
-        const cJSON *groups = cJSON_GetObjectItemCaseSensitive(q, "config_groups");
-        const char *fmt = NULL;
-        if (!cJSON_IsObject(q))
-            s = tailor_set_error(b->ctx, TAILOR_ERR_PARSE,
-                                 "%s: field quantization_config is not an object", b->cfg_path);
-        else if (!cJSON_IsString(meth) || strcmp(meth->valuestring, "compressed-tensors") != 0)
-            s = tailor_set_error(b->ctx, TAILOR_ERR_UNSUPPORTED,
-                                 "%s: quantization_config.quant_method '%s' is not supported "
-                                 "(compressed-tensors pack-quantized only)", b->cfg_path,
-                                 cJSON_IsString(meth) ? meth->valuestring : "?");
-        else if ((s = quant_string(b, q, "", "format", &fmt)) == TAILOR_OK && fmt &&
-                 strcmp(fmt, "pack-quantized") != 0)
-            s = tailor_set_error(b->ctx, TAILOR_ERR_UNSUPPORTED,
-                                 "%s: quantization_config.format '%s' is not supported "
-                                 "(pack-quantized only)", b->cfg_path, fmt);
-        else if (s == TAILOR_OK && groups && !cJSON_IsNull(groups) && !cJSON_IsObject(groups))
-            s = quant_type_error(b, "config_groups", "an object");
-        for (const cJSON *g = cJSON_IsObject(groups) ? groups->child : NULL; g && s == TAILOR_OK;
-             g = g->next)
-            s = parse_quant_group(b, g);
-    }
-    cJSON_Delete(root);
-    return s;
 }
 
 /* ---- tensors --------------------------------------------------------------------------------------- */
@@ -254,7 +139,7 @@ static tailor_status bind_int4(binder *b, const char *base, const tailor_st_tens
                 return shape_error(b, gi, want);
         }
     } else {
-        group = b->cfg_group > 0 ? b->cfg_group : (k + groups - 1) / groups;
+        group = b->m->cfg.quant_group > 0 ? b->m->cfg.quant_group : (k + groups - 1) / groups;
         if ((k + group - 1) / group != groups) {
             snprintf(want, sizeof want, "%d groups of %d columns", (k + group - 1) / group, group);
             return shape_error(b, scale, want);
@@ -512,8 +397,6 @@ static tailor_status open_bound(binder *b, const char *dir)
         s = tailor_set_error(b->ctx, TAILOR_ERR_UNSUPPORTED,
                              "%s: enable_moe_block is true: this is a Gemma 4 mixture-of-experts "
                              "model (26B-A4B), recognised but not supported yet", b->cfg_path);
-    if (s == TAILOR_OK)
-        s = parse_quant(b, json);
     free(json);
     if (s != TAILOR_OK)
         return s;
@@ -556,7 +439,7 @@ tailor_status tailor_gemma4_open(tailor_ctx *ctx, const char *dir, tailor_gemma4
     if (!m)
         return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "%s: out of memory", dir);
     snprintf(m->dir, sizeof m->dir, "%s", dir);
-    binder b = {ctx, m, "model.", "", 0};
+    binder b = {ctx, m, "model.", ""};
     tailor_status s = open_bound(&b, dir);
     if (s != TAILOR_OK) {
         tailor_gemma4_close(m);
