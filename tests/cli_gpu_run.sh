@@ -3,7 +3,7 @@
 # --model` tunes every kernel shape the runtime will launch (the list is the runtime's own dry
 # pass), after which `tailor run` with TAILOR_NO_COMPILE=1 compiles nothing: prompts shorter
 # than a chunk, longer than one (chunks with history), a 16-bit and a W4A16 checkpoint, and a
-# 16-bit checkpoint quantized on load.
+# 16-bit checkpoint quantized on load; sampling and --dump-logits on the GPU path.
 set -u
 T=${TAILOR_BIN:?}
 S=${TAILOR_SOURCE_DIR:?}
@@ -28,6 +28,32 @@ done
 out=$(TAILOR_NO_COMPILE=1 "$T" run --model "$S/tests/fixtures/e2b_flat" --quantize w4a16 \
       --ids 2,17,33 --max-tokens 4 --print-ids --cache "$tmp/c.db" 2>&1); rc=$?
 check "warm run quantized on load compiles nothing (rc=$rc: $(tail -1 <<<"$out"))" test $rc -eq 0
+# sampling on the GPU path (the logits row downloaded into pinned memory, then the host sampler):
+# top-k 1 is greedy, so its ids equal the device argmax's; a seed gives the same ids twice
+M=$S/tests/fixtures/e2b_flat
+run_ids() { TAILOR_NO_COMPILE=1 "$T" run --model "$M" --ids 2,17,33 --max-tokens 6 --print-ids \
+              --cache "$tmp/c.db" "$@" 2>/dev/null | grep -E '^([0-9]+,){5}[0-9]+' | head -1; }
+greedy=$(run_ids --greedy)
+topk1=$(run_ids --temperature 0.7 --top-k 1 --seed 3)
+check "top-k 1 sampling on the GPU gives the greedy ids ($topk1 vs $greedy)" \
+  test -n "$greedy" -a "$topk1" = "$greedy"
+s1=$(run_ids --temperature 1.5 --top-p 0.95 --seed 42)
+s2=$(run_ids --temperature 1.5 --top-p 0.95 --seed 42)
+check "a seeded GPU sampling run repeats ($s1 vs $s2)" test -n "$s1" -a "$s1" = "$s2"
+# --dump-logits on the GPU: every prompt row, fp32, and the last row's argmax is the first id
+TAILOR_NO_COMPILE=1 "$T" run --model "$M" --ids 2,17,33 --max-tokens 2 --greedy --print-ids \
+  --dump-logits "$tmp/logits.f32" --cache "$tmp/c.db" >"$tmp/dump.out" 2>&1
+check "the dumped logits are 3 rows of the vocabulary whose last argmax is the first id" \
+  python3 - "$M/config.json" "$tmp/logits.f32" "$tmp/dump.out" <<'PY'
+import json, struct, sys, re
+cfg = json.load(open(sys.argv[1]))
+v = cfg.get("vocab_size") or cfg["text_config"]["vocab_size"]
+data = open(sys.argv[2], "rb").read()
+assert len(data) == 3 * v * 4, (len(data), v)
+last = struct.unpack("<%df" % v, data[2 * v * 4:])
+first = int(re.search(r"^(\d+),", open(sys.argv[3]).read(), re.M).group(1))
+assert max(range(v), key=lambda i: last[i]) == first
+PY
 # and the guard itself: an empty cache under TAILOR_NO_COMPILE=1 fails, naming the variable
 if TAILOR_NO_COMPILE=1 "$T" run --model "$S/tests/fixtures/e2b_flat" --ids 2,17 --max-tokens 2 \
      --cache "$tmp/empty.db" >/dev/null 2>"$tmp/err"; then
