@@ -31,7 +31,7 @@ check "warm run quantized on load compiles nothing (rc=$rc: $(tail -1 <<<"$out")
 # sampling on the GPU path (the logits row downloaded into pinned memory, then the host sampler):
 # top-k 1 is greedy, so its ids equal the device argmax's; a seed gives the same ids twice
 M=$S/tests/fixtures/e2b_flat
-run_ids() { TAILOR_NO_COMPILE=1 "$T" run --model "$M" --ids 2,17,33 --max-tokens 6 --print-ids \
+run_ids() { "$T" run --model "$M" --ids 2,17,33 --max-tokens 6 --print-ids \
               --cache "$tmp/c.db" "$@" 2>/dev/null | grep -E '^([0-9]+,){5}[0-9]+' | head -1; }
 greedy=$(run_ids --greedy)
 topk1=$(run_ids --temperature 0.7 --top-k 1 --seed 3)
@@ -41,7 +41,7 @@ s1=$(run_ids --temperature 1.5 --top-p 0.95 --seed 42)
 s2=$(run_ids --temperature 1.5 --top-p 0.95 --seed 42)
 check "a seeded GPU sampling run repeats ($s1 vs $s2)" test -n "$s1" -a "$s1" = "$s2"
 # --dump-logits on the GPU: every prompt row, fp32, and the last row's argmax is the first id
-TAILOR_NO_COMPILE=1 "$T" run --model "$M" --ids 2,17,33 --max-tokens 2 --greedy --print-ids \
+"$T" run --model "$M" --ids 2,17,33 --max-tokens 2 --greedy --print-ids \
   --dump-logits "$tmp/logits.f32" --cache "$tmp/c.db" >"$tmp/dump.out" 2>&1
 check "the dumped logits are 3 rows of the vocabulary whose last argmax is the first id" \
   python3 - "$M/config.json" "$tmp/logits.f32" "$tmp/dump.out" <<'PY'
