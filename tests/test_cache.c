@@ -604,10 +604,9 @@ static int writer(const char *path, int id, int start_fd)
     return 0;
 }
 
-static void test_two_writers(tailor_ctx *ctx)
+/* Two processes open path at once and write PER_WRITER winners each. */
+static void race_two_writers(const char *path)
 {
-    char path[512];
-    path_in_tmp(path, sizeof path, "two.sqlite"); /* not created yet: both race to create it */
     int fds[2];
     CHECK(pipe(fds) == 0);
     pid_t pids[2];
@@ -628,6 +627,13 @@ static void test_two_writers(tailor_ctx *ctx)
         CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0, "writer %d exited with %d", id,
                WEXITSTATUS(status));
     }
+}
+
+static void test_two_writers(tailor_ctx *ctx)
+{
+    char path[512];
+    path_in_tmp(path, sizeof path, "two.sqlite"); /* not created yet: both race to create it */
+    race_two_writers(path);
     tailor_cache *c = open_cache(ctx, "two.sqlite");
     CHECK(count_winners(ctx, c, NULL) == 2 * PER_WRITER);
     int ok = 0, bad = 0;
@@ -816,31 +822,31 @@ static int file_schema_version(const char *path)
     return v;
 }
 
-/* A version-1 cache (written before winners said who chose them) is read as it is when opened
- * read-only (every winner the tuner's), and upgraded in place when opened for writing. */
-static void test_schema_upgrade(tailor_ctx *ctx)
+/* A version-1 cache (written before winners said who chose them) at path, with one winner of
+ * (FP_H200, rmsnorm, m=1,n=1536, bf16, HASH1) chosen by the tuner in 12 trials. */
+static const char v1_schema[] =
+    "PRAGMA journal_mode = DELETE;"
+    "CREATE TABLE winners ("
+    " fingerprint TEXT NOT NULL, op TEXT NOT NULL, shape TEXT NOT NULL, dtype TEXT NOT NULL,"
+    " space_hash TEXT NOT NULL,"
+    " template TEXT NOT NULL, kernel TEXT NOT NULL, params TEXT NOT NULL, launch TEXT NOT NULL,"
+    " binary_kind TEXT NOT NULL CHECK (binary_kind IN ('cubin', 'ptx')),"
+    " binary BLOB NOT NULL, binary_sha256 TEXT NOT NULL, arch TEXT NOT NULL,"
+    " median_us REAL NOT NULL, spread_us REAL NOT NULL, tuned_at INTEGER NOT NULL,"
+    " n_trials INTEGER NOT NULL,"
+    " PRIMARY KEY (fingerprint, op, shape, dtype, space_hash));"
+    "CREATE TABLE trials ("
+    " fingerprint TEXT NOT NULL, op TEXT NOT NULL, shape TEXT NOT NULL, dtype TEXT NOT NULL,"
+    " space_hash TEXT NOT NULL, template TEXT NOT NULL, params TEXT NOT NULL,"
+    " outcome TEXT NOT NULL, median_us REAL, detail TEXT NOT NULL DEFAULT '',"
+    " recorded_at INTEGER NOT NULL,"
+    " PRIMARY KEY (fingerprint, op, shape, dtype, space_hash, template, params));"
+    "PRAGMA application_id = 1953264177;"
+    "PRAGMA user_version = 1;";
+
+static void write_v1_cache(const char *path)
 {
-    static const char v1_schema[] =
-        "PRAGMA journal_mode = DELETE;"
-        "CREATE TABLE winners ("
-        " fingerprint TEXT NOT NULL, op TEXT NOT NULL, shape TEXT NOT NULL, dtype TEXT NOT NULL,"
-        " space_hash TEXT NOT NULL,"
-        " template TEXT NOT NULL, kernel TEXT NOT NULL, params TEXT NOT NULL, launch TEXT NOT NULL,"
-        " binary_kind TEXT NOT NULL CHECK (binary_kind IN ('cubin', 'ptx')),"
-        " binary BLOB NOT NULL, binary_sha256 TEXT NOT NULL, arch TEXT NOT NULL,"
-        " median_us REAL NOT NULL, spread_us REAL NOT NULL, tuned_at INTEGER NOT NULL,"
-        " n_trials INTEGER NOT NULL,"
-        " PRIMARY KEY (fingerprint, op, shape, dtype, space_hash));"
-        "CREATE TABLE trials ("
-        " fingerprint TEXT NOT NULL, op TEXT NOT NULL, shape TEXT NOT NULL, dtype TEXT NOT NULL,"
-        " space_hash TEXT NOT NULL, template TEXT NOT NULL, params TEXT NOT NULL,"
-        " outcome TEXT NOT NULL, median_us REAL, detail TEXT NOT NULL DEFAULT '',"
-        " recorded_at INTEGER NOT NULL,"
-        " PRIMARY KEY (fingerprint, op, shape, dtype, space_hash, template, params));"
-        "PRAGMA application_id = 1953264177;"
-        "PRAGMA user_version = 1;";
-    char path[512], sql[1024], sha[65];
-    path_in_tmp(path, sizeof path, "v1.sqlite");
+    char sql[1024], sha[65];
     sql_exec(path, v1_schema);
     tailor_sha256_hex("\x7f" "ELF", 4, sha);
     snprintf(sql, sizeof sql,
@@ -848,6 +854,15 @@ static void test_schema_upgrade(tailor_ctx *ctx)
              " 'rmsnorm_warp', 'rmsnorm_warp_k', '{\"BLOCK\":64}', '{\"grid\":[1,1,1]}', 'cubin',"
              " X'7f454c46', '%s', 'sm_90', 2.5, 0.1, 1700000000, 12)", FP_H200, HASH1, sha);
     sql_exec(path, sql);
+}
+
+/* A version-1 cache (written before winners said who chose them) is read as it is when opened
+ * read-only (every winner the tuner's), and upgraded in place when opened for writing. */
+static void test_schema_upgrade(tailor_ctx *ctx)
+{
+    char path[512];
+    path_in_tmp(path, sizeof path, "v1.sqlite");
+    write_v1_cache(path);
     tailor_cache_key key = {FP_H200, "rmsnorm", "m=1,n=1536", "bf16", HASH1};
     tailor_cache_winner got;
     int found = 0;
@@ -887,6 +902,20 @@ static void test_schema_upgrade(tailor_ctx *ctx)
     tailor_cache_close(c);
 }
 
+/* Two writers opening the same version-1 file at once: one upgrades it, the other finds it
+ * upgraded (the version is read again inside the upgrade's transaction); nothing is lost. */
+static void test_upgrade_race(tailor_ctx *ctx)
+{
+    char path[512];
+    path_in_tmp(path, sizeof path, "v1race.sqlite");
+    write_v1_cache(path);
+    race_two_writers(path);
+    CHECK(file_schema_version(path) == TAILOR_CACHE_SCHEMA_VERSION);
+    tailor_cache *c = open_cache(ctx, "v1race.sqlite");
+    CHECK(count_winners(ctx, c, NULL) == 2 * PER_WRITER + 1);
+    tailor_cache_close(c);
+}
+
 int main(void)
 {
     uint64_t seed = 20240611;
@@ -915,6 +944,7 @@ int main(void)
     test_paths(ctx);
     test_readonly(ctx);
     test_schema_upgrade(ctx);
+    test_upgrade_race(ctx);
     tailor_ctx_destroy(ctx);
     int rc = test_finish("test_cache");
     if (rc == 0) { /* keep the files of a failing run for a look */
