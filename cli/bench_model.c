@@ -161,7 +161,7 @@ static void model_usage(void)
            "         [--profile] [--no-pdl] [--separate-gating] [--separate-q-prep]\n"
            "         [--attention-q-prep]\n"
            "         [--seams kernel|prologue|epilogue|mixed] [--knockout OP[:k=v,...]]... [--trace]\n"
-           "         [--step-tune] [--json]\n\n"
+           "         [--step-tune] [--ple-host] [--one-by-one] [--json]\n\n"
            "Gemma 4 end to end on the GPU: prefill and decode tok/s, time to first token, peak host\n"
            "memory of the load, GPU memory, decode against the bandwidth bound (weight bytes per\n"
            "token over the copy bandwidth measured in the same run). Without --model, random\n"
@@ -183,13 +183,18 @@ static void model_usage(void)
            "(docs/development.md). --step-tune: after the first timing, the costliest kernels of the\n"
            "decode step try their next-best verified configurations inside the step itself;\n"
            "one that makes the step faster in every alternating pair replaces the winner in the\n"
-           "cache; the figures printed are those after (docs/cli.md).\n");
+           "cache; the figures printed are those after (docs/cli.md). Decode steps are queued\n"
+           "ahead of the host reading their ids (each step's argmax feeds the next on the GPU)\n"
+           "when the PLE table is on the GPU; --ple-host keeps it on the host (a row uploaded per\n"
+           "token), --one-by-one waits for each step before queuing the next (both for\n"
+           "comparisons).\n");
 }
 
 /* What the command line asked for. */
 typedef struct model_args {
     const char *model, *preset, *quant, *cache_file;
     int plen, ndec, json, profile, trace, step_tune;
+    int one_by_one; /* --one-by-one: decode steps waited for one at a time */
     tailor_gemma4_gpu_opts o; /* o.knockout points to knock */
     char knock[256];
 } model_args;
@@ -244,6 +249,8 @@ static int parse_model_args(int argc, char **argv, model_args *a)
                                          {"knockout", required_argument, 0, 'K'},
                                          {"trace", no_argument, 0, 'T'},
                                          {"step-tune", no_argument, 0, 'X'},
+                                         {"ple-host", no_argument, 0, 'E'},
+                                         {"one-by-one", no_argument, 0, 'O'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     memset(a, 0, sizeof *a);
@@ -279,6 +286,8 @@ static int parse_model_args(int argc, char **argv, model_args *a)
         case 'H': o->quantize_head = 1; break;
         case 'T': a->trace = 1; break;
         case 'X': a->step_tune = 1; break;
+        case 'E': o->ple_host = 1; break;
+        case 'O': a->one_by_one = 1; break;
         case 'K':
             if (add_knockout(a->knock, sizeof a->knock, optarg))
                 return cli_usage_error("bench model", "--knockout takes OP or OP:key=value,..., "
@@ -375,6 +384,27 @@ static tailor_status load_model(tailor_ctx *ctx, const model_args *a, model_run 
     return s;
 }
 
+/* ndec greedy decode steps after *next (queued ahead, or one at a time with --one-by-one);
+ * *next: the last id. */
+static tailor_status decode(tailor_ctx *ctx, const model_args *a, model_run *r, int32_t *next)
+{
+    tailor_status s = TAILOR_OK;
+    if (a->one_by_one) {
+        for (int i = 0; i < a->ndec && s == TAILOR_OK; i++)
+            s = tailor_gemma4_gpu_step(ctx, r->g, *next, NULL, next);
+        return s;
+    }
+    int32_t *out = malloc((size_t)a->ndec * sizeof *out);
+    int kept = 0;
+    if (!out)
+        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "bench model: out of memory");
+    s = tailor_gemma4_gpu_greedy(ctx, r->g, *next, a->ndec, out, &kept, NULL, NULL);
+    if (s == TAILOR_OK)
+        *next = out[kept - 1];
+    free(out);
+    return s;
+}
+
 /* A prompt of plen tokens and ndec greedy decode steps, twice (the first run warms up); the
  * second's times. *next: the last token, for a profiled or traced step after it. */
 static tailor_status time_prefill_decode(tailor_ctx *ctx, const model_args *a, model_run *r,
@@ -389,8 +419,8 @@ static tailor_status time_prefill_decode(tailor_ctx *ctx, const model_args *a, m
         double t0 = cli_now_s();
         s = tailor_gemma4_gpu_prefill(ctx, r->g, ids, a->plen, NULL, next);
         double t1 = cli_now_s();
-        for (int i = 0; i < a->ndec && s == TAILOR_OK; i++)
-            s = tailor_gemma4_gpu_step(ctx, r->g, *next, NULL, next);
+        if (s == TAILOR_OK)
+            s = decode(ctx, a, r, next);
         f->pre_s = t1 - t0;
         f->dec_s = cli_now_s() - t1;
     }
@@ -415,26 +445,32 @@ static void print_figures(const model_args *a, const model_run *r, const model_f
     tailor_gemma4_gpu_info info;
     tailor_gemma4_gpu_get_info(r->g, &info);
     double dec = a->ndec / f->dec_s, bound = r->bw / (double)info.weight_bytes_token;
+    int ple = r->cfg.ple_dim > 0;
+    int queued = !a->one_by_one && (!ple || info.ple_bytes > 0); /* tailor_gemma4_gpu_greedy */
     if (a->json) {
         printf("{\"prefill_tok_s\":%.1f,\"decode_tok_s\":%.1f,\"ttft_ms\":%.2f,"
                "\"peak_host_bytes\":%.0f,\"host_above_baseline_bytes\":%.0f,"
                "\"gpu_bytes\":%zu,\"weight_bytes_token\":%zu,\"copy_bw\":%.4g,"
                "\"bound_tok_s\":%.1f,\"fraction_of_bound\":%.3f,\"load_s\":%.2f,"
-               "\"graph\":%d,\"w4a16\":%d,\"kernels_tuned_in_load\":%d,\"tune_s\":%.1f}\n",
+               "\"graph\":%d,\"w4a16\":%d,\"kernels_tuned_in_load\":%d,\"tune_s\":%.1f,"
+               "\"ple_on_device\":%d,\"queued\":%d}\n",
                a->plen / f->pre_s, dec, f->pre_s * 1e3, f->rss, f->rss - f->base_rss,
                f->gpu_bytes, info.weight_bytes_token, r->bw, bound, dec / bound, f->load_s,
-               info.graph, info.w4a16, f->tuned, f->tune_s);
+               info.graph, info.w4a16, f->tuned, f->tune_s, info.ple_bytes > 0, queued);
         return;
     }
     printf("prefill %d tokens: %.0f tok/s (time to first token %.1f ms)\n"
            "decode %d tokens: %.1f tok/s; bound %.0f tok/s (%.2f GB per token at %.0f "
            "GB/s copy): %.0f%%\n"
            "memory: peak host during load %.2f GB (%.2f GB above baseline), GPU %.2f "
-           "GB; load %.1f s; graph %s; %s\n",
+           "GB; load %.1f s; graph %s; %s\n"
+           "decode steps %s%s\n",
            a->plen, a->plen / f->pre_s, f->pre_s * 1e3, a->ndec, dec, bound,
            (double)info.weight_bytes_token / 1e9, r->bw / 1e9, 100 * dec / bound, f->rss / 1e9,
            (f->rss - f->base_rss) / 1e9, (double)f->gpu_bytes / 1e9, f->load_s,
-           info.graph ? "yes" : "no", info.w4a16 ? "W4A16" : "16-bit");
+           info.graph ? "yes" : "no", info.w4a16 ? "W4A16" : "16-bit",
+           queued ? "queued ahead (the argmax feeds the next step on the GPU)" : "one at a time",
+           !ple ? "" : info.ple_bytes ? "; PLE table on the GPU" : "; PLE table on the host");
     if (a->knock[0])
         printf("knockout: launches of %s skipped (timing only: every output is meaningless)\n",
                a->knock);

@@ -412,6 +412,38 @@ static tailor_status generate(tailor_ctx *ctx, const run_args *a, tailor_gemma4 
     return s;
 }
 
+/* What greedy decoding's callback streams to, and the first failure or stop it saw. */
+typedef struct greedy_emit {
+    tailor_ctx *ctx;
+    run_io *io;
+    tailor_status st;
+    int stop;
+} greedy_emit;
+
+static int greedy_on_id(void *arg, int32_t id)
+{
+    greedy_emit *e = arg;
+    e->st = emit_or_stop(e->ctx, e->io, id, &e->stop);
+    return e->st != TAILOR_OK || e->stop;
+}
+
+/* Greedy decoding on the GPU after the prompt's id `first` (already streamed): up to `steps`
+ * more ids, streamed as the device's steps deliver them (queued ahead when the PLE table is on
+ * the device); *generated grows by the ids streamed. */
+static tailor_status greedy_gpu(tailor_ctx *ctx, tailor_gemma4_gpu *g, int32_t first, int steps,
+                                run_io *io, int *generated)
+{
+    int32_t *out = malloc((size_t)(steps > 0 ? steps : 1) * sizeof *out);
+    if (!out)
+        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory for the generated ids");
+    greedy_emit e = {ctx, io, TAILOR_OK, 0};
+    int kept = 0;
+    tailor_status s = tailor_gemma4_gpu_greedy(ctx, g, first, steps, out, &kept, greedy_on_id, &e);
+    *generated += kept;
+    free(out);
+    return s ? s : e.st;
+}
+
 static tailor_status generate_gpu(tailor_ctx *ctx, const run_args *a, tailor_gemma4 *m,
                                   const int32_t *ids, size_t n, run_io *io)
 {
@@ -475,12 +507,18 @@ static tailor_status generate_gpu(tailor_ctx *ctx, const run_args *a, tailor_gem
     const float *last = logits;
     double t_dec = cli_now_s();
     int generated = 0, stop = 0;
-    for (int i = 0; i < a->max_tokens && s == TAILOR_OK && !stop; i++) {
-        int32_t id = a->sp.greedy ? next : tailor_sampler_next(smp, last);
+    if (s == TAILOR_OK && a->sp.greedy) { /* the prompt's id, then the device's argmax steps */
+        generated++;
+        s = emit_or_stop(ctx, io, next, &stop);
+        if (s == TAILOR_OK && !stop)
+            s = greedy_gpu(ctx, g, next, a->max_tokens - 1, io, &generated);
+    }
+    for (int i = 0; i < a->max_tokens && s == TAILOR_OK && !stop && !a->sp.greedy; i++) {
+        int32_t id = tailor_sampler_next(smp, last);
         generated++;
         s = emit_or_stop(ctx, io, id, &stop);
         if (s == TAILOR_OK && !stop && i + 1 < a->max_tokens)
-            s = tailor_gemma4_gpu_step(ctx, g, id, a->sp.greedy ? NULL : logits, &next);
+            s = tailor_gemma4_gpu_step(ctx, g, id, logits, &next);
         last = logits;
     }
     double t2 = cli_now_s();

@@ -735,6 +735,43 @@ tailor_status tailor_gpu_occupancy(tailor_ctx *ctx, tailor_gpu *gpu, const tailo
         "cuOccupancyMaxActiveBlocksPerMultiprocessor");
 }
 
+/* ---- marks ---------------------------------------------------------------------------------- */
+
+tailor_status tailor_gpu_mark_create(tailor_ctx *ctx, tailor_gpu *gpu, tailor_gpu_mark *m)
+{
+    m->ev = NULL;
+    tailor_status st = gpu_enter(ctx, gpu, "creating a mark");
+    if (st != TAILOR_OK)
+        return st;
+    return tailor_cuda_check(ctx, api.event_create(&m->ev, CU_EVENT_DISABLE_TIMING),
+                             "cuEventCreate (mark)");
+}
+
+tailor_status tailor_gpu_mark_record(tailor_ctx *ctx, tailor_gpu *gpu, tailor_gpu_mark *m)
+{
+    tailor_status st = gpu_enter(ctx, gpu, "recording a mark");
+    if (st != TAILOR_OK)
+        return st;
+    return tailor_cuda_check(ctx, api.event_record(m->ev, gpu->stream), "cuEventRecord (mark)");
+}
+
+tailor_status tailor_gpu_mark_wait(tailor_ctx *ctx, tailor_gpu *gpu, tailor_gpu_mark *m)
+{
+    tailor_status st = gpu_enter(ctx, gpu, "waiting for a mark");
+    if (st != TAILOR_OK)
+        return st;
+    return tailor_cuda_check(ctx, api.event_synchronize(m->ev), "cuEventSynchronize (mark)");
+}
+
+void tailor_gpu_mark_destroy(tailor_gpu *gpu, tailor_gpu_mark *m)
+{
+    if (!m)
+        return;
+    if (m->ev && gpu && gpu_make_current(gpu) == CUDA_SUCCESS)
+        api.event_destroy(m->ev);
+    m->ev = NULL;
+}
+
 /* ---- timing -------------------------------------------------------------------------------- */
 
 tailor_status tailor_gpu_timer_create(tailor_ctx *ctx, tailor_gpu *gpu, tailor_gpu_timer *t)

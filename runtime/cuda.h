@@ -174,6 +174,24 @@ tailor_status tailor_gpu_upload_async(tailor_ctx *ctx, tailor_gpu *gpu, CUdevice
 tailor_status tailor_gpu_download_async(tailor_ctx *ctx, tailor_gpu *gpu, void *dst,
                                         CUdeviceptr src, size_t bytes);
 
+/* A point in the gpu's stream (a CUDA event without timing): the host waits for the work queued
+ * before it while later work stays queued. */
+typedef struct tailor_gpu_mark {
+    CUevent ev;
+} tailor_gpu_mark;
+
+/* Creates the mark; destroy with tailor_gpu_mark_destroy. */
+tailor_status tailor_gpu_mark_create(tailor_ctx *ctx, tailor_gpu *gpu, tailor_gpu_mark *m);
+
+/* Records the mark at the stream's current end (again, when it was recorded before). */
+tailor_status tailor_gpu_mark_record(tailor_ctx *ctx, tailor_gpu *gpu, tailor_gpu_mark *m);
+
+/* Waits until the stream has passed the mark's last recording. */
+tailor_status tailor_gpu_mark_wait(tailor_ctx *ctx, tailor_gpu *gpu, tailor_gpu_mark *m);
+
+/* Destroys the mark and clears *m; a zeroed mark is fine. */
+void tailor_gpu_mark_destroy(tailor_gpu *gpu, tailor_gpu_mark *m);
+
 /* An instantiated CUDA graph (captured from the gpu's stream). */
 typedef struct tailor_gpu_graph {
     CUgraph graph;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu-check.sh — on the GPU machine: build, run every GPU test, then the benchmarks; logs go to
 # $OUT (ctest.txt, bench.txt, model.txt, ...) and a short summary is printed last.
-#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|experimental|experimental-attn|attn-wg|wgmma|boot|decode-scale|decode-wg|decode-merge|decode-linear|trace|spacer|seams|step-tune|all] [ctest -R regex]
+#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|experimental|experimental-attn|attn-wg|wgmma|boot|decode-scale|decode-wg|decode-merge|decode-linear|trace|spacer|seams|step-tune|queue|all] [ctest -R regex]
 # quick: the GPU tests with the long scripts in their smoke subsets (MATMUL_QUICK, W4A16_QUICK,
 # ATTN_QUICK), fitting one 10-minute device call; model: Gemma 4 E2B decode and prefill figures
 # with the same-run comparisons (PDL off, gating kernels, each place of the seams, q prepared
@@ -45,7 +45,8 @@
 # (default, mixed, epilogue, kernel, prologue) alternating on one cache (seams.txt). step-tune:
 # test_gpu_step_tune, then the E2B decode before and after `bench model --step-tune` (W4A16 +
 # int4 head by default; STEP_W=bf16 for bf16) and plain benches of the caches before and after,
-# alternating (step-tune.txt).
+# alternating (step-tune.txt). queue: greedy decode queued ahead against --one-by-one and
+# --ple-host, alternating on one cache (QUEUE_W, QUEUE_STEP_TUNE=1 adds --step-tune; queue.txt).
 set -uo pipefail
 what=${1:-all}
 filter=${2:-}
@@ -547,6 +548,34 @@ if [[ $what == wgmma ]]; then
   echo "== trials (w4a16_wgmma, fastest first)" >>"$W"
   "$T" cache trials --cache /tmp/wg-verify.sqlite 2>&1 | grep -E "^[^ ]|wgmma" | head -150 >>"$W"
   summary+=("wgmma: $(grep -c '^rc=0' "$W") of 2 verify-all runs passed; $(grep 'gemma4 rc' "$W")")
+fi
+if [[ $what == queue ]]; then
+  # greedy decode queued ahead (the argmax feeds the next step on the GPU; the PLE table on the
+  # GPU) against steps waited for one at a time and against the PLE table on the host, on one
+  # cache, alternating (queue.txt); QUEUE_W: "w4a16" (W4A16 + int4 head, default) and/or "bf16";
+  # then, when QUEUE_STEP_TUNE=1, `--step-tune` on the same cache and a plain bench after it
+  Q="$OUT/queue.txt"
+  : >"$Q"
+  for w in ${QUEUE_W:-w4a16}; do
+    q=""
+    [[ $w == w4a16 ]] && q="--quantize w4a16 --quantize-head"
+    B="$T bench model --preset gemma-4-e2b $q --prompt-len 512 --decode 128 --cache /tmp/queue-$w.sqlite"
+    echo "== $w: tune (a plain bench from an empty cache)" >>"$Q"
+    timeout 330 $B 2>&1 | grep -E '^(prefill|decode|tuning)' >>"$Q"
+    for rep in 1 2; do
+      for flags in "" "--one-by-one" "--ple-host"; do
+        echo "== $w ${flags:-queued}" >>"$Q"
+        timeout 60 $B $flags 2>&1 | grep -E '^(prefill|decode)' >>"$Q"
+      done
+    done
+    if [[ ${QUEUE_STEP_TUNE:-0} == 1 ]]; then
+      echo "== $w: --step-tune" >>"$Q"
+      timeout 240 $B --step-tune 2>&1 | grep -vE '^tailor: (tuning|gemma4 gpu)' >>"$Q"
+      echo "== $w: plain bench after step tuning" >>"$Q"
+      timeout 60 $B 2>&1 | grep -E '^(prefill|decode)' >>"$Q"
+    fi
+  done
+  summary+=("queue: $(grep -c '^decode' "$Q") decode figures; queue.txt")
 fi
 if [[ $what == step-tune ]]; then
   # step tuning (tuner/step_tune.h): the swap machinery on an rmsnorm shape (test_gpu_step_tune),

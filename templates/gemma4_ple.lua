@@ -1,5 +1,6 @@
 -- gemma4_ple.lua — search space of templates/gemma4_ple.cu (op "gemma4_ple"; shape keys tokens,
--- layers, dim, hidden). One block per (token, layer); the space is the block size.
+-- layers, dim, hidden, gather). One block per (token, layer); the space is the block size.
+-- gather = 1: e is the whole table on the device and ids pick each token's row.
 return {
   op = "gemma4_ple",
   source = "gemma4_ple.cu",
@@ -21,5 +22,14 @@ return {
   smem_dynamic = function(p, shape, dtype, device) return 0 end,
   grid = function(p, shape, dtype, device) return { shape.tokens * shape.layers, 1, 1 } end,
 
-  args = { "out", "c", "e", "w", { i32 = "dim" }, { i32 = "hidden" } },
+  defines = function(p, shape, dtype, device) return { GATHER = shape.gather } end,
+
+  args = function(p, shape, dtype, device)
+    local a = { "out", "c", "e", "w", { i32 = "dim" }, { i32 = "hidden" } }
+    if shape.gather == 1 then
+      a[#a + 1] = "ids"
+      a[#a + 1] = { i32 = "layers" }
+    end
+    return a
+  end,
 }

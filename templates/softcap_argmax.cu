@@ -5,7 +5,9 @@
 // Grid (SPLIT, rows): SPLIT blocks share a row; each leaves its (value, index) in part_val /
 // part_idx, and the block that arrives last at count[row] reduces them, writes ids[row] and
 // resets count[row] to 0, so the workspace stays ready for the next launch (zero it once).
-// Defines: IN_F32 (logits are fp32, else T), WRITE, THREADS, VEC, SPLIT.
+// FEED: the block that writes the last row's id also writes next_tok (the id, 0 for a row of
+// NaN) and next_pos (that row's position + 1): a decode step feeding the next on the device.
+// Defines: IN_F32 (logits are fp32, else T), WRITE, FEED, THREADS, VEC, SPLIT.
 #include "tailor_common.cuh"
 
 #if IN_F32
@@ -62,10 +64,26 @@ __device__ __forceinline__ void block_argmax(float &v, int &i, float *sv, int *s
     }
 }
 
+#if FEED
+// the last row's token (0 for a row of NaN) and position + 1, for the next step; pos is read
+// before next_pos is written (they may be one word)
+__device__ __forceinline__ void feed_next(const int *pos, int *next_tok, int *next_pos, int row,
+                                          int bi)
+{
+    const int p = pos[row];
+    *next_tok = bi == NO_INDEX ? 0 : bi;
+    *next_pos = p + 1;
+}
+#endif
+
 extern "C" __global__ void __launch_bounds__(THREADS)
 TAILOR_KERNEL(float *__restrict__ capped, int *__restrict__ ids, const InT *__restrict__ logits,
               int vocab, float *__restrict__ part_val, int *__restrict__ part_idx,
-              unsigned int *__restrict__ count)
+              unsigned int *__restrict__ count
+#if FEED
+              , const int *pos, int *next_tok, int *next_pos
+#endif
+              )
 {
     tailor_grid_begin();
     __shared__ float sv[NWARP];
@@ -100,8 +118,13 @@ TAILOR_KERNEL(float *__restrict__ capped, int *__restrict__ ids, const InT *__re
     (void)part_val;
     (void)part_idx;
     (void)count;
-    if (threadIdx.x == 0)
+    if (threadIdx.x == 0) {
         ids[row] = bi == NO_INDEX ? -1 : bi;
+#if FEED
+        if (row == gridDim.y - 1)
+            feed_next(pos, next_tok, next_pos, (int)row, bi);
+#endif
+    }
 #else
     __shared__ int last;
     if (threadIdx.x == 0) {
@@ -121,6 +144,10 @@ TAILOR_KERNEL(float *__restrict__ capped, int *__restrict__ ids, const InT *__re
     block_argmax(best, bi, sv, si);
     if (threadIdx.x == 0) {
         ids[row] = bi == NO_INDEX ? -1 : bi;
+#if FEED
+        if (row == gridDim.y - 1)
+            feed_next(pos, next_tok, next_pos, (int)row, bi);
+#endif
         count[row] = 0;
     }
 #endif

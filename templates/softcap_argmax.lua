@@ -1,5 +1,5 @@
 -- softcap_argmax.lua — search space of templates/softcap_argmax.cu (op "softcap_argmax"; shape
--- keys rows, vocab, in_f32, write). SPLIT blocks per row reduce in two phases inside one kernel
+-- keys rows, vocab, in_f32, write, feed). SPLIT blocks per row reduce in two phases inside one kernel
 -- (the last block to finish reduces the partials); SPLIT=1 is one block per row. `valid` looks
 -- only at vocab, never at rows: a winner tuned for one row runs for any number of rows.
 return {
@@ -14,7 +14,7 @@ return {
   },
 
   defines = function(p, shape, dtype, device)
-    return { IN_F32 = shape.in_f32, WRITE = shape.write }
+    return { IN_F32 = shape.in_f32, WRITE = shape.write, FEED = shape.feed }
   end,
 
   valid = function(p, shape, dtype, device)
@@ -55,5 +55,14 @@ return {
              count = 4 * shape.rows }
   end,
 
-  args = { "capped", "ids", "logits", { i32 = "vocab" }, "part_val", "part_idx", "count" },
+  -- feed = 1 adds the rows' positions and the next step's token and position
+  args = function(p, shape, dtype, device)
+    local a = { "capped", "ids", "logits", { i32 = "vocab" }, "part_val", "part_idx", "count" }
+    if shape.feed == 1 then
+      a[#a + 1] = "pos"
+      a[#a + 1] = "next_tok"
+      a[#a + 1] = "next_pos"
+    end
+    return a
+  end,
 }

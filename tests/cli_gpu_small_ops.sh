@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # cli_gpu_small_ops.sh — Gemma 4's small ops on a live GPU: every survivor of residual_norm,
-# qk_norm_rope, gelu_gate, embed, softcap_argmax and gemma4_kv_store checked against its C
+# qk_norm_rope, gelu_gate, embed, softcap_argmax (with feed), gemma4_ple (with gather) and
+# gemma4_kv_store checked against its C
 # reference over the
 # E2B/E4B/31B widths (hidden 1536/2560/5376, heads 8/32, head dims 256/512, vocab 262144), in
 # bf16 and fp16, and rehearsed for the T4 (fp16, compute_75 PTX, the T4's budget).
@@ -65,6 +66,16 @@ for rows in 1 3; do
 done
 tune softcap_argmax rows=2,vocab=262144,in_f32=1 bf16
 tune softcap_argmax rows=2,vocab=262144 fp16
+# feed=1: the next step's token and position written beside the argmax (decode and prefill rows)
+tune softcap_argmax rows=1,vocab=262144,feed=1 bf16
+tune softcap_argmax rows=3,vocab=262144,feed=1 fp16
+
+# gemma4_ple: rows staged per token, and gathered from the table on the device by id
+for t in 1 9; do
+  tune gemma4_ple tokens=$t,layers=35,dim=256,hidden=1536 bf16
+  tune gemma4_ple tokens=$t,layers=35,dim=256,hidden=1536,gather=1 bf16
+  tune gemma4_ple tokens=$t,layers=42,dim=256,hidden=2560,gather=1 fp16
+done
 
 # gemma4_kv_store: decode (a ring and a full layer, with q folded in: q_heads) and prefill rows
 for hd in 256 512; do
@@ -81,6 +92,8 @@ tune qk_norm_rope tokens=7,heads=8,head_dim=512,rope=2 fp16 --rehearse t4
 tune gelu_gate rows=7,inter=6144 fp16 --rehearse t4
 tune embed tokens=7,cols=1536,vocab=4096,out_f32=1 fp16 --rehearse t4
 tune softcap_argmax rows=1,vocab=262144 fp16 --rehearse t4
+tune softcap_argmax rows=1,vocab=262144,feed=1 fp16 --rehearse t4
+tune gemma4_ple tokens=1,layers=35,dim=256,hidden=1536,gather=1 fp16 --rehearse t4
 
 # a second run of a cached shape compiles nothing
 out=$(TAILOR_NO_COMPILE=1 "$T" tune --op softcap_argmax --shape rows=1,vocab=262144 --dtype bf16 \

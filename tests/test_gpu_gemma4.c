@@ -57,18 +57,22 @@ typedef struct mode {
     int quantize_head;    /* 1: --quantize-head, against the CPU reference with the same int4
                              head (tailor_gemma4_cpu_opts.quantize_head) instead of transformers */
     int seams;            /* tailor_gemma4_gpu_opts.seams (0: the default) */
+    int ple_host;         /* tailor_gemma4_gpu_opts.ple_host */
 } mode;
 
-static const mode modes[] = {{"bf16", TAILOR_DTYPE_BF16, NULL, 0, 0},
-                             {"fp16", TAILOR_DTYPE_F16, NULL, 0, 0},
-                             {"rehearse-t4", TAILOR_DTYPE_F16, "t4", 0, 0},
-                             {"bf16-qhead", TAILOR_DTYPE_BF16, NULL, 1, 0},
-                             {"fp16-qhead", TAILOR_DTYPE_F16, NULL, 1, 0},
+static const mode modes[] = {{"bf16", TAILOR_DTYPE_BF16, NULL, 0, 0, 0},
+                             {"fp16", TAILOR_DTYPE_F16, NULL, 0, 0, 0},
+                             {"rehearse-t4", TAILOR_DTYPE_F16, "t4", 0, 0, 0},
+                             {"bf16-qhead", TAILOR_DTYPE_BF16, NULL, 1, 0, 0},
+                             {"fp16-qhead", TAILOR_DTYPE_F16, NULL, 1, 0, 0},
                              /* a W4A16 model's seams before int4 GEMVs in the projections'
                                 epilogues (w4a16_seam, matmul_seam; for 16-bit weights the
                                 default's kernels) */
                              {"bf16-qhead-mixed", TAILOR_DTYPE_BF16, NULL, 1,
-                              TAILOR_GEMMA4_SEAMS_MIXED}};
+                              TAILOR_GEMMA4_SEAMS_MIXED, 0},
+                             /* the PLE table on the host: a row staged per token, greedy
+                                steps one at a time */
+                             {"bf16-ple-host", TAILOR_DTYPE_BF16, NULL, 0, 0, 1}};
 
 /* The reference of a quantize_head mode: the CPU forward with the int4 head the GPU makes in
  * that compute dtype, over the prompt (logits [T, V]) and then greedily for G tokens (ids and
@@ -171,6 +175,61 @@ static void check_recapture(tailor_ctx *ctx, tailor_gemma4_gpu *g, const char *t
     printf("  %s: recaptured graph, %d of %d greedy ids the same\n", tag, i, n);
 }
 
+/* Stops a greedy decode after id number stop_at (counting from 0). */
+typedef struct stopper {
+    int seen, stop_at;
+} stopper;
+
+static int stop_after(void *arg, int32_t id)
+{
+    (void)id;
+    stopper *s = arg;
+    return s->seen++ == s->stop_at;
+}
+
+/* tailor_gemma4_gpu_greedy gives the ids the one-at-a-time steps gave (ids[0] is the prompt's
+ * argmax, ids[1..n) the steps'): in one call; then stopped after its k-th id by the callback
+ * (the step queued past the stop must not disturb what follows: the sliding rings of the
+ * fixtures wrap) and resumed from there. */
+static void check_greedy(tailor_ctx *ctx, tailor_gemma4_gpu *g, const char *tag,
+                         const int32_t *prompt, int T, const int32_t *ids, int n)
+{
+    if (n < 3)
+        return;
+    int32_t next = -1, out[256];
+    int kept = 0, k = (n - 1) / 2;
+    tailor_gemma4_gpu_reset(g);
+    tailor_status st = tailor_gemma4_gpu_prefill(ctx, g, prompt, T, NULL, &next);
+    if (st == TAILOR_OK)
+        st = tailor_gemma4_gpu_greedy(ctx, g, next, n - 1, out, &kept, NULL, NULL);
+    int same = st == TAILOR_OK && kept == n - 1 && next == ids[0];
+    for (int i = 0; same && i < n - 1; i++)
+        same = out[i] == ids[i + 1];
+    CHECKF(same, "%s: greedy decode in one call: %d of %d ids kept, %s", tag, kept, n - 1,
+           st ? tailor_ctx_message(ctx) : "the ids differ from the steps'");
+    tailor_gemma4_gpu_reset(g);
+    st = tailor_gemma4_gpu_prefill(ctx, g, prompt, T, NULL, &next);
+    stopper sp = {0, k};
+    if (st == TAILOR_OK)
+        st = tailor_gemma4_gpu_greedy(ctx, g, next, n - 1, out, &kept, stop_after, &sp);
+    CHECKF(st == TAILOR_OK && kept == k + 1 && tailor_gemma4_gpu_pos(g) == T + k + 1,
+           "%s: a greedy decode stopped after id %d kept %d steps, position %d (want %d, %d)",
+           tag, k, kept, tailor_gemma4_gpu_pos(g), k + 1, T + k + 1);
+    int rest = n - 1 - (k + 1);
+    int32_t more[256];
+    if (st == TAILOR_OK && rest > 0)
+        st = tailor_gemma4_gpu_greedy(ctx, g, out[k], rest, more, &kept, NULL, NULL);
+    same = st == TAILOR_OK;
+    for (int i = 0; same && i <= k; i++)
+        same = out[i] == ids[i + 1];
+    for (int i = 0; same && i < rest; i++)
+        same = more[i] == ids[k + 2 + i];
+    CHECKF(same, "%s: greedy decode stopped after id %d and resumed: %s", tag, k,
+           st ? tailor_ctx_message(ctx) : "the ids differ from the steps'");
+    printf("  %s: greedy decode in one call and stopped after id %d then resumed: %s\n", tag,
+           k, same ? "the same ids" : "DIFFER");
+}
+
 static void run_mode(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, const char *name,
                      const mode *md, tailor_gemma4 *m, const int32_t *prompt, int T,
                      const int32_t *greedy, int G, const cJSON *gaps, const double *qgaps,
@@ -190,7 +249,8 @@ static void run_mode(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, cons
         return;
     tailor_kernels_set_strategy(ks, 1, 2); /* random, 2 trials: tiny shapes tune fast */
     tailor_gemma4_gpu_opts o = {.max_tokens = T + G + 1, .dtype = (int)md->dtype, .all_logits = 1,
-                                .quantize_head = md->quantize_head, .seams = md->seams};
+                                .quantize_head = md->quantize_head, .seams = md->seams,
+                                .ple_host = md->ple_host};
     tailor_gemma4_gpu *g = NULL;
     tailor_status st = tailor_gemma4_gpu_create(ctx, m, gpu, ks, &o, &g);
     CHECKF(st == TAILOR_OK, "%s: create failed: %s", tag, tailor_ctx_message(ctx));
@@ -234,11 +294,17 @@ static void run_mode(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, cons
             st = tailor_gemma4_gpu_step(ctx, g, next, NULL, &next);
             CHECKF(st == TAILOR_OK, "%s: decode step %d failed: %s", tag, i, tailor_ctx_message(ctx));
         }
+        if (st == TAILOR_OK && ids && same)
+            check_greedy(ctx, g, tag, prompt, T, ids, made);
         if (md == &modes[0] && st == TAILOR_OK && ids)
             check_recapture(ctx, g, tag, prompt, T, ids, made);
         free(ids);
         tailor_gemma4_gpu_info info;
         tailor_gemma4_gpu_get_info(g, &info);
+        int ple = tailor_gemma4_get_config(m)->ple_dim > 0;
+        CHECKF(!ple || (info.ple_bytes > 0) == !md->ple_host,
+               "%s: the PLE table is on the %s, the mode asks for the %s", tag,
+               info.ple_bytes ? "device" : "host", md->ple_host ? "host" : "device");
         CHECKF(info.lm_int4 == md->quantize_head, "%s: the LM head is %s, the mode asks for %s",
                tag, info.lm_int4 ? "int4" : "16-bit", md->quantize_head ? "int4" : "16-bit");
         printf("  %s: greedy %d of %d ids %s; graph %s, chunk %d, %d kernels cached, %d tuned\n",

@@ -470,6 +470,83 @@ static void test_softcap_argmax(tailor_ctx *ctx)
     }
     check_refused(ctx, "softcap_argmax", "rows=0", TAILOR_DTYPE_BF16);
     check_refused(ctx, "softcap_argmax", "rows=1,write=2", TAILOR_DTYPE_BF16);
+    check_refused(ctx, "softcap_argmax", "rows=1,feed=2", TAILOR_DTYPE_BF16);
+}
+
+/* feed=1: the last row's argmax and position + 1 for the next step; a last row of NaN feeds
+ * token 0 (ids keeps -1 for the caller to report) */
+static void test_softcap_argmax_feed(tailor_ctx *ctx)
+{
+    for (int nan_last = 0; nan_last < 2; nan_last++) {
+        host_inst h;
+        if (inst_make(ctx, &h, "softcap_argmax", "rows=3,vocab=16,in_f32=1,feed=1",
+                      TAILOR_DTYPE_BF16))
+            return;
+        CHECK(h.t.bufs.count == 6);
+        for (size_t i = 0; i < 48; i++)
+            set_at(&h, "logits", i, nan_last && i >= 32 ? NAN : -1.0f);
+        set_at(&h, "logits", 2, 3.0f);       /* row 0: 2 */
+        set_at(&h, "logits", 16 + 11, 3.0f); /* row 1: 11 */
+        if (!nan_last)
+            set_at(&h, "logits", 32 + 7, 3.0f); /* row 2: 7 */
+        const float pos[3] = {5, 9, 41};
+        for (size_t r = 0; r < 3; r++)
+            set_at(&h, "pos", r, pos[r]);
+        if (inst_reference(ctx, &h) == 0) {
+            CHECK(ref_of(&h, "ids")[1] == 11.0f);
+            CHECKF(ref_of(&h, "ids")[2] == (nan_last ? -1.0f : 7.0f), "last row's id %g",
+                   (double)ref_of(&h, "ids")[2]);
+            CHECKF(ref_of(&h, "next_tok")[0] == (nan_last ? 0.0f : 7.0f),
+                   "next_tok %g (the last row's argmax, 0 for NaN)",
+                   (double)ref_of(&h, "next_tok")[0]);
+            CHECKF(ref_of(&h, "next_pos")[0] == 42.0f, "next_pos %g: the last row's position + 1",
+                   (double)ref_of(&h, "next_pos")[0]);
+        }
+        inst_free(&h);
+    }
+}
+
+/* ---- gemma4_ple ---- */
+
+/* gather=1 (the table on the device, rows picked by id) computes what gather=0 computes from
+ * the same rows staged per token. */
+static void test_gemma4_ple_gather(tailor_ctx *ctx)
+{
+    const char *shape = "tokens=4,layers=3,dim=8,hidden=16";
+    char gshape[96];
+    snprintf(gshape, sizeof gshape, "%s,gather=1", shape);
+    host_inst a, b;
+    if (inst_make(ctx, &a, "gemma4_ple", gshape, TAILOR_DTYPE_BF16))
+        return;
+    if (inst_make(ctx, &b, "gemma4_ple", shape, TAILOR_DTYPE_BF16)) {
+        inst_free(&a);
+        return;
+    }
+    const size_t T = 4, LP = 3 * 8, rows = a.t.bufs.b[inst_buf(&a, "e")].count / LP;
+    CHECKF(rows > T, "the test table holds more rows (%zu) than tokens", rows);
+    int moved = 0;
+    for (size_t t = 0; t < T; t++) {
+        size_t id = (size_t)in_at(&a, "ids", t);
+        CHECKF(id < rows, "token %zu's row %zu is inside the table", t, id);
+        moved |= id != t;
+        for (size_t j = 0; j < LP && id < rows; j++) {
+            set_at(&b, "e", t * LP + j, in_at(&a, "e", id * LP + j));
+            set_at(&b, "c", t * LP + j, in_at(&a, "c", t * LP + j));
+        }
+    }
+    for (size_t j = 0; j < 8; j++)
+        set_at(&b, "w", j, in_at(&a, "w", j));
+    CHECKF(moved, "the fill's ids are not the tokens' own indices");
+    if (inst_reference(ctx, &a) == 0 && inst_reference(ctx, &b) == 0) {
+        int bad = 0;
+        for (size_t i = 0; i < T * LP; i++)
+            bad += ref_of(&a, "out")[i] != ref_of(&b, "out")[i];
+        CHECKF(bad == 0, "gemma4_ple gather=1: %d values differ from the staged rows'", bad);
+    }
+    inst_free(&a);
+    inst_free(&b);
+    check_refused(ctx, "gemma4_ple", "tokens=1,layers=3,dim=8,hidden=16,gather=2",
+                  TAILOR_DTYPE_BF16);
 }
 
 int main(void)
@@ -484,6 +561,8 @@ int main(void)
     test_gelu_gate(ctx);
     test_embed(ctx);
     test_softcap_argmax(ctx);
+    test_softcap_argmax_feed(ctx);
+    test_gemma4_ple_gather(ctx);
     tailor_ctx_destroy(ctx);
     return test_finish("test_small_ops");
 }

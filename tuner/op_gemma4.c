@@ -19,6 +19,8 @@
  * gemma4_ple: the per-layer inputs (GEMMA4.md §2.3 steps 2-3) from the context projection c and
  *   the token-identity rows e [tokens, layers * dim]:
  *     out = T((RMSNorm_w(c * hidden^-1/2) + e * bf16(sqrt(dim))) * 2^-1/2), all in fp32.
+ *   With gather = 1, e is the whole table (on the device) and token t reads its row ids[t]; the
+ *   callers guarantee ids are rows of the table (a test's table holds tokens + 3 rows).
  * gemma4_fill: deterministic pseudo-random device data (benchmark weights generated on the GPU):
  *   word i of out (u32) is hash(seed, i) (mode 0), or two dtype values
  *   offset + (hash % 2001 - 1000) * scale (mode 1; scale = amp_e6 * 1e-9, offset = off_e6 * 1e-6),
@@ -335,39 +337,51 @@ static const tailor_shape_key ple_keys[] = {
     {"layers", -1, "decoder layers L"},
     {"dim", 256, "per-layer input width P"},
     {"hidden", -1, "hidden size H (the context projection is scaled by H^-1/2)"},
+    {"gather", 0, "1: e is the whole table and ids [tokens] pick the rows; 0: e holds the rows"},
     {NULL, 0, NULL},
 };
+
+/* Rows of a test's table with gather = 1 (any count above tokens: ids are a shuffle of them). */
+static long long ple_table_rows(long long tokens) { return tokens + 3; }
 
 static tailor_status ple_describe(tailor_ctx *ctx, const tailor_shape *shape, tailor_dtype dtype,
                                   tailor_op_buffers *out)
 {
     long long t = tailor_shape_get(shape, "tokens", 0), l = tailor_shape_get(shape, "layers", 0);
     long long p = tailor_shape_get(shape, "dim", 256), h = tailor_shape_get(shape, "hidden", 0);
+    long long gather = tailor_shape_get(shape, "gather", 0);
     if (t <= 0 || l <= 0 || p <= 0 || h <= 0)
         return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
                                 "gemma4_ple: tokens, layers, dim and hidden must be positive");
+    if (gather < 0 || gather > 1)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "gemma4_ple: gather must be 0 or 1");
     if (!g4_half(dtype))
         return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "gemma4_ple: dtype must be fp16 or bf16");
     size_t n = (size_t)(t * l * p);
     memset(out, 0, sizeof *out);
-    out->count = 4;
+    size_t ne = gather ? (size_t)(ple_table_rows(t) * l * p) : n;
+    out->count = gather ? 5 : 4;
     out->b[0] = (tailor_buffer_spec){"c", dtype, n, TAILOR_BUF_IN, 0, 0};
-    out->b[1] = (tailor_buffer_spec){"e", dtype, n, TAILOR_BUF_IN, 0, 0};
+    out->b[1] = (tailor_buffer_spec){"e", dtype, ne, TAILOR_BUF_IN, 0, 0};
     out->b[2] = (tailor_buffer_spec){"w", dtype, (size_t)p, TAILOR_BUF_IN, 0, 0};
     out->b[3] = (tailor_buffer_spec){"out", dtype, n, TAILOR_BUF_OUT, 1e-4, g4_rtol(dtype)};
+    if (gather)
+        out->b[4] = (tailor_buffer_spec){"ids", TAILOR_DTYPE_I32, (size_t)t, TAILOR_BUF_IN, 0, 0};
     return TAILOR_OK;
 }
 
 static void ple_fill(const tailor_shape *shape, tailor_dtype dtype, const tailor_op_buffers *bufs,
                      void *const *host, uint64_t seed)
 {
-    (void)shape;
     uint64_t s = seed + 23;
     for (int b = 0; b < 3; b++)
         for (size_t i = 0; i < bufs->b[b].count; i++) {
             float v = g4_uniform(&s);
             tailor_dtype_store(dtype, host[b], i, b == 0 ? v * 20.0f : b == 1 ? v * 0.05f : 1.0f + 0.5f * v);
         }
+    long long t = tailor_shape_get(shape, "tokens", 0), rows = ple_table_rows(t);
+    for (long long i = 0; i < t && bufs->count > 4; i++) /* rows out of the tokens' order */
+        ((int32_t *)host[4])[i] = (int32_t)((7 * i + 2 + (long long)(seed % 5)) % rows);
 }
 
 static tailor_status ple_reference(tailor_ctx *ctx, const tailor_shape *shape, tailor_dtype dtype,
@@ -375,7 +389,6 @@ static tailor_status ple_reference(tailor_ctx *ctx, const tailor_shape *shape, t
                                    float *const *ref)
 {
     (void)ctx;
-    (void)bufs;
     long long T = tailor_shape_get(shape, "tokens", 0), L = tailor_shape_get(shape, "layers", 0);
     long long P = tailor_shape_get(shape, "dim", 256), H = tailor_shape_get(shape, "hidden", 0);
     float hs = 1.0f / sqrtf((float)H), es = tailor_round_bf16(sqrtf((float)P));
@@ -388,10 +401,14 @@ static tailor_status ple_reference(tailor_ctx *ctx, const tailor_shape *shape, t
             ss += (double)c * c;
         }
         float inv = (float)(1.0 / sqrt(ss / (double)P + 1e-6));
+        size_t eo = o; /* token r / L's row, layer r % L */
+        if (bufs->count > 4)
+            eo = ((size_t)((const int32_t *)host[4])[r / L] * (size_t)L + (size_t)(r % L)) *
+                 (size_t)P;
         for (long long j = 0; j < P; j++) {
             float c = tailor_dtype_load(dtype, host[0], o + (size_t)j) * hs * inv *
                       tailor_dtype_load(dtype, host[2], (size_t)j);
-            float e = tailor_dtype_load(dtype, host[1], o + (size_t)j) * es;
+            float e = tailor_dtype_load(dtype, host[1], eo + (size_t)j) * es;
             ref[3][o + (size_t)j] = (c + e) * is;
         }
     }

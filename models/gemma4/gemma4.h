@@ -218,6 +218,8 @@ typedef struct tailor_gemma4_gpu_opts {
     int seams;        /* where decode runs the layer seams (residual add and norms after o,
                          down and the PLE projection): a TAILOR_GEMMA4_SEAMS_* value, 0 = the
                          default (docs/perf/model.md has the same-run comparison) */
+    int ple_host;     /* 1: the PLE table stays on the host (a row uploaded per token, decode
+                         steps one at a time); 0: on the device when it fits (the log says) */
     const char *knockout; /* timing experiments only (bench model --knockout): launches of these
                              ops are skipped, so every output is meaningless and the inf/NaN
                              check is off. Items "OP" or "OP:k=v,k=v" (only launches whose
@@ -235,6 +237,7 @@ typedef struct tailor_gemma4_gpu_info {
                                   rows: the embedding is read whole as the LM head) */
     size_t kv_bytes;           /* KV cache and positions */
     size_t act_bytes;          /* activations and scratch */
+    size_t ple_bytes;          /* the PLE table on the device (0: on the host) */
     int kernels_cached, kernels_tuned; /* after the warm-up */
     int graph;                 /* 1: the decode step runs as a CUDA graph */
     int chunk;
@@ -261,8 +264,8 @@ tailor_status tailor_gemma4_gpu_kernels(tailor_ctx *ctx, const tailor_gemma4_con
                                         const tailor_gemma4_gpu_opts *opts,
                                         tailor_gemma4_kernel_use **out, int *n);
 
-/* Uploads checkpoint m (it must outlive the result: the PLE table stays in its mapping and rows
- * are gathered per token on the host) to gpu, using tuned kernels from `ks` (tuned on demand if
+/* Uploads checkpoint m (it must outlive the result: when the PLE table stays on the host, rows
+ * are read per token from its mapping; see opts.ple_host) to gpu, using tuned kernels from `ks` (tuned on demand if
  * the set allows), allocates the KV cache and activations, runs one warm-up decode step and
  * captures the decode step as a CUDA graph. Logs the device, capability, compute dtype and how
  * many kernels came from the cache. TAILOR_ERR_UNSUPPORTED for a MoE model or a W4A16 layout the
@@ -274,7 +277,7 @@ tailor_status tailor_gemma4_gpu_create(tailor_ctx *ctx, const tailor_gemma4 *m,
                                        tailor_gemma4_gpu **out);
 
 /* The same with pseudo-random weights of cfg's shapes generated on the GPU (benchmarks: no host
- * copy of the weights; the PLE rows are synthesised per token on the host). */
+ * copy of the weights; a PLE table kept on the host is a pool of rows made at load). */
 tailor_status tailor_gemma4_gpu_create_random(tailor_ctx *ctx, const tailor_gemma4_config *cfg,
                                               struct tailor_gpu *gpu, struct tailor_kernels *ks,
                                               const tailor_gemma4_gpu_opts *opts, uint64_t seed,
@@ -305,6 +308,23 @@ tailor_status tailor_gemma4_gpu_prefill(tailor_ctx *ctx, tailor_gemma4_gpu *g, c
  * token. Errors as prefill. */
 tailor_status tailor_gemma4_gpu_step(tailor_ctx *ctx, tailor_gemma4_gpu *g, int32_t token,
                                      float *logits, int32_t *next);
+
+/* Called with each id a greedy decode chose, in order, as soon as the host has it; nonzero stops
+ * the decode after that id. */
+typedef int (*tailor_gemma4_id_fn)(void *arg, int32_t id);
+
+/* Up to n greedy decode steps, the first for `token` at the next position, each next one for the
+ * id the step before chose: out[i] is step i's argmax. With the PLE table on the device each
+ * step's argmax feeds the next on the device (softcap_argmax feed=1), so steps are queued
+ * ahead of the host reading their ids (G4G_QUEUE at once) and the GPU does not wait for the
+ * host between tokens; otherwise the steps run one at a time (tailor_gemma4_gpu_step). on_id
+ * (may be NULL) sees each id as it is read; nonzero stops there. *kept: the steps kept (their
+ * positions consumed); a step queued past a stop is finished and forgotten (its position is
+ * rewritten by the next input). Errors as prefill; also TAILOR_ERR_MISUSE when n steps would
+ * exceed max_tokens. */
+tailor_status tailor_gemma4_gpu_greedy(tailor_ctx *ctx, tailor_gemma4_gpu *g, int32_t token, int n,
+                                       int32_t *out, int *kept, tailor_gemma4_id_fn on_id,
+                                       void *arg);
 
 /* One kernel's share of a profiled decode step: op, the shape it ran, the kernel (of the set the
  * model was created with), launches and total time. */

@@ -39,6 +39,12 @@ typedef struct g4g_layer {
 
 #define G4G_MAX_ALLOCS 4096
 #define G4G_PLE_POOL 256 /* random weights: distinct synthetic PLE rows (ple_pool) */
+/* Greedy decode (tailor_gemma4_gpu_greedy): steps queued at once. Two keep the GPU busy (the
+ * host reads step k while k + 1 runs) and are the most that is safe: a step queued past a stop
+ * writes the K/V of the position the next input rewrites anyway; a second one would overwrite a
+ * ring slot that position's query still sees. */
+#define G4G_QUEUE 2
+#define G4G_PLE_RESERVE ((size_t)512 << 20) /* device memory left free beside the PLE table */
 
 /* The cache length full layers' kernels are tuned at, whatever max_tokens is (the split count
  * follows the actual length at launch). Their decode attention is tuned at G4G_DECODE_KV_SHORT
@@ -91,14 +97,19 @@ struct tailor_gemma4_gpu {
     CUdeviceptr ids, tok, posb; /* [C] int32 */
     /* pinned host inputs and outputs */
     int32_t *h_tok, *h_pos, *h_ids;
+    int32_t *h_queue;           /* [G4G_QUEUE] greedy decode: each queued step's argmax */
+    tailor_gpu_mark marks[G4G_QUEUE]; /* greedy decode: each queued step's download done */
     unsigned char *h_pe;        /* [C, L*P] dtype */
+    /* the PLE table [vocab, L*P] dtype on the device (gpu_weights.c place_ple), or 0: on the
+     * host, a row staged per token from the checkpoint's mapping or from ple_pool */
+    CUdeviceptr ple_table;
     uint16_t *ple_pool;         /* random weights: G4G_PLE_POOL synthetic PLE rows [., L*P] dtype */
     tailor_gpu_graph graph;
     unsigned graph_generation; /* the kernel set's generation it was captured at */
     int want_graph;            /* not --no-graph: recapture must give a graph again */
     CUdeviceptr allocs[G4G_MAX_ALLOCS];
     int nallocs;
-    size_t weight_bytes, kv_bytes, act_bytes;
+    size_t weight_bytes, kv_bytes, act_bytes, ple_bytes;
     int kernels_cached, kernels_tuned;
     /* tailor_gemma4_gpu_kernels: a dry model. Nothing is allocated (dalloc hands out fake
      * addresses), uploaded or launched: g4g_run records (op, tuned shape) into rec instead */

@@ -390,13 +390,21 @@ static tailor_status embed_rows(tailor_ctx *ctx, tailor_gemma4_gpu *g, int T)
     tailor_status st = linear(ctx, g, &g->ple_model_proj, g->h0, g->pc, T);
     if (st)
         return st;
-    tailor_shape s = {0};
-    g4g_put(&s, "tokens", T);
-    g4g_put(&s, "layers", c->n_layers);
-    g4g_put(&s, "dim", c->ple_dim);
-    g4g_put(&s, "hidden", c->hidden);
-    tailor_binding b[] = {{"c", g->pc}, {"e", g->pe}, {"w", g->ple_norm}, {"out", g->pli}};
-    return run_rows(ctx, g, "gemma4_ple", &s, "tokens", g->tchunk, b, 4);
+    /* a dry model records both forms: where the table lives is decided by free memory at create */
+    for (int gather = g->dry ? 0 : g->ple_table != 0; gather <= (g->dry || g->ple_table); gather++) {
+        tailor_shape s = {0};
+        g4g_put(&s, "tokens", T);
+        g4g_put(&s, "layers", c->n_layers);
+        g4g_put(&s, "dim", c->ple_dim);
+        g4g_put(&s, "hidden", c->hidden);
+        g4g_put(&s, "gather", gather);
+        tailor_binding b[] = {{"c", g->pc}, {"e", gather ? g->ple_table : g->pe},
+                              {"w", g->ple_norm}, {"out", g->pli}, {"ids", g->tok}};
+        st = run_rows(ctx, g, "gemma4_ple", &s, "tokens", g->tchunk, b, gather ? 5 : 4);
+        if (st)
+            return st;
+    }
+    return TAILOR_OK;
 }
 
 /* The cache slots layer i's kernels are tuned at: the ring of W slots, or G4G_DECODE_KV for a
@@ -642,8 +650,11 @@ static tailor_status head(tailor_ctx *ctx, tailor_gemma4_gpu *g, int r0, int row
     g4g_put(&s, "vocab", c->vocab);
     g4g_put(&s, "in_f32", 0);
     g4g_put(&s, "write", 1);
-    tailor_binding b[] = {{"logits", g->logits}, {"capped", g->capped}, {"ids", g->ids}};
-    return run_rows(ctx, g, "softcap_argmax", &s, "rows", g->logit_rows, b, 3);
+    g4g_put(&s, "feed", 1); /* the next step's token and position, on the device */
+    tailor_binding b[] = {{"logits", g->logits}, {"capped", g->capped}, {"ids", g->ids},
+                          {"pos", off(g->posb, (size_t)r0, 4)}, {"next_tok", g->tok},
+                          {"next_pos", g->posb}};
+    return run_rows(ctx, g, "softcap_argmax", &s, "rows", g->logit_rows, b, 6);
 }
 
 /* The kernels of one pass over T rows at positions p0.. (tok, pos, pe already on the device):
@@ -684,7 +695,7 @@ static tailor_status stage_inputs(tailor_ctx *ctx, tailor_gemma4_gpu *g, const i
     tailor_status st = tailor_gpu_upload_async(ctx, g->gpu, g->tok, g->h_tok, (size_t)T * 4);
     if (st == TAILOR_OK)
         st = tailor_gpu_upload_async(ctx, g->gpu, g->posb, g->h_pos, (size_t)T * 4);
-    if (st == TAILOR_OK && c->ple_dim > 0) {
+    if (st == TAILOR_OK && c->ple_dim > 0 && !g->ple_table) {
         size_t row = (size_t)c->n_layers * (size_t)c->ple_dim;
         for (int t = 0; t < T; t++)
             g4g_ple_row(g, ids[t], g->h_pe + (size_t)t * row * g->es);
@@ -748,6 +759,16 @@ tailor_status tailor_gemma4_gpu_prefill(tailor_ctx *ctx, tailor_gemma4_gpu *g, c
     return st;
 }
 
+/* Queues one decode step at position p (its inputs on the device): the captured graph, or the
+ * pass kernel by kernel. */
+static tailor_status queue_step(tailor_ctx *ctx, tailor_gemma4_gpu *g, int p)
+{
+    /* a graph captured before a kernel of the set changed would launch the old one */
+    int graph = g->graph.exec && g->graph_generation == tailor_kernels_generation(g->ks);
+    return graph ? tailor_gpu_graph_launch(ctx, g->gpu, &g->graph)
+                 : g4g_pass(ctx, g, 1, p, 1, g->cfg.n_layers, 0);
+}
+
 tailor_status tailor_gemma4_gpu_step(tailor_ctx *ctx, tailor_gemma4_gpu *g, int32_t token,
                                      float *logits, int32_t *next)
 {
@@ -756,16 +777,85 @@ tailor_status tailor_gemma4_gpu_step(tailor_ctx *ctx, tailor_gemma4_gpu *g, int3
                                 "gemma4 gpu: all %d positions of the KV cache are used",
                                 g->max_tokens);
     tailor_status st = stage_inputs(ctx, g, &token, 1, g->pos);
-    /* a graph captured before a kernel of the set changed would launch the old one */
-    int graph = g->graph.exec && g->graph_generation == tailor_kernels_generation(g->ks);
     if (st == TAILOR_OK)
-        st = graph ? tailor_gpu_graph_launch(ctx, g->gpu, &g->graph)
-                   : g4g_pass(ctx, g, 1, g->pos, 1, g->cfg.n_layers, 0);
+        st = queue_step(ctx, g, g->pos);
     if (st == TAILOR_OK)
         st = read_out(ctx, g, 1, logits, next, g->pos);
     if (st == TAILOR_OK)
         g->pos++;
     return st;
+}
+
+/* Greedy steps one at a time (the PLE table on the host: each step's row is staged by the host
+ * from the id the step before chose). */
+static tailor_status greedy_one_by_one(tailor_ctx *ctx, tailor_gemma4_gpu *g, int32_t token, int n,
+                                       int32_t *out, int *kept, tailor_gemma4_id_fn on_id,
+                                       void *arg)
+{
+    for (int i = 0; i < n; i++) {
+        tailor_status st = tailor_gemma4_gpu_step(ctx, g, i ? out[i - 1] : token, NULL, &out[i]);
+        if (st)
+            return st;
+        *kept = i + 1;
+        if (on_id && on_id(arg, out[i]))
+            break;
+    }
+    return TAILOR_OK;
+}
+
+/* Queues step i of a greedy run (position p): the step, then its argmax's download into
+ * h_queue and a mark after it. */
+static tailor_status queue_greedy_step(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int p)
+{
+    int q = i % G4G_QUEUE;
+    tailor_status st = queue_step(ctx, g, p);
+    if (st == TAILOR_OK)
+        st = tailor_gpu_download_async(ctx, g->gpu, &g->h_queue[q], g->ids, 4);
+    return st ? st : tailor_gpu_mark_record(ctx, g->gpu, &g->marks[q]);
+}
+
+tailor_status tailor_gemma4_gpu_greedy(tailor_ctx *ctx, tailor_gemma4_gpu *g, int32_t token, int n,
+                                       int32_t *out, int *kept, tailor_gemma4_id_fn on_id,
+                                       void *arg)
+{
+    *kept = 0;
+    if (n < 1)
+        return TAILOR_OK;
+    if (g->pos + n > g->max_tokens)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                                "gemma4 gpu: %d decode steps at position %d exceed the %d "
+                                "positions of the KV cache", n, g->pos, g->max_tokens);
+    if (g->cfg.ple_dim > 0 && !g->ple_table)
+        return greedy_one_by_one(ctx, g, token, n, out, kept, on_id, arg);
+    int p0 = g->pos, queued = 0;
+    tailor_status st = stage_inputs(ctx, g, &token, 1, p0);
+    for (int i = 0; i < n && st == TAILOR_OK; i++) {
+        while (queued < n && queued < i + G4G_QUEUE && st == TAILOR_OK) {
+            st = queue_greedy_step(ctx, g, queued, p0 + queued);
+            queued++;
+        }
+        if (st == TAILOR_OK)
+            st = tailor_gpu_mark_wait(ctx, g->gpu, &g->marks[i % G4G_QUEUE]);
+        if (st)
+            break;
+        out[i] = g->h_queue[i % G4G_QUEUE];
+        if (out[i] < 0 && !g->knockout[0]) {
+            st = tailor_set_error(ctx, TAILOR_ERR_VERIFY,
+                                  "gemma4 gpu: inf or NaN in the activations (the logits of "
+                                  "position %d are not finite; compute dtype %s)",
+                                  p0 + i, tailor_dtype_name(g->dt));
+            break;
+        }
+        if (out[i] < 0)
+            out[i] = 0;
+        g->pos = p0 + i + 1;
+        *kept = i + 1;
+        if (on_id && on_id(arg, out[i]))
+            break;
+    }
+    /* a step queued past a stop finishes before the next input is staged */
+    tailor_status sync = tailor_gpu_sync(ctx, g->gpu);
+    return st ? st : sync;
 }
 
 tailor_status tailor_gemma4_gpu_profile_step(tailor_ctx *ctx, tailor_gemma4_gpu *g, int32_t token,

@@ -564,6 +564,81 @@ void g4g_ple_row(const tailor_gemma4_gpu *g, int32_t id, unsigned char *dst)
         ple_convert_row(t, first, g->dt, out, n);
 }
 
+/* ---- the PLE table, on the device when it fits ------------------------------------------------- */
+
+/* Bytes of the PLE table in the compute dtype (vocab rows of L*P). */
+static size_t ple_table_bytes(const tailor_gemma4_gpu *g)
+{
+    return (size_t)g->cfg.vocab * (size_t)g->cfg.n_layers * (size_t)g->cfg.ple_dim * g->es;
+}
+
+/* The table's device copy: the checkpoint's rows streamed through the staging buffer (their
+ * pages released behind it, as every weight's), or random rows as the matrices' (+- 0.03). */
+static tailor_status ple_table_upload(tailor_ctx *ctx, tailor_gemma4_gpu *g)
+{
+    size_t bytes = ple_table_bytes(g);
+    tailor_status st = dalloc(ctx, g, bytes, &g->ple_bytes, &g->ple_table);
+    if (st || !g->model)
+        return st ? st : rnd_fill(ctx, g, g->ple_table, bytes & ~(size_t)3, 1, 30000, 0);
+    const tailor_st_tensor *t = g->model->ple_embed;
+    tailor_dtype td;
+    if (!g4_st_dtype(t->dtype, &td))
+        return tailor_set_error(ctx, TAILOR_ERR_UNSUPPORTED,
+                                "gemma4 gpu: embed_tokens_per_layer is %s, not a float type",
+                                tailor_st_dtype_name(t->dtype));
+    tailor_upload *u = NULL;
+    st = tailor_upload_create(ctx, g->gpu, STAGING_BYTES, &u);
+    if (st)
+        return st;
+    tailor_upload_set_release(u, release_source, g->model->st);
+    st = tailor_upload_convert(ctx, u, g->ple_table, t->data, td, g->dt, bytes / g->es);
+    if (st == TAILOR_OK)
+        st = tailor_upload_finish(ctx, u);
+    tailor_upload_destroy(u);
+    return st;
+}
+
+/* Where the PLE table lives. On the device, the gemma4_ple kernel reads each token's row by the
+ * id on the device, so that a decode step's argmax can feed the next step without the host
+ * (tailor_gemma4_gpu_greedy queues steps ahead). It stays on the host (the checkpoint's mapping,
+ * or random weights' pool of rows; a row staged per token) when asked (opts.ple_host), when the
+ * table has fewer rows than the vocabulary, or when free device memory after everything else
+ * is short of the table plus G4G_PLE_RESERVE; the log says which and why. */
+static tailor_status place_ple(tailor_ctx *ctx, tailor_gemma4_gpu *g, int ple_host)
+{
+    const tailor_gemma4_config *c = &g->cfg;
+    if (c->ple_dim <= 0)
+        return TAILOR_OK;
+    size_t bytes = ple_table_bytes(g), free_b = 0, total_b = 0;
+    const char *why = NULL;
+    char buf[160];
+    if (ple_host) {
+        why = "as asked";
+    } else if (c->ple_vocab != c->vocab) {
+        snprintf(buf, sizeof buf, "its %d rows are not the vocabulary's %d", c->ple_vocab,
+                 c->vocab);
+        why = buf;
+    } else {
+        tailor_status st = tailor_gpu_mem_info(ctx, g->gpu, &free_b, &total_b);
+        if (st)
+            return st;
+        if (free_b < bytes + G4G_PLE_RESERVE) {
+            snprintf(buf, sizeof buf, "%.2f GB with %.2f GB kept free, %.2f GB free",
+                     (double)bytes / 1e9, (double)G4G_PLE_RESERVE / 1e9, (double)free_b / 1e9);
+            why = buf;
+        }
+    }
+    if (!why) {
+        tailor_log(ctx, TAILOR_LOG_INFO, "gemma4 gpu: the PLE table on the device (%.2f GB)",
+                   (double)bytes / 1e9);
+        return ple_table_upload(ctx, g);
+    }
+    tailor_log(ctx, TAILOR_LOG_INFO,
+               "gemma4 gpu: the PLE table stays on the host (%s): a row uploaded per token, decode "
+               "steps one at a time", why);
+    return g->model ? TAILOR_OK : g4g_ple_pool_make(ctx, g);
+}
+
 static tailor_status rnd_model(tailor_ctx *ctx, tailor_gemma4_gpu *g)
 {
     const tailor_gemma4_config *c = &g->cfg;
@@ -577,8 +652,6 @@ static tailor_status rnd_model(tailor_ctx *ctx, tailor_gemma4_gpu *g)
     if (st == TAILOR_OK)
         st = rnd_vec(ctx, g, H, &g->final_norm);
     const tailor_gemma4 *m = g->like;
-    if (st == TAILOR_OK && P > 0 && !g->dry)
-        st = g4g_ple_pool_make(ctx, g);
     if (st == TAILOR_OK && P > 0) {
         st = rnd_vec(ctx, g, P, &g->ple_norm);
         if (st == TAILOR_OK)
@@ -720,7 +793,7 @@ static tailor_status alloc_acts(tailor_ctx *ctx, tailor_gemma4_gpu *g)
     g->x_main = g->x;
     g->x_next = g->x_spare;
     void *p = NULL;
-    size_t host = C * 12 + C * LP * es;
+    size_t host = C * 12 + G4G_QUEUE * 4 + C * LP * es;
     if (g->dry)
         return st;
     if (st == TAILOR_OK)
@@ -729,8 +802,11 @@ static tailor_status alloc_acts(tailor_ctx *ctx, tailor_gemma4_gpu *g)
         g->h_tok = p;
         g->h_pos = g->h_tok + C;
         g->h_ids = g->h_pos + C;
-        g->h_pe = (unsigned char *)(g->h_ids + C);
+        g->h_queue = g->h_ids + C;
+        g->h_pe = (unsigned char *)(g->h_queue + G4G_QUEUE);
     }
+    for (int i = 0; i < G4G_QUEUE && st == TAILOR_OK; i++)
+        st = tailor_gpu_mark_create(ctx, g->gpu, &g->marks[i]);
     return st;
 }
 
@@ -864,6 +940,8 @@ static tailor_status create(tailor_ctx *ctx, const tailor_gemma4 *m, const tailo
     if (st == TAILOR_OK)
         st = alloc_acts(ctx, g);
     if (st == TAILOR_OK)
+        st = place_ple(ctx, g, o->ple_host);
+    if (st == TAILOR_OK)
         st = tailor_gpu_sync(ctx, gpu);
     if (st == TAILOR_OK)
         st = g4g_warm_up(ctx, g);
@@ -906,6 +984,8 @@ void tailor_gemma4_gpu_destroy(tailor_gemma4_gpu *g)
         return;
     tailor_gpu_sync(NULL, g->gpu);
     tailor_gpu_graph_destroy(g->gpu, &g->graph);
+    for (int i = 0; i < G4G_QUEUE; i++)
+        tailor_gpu_mark_destroy(g->gpu, &g->marks[i]);
     for (int i = 0; i < g->nallocs; i++)
         tailor_gpu_free(g->gpu, g->allocs[i]);
     tailor_gpu_host_free(g->gpu, g->h_tok);
@@ -938,6 +1018,7 @@ void tailor_gemma4_gpu_get_info(const tailor_gemma4_gpu *g, tailor_gemma4_gpu_in
         info->weight_bytes_token -= (size_t)g->cfg.vocab * (size_t)g->cfg.hidden * g->es;
     info->kv_bytes = g->kv_bytes;
     info->act_bytes = g->act_bytes;
+    info->ple_bytes = g->ple_bytes;
     info->kernels_cached = g->kernels_cached;
     info->kernels_tuned = g->kernels_tuned;
     info->graph = g->graph.exec != NULL;
