@@ -737,6 +737,15 @@ tailor_status tailor_gpu_occupancy(tailor_ctx *ctx, tailor_gpu *gpu, const tailo
 
 /* ---- marks ---------------------------------------------------------------------------------- */
 
+/* Records ev at the end of the gpu's stream (a mark, or a timer's start or stop). */
+static tailor_status record_event(tailor_ctx *ctx, tailor_gpu *gpu, CUevent ev, const char *what)
+{
+    tailor_status st = gpu_enter(ctx, gpu, what);
+    if (st != TAILOR_OK)
+        return st;
+    return tailor_cuda_check(ctx, api.event_record(ev, gpu->stream), "cuEventRecord");
+}
+
 tailor_status tailor_gpu_mark_create(tailor_ctx *ctx, tailor_gpu *gpu, tailor_gpu_mark *m)
 {
     m->ev = NULL;
@@ -749,10 +758,7 @@ tailor_status tailor_gpu_mark_create(tailor_ctx *ctx, tailor_gpu *gpu, tailor_gp
 
 tailor_status tailor_gpu_mark_record(tailor_ctx *ctx, tailor_gpu *gpu, tailor_gpu_mark *m)
 {
-    tailor_status st = gpu_enter(ctx, gpu, "recording a mark");
-    if (st != TAILOR_OK)
-        return st;
-    return tailor_cuda_check(ctx, api.event_record(m->ev, gpu->stream), "cuEventRecord (mark)");
+    return record_event(ctx, gpu, m->ev, "recording a mark");
 }
 
 tailor_status tailor_gpu_mark_wait(tailor_ctx *ctx, tailor_gpu *gpu, tailor_gpu_mark *m)
@@ -790,18 +796,12 @@ tailor_status tailor_gpu_timer_create(tailor_ctx *ctx, tailor_gpu *gpu, tailor_g
 
 tailor_status tailor_gpu_timer_start(tailor_ctx *ctx, tailor_gpu *gpu, tailor_gpu_timer *t)
 {
-    tailor_status st = gpu_enter(ctx, gpu, "starting a timer");
-    if (st != TAILOR_OK)
-        return st;
-    return tailor_cuda_check(ctx, api.event_record(t->start, gpu->stream), "cuEventRecord (start)");
+    return record_event(ctx, gpu, t->start, "starting a timer");
 }
 
 tailor_status tailor_gpu_timer_stop(tailor_ctx *ctx, tailor_gpu *gpu, tailor_gpu_timer *t)
 {
-    tailor_status st = gpu_enter(ctx, gpu, "stopping a timer");
-    if (st != TAILOR_OK)
-        return st;
-    return tailor_cuda_check(ctx, api.event_record(t->stop, gpu->stream), "cuEventRecord (stop)");
+    return record_event(ctx, gpu, t->stop, "stopping a timer");
 }
 
 tailor_status tailor_gpu_timer_elapsed_ms(tailor_ctx *ctx, tailor_gpu_timer *t, float *ms)
