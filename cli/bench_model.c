@@ -445,8 +445,7 @@ static void print_figures(const model_args *a, const model_run *r, const model_f
     tailor_gemma4_gpu_info info;
     tailor_gemma4_gpu_get_info(r->g, &info);
     double dec = a->ndec / f->dec_s, bound = r->bw / (double)info.weight_bytes_token;
-    int ple = r->cfg.ple_dim > 0;
-    int queued = !a->one_by_one && (!ple || info.ple_bytes > 0); /* tailor_gemma4_gpu_greedy */
+    int ple = r->cfg.ple_dim > 0, queued = !a->one_by_one && info.greedy_queued;
     if (a->json) {
         printf("{\"prefill_tok_s\":%.1f,\"decode_tok_s\":%.1f,\"ttft_ms\":%.2f,"
                "\"peak_host_bytes\":%.0f,\"host_above_baseline_bytes\":%.0f,"

@@ -433,14 +433,10 @@ static int greedy_on_id(void *arg, int32_t id)
 static tailor_status greedy_gpu(tailor_ctx *ctx, tailor_gemma4_gpu *g, int32_t first, int steps,
                                 run_io *io, int *generated)
 {
-    int32_t *out = malloc((size_t)(steps > 0 ? steps : 1) * sizeof *out);
-    if (!out)
-        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory for the generated ids");
     greedy_emit e = {ctx, io, TAILOR_OK, 0};
     int kept = 0;
-    tailor_status s = tailor_gemma4_gpu_greedy(ctx, g, first, steps, out, &kept, greedy_on_id, &e);
+    tailor_status s = tailor_gemma4_gpu_greedy(ctx, g, first, steps, NULL, &kept, greedy_on_id, &e);
     *generated += kept;
-    free(out);
     return s ? s : e.st;
 }
 
@@ -507,7 +503,7 @@ static tailor_status generate_gpu(tailor_ctx *ctx, const run_args *a, tailor_gem
     const float *last = logits;
     double t_dec = cli_now_s();
     int generated = 0, stop = 0;
-    if (s == TAILOR_OK && a->sp.greedy) { /* the prompt's id, then the device's argmax steps */
+    if (s == TAILOR_OK && a->sp.greedy && a->max_tokens > 0) { /* the prompt's id, then steps */
         generated++;
         s = emit_or_stop(ctx, io, next, &stop);
         if (s == TAILOR_OK && !stop)

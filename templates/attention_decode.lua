@@ -93,16 +93,9 @@ return {
     if purpose ~= "launch" and p.BN > small_bn(device) and p.BN > slots(shape) then
       return false, string.format("BN=%d exceeds the %d cache slots", p.BN, slots(shape))
     end
-    -- A block streams at least one stage; more stages than its keys fill hold shared memory that
-    -- is never used, and in a decode step under PDL that costs: a block of 214,528 B at
-    -- head_dim 256 (STAGES = 3, BN = 64) keeps every other kernel's blocks off its SM (the step
-    -- tuner measured STAGES = 2 at ~60 us a step faster on E2B's sliding layers, equal alone;
-    -- docs/perf/attention.md). As attention_decode_wide.
-    local stages_used = (chunk_of(p.SPLITS, p.BN, shape) + p.BN - 1) // p.BN
-    if purpose ~= "launch" and p.STAGES > 2 and stages_used < p.STAGES then
-      return false, string.format("STAGES=%d but a block streams only %d stage(s) of keys",
-                                  p.STAGES, stages_used)
-    end
+    local unfilled = purpose ~= "launch"
+                     and tailor.attn_unfilled_stages(p.STAGES, chunk_of(p.SPLITS, p.BN, shape), p.BN)
+    if unfilled then return false, unfilled end
     -- Two targets rounding to the same block count would be the same launch twice.
     local n = blocks(p, shape)
     local rep = purpose ~= "launch" and p.CLUSTER ~= 1

@@ -102,12 +102,9 @@ return {
       return false, string.format("combine slabs %d B / merge weights %d B exceed the K/V area %d B",
                                   slab, merge, area)
     end
-    -- A block streams at least one stage; more stages than its keys fill is waste.
-    local stages_used = (chunk_of(n, p, shape) + p.KW * p.BN - 1) // (p.KW * p.BN)
-    if purpose ~= "launch" and p.STAGES > 2 and stages_used < p.STAGES then
-      return false, string.format("STAGES=%d but a block streams only %d stage(s) of keys",
-                                  p.STAGES, stages_used)
-    end
+    local unfilled = purpose ~= "launch"
+                     and tailor.attn_unfilled_stages(p.STAGES, chunk_of(n, p, shape), p.KW * p.BN)
+    if unfilled then return false, unfilled end
     -- Two QWAVES giving the same block count would be the same launch twice.
     for _, q in ipairs(purpose ~= "launch" and QWAVES or {}) do
       if q < p.QWAVES and nsplit_for(q, p, shape, device) == n then

@@ -40,6 +40,11 @@ check "top-k 1 sampling on the GPU gives the greedy ids ($topk1 vs $greedy)" \
 s1=$(run_ids --temperature 1.5 --top-p 0.95 --seed 42)
 s2=$(run_ids --temperature 1.5 --top-p 0.95 --seed 42)
 check "a seeded GPU sampling run repeats ($s1 vs $s2)" test -n "$s1" -a "$s1" = "$s2"
+# greedy decoding queued ahead streams the ids the sampler's top-k 1 gave; --max-tokens 0 prints
+# no id (as on the CPU)
+none=$("$T" run --model "$M" --ids 2,17,33 --max-tokens 0 --greedy --print-ids --cache "$tmp/c.db" \
+       2>/dev/null | grep -cE '[0-9]')
+check "--max-tokens 0 on the GPU prints no id ($none lines with digits)" test "$none" = 0
 # --dump-logits on the GPU: every prompt row, fp32, and the last row's argmax is the first id
 "$T" run --model "$M" --ids 2,17,33 --max-tokens 2 --greedy --print-ids \
   --dump-logits "$tmp/logits.f32" --cache "$tmp/c.db" >"$tmp/dump.out" 2>&1

@@ -188,16 +188,18 @@ static int stop_after(void *arg, int32_t id)
 }
 
 /* tailor_gemma4_gpu_greedy gives the ids the one-at-a-time steps gave (ids[0] is the prompt's
- * argmax, ids[1..n) the steps'): in one call; then stopped after its k-th id by the callback
- * (the step queued past the stop must not disturb what follows: the sliding rings of the
- * fixtures wrap) and resumed from there. */
+ * argmax, ids[1..n) the steps') in one call. Then stopped by its callback after its k-th id, and
+ * resumed with another token x than the one it chose: the step it queued past the stop already
+ * ran with the chosen one at that position, so the ids after x must equal those of steps taken
+ * one at a time to the same point (a second step queued past the stop would have overwritten a
+ * sliding ring's slot that x's query still sees: the fixtures' rings of 6-12 slots wrap). */
 static void check_greedy(tailor_ctx *ctx, tailor_gemma4_gpu *g, const char *tag,
-                         const int32_t *prompt, int T, const int32_t *ids, int n)
+                         const int32_t *prompt, int T, const int32_t *ids, int n, int vocab)
 {
     if (n < 3)
         return;
-    int32_t next = -1, out[256];
-    int kept = 0, k = (n - 1) / 2;
+    int32_t next = -1, out[256], more[256], want[256];
+    int kept = 0, k = (n - 1) / 2, rest = n - 1 - (k + 1);
     tailor_gemma4_gpu_reset(g);
     tailor_status st = tailor_gemma4_gpu_prefill(ctx, g, prompt, T, NULL, &next);
     if (st == TAILOR_OK)
@@ -207,27 +209,38 @@ static void check_greedy(tailor_ctx *ctx, tailor_gemma4_gpu *g, const char *tag,
         same = out[i] == ids[i + 1];
     CHECKF(same, "%s: greedy decode in one call: %d of %d ids kept, %s", tag, kept, n - 1,
            st ? tailor_ctx_message(ctx) : "the ids differ from the steps'");
+    /* x, not the chosen ids[k + 1], at position T + k + 1; the reference: steps one at a time */
+    int32_t x = (ids[k + 1] + 1) % vocab, t = x;
     tailor_gemma4_gpu_reset(g);
     st = tailor_gemma4_gpu_prefill(ctx, g, prompt, T, NULL, &next);
+    for (int i = 0; st == TAILOR_OK && i <= k; i++)
+        st = tailor_gemma4_gpu_step(ctx, g, ids[i], NULL, &next);
+    for (int i = 0; st == TAILOR_OK && i < rest; i++) {
+        st = tailor_gemma4_gpu_step(ctx, g, t, NULL, &t);
+        want[i] = t;
+    }
+    CHECKF(st == TAILOR_OK, "%s: the one-at-a-time reference failed: %s", tag,
+           tailor_ctx_message(ctx));
+    tailor_gemma4_gpu_reset(g);
+    if (st == TAILOR_OK)
+        st = tailor_gemma4_gpu_prefill(ctx, g, prompt, T, NULL, &next);
     stopper sp = {0, k};
     if (st == TAILOR_OK)
         st = tailor_gemma4_gpu_greedy(ctx, g, next, n - 1, out, &kept, stop_after, &sp);
     CHECKF(st == TAILOR_OK && kept == k + 1 && tailor_gemma4_gpu_pos(g) == T + k + 1,
            "%s: a greedy decode stopped after id %d kept %d steps, position %d (want %d, %d)",
            tag, k, kept, tailor_gemma4_gpu_pos(g), k + 1, T + k + 1);
-    int rest = n - 1 - (k + 1);
-    int32_t more[256];
     if (st == TAILOR_OK && rest > 0)
-        st = tailor_gemma4_gpu_greedy(ctx, g, out[k], rest, more, &kept, NULL, NULL);
+        st = tailor_gemma4_gpu_greedy(ctx, g, x, rest, more, &kept, NULL, NULL);
     same = st == TAILOR_OK;
     for (int i = 0; same && i <= k; i++)
         same = out[i] == ids[i + 1];
     for (int i = 0; same && i < rest; i++)
-        same = more[i] == ids[k + 2 + i];
-    CHECKF(same, "%s: greedy decode stopped after id %d and resumed: %s", tag, k,
-           st ? tailor_ctx_message(ctx) : "the ids differ from the steps'");
-    printf("  %s: greedy decode in one call and stopped after id %d then resumed: %s\n", tag,
-           k, same ? "the same ids" : "DIFFER");
+        same = more[i] == want[i];
+    CHECKF(same, "%s: greedy decode stopped after id %d and resumed with token %d: %s", tag, k,
+           (int)x, st ? tailor_ctx_message(ctx) : "the ids differ from the steps'");
+    printf("  %s: greedy decode in one call, and stopped after id %d then resumed with another "
+           "token: %s\n", tag, k, same ? "the steps' ids" : "DIFFER");
 }
 
 static void run_mode(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, const char *name,
@@ -295,7 +308,7 @@ static void run_mode(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, cons
             CHECKF(st == TAILOR_OK, "%s: decode step %d failed: %s", tag, i, tailor_ctx_message(ctx));
         }
         if (st == TAILOR_OK && ids && same)
-            check_greedy(ctx, g, tag, prompt, T, ids, made);
+            check_greedy(ctx, g, tag, prompt, T, ids, made, V);
         if (md == &modes[0] && st == TAILOR_OK && ids)
             check_recapture(ctx, g, tag, prompt, T, ids, made);
         free(ids);

@@ -528,6 +528,8 @@ static void test_gemma4_ple_gather(tailor_ctx *ctx)
     for (size_t t = 0; t < T; t++) {
         size_t id = (size_t)in_at(&a, "ids", t);
         CHECKF(id < rows, "token %zu's row %zu is inside the table", t, id);
+        for (size_t u = 0; u < t; u++) /* else a kernel reading one row for all would pass */
+            CHECKF((size_t)in_at(&a, "ids", u) != id, "tokens %zu and %zu read the same row", u, t);
         moved |= id != t;
         for (size_t j = 0; j < LP && id < rows; j++) {
             set_at(&b, "e", t * LP + j, in_at(&a, "e", id * LP + j));

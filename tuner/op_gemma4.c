@@ -380,8 +380,9 @@ static void ple_fill(const tailor_shape *shape, tailor_dtype dtype, const tailor
             tailor_dtype_store(dtype, host[b], i, b == 0 ? v * 20.0f : b == 1 ? v * 0.05f : 1.0f + 0.5f * v);
         }
     long long t = tailor_shape_get(shape, "tokens", 0), rows = ple_table_rows(t);
-    for (long long i = 0; i < t && bufs->count > 4; i++) /* rows out of the tokens' order */
-        ((int32_t *)host[4])[i] = (int32_t)((7 * i + 2 + (long long)(seed % 5)) % rows);
+    /* distinct rows in reverse order, shifted by 0..2 with the seed (rows = tokens + 3) */
+    for (long long i = 0; i < t && bufs->count > 4; i++)
+        ((int32_t *)host[4])[i] = (int32_t)(rows - 1 - i - (long long)(seed % 3));
 }
 
 static tailor_status ple_reference(tailor_ctx *ctx, const tailor_shape *shape, tailor_dtype dtype,

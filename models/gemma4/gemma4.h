@@ -238,6 +238,7 @@ typedef struct tailor_gemma4_gpu_info {
     size_t kv_bytes;           /* KV cache and positions */
     size_t act_bytes;          /* activations and scratch */
     size_t ple_bytes;          /* the PLE table on the device (0: on the host) */
+    int greedy_queued;         /* tailor_gemma4_gpu_greedy queues steps ahead (else one at a time) */
     int kernels_cached, kernels_tuned; /* after the warm-up */
     int graph;                 /* 1: the decode step runs as a CUDA graph */
     int chunk;
@@ -314,10 +315,11 @@ tailor_status tailor_gemma4_gpu_step(tailor_ctx *ctx, tailor_gemma4_gpu *g, int3
 typedef int (*tailor_gemma4_id_fn)(void *arg, int32_t id);
 
 /* Up to n greedy decode steps, the first for `token` at the next position, each next one for the
- * id the step before chose: out[i] is step i's argmax. With the PLE table on the device each
- * step's argmax feeds the next on the device (softcap_argmax feed=1), so steps are queued
- * ahead of the host reading their ids (G4G_QUEUE at once) and the GPU does not wait for the
- * host between tokens; otherwise the steps run one at a time (tailor_gemma4_gpu_step). on_id
+ * id the step before chose: out[i] (out may be NULL) is step i's argmax. With the PLE table on
+ * the device each step's argmax feeds the next on the device (softcap_argmax feed=1), so steps
+ * are queued ahead of the host reading their ids (two at once) and the GPU does not wait for
+ * the host between tokens; otherwise (and under a knockout) the steps run one at a time
+ * (tailor_gemma4_gpu_step; tailor_gemma4_gpu_info.greedy_queued says which). on_id
  * (may be NULL) sees each id as it is read; nonzero stops there. *kept: the steps kept (their
  * positions consumed); a step queued past a stop is finished and forgotten (its position is
  * rewritten by the next input). Errors as prefill; also TAILOR_ERR_MISUSE when n steps would

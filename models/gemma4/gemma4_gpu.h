@@ -44,7 +44,8 @@ typedef struct g4g_layer {
  * writes the K/V of the position the next input rewrites anyway; a second one would overwrite a
  * ring slot that position's query still sees. */
 #define G4G_QUEUE 2
-#define G4G_PLE_RESERVE ((size_t)512 << 20) /* device memory left free beside the PLE table */
+#define G4G_PLE_RESERVE ((size_t)512 << 20) /* device memory left free beside the PLE table,
+                                                besides the tuning room (gpu_weights.c) */
 
 /* The cache length full layers' kernels are tuned at, whatever max_tokens is (the split count
  * follows the actual length at launch). Their decode attention is tuned at G4G_DECODE_KV_SHORT
@@ -132,6 +133,9 @@ tailor_status g4g_run(tailor_ctx *ctx, tailor_gemma4_gpu *g, const char *op,
 tailor_status g4g_pass(tailor_ctx *ctx, tailor_gemma4_gpu *g, int T, int p0, int decode,
                        int n_layers, int all_rows);
 tailor_status g4g_warm_up(tailor_ctx *ctx, tailor_gemma4_gpu *g);
+/* 1 when tailor_gemma4_gpu_greedy queues steps ahead: the PLE table (if any) on the device and no
+ * knockout (a knocked-out softcap_argmax would not feed the next step). */
+int g4g_greedy_queues(const tailor_gemma4_gpu *g);
 
 /* gpu_weights.c: the PLE row of token id in the compute dtype into dst (L*P values), from the
  * checkpoint's table or, for random weights, from ple_pool; g4g_ple_pool_make makes that pool:

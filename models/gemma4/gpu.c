@@ -391,7 +391,8 @@ static tailor_status embed_rows(tailor_ctx *ctx, tailor_gemma4_gpu *g, int T)
     if (st)
         return st;
     /* a dry model records both forms: where the table lives is decided by free memory at create */
-    for (int gather = g->dry ? 0 : g->ple_table != 0; gather <= (g->dry || g->ple_table); gather++) {
+    int first = g->ple_table != 0, last = g->dry ? 1 : first;
+    for (int gather = first; gather <= last; gather++) {
         tailor_shape s = {0};
         g4g_put(&s, "tokens", T);
         g4g_put(&s, "layers", c->n_layers);
@@ -704,6 +705,21 @@ static tailor_status stage_inputs(tailor_ctx *ctx, tailor_gemma4_gpu *g, const i
     return st;
 }
 
+/* The argmax `id` the device chose for position p: TAILOR_ERR_VERIFY for -1 (a row of NaN: inf
+ * or NaN somewhere upstream), unless launches are knocked out (timing only: *out 0 then). */
+static tailor_status take_argmax(tailor_ctx *ctx, const tailor_gemma4_gpu *g, int32_t id, int p,
+                                 int32_t *out)
+{
+    if (id < 0 && !g->knockout[0])
+        return tailor_set_error(ctx, TAILOR_ERR_VERIFY,
+                                "gemma4 gpu: inf or NaN in the activations (the logits of "
+                                "position %d are not finite; compute dtype %s)",
+                                p, tailor_dtype_name(g->dt));
+    if (out)
+        *out = id < 0 ? 0 : id;
+    return TAILOR_OK;
+}
+
 /* Reads back the argmax of `rows` rows (and their logits when wanted), after the stream is done.
  * An argmax of -1 means a row of NaN: inf or NaN somewhere upstream. */
 static tailor_status read_out(tailor_ctx *ctx, tailor_gemma4_gpu *g, int rows, float *logits,
@@ -718,15 +734,9 @@ static tailor_status read_out(tailor_ctx *ctx, tailor_gemma4_gpu *g, int rows, f
         st = tailor_gpu_sync(ctx, g->gpu);
     if (st)
         return st;
-    for (int r = 0; r < rows && !g->knockout[0]; r++)
-        if (g->h_ids[r] < 0)
-            return tailor_set_error(ctx, TAILOR_ERR_VERIFY,
-                                    "gemma4 gpu: inf or NaN in the activations (the logits of "
-                                    "position %d are not finite; compute dtype %s)",
-                                    p_last - rows + 1 + r, tailor_dtype_name(g->dt));
-    if (next)
-        *next = g->knockout[0] && g->h_ids[rows - 1] < 0 ? 0 : g->h_ids[rows - 1];
-    return TAILOR_OK;
+    for (int r = 0; r < rows && st == TAILOR_OK; r++)
+        st = take_argmax(ctx, g, g->h_ids[r], p_last - rows + 1 + r, r == rows - 1 ? next : NULL);
+    return st;
 }
 
 tailor_status tailor_gemma4_gpu_prefill(tailor_ctx *ctx, tailor_gemma4_gpu *g, const int32_t *ids,
@@ -761,6 +771,11 @@ tailor_status tailor_gemma4_gpu_prefill(tailor_ctx *ctx, tailor_gemma4_gpu *g, c
 
 /* Queues one decode step at position p (its inputs on the device): the captured graph, or the
  * pass kernel by kernel. */
+int g4g_greedy_queues(const tailor_gemma4_gpu *g)
+{
+    return (g->cfg.ple_dim <= 0 || g->ple_table) && !g->knockout[0];
+}
+
 static tailor_status queue_step(tailor_ctx *ctx, tailor_gemma4_gpu *g, int p)
 {
     /* a graph captured before a kernel of the set changed would launch the old one */
@@ -793,11 +808,13 @@ static tailor_status greedy_one_by_one(tailor_ctx *ctx, tailor_gemma4_gpu *g, in
                                        void *arg)
 {
     for (int i = 0; i < n; i++) {
-        tailor_status st = tailor_gemma4_gpu_step(ctx, g, i ? out[i - 1] : token, NULL, &out[i]);
+        tailor_status st = tailor_gemma4_gpu_step(ctx, g, token, NULL, &token);
         if (st)
             return st;
+        if (out)
+            out[i] = token;
         *kept = i + 1;
-        if (on_id && on_id(arg, out[i]))
+        if (on_id && on_id(arg, token))
             break;
     }
     return TAILOR_OK;
@@ -825,7 +842,7 @@ tailor_status tailor_gemma4_gpu_greedy(tailor_ctx *ctx, tailor_gemma4_gpu *g, in
         return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
                                 "gemma4 gpu: %d decode steps at position %d exceed the %d "
                                 "positions of the KV cache", n, g->pos, g->max_tokens);
-    if (g->cfg.ple_dim > 0 && !g->ple_table)
+    if (!g4g_greedy_queues(g))
         return greedy_one_by_one(ctx, g, token, n, out, kept, on_id, arg);
     int p0 = g->pos, queued = 0;
     tailor_status st = stage_inputs(ctx, g, &token, 1, p0);
@@ -838,19 +855,15 @@ tailor_status tailor_gemma4_gpu_greedy(tailor_ctx *ctx, tailor_gemma4_gpu *g, in
             st = tailor_gpu_mark_wait(ctx, g->gpu, &g->marks[i % G4G_QUEUE]);
         if (st)
             break;
-        out[i] = g->h_queue[i % G4G_QUEUE];
-        if (out[i] < 0 && !g->knockout[0]) {
-            st = tailor_set_error(ctx, TAILOR_ERR_VERIFY,
-                                  "gemma4 gpu: inf or NaN in the activations (the logits of "
-                                  "position %d are not finite; compute dtype %s)",
-                                  p0 + i, tailor_dtype_name(g->dt));
+        int32_t id = 0;
+        st = take_argmax(ctx, g, g->h_queue[i % G4G_QUEUE], p0 + i, &id);
+        if (st)
             break;
-        }
-        if (out[i] < 0)
-            out[i] = 0;
+        if (out)
+            out[i] = id;
         g->pos = p0 + i + 1;
         *kept = i + 1;
-        if (on_id && on_id(arg, out[i]))
+        if (on_id && on_id(arg, id))
             break;
     }
     /* a step queued past a stop finishes before the next input is staged */

@@ -602,8 +602,16 @@ static tailor_status ple_table_upload(tailor_ctx *ctx, tailor_gemma4_gpu *g)
  * id on the device, so that a decode step's argmax can feed the next step without the host
  * (tailor_gemma4_gpu_greedy queues steps ahead). It stays on the host (the checkpoint's mapping,
  * or random weights' pool of rows; a row staged per token) when asked (opts.ple_host), when the
- * table has fewer rows than the vocabulary, or when free device memory after everything else
- * is short of the table plus G4G_PLE_RESERVE; the log says which and why. */
+ * table's rows are not the vocabulary's, or when free device memory after everything else is
+ * short of the table plus what the warm-up may need (ple_reserve); the log says which and why. */
+/* Device memory left free beside the PLE table: G4G_PLE_RESERVE for workspaces and the graph,
+ * and room for the warm-up to tune a kernel missing from the cache, whose candidates the tuner
+ * runs on two copies of the op's buffers; the largest is the LM head's [vocab, hidden] weight. */
+static size_t ple_reserve(const tailor_gemma4_gpu *g)
+{
+    return G4G_PLE_RESERVE + 2 * (size_t)g->cfg.vocab * (size_t)g->cfg.hidden * g->es;
+}
+
 static tailor_status place_ple(tailor_ctx *ctx, tailor_gemma4_gpu *g, int ple_host)
 {
     const tailor_gemma4_config *c = &g->cfg;
@@ -622,9 +630,9 @@ static tailor_status place_ple(tailor_ctx *ctx, tailor_gemma4_gpu *g, int ple_ho
         tailor_status st = tailor_gpu_mem_info(ctx, g->gpu, &free_b, &total_b);
         if (st)
             return st;
-        if (free_b < bytes + G4G_PLE_RESERVE) {
+        if (free_b < bytes + ple_reserve(g)) {
             snprintf(buf, sizeof buf, "%.2f GB with %.2f GB kept free, %.2f GB free",
-                     (double)bytes / 1e9, (double)G4G_PLE_RESERVE / 1e9, (double)free_b / 1e9);
+                     (double)bytes / 1e9, (double)ple_reserve(g) / 1e9, (double)free_b / 1e9);
             why = buf;
         }
     }
@@ -636,7 +644,14 @@ static tailor_status place_ple(tailor_ctx *ctx, tailor_gemma4_gpu *g, int ple_ho
     tailor_log(ctx, TAILOR_LOG_INFO,
                "gemma4 gpu: the PLE table stays on the host (%s): a row uploaded per token, decode "
                "steps one at a time", why);
-    return g->model ? TAILOR_OK : g4g_ple_pool_make(ctx, g);
+    /* the rows of a chunk's tokens, staged in pinned memory and uploaded before each pass */
+    size_t rows = (size_t)g->chunk * (size_t)c->n_layers * (size_t)c->ple_dim * g->es;
+    tailor_status st = dalloc(ctx, g, rows, &g->act_bytes, &g->pe);
+    if (st == TAILOR_OK)
+        st = tailor_gpu_host_alloc(ctx, g->gpu, rows, (void **)&g->h_pe);
+    if (st == TAILOR_OK && !g->model)
+        st = g4g_ple_pool_make(ctx, g);
+    return st;
 }
 
 static tailor_status rnd_model(tailor_ctx *ctx, tailor_gemma4_gpu *g)
@@ -784,7 +799,7 @@ static tailor_status alloc_acts(tailor_ctx *ctx, tailor_gemma4_gpu *g)
         {&g->qb, C * Q * es}, {&g->att, C * Q * es}, {&g->kb, C * maxkv * es},
         {&g->vb, C * maxkv * es}, {&g->gb, C * maxi * es}, {&g->ub, C * maxi * es},
         {&g->hb, C * maxi * es}, {&g->dec, (Q + 2 * maxkv > 2 * maxi ? Q + 2 * maxkv : 2 * maxi) * es}, {&g->pg, C * P * es}, {&g->ph, C * P * es},
-        {&g->pc, C * LP * es}, {&g->pe, C * LP * es}, {&g->pli, C * LP * es},
+        {&g->pc, C * LP * es}, {&g->pli, C * LP * es},
         {&g->logits, LR * V * es}, {&g->capped, LR * V * 4}, {&g->ids, C * 4},
         {&g->tok, C * 4}, {&g->posb, C * 4}, {&g->x_spare, H * 4}};
     tailor_status st = TAILOR_OK;
@@ -793,7 +808,7 @@ static tailor_status alloc_acts(tailor_ctx *ctx, tailor_gemma4_gpu *g)
     g->x_main = g->x;
     g->x_next = g->x_spare;
     void *p = NULL;
-    size_t host = C * 12 + G4G_QUEUE * 4 + C * LP * es;
+    size_t host = C * 12 + G4G_QUEUE * 4;
     if (g->dry)
         return st;
     if (st == TAILOR_OK)
@@ -803,7 +818,6 @@ static tailor_status alloc_acts(tailor_ctx *ctx, tailor_gemma4_gpu *g)
         g->h_pos = g->h_tok + C;
         g->h_ids = g->h_pos + C;
         g->h_queue = g->h_ids + C;
-        g->h_pe = (unsigned char *)(g->h_queue + G4G_QUEUE);
     }
     for (int i = 0; i < G4G_QUEUE && st == TAILOR_OK; i++)
         st = tailor_gpu_mark_create(ctx, g->gpu, &g->marks[i]);
@@ -989,6 +1003,7 @@ void tailor_gemma4_gpu_destroy(tailor_gemma4_gpu *g)
     for (int i = 0; i < g->nallocs; i++)
         tailor_gpu_free(g->gpu, g->allocs[i]);
     tailor_gpu_host_free(g->gpu, g->h_tok);
+    tailor_gpu_host_free(g->gpu, g->h_pe);
     free(g->ple_pool);
     free(g->layers);
     free(g);
@@ -1019,6 +1034,7 @@ void tailor_gemma4_gpu_get_info(const tailor_gemma4_gpu *g, tailor_gemma4_gpu_in
     info->kv_bytes = g->kv_bytes;
     info->act_bytes = g->act_bytes;
     info->ple_bytes = g->ple_bytes;
+    info->greedy_queued = g4g_greedy_queues(g);
     info->kernels_cached = g->kernels_cached;
     info->kernels_tuned = g->kernels_tuned;
     info->graph = g->graph.exec != NULL;

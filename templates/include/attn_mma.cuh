@@ -68,8 +68,10 @@ __device__ __forceinline__ AttnLive attn_live_split(int slots, int qpos, int spl
 
 // Decode before the grid dependency wait (sm_90 with PDL). Everything a decode block reads was
 // written before its predecessor kernel started, except q and the query's own slot: earlier
-// steps wrote every other slot (K, V, position), the host wrote qpos before the forward, and a
-// step's kernels write only slot qpos mod slots of each cache (the slot contract). So a block
+// steps wrote every other slot (K, V, position), qpos was written before the step began (by
+// the host, or by the previous step's softcap_argmax feed=1: steps are ordered on the stream,
+// a graph launch or a staged upload between them, never PDL), and a step's kernels write only
+// slot qpos mod slots of each cache (the slot contract). So a block
 // reads qpos, splits the live slots and requests its first STAGES - 1 stages of K/V before
 // tailor_grid_begin(), leaving out its own slot (attn_cur_slot), and after it loads q
 // (attn_load_q_tile) and that one row (attn_fix_cur) with L2 loads (.cg: never an L1 line that

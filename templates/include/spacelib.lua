@@ -308,6 +308,18 @@ function lib.attn_nsplit(target, gran, shape)
          // lib.attn_chunk(target, gran, shape)
 end
 
+-- Decode's stages (pruning only): a block streams at least one stage; more than 2 stages where
+-- a block's `slots` fill fewer hold shared memory that is never used, and under PDL a block that
+-- large keeps the kernels around it off its SM (docs/perf/attention.md, session 21). The reason,
+-- or nil.
+function lib.attn_unfilled_stages(stages, slots, keys_per_stage)
+  local used = (slots + keys_per_stage - 1) // keys_per_stage
+  if stages > 2 and used < stages then
+    return string.format("STAGES=%d but a block streams only %d stage(s) of keys", stages, used)
+  end
+  return nil
+end
+
 -- Candidate split targets: one block per (sequence, KV head), 8, and about 1/2, 1 and 2 waves
 -- (at most one block per 16 slots, at most 256).
 function lib.attn_split_targets(shape, device)

@@ -69,7 +69,8 @@ __device__ __forceinline__ void tailor_trace_block(unsigned long long arrive, un
 // writes are visible, then lets the next kernel start launching into free SMs. On older
 // architectures (and without PDL) it costs nothing. One exception: a kernel may load into
 // registers or shared memory, before it, data that no kernel of a forward writes (weights,
-// scales), so that their DRAM latency overlaps the predecessor's tail (the GEMVs' first step,
+// scales; a step's token and position are written only by the step before it, whose end is
+// ordered before this step's start), so that their DRAM latency overlaps the predecessor's tail (the GEMVs' first step,
 // residual_norm's norm weights). Never prefetch more than
 // that: an L2 prefetch of whole weight slices there cost 12 % of decode (docs/perf/model.md).
 // Decode attention also requests its first K/V stages there: every slot but the query's own was
