@@ -769,13 +769,13 @@ tailor_status tailor_gemma4_gpu_prefill(tailor_ctx *ctx, tailor_gemma4_gpu *g, c
     return st;
 }
 
-/* Queues one decode step at position p (its inputs on the device): the captured graph, or the
- * pass kernel by kernel. */
 int g4g_greedy_queues(const tailor_gemma4_gpu *g)
 {
     return (g->cfg.ple_dim <= 0 || g->ple_table) && !g->knockout[0];
 }
 
+/* Queues one decode step at position p (its inputs on the device): the captured graph, or the
+ * pass kernel by kernel. */
 static tailor_status queue_step(tailor_ctx *ctx, tailor_gemma4_gpu *g, int p)
 {
     /* a graph captured before a kernel of the set changed would launch the old one */
@@ -802,7 +802,7 @@ tailor_status tailor_gemma4_gpu_step(tailor_ctx *ctx, tailor_gemma4_gpu *g, int3
 }
 
 /* Greedy steps one at a time (the PLE table on the host: each step's row is staged by the host
- * from the id the step before chose). */
+ * from the id the step before chose; or a knockout, which may leave the feed out). */
 static tailor_status greedy_one_by_one(tailor_ctx *ctx, tailor_gemma4_gpu *g, int32_t token, int n,
                                        int32_t *out, int *kept, tailor_gemma4_id_fn on_id,
                                        void *arg)
