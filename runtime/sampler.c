@@ -6,7 +6,10 @@
 #include <math.h>
 #include <stdlib.h>
 
-enum { SAMPLE = 1024 }; /* logits sampled to pick a small top-k's threshold */
+enum {
+    SAMPLE = 1024,    /* logits sampled to pick a small top-k's threshold */
+    SORTED_TOP = 1024 /* a top-k set of at most this many is sorted in the order (see next) */
+};
 
 struct tailor_sampler {
     tailor_sampler_params p;
@@ -17,6 +20,8 @@ struct tailor_sampler {
                       * for the top-k set, stale elsewhere (zeroed at creation) */
     uint64_t *kept;  /* [vocab / 64 + 1] a bit per id: the kept set while drawing, else zero */
     int32_t *sample; /* [SAMPLE] ids of a strided sample of the logits (small top-k) */
+    float *top;      /* [vocab] the candidates' logits by id (tailor_sampler_next_top): this
+                      * call's for its candidates, stale elsewhere (zeroed at creation) */
 };
 
 static uint64_t splitmix64(uint64_t x)
@@ -70,8 +75,9 @@ tailor_status tailor_sampler_create(tailor_ctx *ctx, const tailor_sampler_params
         s->w = calloc((size_t)vocab, sizeof *s->w);
         s->kept = calloc((size_t)vocab / 64 + 1, sizeof *s->kept);
         s->sample = malloc(SAMPLE * sizeof *s->sample);
+        s->top = calloc((size_t)vocab, sizeof *s->top);
     }
-    if (!s || !s->idx || !s->w || !s->kept || !s->sample) {
+    if (!s || !s->idx || !s->w || !s->kept || !s->sample || !s->top) {
         tailor_sampler_destroy(s);
         return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "sampler: out of memory");
     }
@@ -90,6 +96,7 @@ void tailor_sampler_destroy(tailor_sampler *s)
     free(s->w);
     free(s->kept);
     free(s->sample);
+    free(s->top);
     free(s);
 }
 
@@ -347,6 +354,18 @@ static int32_t draw(tailor_sampler *s, int keep)
     return id;
 }
 
+/* The stages after the top-k selection, over the k candidates idx[0..k) (k >= 1; l by id, mx
+ * the largest of them): weights, top-p, the draw. Both entry points end here with the same
+ * candidates in the same order, so they draw the same id. */
+static int32_t draw_from_top(tailor_sampler *s, const float *l, int k, float mx)
+{
+    double sum = weigh(l, s->idx, k, mx, s->p.temperature, s->w);
+    int keep = k;
+    if (s->p.top_p < 1)
+        keep = select_mass(l, s->w, s->idx, k, (double)s->p.top_p * sum);
+    return draw(s, keep);
+}
+
 int32_t tailor_sampler_next(tailor_sampler *s, const float *logits)
 {
     if (s->p.greedy)
@@ -361,9 +380,29 @@ int32_t tailor_sampler_next(tailor_sampler *s, const float *logits)
         k = m;
     if (k < m)
         select_top_k(logits, s->idx, m, k);
-    double sum = weigh(logits, s->idx, k, mx, s->p.temperature, s->w);
-    int keep = k;
-    if (s->p.top_p < 1)
-        keep = select_mass(logits, s->w, s->idx, k, (double)s->p.top_p * sum);
-    return draw(s, keep);
+    /* a small top-k set in the order, as tailor_sampler_next_top receives it: top-p's partial
+     * sums (in double, of float weights: exact nearly always, but not by construction) then add
+     * the same weights in the same order on both paths (O(k log k), k <= SORTED_TOP) */
+    if (s->p.top_k > 0 && k <= SORTED_TOP)
+        heap_sort(logits, s->idx, k);
+    return draw_from_top(s, logits, k, mx);
+}
+
+int tailor_sampler_top_covers(const tailor_sampler *s, int n)
+{
+    return s->p.greedy || (s->p.top_k >= 1 && s->p.top_k <= n && s->p.top_k <= SORTED_TOP);
+}
+
+int32_t tailor_sampler_next_top(tailor_sampler *s, const float *vals, const int32_t *ids, int n)
+{
+    if (s->p.greedy)
+        return n > 0 && ids[0] >= 0 && ids[0] < s->vocab ? ids[0] : 0;
+    int k = 0;
+    for (; k < n && k < s->p.top_k && ids[k] >= 0 && ids[k] < s->vocab; k++) {
+        s->idx[k] = ids[k];
+        s->top[ids[k]] = vals[k];
+    }
+    if (k == 0)
+        return 0; /* every logit NaN */
+    return draw_from_top(s, s->top, k, vals[0]);
 }

@@ -40,6 +40,18 @@ void tailor_sampler_destroy(tailor_sampler *s);
  * O(vocab log vocab)). Allocates nothing. One sampler serves one thread at a time. */
 int32_t tailor_sampler_next(tailor_sampler *s, const float *logits);
 
+/* Whether tailor_sampler_next_top can stand in for tailor_sampler_next given a row's n best
+ * candidates: greedy, or 1 <= top_k <= n (and top_k <= 1024). */
+int tailor_sampler_top_covers(const tailor_sampler *s, int n);
+
+/* The id tailor_sampler_next would draw from the whole row (same seed, same state: the very
+ * same id, and the generator advances alike), given only the row's n best candidates in the
+ * order above — vals[i] the logit of ids[i], best first, as the op "topk" leaves them; an id of
+ * -1 (fewer values than n that are not NaN) ends the list — when tailor_sampler_top_covers(s,
+ * n). Both entry points hand the top_k best, sorted in the order, to the same later stages. A
+ * list that starts with -1 gives 0 (a row of NaN). Allocates nothing. */
+int32_t tailor_sampler_next_top(tailor_sampler *s, const float *vals, const int32_t *ids, int n);
+
 /* Index of the largest of logits[0..n) (the lowest index among equals; NaN never wins). */
 int32_t tailor_argmax(const float *logits, int n);
 

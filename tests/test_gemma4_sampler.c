@@ -294,6 +294,111 @@ static void test_full_vocabulary(tailor_ctx *ctx, uint64_t seed)
     check_draws(ctx, "ties and NaN, top-k 64", l, V, p, 50);
 }
 
+/* The row's best `cap` candidates the way the op "topk" leaves them: sorted in the order,
+ * padded with id -1 (value 0) where fewer values are not NaN. order[n] is scratch. */
+static void ref_top(const float *l, int n, int cap, int32_t *order, float *vals, int32_t *ids)
+{
+    int m = 0;
+    for (int32_t i = 0; i < n; i++)
+        if (!isnan(l[i]))
+            order[m++] = i;
+    ref_logits = l;
+    qsort(order, (size_t)m, sizeof *order, ref_cmp);
+    for (int j = 0; j < cap; j++) {
+        ids[j] = j < m ? order[j] : -1;
+        vals[j] = j < m ? l[order[j]] : 0.0f;
+    }
+}
+
+/* tailor_sampler_next_top over a row's 64 best candidates draws, seed for seed, the very id
+ * tailor_sampler_next draws from the whole row, whenever top_k <= 64 (what a sampled GPU decode
+ * step relies on: it downloads only the candidates). */
+static void check_top_matches(tailor_ctx *ctx, const char *what, const float *l, int n,
+                              int32_t *order)
+{
+    enum { CAP = 64 };
+    float vals[CAP];
+    int32_t ids[CAP];
+    ref_top(l, n, CAP, order, vals, ids);
+    static const struct {
+        int k;
+        float p, t;
+    } cfg[] = {{64, 0.95f, 1.0f}, {64, 1.0f, 1.0f}, {40, 0.9f, 0.7f}, {1, 1.0f, 1.0f},
+               {2, 0.5f, 1.5f},   {17, 0.3f, 2.0f}, {64, 0.999f, 0.3f}};
+    for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
+        tailor_sampler_params p = {.temperature = cfg[c].t, .top_k = cfg[c].k, .top_p = cfg[c].p,
+                                   .seed = 7 + c};
+        tailor_sampler *full = NULL, *top = NULL;
+        CHECK_OK(ctx, tailor_sampler_create(ctx, &p, n, &full));
+        CHECK_OK(ctx, tailor_sampler_create(ctx, &p, n, &top));
+        if (!full || !top) {
+            tailor_sampler_destroy(full);
+            tailor_sampler_destroy(top);
+            return;
+        }
+        CHECKF(tailor_sampler_top_covers(top, CAP), "%s: top-k %d is covered by %d candidates",
+               what, cfg[c].k, CAP);
+        int differ = 0, distinct = 0;
+        int32_t first = -1, got = -1, want = -1;
+        for (int d = 0; d < 60; d++) {
+            int32_t a = tailor_sampler_next(full, l), b = tailor_sampler_next_top(top, vals, ids, CAP);
+            if (a != b && differ++ == 0)
+                got = b, want = a;
+            distinct += d > 0 && a != first;
+            if (d == 0)
+                first = a;
+        }
+        CHECKF(differ == 0, "%s, top-k %d top-p %g T %g: %d of 60 draws differ (first: %d from "
+               "the candidates, %d from the row)", what, cfg[c].k, (double)cfg[c].p,
+               (double)cfg[c].t, differ, got, want);
+        if (cfg[c].k >= 17 && cfg[c].p >= 0.9f && cfg[c].t >= 0.7f)
+            CHECKF(distinct > 0, "%s, top-k %d: every draw was id %d (the check would not see "
+                   "a draw that ignores the generator)", what, cfg[c].k, first);
+        tailor_sampler_destroy(full);
+        tailor_sampler_destroy(top);
+    }
+}
+
+static void test_top_candidates(tailor_ctx *ctx, uint64_t seed)
+{
+    enum { V = 262144 };
+    static float l[V];
+    static int32_t order[V];
+    test_rng r;
+    test_rng_seed(&r, seed ^ 0x70bull);
+    /* logits of a peaked softmax: a few strong ones above a normal floor */
+    for (int i = 0; i < V; i++)
+        l[i] = 1.5f * test_rng_normal(&r);
+    for (int i = 0; i < 24; i++)
+        l[test_rng_next(&r) % V] = 9.0f + 0.25f * (float)(i % 5);
+    check_top_matches(ctx, "262144 logits", l, V, order);
+    /* soft-capped (30 tanh(x / 30)), on a grid of 1/8 with 1% NaN: ties across the 64th place */
+    for (int i = 0; i < V; i++)
+        l[i] = test_rng_next(&r) % 100 == 0 ? NAN : roundf(8.0f * 30.0f * tanhf(l[i] / 30.0f)) / 8.0f;
+    check_top_matches(ctx, "ties and NaN", l, V, order);
+    /* fewer values than candidates: 40 that are not NaN, so the list ends with ids of -1 */
+    for (int i = 0; i < 4096; i++)
+        l[i] = i % 100 == 3 || i % 100 == 71 ? (float)(i % 7) * 0.5f : NAN;
+    check_top_matches(ctx, "40 values in 4096", l, 4096, order);
+
+    tailor_sampler_params p = {.temperature = 1.0f, .top_k = 0, .top_p = 0.9f, .seed = 1};
+    tailor_sampler *s = NULL;
+    CHECK_OK(ctx, tailor_sampler_create(ctx, &p, 4096, &s));
+    CHECK(s && !tailor_sampler_top_covers(s, 64)); /* top-k 0: the whole row is needed */
+    tailor_sampler_destroy(s);
+    p.top_k = 65;
+    CHECK_OK(ctx, tailor_sampler_create(ctx, &p, 4096, &s));
+    CHECK(s && !tailor_sampler_top_covers(s, 64) && tailor_sampler_top_covers(s, 128));
+    tailor_sampler_destroy(s);
+    p.greedy = 1;
+    CHECK_OK(ctx, tailor_sampler_create(ctx, &p, 4096, &s));
+    float v2[2] = {3.0f, 3.0f};
+    int32_t i2[2] = {9, 12}, none[2] = {-1, -1};
+    CHECK(s && tailor_sampler_top_covers(s, 1) && tailor_sampler_next_top(s, v2, i2, 2) == 9 &&
+          tailor_sampler_next_top(s, v2, none, 2) == 0);
+    tailor_sampler_destroy(s);
+}
+
 int main(void)
 {
     tailor_ctx *ctx = test_ctx();
@@ -402,6 +507,7 @@ int main(void)
 
     test_full_vocabulary(ctx, seed);
     test_adversarial(ctx, seed);
+    test_top_candidates(ctx, seed);
     tailor_ctx_destroy(ctx);
     return test_finish("test_gemma4_sampler");
 }

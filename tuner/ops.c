@@ -23,6 +23,7 @@ extern const tailor_op tailor_op_gemma4_kv_store;
 extern const tailor_op tailor_op_gemma4_kv_gather;
 extern const tailor_op tailor_op_gemma4_ple;
 extern const tailor_op tailor_op_gemma4_fill;
+extern const tailor_op tailor_op_topk;
 /* Add one extern line and one table entry per op. */
 
 static const tailor_op *const all_ops[] = {
@@ -46,6 +47,7 @@ static const tailor_op *const all_ops[] = {
     &tailor_op_gemma4_kv_gather,
     &tailor_op_gemma4_ple,
     &tailor_op_gemma4_fill,
+    &tailor_op_topk,
     NULL,
 };
 
