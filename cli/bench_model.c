@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "cuda.h"
 #include "gemma4.h"
+#include "sampler.h"
 #include "kernels.h"
 
 /* Peak resident set (VmHWM) in bytes, 0 when unknown. */
@@ -161,7 +162,7 @@ static void model_usage(void)
            "         [--profile] [--no-pdl] [--separate-gating] [--separate-q-prep]\n"
            "         [--attention-q-prep]\n"
            "         [--seams kernel|prologue|epilogue|mixed] [--knockout OP[:k=v,...]]... [--trace]\n"
-           "         [--step-tune] [--ple-host] [--one-by-one] [--json]\n\n"
+           "         [--step-tune] [--ple-host] [--one-by-one] [--sample rows|top] [--json]\n\n"
            "Gemma 4 end to end on the GPU: prefill and decode tok/s, time to first token, peak host\n"
            "memory of the load, GPU memory, decode against the bandwidth bound (weight bytes per\n"
            "token over the copy bandwidth measured in the same run). Without --model, random\n"
@@ -187,7 +188,10 @@ static void model_usage(void)
            "ahead of the host reading their ids (each step's argmax feeds the next on the GPU)\n"
            "when the PLE table is on the GPU; --ple-host keeps it on the host (a row uploaded per\n"
            "token), --one-by-one waits for each step before queuing the next (both for\n"
-           "comparisons).\n");
+           "comparisons). --sample: decode sampled with Gemma's defaults (top-k 64, top-p 0.95,\n"
+           "temperature 1), one step at a time, each step downloading its whole row of logits\n"
+           "for the host sampler (rows) or only the row's 64 best (top: the op topk; the same\n"
+           "ids, as tailor run draws them).\n");
 }
 
 /* What the command line asked for. */
@@ -195,9 +199,12 @@ typedef struct model_args {
     const char *model, *preset, *quant, *cache_file;
     int plen, ndec, json, profile, trace, step_tune;
     int one_by_one; /* --one-by-one: decode steps waited for one at a time */
+    int sample;     /* --sample: 0 greedy, SAMPLE_ROWS, SAMPLE_TOP */
     tailor_gemma4_gpu_opts o; /* o.knockout points to knock */
     char knock[256];
 } model_args;
+
+enum { SAMPLE_ROWS = 1, SAMPLE_TOP = 2 };
 
 /* The open pieces of one benchmark, closed by close_run. */
 typedef struct model_run {
@@ -251,6 +258,7 @@ static int parse_model_args(int argc, char **argv, model_args *a)
                                          {"step-tune", no_argument, 0, 'X'},
                                          {"ple-host", no_argument, 0, 'E'},
                                          {"one-by-one", no_argument, 0, 'O'},
+                                         {"sample", required_argument, 0, 'A'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     memset(a, 0, sizeof *a);
@@ -288,6 +296,14 @@ static int parse_model_args(int argc, char **argv, model_args *a)
         case 'X': a->step_tune = 1; break;
         case 'E': o->ple_host = 1; break;
         case 'O': a->one_by_one = 1; break;
+        case 'A':
+            a->sample = strcmp(optarg, "rows") == 0  ? SAMPLE_ROWS
+                        : strcmp(optarg, "top") == 0 ? SAMPLE_TOP
+                                                     : -1;
+            if (a->sample < 0)
+                return cli_usage_error("bench model", "--sample takes rows or top, not '%s'",
+                                       optarg);
+            break;
         case 'K':
             if (add_knockout(a->knock, sizeof a->knock, optarg))
                 return cli_usage_error("bench model", "--knockout takes OP or OP:key=value,..., "
@@ -384,11 +400,43 @@ static tailor_status load_model(tailor_ctx *ctx, const model_args *a, model_run 
     return s;
 }
 
-/* ndec greedy decode steps after *next (queued ahead, or one at a time with --one-by-one);
- * *next: the last id. */
+/* --sample: ndec sampled steps after *next, one at a time, each downloading its row of logits
+ * (SAMPLE_ROWS) or its candidates (SAMPLE_TOP) for the host sampler; *next: the last id. */
+static tailor_status decode_sampled(tailor_ctx *ctx, const model_args *a, model_run *r,
+                                    int32_t *next)
+{
+    static const tailor_sampler_params gemma = {.temperature = 1.0f, .top_k = 64, .top_p = 0.95f,
+                                                .seed = 1};
+    tailor_sampler *smp = NULL;
+    float *row = NULL, vals[TAILOR_GEMMA4_TOP_K]; /* row: pinned */
+    int32_t ids[TAILOR_GEMMA4_TOP_K], argmax;
+    size_t V = (size_t)r->cfg.vocab;
+    tailor_status s = tailor_sampler_create(ctx, &gemma, r->cfg.vocab, &smp);
+    if (s == TAILOR_OK && a->sample == SAMPLE_ROWS)
+        s = tailor_gpu_host_alloc(ctx, r->gpu, V * sizeof *row, (void **)&row);
+    for (int i = 0; i < a->ndec && s == TAILOR_OK; i++) {
+        if (a->sample == SAMPLE_TOP) {
+            s = tailor_gemma4_gpu_step_top(ctx, r->g, *next, vals, ids, &argmax);
+            if (s == TAILOR_OK)
+                *next = tailor_sampler_next_top(smp, vals, ids, TAILOR_GEMMA4_TOP_K);
+        } else {
+            s = tailor_gemma4_gpu_step(ctx, r->g, *next, row, &argmax);
+            if (s == TAILOR_OK)
+                *next = tailor_sampler_next(smp, row);
+        }
+    }
+    tailor_gpu_host_free(r->gpu, row);
+    tailor_sampler_destroy(smp);
+    return s;
+}
+
+/* ndec decode steps after *next: greedy (queued ahead, or one at a time with --one-by-one) or
+ * sampled (--sample); *next: the last id. */
 static tailor_status decode(tailor_ctx *ctx, const model_args *a, model_run *r, int32_t *next)
 {
     tailor_status s = TAILOR_OK;
+    if (a->sample)
+        return decode_sampled(ctx, a, r, next);
     if (a->one_by_one) {
         for (int i = 0; i < a->ndec && s == TAILOR_OK; i++)
             s = tailor_gemma4_gpu_step(ctx, r->g, *next, NULL, next);
@@ -445,17 +493,18 @@ static void print_figures(const model_args *a, const model_run *r, const model_f
     tailor_gemma4_gpu_info info;
     tailor_gemma4_gpu_get_info(r->g, &info);
     double dec = a->ndec / f->dec_s, bound = r->bw / (double)info.weight_bytes_token;
-    int ple = r->cfg.ple_dim > 0, queued = !a->one_by_one && info.greedy_queued;
+    int ple = r->cfg.ple_dim > 0, queued = !a->one_by_one && !a->sample && info.greedy_queued;
+    const char *sampled = a->sample == SAMPLE_TOP ? "top" : a->sample == SAMPLE_ROWS ? "rows" : "";
     if (a->json) {
         printf("{\"prefill_tok_s\":%.1f,\"decode_tok_s\":%.1f,\"ttft_ms\":%.2f,"
                "\"peak_host_bytes\":%.0f,\"host_above_baseline_bytes\":%.0f,"
                "\"gpu_bytes\":%zu,\"weight_bytes_token\":%zu,\"copy_bw\":%.4g,"
                "\"bound_tok_s\":%.1f,\"fraction_of_bound\":%.3f,\"load_s\":%.2f,"
                "\"graph\":%d,\"w4a16\":%d,\"kernels_tuned_in_load\":%d,\"tune_s\":%.1f,"
-               "\"ple_on_device\":%d,\"queued\":%d}\n",
+               "\"ple_on_device\":%d,\"queued\":%d,\"sampled\":\"%s\"}\n",
                a->plen / f->pre_s, dec, f->pre_s * 1e3, f->rss, f->rss - f->base_rss,
                f->gpu_bytes, info.weight_bytes_token, r->bw, bound, dec / bound, f->load_s,
-               info.graph, info.w4a16, f->tuned, f->tune_s, info.ple_bytes > 0, queued);
+               info.graph, info.w4a16, f->tuned, f->tune_s, info.ple_bytes > 0, queued, sampled);
         return;
     }
     printf("prefill %d tokens: %.0f tok/s (time to first token %.1f ms)\n"
@@ -463,12 +512,15 @@ static void print_figures(const model_args *a, const model_run *r, const model_f
            "GB/s copy): %.0f%%\n"
            "memory: peak host during load %.2f GB (%.2f GB above baseline), GPU %.2f "
            "GB; load %.1f s; graph %s; %s\n"
-           "decode steps %s%s\n",
+           "decode steps %s%s%s\n",
            a->plen, a->plen / f->pre_s, f->pre_s * 1e3, a->ndec, dec, bound,
            (double)info.weight_bytes_token / 1e9, r->bw / 1e9, 100 * dec / bound, f->rss / 1e9,
            (f->rss - f->base_rss) / 1e9, (double)f->gpu_bytes / 1e9, f->load_s,
            info.graph ? "yes" : "no", info.w4a16 ? "W4A16" : "16-bit",
            queued ? "queued ahead (the argmax feeds the next step on the GPU)" : "one at a time",
+           a->sample == SAMPLE_TOP    ? ", sampled from each row's 64 best (downloaded)"
+           : a->sample == SAMPLE_ROWS ? ", sampled from each whole row (downloaded)"
+                                      : "",
            !ple ? "" : info.ple_bytes ? "; PLE table on the GPU" : "; PLE table on the host");
     if (a->knock[0])
         printf("knockout: launches of %s skipped (timing only: every output is meaningless)\n",

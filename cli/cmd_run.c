@@ -509,12 +509,20 @@ static tailor_status generate_gpu(tailor_ctx *ctx, const run_args *a, tailor_gem
         if (s == TAILOR_OK && !stop)
             s = greedy_gpu(ctx, g, next, a->max_tokens - 1, io, &generated);
     }
+    /* sampled: after the prompt's row, each step downloads only its best candidates when they
+     * decide the draw (top_k <= TAILOR_GEMMA4_TOP_K: the same ids as from the whole row) */
+    int from_top = smp && tailor_sampler_top_covers(smp, TAILOR_GEMMA4_TOP_K);
+    float top_vals[TAILOR_GEMMA4_TOP_K];
+    int32_t top_ids[TAILOR_GEMMA4_TOP_K];
     for (int i = 0; i < a->max_tokens && s == TAILOR_OK && !stop && !a->sp.greedy; i++) {
-        int32_t id = tailor_sampler_next(smp, last);
+        int32_t id = i > 0 && from_top
+                         ? tailor_sampler_next_top(smp, top_vals, top_ids, TAILOR_GEMMA4_TOP_K)
+                         : tailor_sampler_next(smp, last);
         generated++;
         s = emit_or_stop(ctx, io, id, &stop);
         if (s == TAILOR_OK && !stop && i + 1 < a->max_tokens)
-            s = tailor_gemma4_gpu_step(ctx, g, id, logits, &next);
+            s = from_top ? tailor_gemma4_gpu_step_top(ctx, g, id, top_vals, top_ids, &next)
+                         : tailor_gemma4_gpu_step(ctx, g, id, logits, &next);
         last = logits;
     }
     double t2 = cli_now_s();

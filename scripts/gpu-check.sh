@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu-check.sh — on the GPU machine: build, run every GPU test, then the benchmarks; logs go to
 # $OUT (ctest.txt, bench.txt, model.txt, ...) and a short summary is printed last.
-#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|experimental|experimental-attn|attn-wg|wgmma|boot|decode-scale|decode-wg|decode-merge|decode-linear|trace|spacer|seams|step-tune|queue|all] [ctest -R regex]
+#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|experimental|experimental-attn|attn-wg|wgmma|boot|decode-scale|decode-wg|decode-merge|decode-linear|trace|spacer|seams|step-tune|queue|sample|all] [ctest -R regex]
 # quick: the GPU tests with the long scripts in their smoke subsets (MATMUL_QUICK, W4A16_QUICK,
 # ATTN_QUICK), fitting one 10-minute device call; model: Gemma 4 E2B decode and prefill figures
 # with the same-run comparisons (PDL off, gating kernels, each place of the seams, q prepared
@@ -47,6 +47,8 @@
 # int4 head by default; STEP_W=bf16 for bf16) and plain benches of the caches before and after,
 # alternating (step-tune.txt). queue: greedy decode queued ahead against --one-by-one and
 # --ple-host, alternating on one cache (QUEUE_W, QUEUE_STEP_TUNE=1 adds --step-tune; queue.txt).
+# sample: the op topk verified, then the E2B decode sampled from whole rows against from the
+# 64 best, beside greedy (SAMPLE_W; sample.txt).
 set -uo pipefail
 what=${1:-all}
 filter=${2:-}
@@ -576,6 +578,40 @@ if [[ $what == queue ]]; then
     fi
   done
   summary+=("queue: $(grep -c '^decode' "$Q") decode figures; queue.txt")
+fi
+if [[ $what == sample ]]; then
+  # sampled decoding: the op topk verified survivor by survivor (the candidates a sampled step
+  # downloads), then the E2B decode with Gemma's sampling defaults, each step downloading its
+  # whole row (--sample rows) or its 64 best (--sample top), beside greedy, alternating on one
+  # cache (SAMPLE_W: "w4a16" = W4A16 + int4 head, default, and/or "bf16"; the caches live in
+  # build-gpu/ so that a later call on the same machine finds them; sample.txt)
+  S="$OUT/sample.txt"
+  : >"$S"
+  for sd in "rows=1,n=262144,k=64 bf16" "rows=3,n=262144,k=64 fp16" "rows=2,n=1000,k=7 bf16" \
+            "rows=1,n=512,k=64 bf16"; do
+    echo "== verify-all topk $sd" >>"$S"
+    timeout 120 "$T" tune --op topk --shape "${sd% *}" --dtype "${sd#* }" --verify-all \
+      --cache build-gpu/topk.sqlite >>"$S" 2>&1
+    echo "rc=$?" >>"$S"
+  done
+  echo "== verify-all topk rehearse t4" >>"$S"
+  timeout 120 "$T" tune --op topk --shape rows=1,n=262144,k=64 --dtype fp16 --verify-all \
+    --rehearse t4 --cache build-gpu/topk.sqlite >>"$S" 2>&1
+  echo "rc=$?" >>"$S"
+  for w in ${SAMPLE_W:-w4a16}; do
+    q=""
+    [[ $w == w4a16 ]] && q="--quantize w4a16 --quantize-head"
+    B="$T bench model --preset gemma-4-e2b $q --prompt-len 512 --decode 128 --cache build-gpu/sample-$w.sqlite"
+    echo "== $w: a plain bench (tunes what the cache lacks)" >>"$S"
+    timeout "${SAMPLE_TUNE_S:-330}" $B 2>&1 | grep -E '^(prefill|decode|tuning)' >>"$S"
+    for rep in 1 2; do
+      for flags in "" "--sample rows" "--sample top"; do
+        echo "== $w ${flags:-greedy}" >>"$S"
+        timeout 60 $B $flags 2>&1 | grep -E '^(prefill|decode)' >>"$S"
+      done
+    done
+  done
+  summary+=("sample: $(grep -c '^rc=0' "$S") of 5 topk verifications passed, $(grep -c '^decode [0-9]' "$S") decode figures; sample.txt")
 fi
 if [[ $what == step-tune ]]; then
   # step tuning (tuner/step_tune.h): the swap machinery on an rmsnorm shape (test_gpu_step_tune),

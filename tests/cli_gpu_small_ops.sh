@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # cli_gpu_small_ops.sh — Gemma 4's small ops on a live GPU: every survivor of residual_norm,
-# qk_norm_rope, gelu_gate, embed, softcap_argmax (with feed), gemma4_ple (with gather) and
-# gemma4_kv_store checked against its C
+# qk_norm_rope, gelu_gate, embed, softcap_argmax (with feed), gemma4_ple (with gather),
+# gemma4_kv_store and topk checked against its C
 # reference over the
 # E2B/E4B/31B widths (hidden 1536/2560/5376, heads 8/32, head dims 256/512, vocab 262144), in
 # bf16 and fp16, and rehearsed for the T4 (fp16, compute_75 PTX, the T4's budget).
@@ -70,6 +70,13 @@ tune softcap_argmax rows=2,vocab=262144 fp16
 tune softcap_argmax rows=1,vocab=262144,feed=1 bf16
 tune softcap_argmax rows=3,vocab=262144,feed=1 fp16
 
+# topk: a sampled step's candidates at the full vocabulary (decode and several rows), a row
+# shorter than any slice the space would split, and the fixtures' vocabulary of 512
+tune topk rows=1,n=262144,k=64 bf16
+tune topk rows=3,n=262144,k=64 fp16
+tune topk rows=2,n=1000,k=7 bf16
+tune topk rows=1,n=512,k=64 bf16
+
 # gemma4_ple: rows staged per token, and gathered from the table on the device by id
 for t in 1 9; do
   tune gemma4_ple tokens=$t,layers=35,dim=256,hidden=1536 bf16
@@ -94,6 +101,7 @@ tune embed tokens=7,cols=1536,vocab=4096,out_f32=1 fp16 --rehearse t4
 tune softcap_argmax rows=1,vocab=262144 fp16 --rehearse t4
 tune softcap_argmax rows=1,vocab=262144,feed=1 fp16 --rehearse t4
 tune gemma4_ple tokens=1,layers=35,dim=256,hidden=1536,gather=1 fp16 --rehearse t4
+tune topk rows=1,n=262144,k=64 fp16 --rehearse t4
 
 # a second run of a cached shape compiles nothing
 out=$(TAILOR_NO_COMPILE=1 "$T" tune --op softcap_argmax --shape rows=1,vocab=262144 --dtype bf16 \

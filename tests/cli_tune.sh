@@ -55,7 +55,7 @@ out=$("$T" tune --model "$S/tests/fixtures/e2b_flat" --list 2>&1)
 check "a checkpoint's config gives its shapes" grep -q "^residual_norm .*cols=64" <<<"$out"
 # the list is what the GPU runtime launches (its own dry pass): every op of a forward pass ...
 for op in embed gemma4_ple residual_norm qk_norm_rope gemma4_kv_store gemma4_kv_gather \
-          attention_decode attention_prefill gelu_gate matmul softcap_argmax; do
+          attention_decode attention_prefill gelu_gate matmul softcap_argmax topk; do
   check "e2b_flat lists $op" grep -q "^$op " <<<"$out"
 done
 # ... decode at one row and prefill at the chunk (the fixture's window of 8), stacked q|k|v

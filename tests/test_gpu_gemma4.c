@@ -243,6 +243,101 @@ static void check_greedy(tailor_ctx *ctx, tailor_gemma4_gpu *g, const char *tag,
            "token: %s\n", tag, k, same ? "the steps' ids" : "DIFFER");
 }
 
+static const float *rank_row; /* for rank_cmp: qsort passes no context */
+
+/* The order of the op topk and of the sampler: larger logit first, lower id among equals. */
+static int rank_cmp(const void *pa, const void *pb)
+{
+    int32_t a = *(const int32_t *)pa, b = *(const int32_t *)pb;
+    if (rank_row[a] != rank_row[b])
+        return rank_row[a] > rank_row[b] ? -1 : 1;
+    return (a > b) - (a < b);
+}
+
+/* Whether the device's candidates (vals, ids) are row's best TAILOR_GEMMA4_TOP_K, exactly.
+ * order[vocab] is scratch. */
+static int top_is_row_best(const float *row, int vocab, const float *vals, const int32_t *ids,
+                           int32_t *order)
+{
+    int m = 0;
+    for (int32_t i = 0; i < vocab; i++)
+        if (!isnan(row[i]))
+            order[m++] = i;
+    rank_row = row;
+    qsort(order, (size_t)m, sizeof *order, rank_cmp);
+    for (int j = 0; j < TAILOR_GEMMA4_TOP_K; j++)
+        if (ids[j] != (j < m ? order[j] : -1) || (j < m && vals[j] != row[order[j]]))
+            return 0;
+    return 1;
+}
+
+/* Sampled decoding: steps that download only their candidates (tailor_gemma4_gpu_step_top, then
+ * tailor_sampler_next_top) draw, seed for seed, the ids that steps downloading the whole row
+ * draw with tailor_sampler_next; and each step's candidates are the row's best exactly. */
+static void check_sampled(tailor_ctx *ctx, tailor_gemma4_gpu *g, const char *tag,
+                          const int32_t *prompt, int T, int steps, int vocab)
+{
+    static const tailor_sampler_params ps[] = {
+        {.temperature = 1.0f, .top_k = 64, .top_p = 0.95f, .seed = 11}, /* Gemma's defaults */
+        {.temperature = 1.5f, .top_k = 5, .top_p = 1.0f, .seed = 12},
+    };
+    float *rows = malloc((size_t)T * (size_t)vocab * sizeof *rows);
+    int32_t *order = malloc((size_t)vocab * sizeof *order);
+    float vals[TAILOR_GEMMA4_TOP_K];
+    int32_t tids[TAILOR_GEMMA4_TOP_K], want[64], got[64], next;
+    steps = steps > 64 ? 64 : steps;
+    for (size_t c = 0; c < sizeof ps / sizeof ps[0] && rows && order; c++) {
+        tailor_sampler *a = NULL, *b = NULL;
+        tailor_status st = tailor_sampler_create(ctx, &ps[c], vocab, &a);
+        if (st == TAILOR_OK)
+            st = tailor_sampler_create(ctx, &ps[c], vocab, &b);
+        CHECKF(st == TAILOR_OK && tailor_sampler_top_covers(b, TAILOR_GEMMA4_TOP_K),
+               "%s: sampler for top-k %d", tag, ps[c].top_k);
+        /* the whole row each step; the device's candidates of the same row beside it */
+        int top_ok = 1;
+        tailor_gemma4_gpu_reset(g);
+        if (st == TAILOR_OK)
+            st = tailor_gemma4_gpu_prefill(ctx, g, prompt, T, rows, &next);
+        const float *row = rows + (size_t)(T - 1) * (size_t)vocab;
+        for (int i = 0; st == TAILOR_OK && i < steps; i++) {
+            st = tailor_gemma4_gpu_top(ctx, g, vals, tids);
+            top_ok &= st == TAILOR_OK && top_is_row_best(row, vocab, vals, tids, order);
+            want[i] = tailor_sampler_next(a, row);
+            if (st == TAILOR_OK && i + 1 < steps)
+                st = tailor_gemma4_gpu_step(ctx, g, want[i], rows, &next);
+            row = rows;
+        }
+        CHECKF(st == TAILOR_OK && top_ok, "%s: the device's %d candidates %s", tag,
+               TAILOR_GEMMA4_TOP_K, st ? tailor_ctx_message(ctx) : "are not the row's best");
+        /* candidates only, after the prompt's row */
+        tailor_gemma4_gpu_reset(g);
+        if (st == TAILOR_OK)
+            st = tailor_gemma4_gpu_prefill(ctx, g, prompt, T, rows, &next);
+        row = rows + (size_t)(T - 1) * (size_t)vocab;
+        for (int i = 0; st == TAILOR_OK && i < steps; i++) {
+            got[i] = i == 0 ? tailor_sampler_next(b, row)
+                            : tailor_sampler_next_top(b, vals, tids, TAILOR_GEMMA4_TOP_K);
+            if (i + 1 < steps)
+                st = tailor_gemma4_gpu_step_top(ctx, g, got[i], vals, tids, &next);
+        }
+        int same = st == TAILOR_OK, distinct = 0;
+        for (int i = 0; same && i < steps; i++) {
+            same = got[i] == want[i];
+            distinct += got[i] != got[0];
+        }
+        CHECKF(same, "%s: top-k %d: sampled steps from the candidates drew other ids than from "
+               "the rows%s%s", tag, ps[c].top_k, st ? ": " : "", st ? tailor_ctx_message(ctx) : "");
+        printf("  %s: sampled (top-k %d, top-p %g, T %g), %d steps from %d candidates: %s "
+               "(%d ids unlike the first)\n", tag, ps[c].top_k, (double)ps[c].top_p,
+               (double)ps[c].temperature, steps, TAILOR_GEMMA4_TOP_K,
+               same ? "the rows' ids" : "DIFFER", distinct);
+        tailor_sampler_destroy(a);
+        tailor_sampler_destroy(b);
+    }
+    free(rows);
+    free(order);
+}
+
 static void run_mode(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, const char *name,
                      const mode *md, tailor_gemma4 *m, const int32_t *prompt, int T,
                      const int32_t *greedy, int G, const cJSON *gaps, const double *qgaps,
@@ -309,6 +404,8 @@ static void run_mode(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, cons
         }
         if (st == TAILOR_OK && ids && same)
             check_greedy(ctx, g, tag, prompt, T, ids, made, V);
+        if (st == TAILOR_OK)
+            check_sampled(ctx, g, tag, prompt, T, G, V);
         if (md == &modes[0] && st == TAILOR_OK && ids)
             check_recapture(ctx, g, tag, prompt, T, ids, made);
         free(ids);

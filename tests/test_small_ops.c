@@ -551,6 +551,75 @@ static void test_gemma4_ple_gather(tailor_ctx *ctx)
                   TAILOR_DTYPE_BF16);
 }
 
+/* ---- topk ---- */
+
+/* whether column a ranks before column b of row l: larger value, lower column among equals */
+static int topk_ranks_before(const float *l, size_t a, size_t b)
+{
+    return l[a] > l[b] || (l[a] == l[b] && a < b);
+}
+
+static void test_topk(tailor_ctx *ctx)
+{
+    host_inst h;
+    if (inst_make(ctx, &h, "topk", "rows=2,n=16,k=4", TAILOR_DTYPE_BF16))
+        return;
+    const float row0[16] = {1, 5, NAN, 5, -2, 7, 0, 5, 3, NAN, -0.0f, 2, 5, 1, 0, 4};
+    for (size_t i = 0; i < 16; i++) {
+        set_at(&h, "x", i, row0[i]);
+        set_at(&h, "x", 16 + i, i == 6 || i == 13 ? (float)i : NAN); /* two values, then -1 */
+    }
+    if (inst_reference(ctx, &h) == 0) {
+        const float *v = ref_of(&h, "vals"), *id = ref_of(&h, "ids");
+        CHECKF(id[0] == 5 && id[1] == 1 && id[2] == 3 && id[3] == 7,
+               "row 0: 7 first, then the tied 5s by column: got %g %g %g %g", (double)id[0],
+               (double)id[1], (double)id[2], (double)id[3]);
+        CHECK(v[0] == 7 && v[3] == 5);
+        CHECKF(id[4] == 13 && id[5] == 6 && id[6] == -1 && id[7] == -1 && v[6] == 0,
+               "row 1: its two values, then id -1 (NaN never): %g %g %g %g", (double)id[4],
+               (double)id[5], (double)id[6], (double)id[7]);
+    }
+    inst_free(&h);
+
+    /* the fill at the full vocabulary: the reference's list is the row's best in the order, and
+     * the fill makes the order's rules matter (ties across the k-th place, NaN present) */
+    enum { V = 262144, K = 64 };
+    if (inst_make(ctx, &h, "topk", "rows=2,n=262144,k=64", TAILOR_DTYPE_BF16) == 0) {
+        if (inst_reference(ctx, &h) == 0) {
+            for (size_t r = 0; r < 2; r++) {
+                const float *l = (const float *)h.t.host[inst_buf(&h, "x")] + r * V;
+                const float *id = ref_of(&h, "ids") + r * K, *v = ref_of(&h, "vals") + r * K;
+                static unsigned char in_list[V];
+                memset(in_list, 0, sizeof in_list);
+                int bad = 0, nans = 0, tie_across = 0;
+                for (size_t j = 0; j < K; j++) {
+                    size_t c = (size_t)id[j];
+                    bad += id[j] < 0 || c >= V || isnan(l[c]) || v[j] != l[c] || in_list[c];
+                    if (c < V)
+                        in_list[c] = 1;
+                    bad += j > 0 && !topk_ranks_before(l, (size_t)id[j - 1], c);
+                }
+                size_t last = (size_t)id[K - 1];
+                for (size_t c = 0; c < V; c++) {
+                    nans += isnan(l[c]);
+                    if (!in_list[c] && !isnan(l[c]) && last < V) {
+                        bad += topk_ranks_before(l, c, last);
+                        tie_across += l[c] == l[last];
+                    }
+                }
+                CHECKF(bad == 0, "topk row %zu: %d faults in the reference's list", r, bad);
+                CHECKF(nans > 0, "topk row %zu of the fill has NaN", r);
+                if (r == 0)
+                    CHECKF(tie_across > 0, "topk row 0 of the fill ties across the %d-th place", K);
+            }
+        }
+        inst_free(&h);
+    }
+    check_refused(ctx, "topk", "rows=1,n=16,k=17", TAILOR_DTYPE_BF16);
+    check_refused(ctx, "topk", "rows=1,n=4096,k=0", TAILOR_DTYPE_BF16);
+    check_refused(ctx, "topk", "rows=1,n=4096,k=2000", TAILOR_DTYPE_BF16);
+}
+
 int main(void)
 {
     printf("seed %llu\n", (unsigned long long)SEED);
@@ -565,6 +634,7 @@ int main(void)
     test_softcap_argmax(ctx);
     test_softcap_argmax_feed(ctx);
     test_gemma4_ple_gather(ctx);
+    test_topk(ctx);
     tailor_ctx_destroy(ctx);
     return test_finish("test_small_ops");
 }

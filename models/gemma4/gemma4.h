@@ -310,6 +310,22 @@ tailor_status tailor_gemma4_gpu_prefill(tailor_ctx *ctx, tailor_gemma4_gpu *g, c
 tailor_status tailor_gemma4_gpu_step(tailor_ctx *ctx, tailor_gemma4_gpu *g, int32_t token,
                                      float *logits, int32_t *next);
 
+/* The candidates a sampled decode step leaves on the device and downloads instead of the whole
+ * row of logits: the row's best TAILOR_GEMMA4_TOP_K soft-capped logits (the op "topk"), enough
+ * for tailor_sampler_next_top whenever top_k <= this (tailor_sampler_top_covers). */
+#define TAILOR_GEMMA4_TOP_K 64
+
+/* The last processed position's candidates (after a prefill or a step): vals[i] the soft-capped
+ * logit of ids[i], best first (larger value, lower id among equals, NaN never; id -1 ends the
+ * list), TAILOR_GEMMA4_TOP_K of each. Consumes no position. */
+tailor_status tailor_gemma4_gpu_top(tailor_ctx *ctx, tailor_gemma4_gpu *g, float *vals,
+                                    int32_t *ids);
+
+/* tailor_gemma4_gpu_step that downloads the step's candidates (as tailor_gemma4_gpu_top) in the
+ * same round trip instead of its logits: a sampled decode step. Errors as prefill. */
+tailor_status tailor_gemma4_gpu_step_top(tailor_ctx *ctx, tailor_gemma4_gpu *g, int32_t token,
+                                         float *vals, int32_t *ids, int32_t *next);
+
 /* Called with each id a greedy decode chose, in order, as soon as the host has it; nonzero stops
  * the decode after that id. */
 typedef int (*tailor_gemma4_id_fn)(void *arg, int32_t id);

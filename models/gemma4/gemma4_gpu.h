@@ -96,9 +96,13 @@ struct tailor_gemma4_gpu {
     CUdeviceptr logits;         /* [logit_rows, vocab] dtype */
     CUdeviceptr capped;         /* [logit_rows, vocab] fp32 */
     CUdeviceptr ids, tok, posb; /* [C] int32 */
+    CUdeviceptr top_vals, top_ids; /* [TAILOR_GEMMA4_TOP_K] fp32, int32: the op topk's output */
+    int top_row;                /* the row of capped that holds the last position's logits */
     /* pinned host inputs and outputs */
     int32_t *h_tok, *h_pos, *h_ids;
     int32_t *h_queue;           /* [G4G_QUEUE] greedy decode: each queued step's argmax */
+    float *h_top_vals;          /* [TAILOR_GEMMA4_TOP_K] the candidates' logits and ids */
+    int32_t *h_top_ids;
     tailor_gpu_mark marks[G4G_QUEUE]; /* greedy decode: each queued step's download done */
     unsigned char *h_pe;        /* [C, L*P] dtype */
     /* the PLE table [vocab, L*P] dtype on the device (gpu_weights.c place_ple), or 0: on the
@@ -136,6 +140,8 @@ tailor_status g4g_warm_up(tailor_ctx *ctx, tailor_gemma4_gpu *g);
 /* 1 when tailor_gemma4_gpu_greedy queues steps ahead: the PLE table (if any) on the device and no
  * knockout (a knocked-out softcap_argmax would not feed the next step). */
 int g4g_greedy_queues(const tailor_gemma4_gpu *g);
+/* Queues the op topk over row `row` of capped into top_vals / top_ids (sampled decoding). */
+tailor_status g4g_top(tailor_ctx *ctx, tailor_gemma4_gpu *g, int row);
 
 /* gpu_weights.c: the PLE row of token id in the compute dtype into dst (L*P values), from the
  * checkpoint's table or, for random weights, from ple_pool; g4g_ple_pool_make makes that pool:

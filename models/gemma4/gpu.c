@@ -658,6 +658,23 @@ static tailor_status head(tailor_ctx *ctx, tailor_gemma4_gpu *g, int r0, int row
     return run_rows(ctx, g, "softcap_argmax", &s, "rows", g->logit_rows, b, 6);
 }
 
+/* The candidates the op topk keeps: TAILOR_GEMMA4_TOP_K, or the vocabulary if smaller. */
+static int top_k(const tailor_gemma4_gpu *g)
+{
+    return g->cfg.vocab < TAILOR_GEMMA4_TOP_K ? g->cfg.vocab : TAILOR_GEMMA4_TOP_K;
+}
+
+tailor_status g4g_top(tailor_ctx *ctx, tailor_gemma4_gpu *g, int row)
+{
+    tailor_shape s = {0};
+    g4g_put(&s, "rows", 1);
+    g4g_put(&s, "n", g->cfg.vocab);
+    g4g_put(&s, "k", top_k(g));
+    tailor_binding b[] = {{"x", off(g->capped, (size_t)row * (size_t)g->cfg.vocab, 4)},
+                          {"vals", g->top_vals}, {"ids", g->top_ids}};
+    return g4g_run(ctx, g, "topk", &s, &s, b, 3);
+}
+
 /* The kernels of one pass over T rows at positions p0.. (tok, pos, pe already on the device):
  * through layers [0, n_layers), the final norm and the LM head of the last row (all rows when
  * all_rows). Queues work only: no host synchronisation (the decode graph captures it). */
@@ -720,22 +737,60 @@ static tailor_status take_argmax(tailor_ctx *ctx, const tailor_gemma4_gpu *g, in
     return TAILOR_OK;
 }
 
-/* Reads back the argmax of `rows` rows (and their logits when wanted), after the stream is done.
- * An argmax of -1 means a row of NaN: inf or NaN somewhere upstream. */
-static tailor_status read_out(tailor_ctx *ctx, tailor_gemma4_gpu *g, int rows, float *logits,
-                              int32_t *next, int p_last)
+/* A pass's outputs the host asked for: the soft-capped logits of its rows, the last row's
+ * candidates (the op topk), the last row's argmax; each may be NULL. */
+typedef struct g4g_wants {
+    float *logits;
+    float *top_vals;
+    int32_t *top_ids;
+    int32_t *next;
+} g4g_wants;
+
+/* Queues the candidates' kernel over the last row and their download (w->top_vals set). */
+static tailor_status queue_top_read(tailor_ctx *ctx, tailor_gemma4_gpu *g)
+{
+    tailor_status st = g4g_top(ctx, g, g->top_row);
+    if (st == TAILOR_OK)
+        st = tailor_gpu_download_async(ctx, g->gpu, g->h_top_vals, g->top_vals,
+                                       TAILOR_GEMMA4_TOP_K * 4);
+    if (st == TAILOR_OK)
+        st = tailor_gpu_download_async(ctx, g->gpu, g->h_top_ids, g->top_ids,
+                                       TAILOR_GEMMA4_TOP_K * 4);
+    return st;
+}
+
+/* Copies the downloaded candidates out (after the stream is done). */
+static void take_top(const tailor_gemma4_gpu *g, float *vals, int32_t *ids)
+{
+    for (int i = 0; i < TAILOR_GEMMA4_TOP_K; i++) {
+        int kept = i < top_k(g);
+        vals[i] = kept ? g->h_top_vals[i] : 0.0f;
+        ids[i] = kept ? g->h_top_ids[i] : -1;
+    }
+}
+
+/* Reads back the argmax of `rows` rows (and what else w asks for), after the stream is done. An
+ * argmax of -1 means a row of NaN: inf or NaN somewhere upstream. */
+static tailor_status read_out(tailor_ctx *ctx, tailor_gemma4_gpu *g, int rows, const g4g_wants *w,
+                              int p_last)
 {
     const tailor_gemma4_config *c = &g->cfg;
+    g->top_row = rows - 1;
     tailor_status st = tailor_gpu_download_async(ctx, g->gpu, g->h_ids, g->ids, (size_t)rows * 4);
-    if (st == TAILOR_OK && logits)
-        st = tailor_gpu_download_async(ctx, g->gpu, logits, g->capped,
+    if (st == TAILOR_OK && w->logits)
+        st = tailor_gpu_download_async(ctx, g->gpu, w->logits, g->capped,
                                        (size_t)rows * (size_t)c->vocab * 4);
+    if (st == TAILOR_OK && w->top_vals)
+        st = queue_top_read(ctx, g);
     if (st == TAILOR_OK)
         st = tailor_gpu_sync(ctx, g->gpu);
     if (st)
         return st;
     for (int r = 0; r < rows && st == TAILOR_OK; r++)
-        st = take_argmax(ctx, g, g->h_ids[r], p_last - rows + 1 + r, r == rows - 1 ? next : NULL);
+        st = take_argmax(ctx, g, g->h_ids[r], p_last - rows + 1 + r,
+                         r == rows - 1 ? w->next : NULL);
+    if (st == TAILOR_OK && w->top_vals)
+        take_top(g, w->top_vals, w->top_ids);
     return st;
 }
 
@@ -758,7 +813,8 @@ tailor_status tailor_gemma4_gpu_prefill(tailor_ctx *ctx, tailor_gemma4_gpu *g, c
             float *dst = !logits ? NULL
                          : g->all_logits ? logits + (size_t)done * (size_t)g->cfg.vocab
                                          : logits;
-            st = read_out(ctx, g, rows, dst, next, g->pos + T - 1);
+            st = read_out(ctx, g, rows, &(g4g_wants){.logits = dst, .next = next},
+                          g->pos + T - 1);
         } else if (st == TAILOR_OK) {
             st = tailor_gpu_sync(ctx, g->gpu); /* the pinned inputs are reused next chunk */
         }
@@ -780,12 +836,13 @@ static tailor_status queue_step(tailor_ctx *ctx, tailor_gemma4_gpu *g, int p)
 {
     /* a graph captured before a kernel of the set changed would launch the old one */
     int graph = g->graph.exec && g->graph_generation == tailor_kernels_generation(g->ks);
+    g->top_row = 0; /* a decode step's logits are row 0 */
     return graph ? tailor_gpu_graph_launch(ctx, g->gpu, &g->graph)
                  : g4g_pass(ctx, g, 1, p, 1, g->cfg.n_layers, 0);
 }
 
-tailor_status tailor_gemma4_gpu_step(tailor_ctx *ctx, tailor_gemma4_gpu *g, int32_t token,
-                                     float *logits, int32_t *next)
+/* One decode step for token and what w asks for. */
+static tailor_status step(tailor_ctx *ctx, tailor_gemma4_gpu *g, int32_t token, const g4g_wants *w)
 {
     if (g->pos >= g->max_tokens)
         return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
@@ -795,9 +852,35 @@ tailor_status tailor_gemma4_gpu_step(tailor_ctx *ctx, tailor_gemma4_gpu *g, int3
     if (st == TAILOR_OK)
         st = queue_step(ctx, g, g->pos);
     if (st == TAILOR_OK)
-        st = read_out(ctx, g, 1, logits, next, g->pos);
+        st = read_out(ctx, g, 1, w, g->pos);
     if (st == TAILOR_OK)
         g->pos++;
+    return st;
+}
+
+tailor_status tailor_gemma4_gpu_step(tailor_ctx *ctx, tailor_gemma4_gpu *g, int32_t token,
+                                     float *logits, int32_t *next)
+{
+    return step(ctx, g, token, &(g4g_wants){.logits = logits, .next = next});
+}
+
+tailor_status tailor_gemma4_gpu_step_top(tailor_ctx *ctx, tailor_gemma4_gpu *g, int32_t token,
+                                         float *vals, int32_t *ids, int32_t *next)
+{
+    return step(ctx, g, token, &(g4g_wants){.top_vals = vals, .top_ids = ids, .next = next});
+}
+
+tailor_status tailor_gemma4_gpu_top(tailor_ctx *ctx, tailor_gemma4_gpu *g, float *vals,
+                                    int32_t *ids)
+{
+    if (g->pos < 1)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                                "gemma4 gpu: no position processed yet, so no logits to rank");
+    tailor_status st = queue_top_read(ctx, g);
+    if (st == TAILOR_OK)
+        st = tailor_gpu_sync(ctx, g->gpu);
+    if (st == TAILOR_OK)
+        take_top(g, vals, ids);
     return st;
 }
 
@@ -894,7 +977,7 @@ tailor_status tailor_gemma4_gpu_profile_step(tailor_ctx *ctx, tailor_gemma4_gpu 
     g->prof = NULL;
     int32_t next;
     if (st == TAILOR_OK)
-        st = read_out(ctx, g, 1, NULL, &next, g->pos);
+        st = read_out(ctx, g, 1, &(g4g_wants){.next = &next}, g->pos);
     if (st == TAILOR_OK)
         g->pos++;
     tailor_gpu_timer_destroy(g->gpu, &g->prof_timer);
@@ -928,6 +1011,8 @@ tailor_status g4g_warm_up(tailor_ctx *ctx, tailor_gemma4_gpu *g)
     tailor_status st = stage_inputs(ctx, g, &tok, 1, 0);
     if (st == TAILOR_OK)
         st = g4g_pass(ctx, g, 1, 0, 1, g->cfg.n_layers, 0);
+    if (st == TAILOR_OK) /* sampled steps' candidates: loaded (or tuned) now, not mid-run */
+        st = g4g_top(ctx, g, 0);
     if (st == TAILOR_OK)
         st = tailor_gpu_sync(ctx, g->gpu);
     if (st == TAILOR_OK && g->want_graph) {
@@ -983,7 +1068,7 @@ tailor_status tailor_gemma4_gpu_debug_layers(tailor_ctx *ctx, tailor_gemma4_gpu 
             st = g4g_pass(ctx, g, 1, 0, 1, l + 1, 0);
         int32_t id = 0;
         if (st == TAILOR_OK)
-            st = read_out(ctx, g, 1, gl, &id, 0);
+            st = read_out(ctx, g, 1, &(g4g_wants){.logits = gl, .next = &id}, 0);
         if (st)
             break;
         /* the CPU reference with the same depth */

@@ -801,14 +801,15 @@ static tailor_status alloc_acts(tailor_ctx *ctx, tailor_gemma4_gpu *g)
         {&g->hb, C * maxi * es}, {&g->dec, (Q + 2 * maxkv > 2 * maxi ? Q + 2 * maxkv : 2 * maxi) * es}, {&g->pg, C * P * es}, {&g->ph, C * P * es},
         {&g->pc, C * LP * es}, {&g->pli, C * LP * es},
         {&g->logits, LR * V * es}, {&g->capped, LR * V * 4}, {&g->ids, C * 4},
-        {&g->tok, C * 4}, {&g->posb, C * 4}, {&g->x_spare, H * 4}};
+        {&g->tok, C * 4}, {&g->posb, C * 4}, {&g->x_spare, H * 4},
+        {&g->top_vals, TAILOR_GEMMA4_TOP_K * 4}, {&g->top_ids, TAILOR_GEMMA4_TOP_K * 4}};
     tailor_status st = TAILOR_OK;
     for (size_t i = 0; i < sizeof a / sizeof a[0] && st == TAILOR_OK; i++)
         st = dalloc(ctx, g, a[i].bytes, &g->act_bytes, a[i].p);
     g->x_main = g->x;
     g->x_next = g->x_spare;
     void *p = NULL;
-    size_t host = C * 12 + G4G_QUEUE * 4;
+    size_t host = C * 12 + G4G_QUEUE * 4 + TAILOR_GEMMA4_TOP_K * 8;
     if (g->dry)
         return st;
     if (st == TAILOR_OK)
@@ -818,6 +819,8 @@ static tailor_status alloc_acts(tailor_ctx *ctx, tailor_gemma4_gpu *g)
         g->h_pos = g->h_tok + C;
         g->h_ids = g->h_pos + C;
         g->h_queue = g->h_ids + C;
+        g->h_top_ids = g->h_queue + G4G_QUEUE;
+        g->h_top_vals = (float *)(g->h_top_ids + TAILOR_GEMMA4_TOP_K);
     }
     for (int i = 0; i < G4G_QUEUE && st == TAILOR_OK; i++)
         st = tailor_gpu_mark_create(ctx, g->gpu, &g->marks[i]);
@@ -900,8 +903,10 @@ tailor_status tailor_gemma4_gpu_kernels(tailor_ctx *ctx, const tailor_gemma4_con
         st = alloc_kv(ctx, g);
     if (st == TAILOR_OK)
         st = alloc_acts(ctx, g);
-    if (st == TAILOR_OK) /* the decode step */
+    if (st == TAILOR_OK) /* the decode step, and its candidates when sampling */
         st = g4g_pass(ctx, g, 1, 0, 1, L, 0);
+    if (st == TAILOR_OK)
+        st = g4g_top(ctx, g, 0);
     if (st == TAILOR_OK) /* a one-token prompt, then full chunks without and with history */
         st = g4g_pass(ctx, g, 1, 0, 0, L, g->all_logits);
     if (st == TAILOR_OK && g->chunk > 1)
