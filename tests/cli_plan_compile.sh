@@ -65,6 +65,8 @@ h200 bf16 gemma4_kv_store tokens=1,kv_heads=1,head_dim=512,slots=4096,q_heads=8
 h200 bf16 gemma4_kv_gather rows=512,kv_heads=1,head_dim=256,slots=512,first=0
 h200 bf16 gemma4_fill words=1048576,mode=1
 h200 bf16 softcap_argmax rows=1,vocab=262144
+h200 bf16 topk rows=1,n=262144,k=64
+t4 fp16 topk rows=1,n=262144,k=64
 t4 fp16 rmsnorm rows=1,cols=1536
 LIST
 
