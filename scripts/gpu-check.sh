@@ -587,13 +587,8 @@ if [[ $what == sample ]]; then
   # build-gpu/ so that a later call on the same machine finds them; sample.txt)
   S="$OUT/sample.txt"
   : >"$S"
-  for sd in "rows=1,n=262144,k=64 bf16" "rows=3,n=262144,k=64 fp16" "rows=2,n=1000,k=7 bf16" \
-            "rows=1,n=512,k=64 bf16"; do
-    echo "== verify-all topk $sd" >>"$S"
-    timeout 120 "$T" tune --op topk --shape "${sd% *}" --dtype "${sd#* }" --verify-all \
-      --cache build-gpu/topk.sqlite >>"$S" 2>&1
-    echo "rc=$?" >>"$S"
-  done
+  verify_all "$S" topk build-gpu/topk.sqlite "rows=1,n=262144,k=64 bf16" \
+    "rows=3,n=262144,k=64 fp16" "rows=2,n=1000,k=7 bf16" "rows=1,n=512,k=64 bf16"
   echo "== verify-all topk rehearse t4" >>"$S"
   timeout 120 "$T" tune --op topk --shape rows=1,n=262144,k=64 --dtype fp16 --verify-all \
     --rehearse t4 --cache build-gpu/topk.sqlite >>"$S" 2>&1
