@@ -48,7 +48,8 @@
 # alternating (step-tune.txt). queue: greedy decode queued ahead against --one-by-one and
 # --ple-host, alternating on one cache (QUEUE_W, QUEUE_STEP_TUNE=1 adds --step-tune; queue.txt).
 # sample: the op topk verified, then the E2B decode sampled from whole rows against from the
-# 64 best, beside greedy (SAMPLE_W; sample.txt).
+# 64 best, beside greedy (SAMPLE_W; SAMPLE_QUICK_TUNE=1: bf16 tuned with 2 random trials a
+# shape first, for a quick comparison; sample.txt).
 set -uo pipefail
 what=${1:-all}
 filter=${2:-}
@@ -597,6 +598,11 @@ if [[ $what == sample ]]; then
     q=""
     [[ $w == w4a16 ]] && q="--quantize w4a16 --quantize-head"
     B="$T bench model --preset gemma-4-e2b $q --prompt-len 512 --decode 128 --cache build-gpu/sample-$w.sqlite"
+    if [[ -n ${SAMPLE_QUICK_TUNE:-} && $w == bf16 ]]; then # 2 random trials a shape: fast picks
+      echo "== $w: tune --preset, random, 2 trials" >>"$S"
+      timeout 200 "$T" tune --preset gemma-4-e2b --dtype bf16 --strategy random --trials 2 \
+        --cache build-gpu/sample-$w.sqlite 2>&1 | tail -2 >>"$S"
+    fi
     echo "== $w: a plain bench (tunes what the cache lacks)" >>"$S"
     timeout "${SAMPLE_TUNE_S:-330}" $B 2>&1 | grep -E '^(prefill|decode|tuning)' >>"$S"
     for rep in 1 2; do

@@ -243,6 +243,22 @@ static void check_greedy(tailor_ctx *ctx, tailor_gemma4_gpu *g, const char *tag,
            "token: %s\n", tag, k, same ? "the steps' ids" : "DIFFER");
 }
 
+/* 1 when `name` is an item of the comma-separated `list`. */
+static int listed(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && strncmp(p, name, n) == 0)
+            return 1;
+        if (!e)
+            break;
+        p = e + 1;
+    }
+    return 0;
+}
+
 static const float *rank_row; /* for rank_cmp: qsort passes no context */
 
 /* The order of the op topk and of the sampler: larger logit first, lower id among equals. */
@@ -458,8 +474,11 @@ static void run_fixture(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, c
         float *qref = malloc((size_t)T * (size_t)V * sizeof *qref);
         int32_t qids[256];
         double qgaps[256];
+        const char *only_modes = getenv("TAILOR_TEST_MODES"); /* a,b: only those modes */
         for (size_t i = 0; i < sizeof modes / sizeof modes[0] && lbytes == (size_t)T * V * 4; i++) {
             const mode *md = &modes[i];
+            if (only_modes && !listed(only_modes, md->name))
+                continue;
             if (!md->quantize_head) {
                 run_mode(ctx, gpu, cache, name, md, m, prompt, T, greedy, G, gaps, NULL, ref);
                 continue;
@@ -481,22 +500,6 @@ static void run_fixture(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, c
     free(ref);
     cJSON_Delete(e);
     free(ej);
-}
-
-/* 1 when `name` is an item of the comma-separated `list`. */
-static int listed(const char *list, const char *name)
-{
-    size_t n = strlen(name);
-    for (const char *p = list; *p;) {
-        const char *e = strchr(p, ',');
-        size_t len = e ? (size_t)(e - p) : strlen(p);
-        if (len == n && strncmp(p, name, n) == 0)
-            return 1;
-        if (!e)
-            break;
-        p = e + 1;
-    }
-    return 0;
 }
 
 int main(void)
