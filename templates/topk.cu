@@ -85,7 +85,9 @@ TAILOR_KERNEL(float *__restrict__ vals, int *__restrict__ ids, const float *__re
     if (threadIdx.x == 0)
         keys[0] = atomicAdd(&count[row], 1u) == SPLIT - 1;
     __syncthreads();
-    if (!keys[0])
+    const bool last = keys[0] != 0ull;
+    __syncthreads(); // every thread has the flag before keys[] is loaded again
+    if (!last)
         return;
     __threadfence();
     const Key *all = part + row * SPLIT * K;

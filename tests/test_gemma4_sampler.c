@@ -376,10 +376,15 @@ static void test_top_candidates(tailor_ctx *ctx, uint64_t seed)
     for (int i = 0; i < V; i++)
         l[i] = test_rng_next(&r) % 100 == 0 ? NAN : roundf(8.0f * 30.0f * tanhf(l[i] / 30.0f)) / 8.0f;
     check_top_matches(ctx, "ties and NaN", l, V, order);
-    /* fewer values than candidates: 40 that are not NaN, so the list ends with ids of -1 */
-    for (int i = 0; i < 4096; i++)
-        l[i] = i % 100 == 3 || i % 100 == 71 ? (float)(i % 7) * 0.5f : NAN;
-    check_top_matches(ctx, "40 values in 4096", l, 4096, order);
+    /* fewer values than candidates: 32 that are not NaN, so the list ends with ids of -1 */
+    int values = 0;
+    for (int i = 0; i < 4096; i++) {
+        l[i] = i % 128 == 3 ? (float)(i % 7) * 0.5f : NAN;
+        values += !isnan(l[i]);
+    }
+    CHECKF(values == 32, "%d values in the row of 4096 (want 32, fewer than top-k 40 and 64)",
+           values);
+    check_top_matches(ctx, "32 values in 4096", l, 4096, order);
 
     tailor_sampler_params p = {.temperature = 1.0f, .top_k = 0, .top_p = 0.9f, .seed = 1};
     tailor_sampler *s = NULL;

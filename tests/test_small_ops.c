@@ -567,7 +567,8 @@ static void test_topk(tailor_ctx *ctx)
     const float row0[16] = {1, 5, NAN, 5, -2, 7, 0, 5, 3, NAN, -0.0f, 2, 5, 1, 0, 4};
     for (size_t i = 0; i < 16; i++) {
         set_at(&h, "x", i, row0[i]);
-        set_at(&h, "x", 16 + i, i == 6 || i == 13 ? (float)i : NAN); /* two values, then -1 */
+        /* row 1: two values, equal zeros of both signs (the lower column first), then -1 */
+        set_at(&h, "x", 16 + i, i == 13 ? -0.0f : i == 6 ? 0.0f : NAN);
     }
     if (inst_reference(ctx, &h) == 0) {
         const float *v = ref_of(&h, "vals"), *id = ref_of(&h, "ids");
@@ -575,7 +576,7 @@ static void test_topk(tailor_ctx *ctx)
                "row 0: 7 first, then the tied 5s by column: got %g %g %g %g", (double)id[0],
                (double)id[1], (double)id[2], (double)id[3]);
         CHECK(v[0] == 7 && v[3] == 5);
-        CHECKF(id[4] == 13 && id[5] == 6 && id[6] == -1 && id[7] == -1 && v[6] == 0,
+        CHECKF(id[4] == 6 && id[5] == 13 && id[6] == -1 && id[7] == -1 && v[6] == 0,
                "row 1: its two values, then id -1 (NaN never): %g %g %g %g", (double)id[4],
                (double)id[5], (double)id[6], (double)id[7]);
     }
@@ -584,19 +585,22 @@ static void test_topk(tailor_ctx *ctx)
     /* the fill at the full vocabulary: the reference's list is the row's best in the order, and
      * the fill makes the order's rules matter (ties across the k-th place, NaN present) */
     enum { V = 262144, K = 64 };
-    if (inst_make(ctx, &h, "topk", "rows=2,n=262144,k=64", TAILOR_DTYPE_BF16) == 0) {
+    if (inst_make(ctx, &h, "topk", "rows=3,n=262144,k=64", TAILOR_DTYPE_BF16) == 0) {
         if (inst_reference(ctx, &h) == 0) {
-            for (size_t r = 0; r < 2; r++) {
+            for (size_t r = 0; r < 3; r++) {
                 const float *l = (const float *)h.t.host[inst_buf(&h, "x")] + r * V;
                 const float *id = ref_of(&h, "ids") + r * K, *v = ref_of(&h, "vals") + r * K;
                 static unsigned char in_list[V];
                 memset(in_list, 0, sizeof in_list);
-                int bad = 0, nans = 0, tie_across = 0;
+                int bad = 0, nans = 0, tie_across = 0, neg_zero = 0, pos_zero = 0;
                 for (size_t j = 0; j < K; j++) {
                     size_t c = (size_t)id[j];
                     bad += id[j] < 0 || c >= V || isnan(l[c]) || v[j] != l[c] || in_list[c];
-                    if (c < V)
+                    if (c < V) {
                         in_list[c] = 1;
+                        neg_zero += l[c] == 0 && signbit(l[c]);
+                        pos_zero += l[c] == 0 && !signbit(l[c]);
+                    }
                     bad += j > 0 && !topk_ranks_before(l, (size_t)id[j - 1], c);
                 }
                 size_t last = (size_t)id[K - 1];
@@ -611,6 +615,10 @@ static void test_topk(tailor_ctx *ctx)
                 CHECKF(nans > 0, "topk row %zu of the fill has NaN", r);
                 if (r == 0)
                     CHECKF(tie_across > 0, "topk row 0 of the fill ties across the %d-th place", K);
+                if (r == 2)
+                    CHECKF(neg_zero > 0 && pos_zero > 0 && v[0] == 0,
+                           "topk row 2 of the fill: both zeros among the best (%d -0, %d +0)",
+                           neg_zero, pos_zero);
             }
         }
         inst_free(&h);

@@ -54,10 +54,10 @@ static tailor_status topk_describe(tailor_ctx *ctx, const tailor_shape *shape, t
     return TAILOR_OK;
 }
 
-/* Rows like soft-capped logits (|x| < 30) that make the order's rules matter: even rows are
- * coarse (multiples of 1/8, so ties cross the k-th place and the lower column must win), odd
- * rows fine-grained with a few clear winners; every row has NaN (never a candidate) and both
- * zeros (equal values, ranked by column). */
+/* Rows like soft-capped logits (|x| < 30) that make the order's rules matter, by row mod 3:
+ * 0 coarse (multiples of 1/8, so ties cross the k-th place and the lower column must win), 1
+ * fine-grained with a few clear winners, 2 at most zero (-|coarse|: hundreds of zeros at the
+ * top, -0 and +0 by turns, equal, so ranked by column); every row has NaN (never a candidate). */
 static void topk_fill(const tailor_shape *shape, tailor_dtype dtype, const tailor_op_buffers *bufs,
                       void *const *host, uint64_t seed)
 {
@@ -70,10 +70,11 @@ static void topk_fill(const tailor_shape *shape, tailor_dtype dtype, const tailo
     for (size_t r = 0; r < rows; r++) {
         float *row = x + r * n;
         for (size_t c = 0; c < n; c++) {
-            float u = (tailor_fill_uniform01(&s) * 2 - 1) * 20.0f;
-            row[c] = r % 2 ? u : floorf(u * 8) / 8;
+            float u = (tailor_fill_uniform01(&s) * 2 - 1) * 20.0f, q = floorf(u * 8) / 8;
+            float top0 = q != 0 ? -fabsf(q) : c % 2 ? -0.0f : 0.0f; /* zeros of both signs */
+            row[c] = r % 3 == 1 ? u : r % 3 == 2 ? top0 : q;
         }
-        for (size_t j = 0; j < 3 && r % 2; j++) /* clear winners, one maybe at column 0 */
+        for (size_t j = 0; j < 3 && r % 3 == 1; j++) /* clear winners, one maybe at column 0 */
             row[j == 0 ? 0 : (size_t)(tailor_fill_uniform01(&s) * (float)n) % n] = 25.0f + (float)j;
         for (size_t j = 0; j < 1 + n / 64; j++)
             row[(size_t)(tailor_fill_uniform01(&s) * (float)n) % n] = NAN;

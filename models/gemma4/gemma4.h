@@ -317,7 +317,9 @@ tailor_status tailor_gemma4_gpu_step(tailor_ctx *ctx, tailor_gemma4_gpu *g, int3
 
 /* The last processed position's candidates (after a prefill or a step): vals[i] the soft-capped
  * logit of ids[i], best first (larger value, lower id among equals, NaN never; id -1 ends the
- * list), TAILOR_GEMMA4_TOP_K of each. Consumes no position. */
+ * list), TAILOR_GEMMA4_TOP_K of each. Consumes no position. TAILOR_ERR_MISUSE before any
+ * position, and after tailor_gemma4_gpu_greedy stopped early (a step queued past the stop
+ * replaced those logits). The op is loaded (or tuned) at its first use. */
 tailor_status tailor_gemma4_gpu_top(tailor_ctx *ctx, tailor_gemma4_gpu *g, float *vals,
                                     int32_t *ids);
 

@@ -873,9 +873,12 @@ tailor_status tailor_gemma4_gpu_step_top(tailor_ctx *ctx, tailor_gemma4_gpu *g, 
 tailor_status tailor_gemma4_gpu_top(tailor_ctx *ctx, tailor_gemma4_gpu *g, float *vals,
                                     int32_t *ids)
 {
-    if (g->pos < 1)
+    if (g->pos < 1 || g->top_row < 0)
         return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
-                                "gemma4 gpu: no position processed yet, so no logits to rank");
+                                "gemma4 gpu: no logits to rank (%s)",
+                                g->pos < 1 ? "no position processed yet"
+                                           : "a greedy decode stopped with a step queued past "
+                                             "the last kept position");
     tailor_status st = queue_top_read(ctx, g);
     if (st == TAILOR_OK)
         st = tailor_gpu_sync(ctx, g->gpu);
@@ -949,7 +952,10 @@ tailor_status tailor_gemma4_gpu_greedy(tailor_ctx *ctx, tailor_gemma4_gpu *g, in
         if (on_id && on_id(arg, id))
             break;
     }
-    /* a step queued past a stop finishes before the next input is staged */
+    /* a step queued past a stop finishes before the next input is staged; its logits replace
+     * the kept position's, so there are none to rank until the next step */
+    if (*kept < n && *kept < queued)
+        g->top_row = -1;
     tailor_status sync = tailor_gpu_sync(ctx, g->gpu);
     return st ? st : sync;
 }
@@ -1011,8 +1017,6 @@ tailor_status g4g_warm_up(tailor_ctx *ctx, tailor_gemma4_gpu *g)
     tailor_status st = stage_inputs(ctx, g, &tok, 1, 0);
     if (st == TAILOR_OK)
         st = g4g_pass(ctx, g, 1, 0, 1, g->cfg.n_layers, 0);
-    if (st == TAILOR_OK) /* sampled steps' candidates: loaded (or tuned) now, not mid-run */
-        st = g4g_top(ctx, g, 0);
     if (st == TAILOR_OK)
         st = tailor_gpu_sync(ctx, g->gpu);
     if (st == TAILOR_OK && g->want_graph) {
