@@ -18,7 +18,9 @@ static const char bench_usage[] =
     "  --temperature T    above 0 (default 1)\n"
     "  --json             one JSON object instead of a line of text\n"
     "Logits are N(0, 2), seeded, in sets of 64 MiB in all that the draws take in turn, so that\n"
-    "they come from memory as after a forward step; the median of 7 timed runs is reported.\n";
+    "they come from memory as after a forward step; the median of 7 timed runs is reported.\n"
+    "With --top-k from 1 to 64, draws from each row's 64 best alone (what a sampled GPU step\n"
+    "downloads) are timed too.\n";
 
 enum { RUNS = 7, CHECKED = 100 };
 
@@ -82,17 +84,26 @@ static int cmp_order(const void *a, const void *b, void *logits)
     return before(logits, x, y) ? -1 : before(logits, y, x) ? 1 : 0;
 }
 
+/* The ids of l[n] (no NaN here) sorted in the sampler's order (malloc'd), or NULL. */
+static int32_t *sorted_ids(const float *l, int n)
+{
+    int32_t *order = malloc((size_t)n * sizeof *order);
+    if (!order)
+        return NULL;
+    for (int32_t i = 0; i < n; i++)
+        order[i] = i;
+    qsort_r(order, (size_t)n, sizeof *order, cmp_order, (void *)l);
+    return order;
+}
+
 /* The kept set of sampler.h for l[n] (no NaN here), the slow way: sort, the first top_k, the
  * shortest prefix whose softmax weight reaches top_p. Returns its worst id, -1 for all ids;
  * -2 when out of memory. */
 static int32_t reference_boundary(const float *l, int n, const tailor_sampler_params *p)
 {
-    int32_t *order = malloc((size_t)n * sizeof *order);
+    int32_t *order = sorted_ids(l, n);
     if (!order)
         return -2;
-    for (int32_t i = 0; i < n; i++)
-        order[i] = i;
-    qsort_r(order, (size_t)n, sizeof *order, cmp_order, (void *)l);
     int k = p->top_k > 0 && p->top_k < n ? p->top_k : n, keep = k;
     double sum = 0, acc = 0;
     for (int i = 0; i < k; i++)
@@ -138,17 +149,46 @@ static void fill_logits(float *l, size_t n)
     }
 }
 
-/* Times RUNS runs of `draws` draws over the sets in turn into us[RUNS] (per draw). */
-static void time_draws(tailor_sampler *s, const float *logits, size_t vocab, int sets, int draws,
-                       double *us)
+/* Candidates a sampled GPU step downloads (the op topk): each set's TOP best, in the order. */
+enum { TOP = 64 };
+typedef struct top_sets {
+    float *vals;  /* [sets][TOP] */
+    int32_t *ids; /* [sets][TOP] */
+} top_sets;
+
+/* Times RUNS runs of `draws` draws over the sets in turn into us[RUNS] (per draw): from the
+ * whole rows, or (top not NULL) from their candidates with tailor_sampler_next_top. */
+static void time_draws(tailor_sampler *s, const float *logits, const top_sets *top, size_t vocab,
+                       int sets, int draws, double *us)
 {
     int next = 0;
     for (int r = 0; r < RUNS; r++) {
         double t0 = cli_now_s();
         for (int d = 0; d < draws; d++, next = (next + 1) % sets)
-            (void)tailor_sampler_next(s, logits + (size_t)next * vocab);
+            (void)(top ? tailor_sampler_next_top(s, top->vals + (size_t)next * TOP,
+                                                 top->ids + (size_t)next * TOP, TOP)
+                       : tailor_sampler_next(s, logits + (size_t)next * vocab));
         us[r] = (cli_now_s() - t0) / draws * 1e6;
     }
+}
+
+/* Each set's candidates, from a sort of the set (0, or -1 when out of memory). */
+static int make_top_sets(const float *logits, size_t vocab, int sets, top_sets *t)
+{
+    t->vals = malloc((size_t)sets * TOP * sizeof *t->vals);
+    t->ids = malloc((size_t)sets * TOP * sizeof *t->ids);
+    for (int k = 0; k < sets && t->vals && t->ids; k++) {
+        const float *l = logits + (size_t)k * vocab;
+        int32_t *order = sorted_ids(l, (int)vocab);
+        if (!order)
+            return -1;
+        for (int j = 0; j < TOP; j++) {
+            t->ids[(size_t)k * TOP + j] = j < (int)vocab ? order[j] : -1;
+            t->vals[(size_t)k * TOP + j] = j < (int)vocab ? l[order[j]] : 0.0f;
+        }
+        free(order);
+    }
+    return t->vals && t->ids ? 0 : -1;
 }
 
 /* Calibrates the draws of a run (about 0.1 s), times RUNS runs and prints the median. */
@@ -160,21 +200,32 @@ static void time_and_print(tailor_sampler *s, const float *logits, int sets, con
         (void)tailor_sampler_next(s, logits + (size_t)(i % sets) * vocab);
     double per = (cli_now_s() - t0) / 3;
     int draws = per > 0 ? (int)fmin(fmax(0.1 / per, 5), 1e6) : 1000;
-    double us[RUNS];
-    time_draws(s, logits, vocab, sets, draws, us);
+    double us[RUNS], top_us[RUNS] = {0};
+    time_draws(s, logits, NULL, vocab, sets, draws, us);
     qsort(us, RUNS, sizeof *us, cli_cmp_double);
+    top_sets top = {0};
+    int with_top = tailor_sampler_top_covers(s, TOP) && make_top_sets(logits, vocab, sets, &top) == 0;
+    if (with_top) {
+        time_draws(s, logits, &top, vocab, sets, draws, top_us);
+        qsort(top_us, RUNS, sizeof *top_us, cli_cmp_double);
+    }
+    free(top.vals);
+    free(top.ids);
     if (o->json)
         printf("{\"bench\":\"sampler\",\"vocab\":%d,\"top_k\":%d,\"top_p\":%g,\"temperature\":%g,"
                "\"us_per_draw\":%.2f,\"best_us\":%.2f,\"runs\":%d,\"draws_per_run\":%d,"
-               "\"logit_sets\":%d,\"checked\":%d}\n",
+               "\"logit_sets\":%d,\"checked\":%d,\"top_us_per_draw\":%.2f}\n",
                o->vocab, o->top_k, (double)o->top_p, (double)o->temperature, us[RUNS / 2], us[0],
-               RUNS, draws, sets, CHECKED);
+               RUNS, draws, sets, CHECKED, with_top ? top_us[RUNS / 2] : -1.0);
     else
         printf("sampler, vocab %d, top-k %d, top-p %g, temperature %g: %.1f us per draw (median "
                "of %d runs of %d draws; best %.1f us; logits from %d sets of %.2f MiB; %d draws "
                "checked against a sorted reference)\n",
                o->vocab, o->top_k, (double)o->top_p, (double)o->temperature, us[RUNS / 2], RUNS,
                draws, us[0], sets, (double)(vocab * sizeof(float)) / (1 << 20), CHECKED);
+    if (with_top && !o->json)
+        printf("  from each row's %d best (tailor_sampler_next_top, as a sampled GPU step): %.2f us "
+               "per draw (median)\n", TOP, top_us[RUNS / 2]);
 }
 
 int bench_sampler(int argc, char **argv)

@@ -8,7 +8,8 @@
 
 enum {
     SAMPLE = 1024,    /* logits sampled to pick a small top-k's threshold */
-    SORTED_TOP = 1024 /* a top-k set of at most this many is sorted in the order (see next) */
+    SORTED_TOP = 1024, /* a top-k set of at most this many is sorted in the order (see next) */
+    SMALL_DRAW = 64    /* draw() sorts this many kept ids or fewer instead of a bitmap walk */
 };
 
 struct tailor_sampler {
@@ -336,11 +337,37 @@ static int32_t pick(const uint64_t *kept, int words, const float *w, double r)
     return id;
 }
 
+/* draw() for keep <= SMALL_DRAW ids: the same sums in the same ascending id order, from the
+ * ids sorted in place of a walk over the whole bitmap (O(keep^2) instead of O(vocab / 64)). */
+static int32_t draw_few(tailor_sampler *s, int keep)
+{
+    int32_t ids[SMALL_DRAW];
+    for (int i = 0; i < keep; i++) { /* insertion sort, ascending */
+        int32_t id = s->idx[i];
+        int j = i;
+        for (; j > 0 && ids[j - 1] > id; j--)
+            ids[j] = ids[j - 1];
+        ids[j] = id;
+    }
+    double total = 0;
+    for (int i = 0; i < keep; i++)
+        total += s->w[ids[i]];
+    double r = next_uniform(s) * total;
+    for (int i = 0; i < keep; i++) {
+        r -= s->w[ids[i]];
+        if (r < 0)
+            return ids[i];
+    }
+    return ids[keep - 1];
+}
+
 /* Draws from the kept ids idx[0..keep) in ascending id order, which makes the id for a given
  * seed canonical (whatever order the selections left them in): r = uniform * their weight
  * summed in id order, then pick(). The bitmap makes that O(keep + vocab / 64). */
 static int32_t draw(tailor_sampler *s, int keep)
 {
+    if (keep <= SMALL_DRAW)
+        return draw_few(s, keep);
     int words = s->vocab / 64 + 1;
     for (int i = 0; i < keep; i++)
         s->kept[s->idx[i] >> 6] |= 1ull << (s->idx[i] & 63);
