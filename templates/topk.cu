@@ -11,17 +11,8 @@
 // Defines: THREADS, SPLIT, K, CHUNK_P, MERGE_P (powers of two: CHUNK_P >= the slice,
 // MERGE_P >= SPLIT x K, 1 when SPLIT = 1).
 #include "tailor_common.cuh"
+#include "topk_common.cuh"
 
-typedef unsigned long long Key;
-
-__device__ __forceinline__ Key key_of(float v, int col)
-{
-    if (v != v)
-        return 0ull;
-    unsigned u = __float_as_uint(v) & (v == 0.f ? 0u : 0xffffffffu); // -0 ranks as +0
-    u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-    return ((Key)u << 32) | (unsigned)~col;
-}
 
 // sorts s[0..P) largest first: a bitonic network, P / 2 compare-exchanges a pass
 template <int P>
@@ -80,16 +71,8 @@ TAILOR_KERNEL(float *__restrict__ vals, int *__restrict__ ids, const float *__re
     Key *mine = part + (row * SPLIT + blockIdx.x) * K;
     for (int i = threadIdx.x; i < K; i += THREADS)
         mine[i] = i < CHUNK_P ? keys[i] : 0ull;
-    __threadfence();
-    __syncthreads(); // every key read out of keys[]: its first word may hold the arrival flag
-    if (threadIdx.x == 0)
-        keys[0] = atomicAdd(&count[row], 1u) == SPLIT - 1;
-    __syncthreads();
-    const bool last = keys[0] != 0ull;
-    __syncthreads(); // every thread has the flag before keys[] is loaded again
-    if (!last)
+    if (!topk_last_to_arrive(&count[row], SPLIT, &keys[0])) // keys[] read out: reusable
         return;
-    __threadfence();
     const Key *all = part + row * SPLIT * K;
     for (int i = threadIdx.x; i < MERGE_P; i += THREADS)
         keys[i] = i < SPLIT * K ? __ldcg(&all[i]) : 0ull;

@@ -8,20 +8,11 @@
 // topk.cu: the value's bits in unsigned float order (-0 as +0, NaN as 0) above ~column.
 // Defines: THREADS, SPLIT, K (<= 64).
 #include "tailor_common.cuh"
+#include "topk_common.cuh"
 
-typedef unsigned long long Key;
 
 #define NWARP (THREADS / 32)
 #define FULL 0xffffffffu
-
-__device__ __forceinline__ Key key_of(float v, int col)
-{
-    if (v != v)
-        return 0ull;
-    unsigned u = __float_as_uint(v) & (v == 0.f ? 0u : 0xffffffffu); // -0 ranks as +0
-    u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-    return ((Key)u << 32) | (unsigned)~col;
-}
 
 __device__ __forceinline__ Key kmax(Key a, Key b) { return a > b ? a : b; }
 __device__ __forceinline__ Key kmin(Key a, Key b) { return a > b ? b : a; }
@@ -141,16 +132,8 @@ TAILOR_KERNEL(float *__restrict__ vals, int *__restrict__ ids, const float *__re
         mine[lane] = a;
         mine[lane + 32] = b;
     }
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0)
-        lists[0][0] = atomicAdd(&count[row], 1u) == SPLIT - 1;
-    __syncthreads();
-    const bool last = lists[0][0] != 0ull;
-    __syncthreads(); // every thread has the flag before lists[] is written again
-    if (!last)
+    if (!topk_last_to_arrive(&count[row], SPLIT, &lists[0][0]))
         return;
-    __threadfence();
     const Key *all = part + row * SPLIT * 64;
     a = b = 0ull;
     for (int l = warp; l < SPLIT; l += NWARP)
