@@ -26,6 +26,19 @@ __device__ __forceinline__ Key exchange(Key v, int s, bool desc)
     return lower == desc ? kmax(v, o) : kmin(v, o);
 }
 
+// a bitonic sequence of 64 keys sorted descending: stride 32 within the lane, then shuffles
+__device__ __forceinline__ void merge_bitonic64(Key &a, Key &b)
+{
+    const Key h = kmax(a, b), l = kmin(a, b);
+    a = h;
+    b = l;
+#pragma unroll
+    for (int s = 16; s > 0; s >>= 1) {
+        a = exchange(a, s, true);
+        b = exchange(b, s, true);
+    }
+}
+
 // the warp's 64 keys (a: element lane, b: element lane + 32) sorted descending
 __device__ __forceinline__ void sort64(Key &a, Key &b)
 {
@@ -38,14 +51,7 @@ __device__ __forceinline__ void sort64(Key &a, Key &b)
             b = exchange(b, s, ((lane + 32) & size) == 0);
         }
     }
-    const Key h = kmax(a, b), l = kmin(a, b); // size 64: stride 32 within the lane
-    a = h;
-    b = l;
-#pragma unroll
-    for (int s = 16; s > 0; s >>= 1) {
-        a = exchange(a, s, true);
-        b = exchange(b, s, true);
-    }
+    merge_bitonic64(a, b); // size 64
 }
 
 // (a, b) := the 64 best of the sorted lists (a, b) and (ya, yb), sorted descending
@@ -54,14 +60,7 @@ __device__ __forceinline__ void merge64(Key &a, Key &b, Key ya, Key yb)
     const int lane = threadIdx.x & 31;
     a = kmax(a, __shfl_sync(FULL, yb, 31 - lane)); // Y[63 - lane]
     b = kmax(b, __shfl_sync(FULL, ya, 31 - lane)); // Y[31 - lane]
-    const Key h = kmax(a, b), l = kmin(a, b);
-    a = h;
-    b = l;
-#pragma unroll
-    for (int s = 16; s > 0; s >>= 1) {
-        a = exchange(a, s, true);
-        b = exchange(b, s, true);
-    }
+    merge_bitonic64(a, b);
 }
 
 // the block's warps' lists merged into warp 0's (a, b); every thread passes the barriers
