@@ -13,11 +13,18 @@
 #include "gen.h"
 #include "parallel.h"
 #include "plan.h"
+#include "tune_targets.h"
 
 static void usage(void)
 {
     printf("usage: tailor plan --device NAME|PROFILE --op OP --shape k=v,... [--dtype fp16|bf16] "
-           "[--json] [--quiet] [--compile] [--dump DIR [--ptx]]\n\n"
+           "[--json] [--quiet] [--compile] [--dump DIR [--ptx]]\n"
+           "       tailor plan --device NAME|PROFILE (--preset NAME | --model DIR) [--dtype D] "
+           "[--json] [--quiet]\n\n"
+           "--preset NAME, --model DIR  every kernel shape the model needs (tailor tune --list's\n"
+           "           list: 16-bit and W4A16 passes), each planned on the device: a line a shape\n"
+           "           with its survivors; a shape with none is named with the refusals' classes\n"
+           "           and one of them. Exits 1 if any shape has no survivor (--quiet: only those).\n"
            "--compile  also compiles every survivor with NVRTC for the device's architecture (no\n"
            "           GPU needed) and reports registers, spills and shared memory from ptxas;\n"
            "           survivors the compiler report refuses are listed with the arithmetic.\n"
@@ -266,6 +273,167 @@ static void print_text(const tailor_plan *plan, const compiled_entry *comp, int 
     }
 }
 
+/* ---- --preset / --model: every kernel shape of a model planned on one device ---- */
+
+#define PLAN_CLASSES (TAILOR_REFUSED_EXPERIMENTAL + 1)
+
+/* What planning one shape of a model found. */
+typedef struct shape_plan {
+    int candidates, survivors;
+    int refused[PLAN_CLASSES]; /* per verdict */
+    char example[512];         /* a shape without survivors: its nearest refusal */
+} shape_plan;
+
+/* The refusal to show for a shape without survivors: the shared-memory refusal that asked for
+ * the least (the nearest miss on a budget), else the first of the most frequent class. */
+static void pick_example(const tailor_plan *plan, const int refused[PLAN_CLASSES], char *out,
+                         size_t size)
+{
+    const tailor_plan_entry *best = NULL;
+    int most = 0;
+    for (int v = 1; v < PLAN_CLASSES; v++)
+        if (refused[v] > refused[most])
+            most = v;
+    for (int i = 0; i < plan->count; i++) {
+        const tailor_plan_entry *e = &plan->entries[i];
+        long long bytes = e->launch.smem_static + e->launch.smem_dynamic;
+        if (e->verdict == TAILOR_REFUSED_SMEM &&
+            (!best || best->verdict != TAILOR_REFUSED_SMEM ||
+             bytes < best->launch.smem_static + best->launch.smem_dynamic))
+            best = e;
+        else if (!best && (int)e->verdict == most)
+            best = e;
+    }
+    snprintf(out, size, "%s", best ? best->reason : "no configuration");
+}
+
+static tailor_status plan_one_shape(tailor_ctx *ctx, const tailor_device_info *dev,
+                                    const tailor_tune_target *t, tailor_dtype dtype,
+                                    shape_plan *out)
+{
+    tailor_plan plan;
+    memset(out, 0, sizeof *out);
+    tailor_status st = tailor_plan_build(ctx, dev, t->op, &t->shape, dtype, &plan);
+    if (st)
+        return st;
+    out->candidates = plan.count;
+    out->survivors = plan.survivors;
+    for (int i = 0; i < plan.count; i++)
+        if (plan.entries[i].verdict != TAILOR_FITS && plan.entries[i].verdict < PLAN_CLASSES)
+            out->refused[plan.entries[i].verdict]++;
+    if (plan.survivors == 0)
+        pick_example(&plan, out->refused, out->example, sizeof out->example);
+    tailor_plan_free(&plan);
+    return TAILOR_OK;
+}
+
+static void print_shape_text(const tailor_tune_target *t, const shape_plan *sp)
+{
+    char shape[256];
+    tailor_shape_format(&t->shape, shape, sizeof shape);
+    printf("%-18s %-64s %4d of %4d survive", t->op, shape, sp->survivors, sp->candidates);
+    if (sp->survivors == 0) {
+        const char *sep = " (";
+        for (int v = 1; v < PLAN_CLASSES; v++)
+            if (sp->refused[v]) {
+                printf("%s%s %d", sep, tailor_verdict_name((tailor_verdict)v), sp->refused[v]);
+                sep = ", ";
+            }
+        printf("%s\n    nearest: %s", *sep == ',' ? ")" : "", sp->example);
+    }
+    printf("\n");
+}
+
+static cJSON *shape_json(const tailor_tune_target *t, const shape_plan *sp)
+{
+    char shape[256];
+    tailor_shape_format(&t->shape, shape, sizeof shape);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "op", t->op);
+    cJSON_AddStringToObject(o, "shape", shape);
+    cJSON_AddNumberToObject(o, "candidates", sp->candidates);
+    cJSON_AddNumberToObject(o, "survivors", sp->survivors);
+    cJSON *r = cJSON_AddObjectToObject(o, "refused");
+    for (int v = 1; v < PLAN_CLASSES; v++)
+        if (sp->refused[v])
+            cJSON_AddNumberToObject(r, tailor_verdict_name((tailor_verdict)v), sp->refused[v]);
+    if (sp->survivors == 0)
+        cJSON_AddStringToObject(o, "nearest", sp->example);
+    return o;
+}
+
+/* Plans every shape of the model's list; prints them (text or JSON) and returns the number of
+ * shapes without a survivor, or -1 with the error in ctx. */
+static int plan_model(tailor_ctx *ctx, const tailor_device_info *dev, const char *preset,
+                      const char *model, tailor_dtype dtype, int json, int quiet)
+{
+    tailor_tune_target *targets = NULL;
+    int n = 0, empty = 0;
+    if (tailor_tune_targets(ctx, preset, model, &targets, &n))
+        return -1;
+    cJSON *root = json ? cJSON_CreateObject() : NULL, *arr = NULL;
+    if (root) {
+        cJSON_AddStringToObject(root, "device", dev->short_name[0] ? dev->short_name : dev->name);
+        cJSON_AddStringToObject(root, "device_name", dev->name);
+        cJSON_AddStringToObject(root, "model", preset ? preset : model);
+        cJSON_AddStringToObject(root, "dtype", tailor_dtype_name(dtype));
+        arr = cJSON_AddArrayToObject(root, "shapes");
+    }
+    for (int i = 0; i < n; i++) {
+        shape_plan sp;
+        if (plan_one_shape(ctx, dev, &targets[i], dtype, &sp)) {
+            empty = -1;
+            break;
+        }
+        empty += sp.survivors == 0;
+        if (arr)
+            cJSON_AddItemToArray(arr, shape_json(&targets[i], &sp));
+        else if (!quiet || sp.survivors == 0)
+            print_shape_text(&targets[i], &sp);
+    }
+    if (root && empty >= 0) {
+        cJSON_AddNumberToObject(root, "shapes_without_survivors", empty);
+        char *text = cJSON_Print(root);
+        printf("%s\n", text);
+        free(text);
+    } else if (empty >= 0) {
+        printf("%s on %s (%s): %d kernel shapes, %d without a survivor\n", preset ? preset : model,
+               dev->name, tailor_dtype_name(dtype), n, empty);
+    }
+    cJSON_Delete(root);
+    free(targets);
+    return empty;
+}
+
+/* The device (profile or live) and the dtype: --dtype, else the device's (no bf16 datapath
+ * below sm_80). */
+static tailor_status resolve_device(tailor_ctx *ctx, const char *device, const char *dtype_text,
+                                    tailor_device_info *dev, tailor_dtype *dtype)
+{
+    tailor_status st = tailor_device_resolve(ctx, device, dev);
+    if (st == TAILOR_OK && dtype_text)
+        st = tailor_dtype_parse(ctx, dtype_text, dtype);
+    else if (st == TAILOR_OK)
+        *dtype = dev->kind == TAILOR_DEVICE_GPU && dev->cc_major < 8 ? TAILOR_DTYPE_F16
+                                                                     : TAILOR_DTYPE_BF16;
+    return st;
+}
+
+static int plan_model_main(const char *device, const char *preset, const char *model,
+                           const char *dtype_text, int json, int quiet)
+{
+    tailor_ctx *ctx = cli_ctx();
+    tailor_device_info dev;
+    tailor_dtype dtype;
+    tailor_status st = resolve_device(ctx, device, dtype_text, &dev, &dtype);
+    int empty = st ? -1 : plan_model(ctx, &dev, preset, model, dtype, json, quiet);
+    int rc = empty < 0 ? cli_fail(ctx, tailor_ctx_status(ctx)) : empty > 0;
+    if (empty < 0 && tailor_ctx_status(ctx) == TAILOR_ERR_MISUSE)
+        rc = 2;
+    tailor_ctx_destroy(ctx);
+    return rc;
+}
+
 int cmd_plan(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -274,9 +442,11 @@ int cmd_plan(int argc, char **argv)
         {"json", no_argument, NULL, 'j'},         {"quiet", no_argument, NULL, 'q'},
         {"compile", no_argument, NULL, 'c'},      {"help", no_argument, NULL, 'h'},
         {"dump", required_argument, NULL, 'D'},   {"ptx", no_argument, NULL, 'P'},
+        {"preset", required_argument, NULL, 'p'}, {"model", required_argument, NULL, 'm'},
         {NULL, 0, NULL, 0},
     };
     const char *device = NULL, *op = NULL, *shape_text = NULL, *dtype_text = NULL, *dump = NULL;
+    const char *preset = NULL, *model = NULL;
     int json = 0, quiet = 0, compile = 0, ptx = 0, c;
     while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
         switch (c) {
@@ -289,12 +459,23 @@ int cmd_plan(int argc, char **argv)
         case 'c': compile = 1; break;
         case 'D': dump = optarg; compile = 1; break;
         case 'P': ptx = 1; break;
+        case 'p': preset = optarg; break;
+        case 'm': model = optarg; break;
         case 'h': usage(); return 0;
         default: return cli_bad_flag("plan", c, argc, argv);
         }
     }
     if (optind < argc)
         return cli_usage_error("plan", "unexpected argument '%s'", argv[optind]);
+    if ((preset != NULL) + (model != NULL) + (op != NULL || shape_text != NULL) > 1)
+        return cli_usage_error("plan", "give --op with --shape, or --preset, or --model");
+    if (preset || model) {
+        if (!device)
+            return cli_usage_error("plan", "--device is required");
+        if (compile)
+            return cli_usage_error("plan", "--compile and --dump take one --op and --shape");
+        return plan_model_main(device, preset, model, dtype_text, json, quiet);
+    }
     if (!device || !op || !shape_text)
         return cli_usage_error("plan", "--device, --op and --shape are required");
     if (ptx && !dump)
@@ -306,16 +487,9 @@ int cmd_plan(int argc, char **argv)
     tailor_device_info dev;
     tailor_shape shape;
     tailor_dtype dtype;
-    tailor_status st = tailor_device_resolve(ctx, device, &dev);
+    tailor_status st = resolve_device(ctx, device, dtype_text, &dev, &dtype);
     if (st == TAILOR_OK)
         st = tailor_shape_parse(ctx, shape_text, &shape);
-    if (st == TAILOR_OK) {
-        if (dtype_text)
-            st = tailor_dtype_parse(ctx, dtype_text, &dtype);
-        else /* the device decides: no bf16 datapath below sm_80 */
-            dtype = dev.kind == TAILOR_DEVICE_GPU && dev.cc_major < 8 ? TAILOR_DTYPE_F16
-                                                                    : TAILOR_DTYPE_BF16;
-    }
     tailor_plan plan;
     if (st == TAILOR_OK)
         st = tailor_plan_build(ctx, &dev, op, &shape, dtype, &plan);

@@ -6,7 +6,6 @@
 -- through distributed shared memory (no workspace, fence or ticket).
 
 local slots = tailor.attn_slots
-local function small_bn(device) return device.smem_optin >= 100000 and 32 or 16 end
 local function wm(shape) return (tailor.attn_group(shape) + 15) // 16 end
 local chunk_of, nsplit_of = tailor.attn_chunk, tailor.attn_nsplit
 
@@ -47,15 +46,25 @@ local function smem_bytes(p, shape)
          + 2 * (bm * kstr + 2 * p.STAGES * p.BN * kstr + bm * pstr)
 end
 
+local function min_stages(device) return device.sm >= 80 and 2 or 1 end
+
+-- The smaller of the two tiles a card gets: 32 keys where a block of them fits at the fewest
+-- stages (roomy cards at this head_dim), else 16 (the T4; head_dim 512 on 99 KB cards, where
+-- 32 keys in two stages need 151 KB).
+local function small_bn(shape, device)
+  local big = smem_bytes({ WN = 2, BN = 32, STAGES = min_stages(device) }, shape)
+  return tailor.roomy_at(device, big) and 32 or 16
+end
+
 return {
   op = "attention_decode",
   source = "attention_decode.cu",
   dtypes = { "fp16", "bf16" },
 
   params = {
-    -- Cards with room (>= 100 KB per block) get the larger tiles; small ones (T4) the small.
+    -- Cards with room get the larger tiles; small ones (T4) the small (small_bn).
     BN = function(shape, dtype, device)
-      return { small_bn(device), 2 * small_bn(device) }
+      return { small_bn(shape, device), 2 * small_bn(shape, device) }
     end,
     WN = { 2, 4 },
     STAGES = function(shape, dtype, device) return device.sm >= 80 and { 2, 3 } or { 1 } end,
@@ -90,7 +99,7 @@ return {
                                   d // (2 * p.WN))
     end
     -- pruning only (a winner tuned on a longer cache runs a shorter one: partial tiles are masked)
-    if purpose ~= "launch" and p.BN > small_bn(device) and p.BN > slots(shape) then
+    if purpose ~= "launch" and p.BN > small_bn(shape, device) and p.BN > slots(shape) then
       return false, string.format("BN=%d exceeds the %d cache slots", p.BN, slots(shape))
     end
     local unfilled = purpose ~= "launch"

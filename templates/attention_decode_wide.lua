@@ -59,9 +59,14 @@ return {
     BN = { 16 },
     -- Key groups: head_dim 512 fits 3 of 16 keys in two stages (4 would need 266 KB); at 256,
     -- 4 groups (8 warps, 64 keys a stage). Few variants: the op's survivors stay under 40.
+    -- Cards without room for the fewest of them (tailor.roomy_at: the T4; 99 KB cards, where
+    -- 2 groups at 512 need 152 KB and 4 at 256 need 148 KB) get 1 or 2 groups.
     KW = function(shape, dtype, device)
-      if not tailor.roomy(device) then return { 1, 2 } end
-      return shape.head_dim > 256 and { 2, 3 } or { 4 }
+      local big = shape.head_dim > 256 and { 2, 3 } or { 4 }
+      local least = smem_bytes({ KW = big[1], BN = 16, WN = 2,
+                                 STAGES = device.sm >= 80 and 2 or 1 }, shape)
+      if not tailor.roomy_at(device, least) then return { 1, 2 } end
+      return big
     end,
     WN = { 2 },
     STAGES = function(shape, dtype, device) return device.sm >= 80 and { 2, 3 } or { 1 } end,

@@ -9,11 +9,12 @@ return {
   dtypes = { "fp16", "bf16" },
 
   params = {
-    -- Cards with room (>= 100 KB per block) get the larger tiles; small ones (T4: 64 KB) the
-    -- small tiles that fit at head_dim 512.
-    WM = function(shape, dtype, device) return tailor.roomy(device) and { 2, 4, 8 } or { 1, 2 } end,
+    -- Cards with room for them at this head_dim (>= 100 KB per block and the smallest large
+    -- tile, tailor.attn_prefill_roomy) get the larger tiles; the others (T4: 64 KB; 99 KB
+    -- cards at head_dim 512) the small tiles that fit at head_dim 512.
+    WM = function(shape, dtype, device) return tailor.attn_prefill_roomy(device, shape) and { 2, 4, 8 } or { 1, 2 } end,
     WN = { 1, 2, 4 },
-    BN = function(shape, dtype, device) return tailor.roomy(device) and { 32, 64 } or { 16, 32 } end,
+    BN = function(shape, dtype, device) return tailor.attn_prefill_roomy(device, shape) and { 32, 64 } or { 16, 32 } end,
     Q_REGS = { 0, 1 },
     STAGES = function(shape, dtype, device) return device.sm >= 80 and { 1, 2 } or { 1 } end,
     MMA_K = function(shape, dtype, device) return { tailor.attn_mma_k(device) } end,

@@ -12,9 +12,9 @@ return {
   dtypes = { "fp16", "bf16" },
 
   params = {
-    WM = function(shape, dtype, device) return tailor.roomy(device) and { 1, 2, 4 } or { 1, 2 } end,
+    WM = function(shape, dtype, device) return tailor.attn_prefill_roomy(device, shape) and { 1, 2, 4 } or { 1, 2 } end,
     WN = { 2, 4 },
-    BN = function(shape, dtype, device) return tailor.roomy(device) and { 32, 64 } or { 16, 32 } end,
+    BN = function(shape, dtype, device) return tailor.attn_prefill_roomy(device, shape) and { 32, 64 } or { 16, 32 } end,
     Q_REGS = { 0 },
     STAGES = function(shape, dtype, device) return device.sm >= 80 and { 1, 2 } or { 1 } end,
     MMA_K = function(shape, dtype, device) return { tailor.attn_mma_k(device) } end,

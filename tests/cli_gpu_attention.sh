@@ -2,8 +2,9 @@
 # cli_gpu_attention.sh — every survivor of the attention spaces checked on a live GPU
 # (--verify-all fails on any wrong survivor): Gemma 4 head shapes (E2B/E4B/31B, head_dim 256
 # and 512, MQA and GQA), odd and random lengths, chunked prefill, windows shorter and longer than
-# the sequence, window 1 (single visible key), decode rings wrapped many times, both dtypes, and
-# the T4 rehearsal (compute_75 PTX, fp16). ATTN_QUICK=1 runs a smoke subset.
+# the sequence, window 1 (single visible key), decode rings wrapped many times, both dtypes, the
+# T4 rehearsal (compute_75 PTX, fp16) and a 99 KB card's (the A10G: compute_86 PTX, its small
+# tiles at head_dim 512). ATTN_QUICK=1 runs a smoke subset.
 set -u
 T=${TAILOR_BIN:?}
 if ! "$T" devices --json 2>/dev/null | python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["devices"] else 1)'; then
@@ -85,6 +86,17 @@ if [ "$quick" != 1 ]; then
   tune attention_prefill "q_len=257,kv_len=600,head_dim=256,heads=8,kv_heads=2,window=512" fp16 --rehearse t4
   tune attention_decode "kv_len=70000,head_dim=256,heads=8,kv_heads=1,window=512,batch=3" fp16 --rehearse t4
   tune attention_prefill "q_len=40,kv_len=40,head_dim=512,heads=4,kv_heads=1,window=1" fp16 --rehearse t4
+fi
+
+# ---- a 99 KB card rehearsed (the A10G: compute_86 PTX on this GPU, bf16, its budget): at
+# head_dim 512 the small tiles (16 keys, cp.async, m16n8k16), which no other run plans ----
+tune attention_decode "kv_len=4096,head_dim=512,heads=8,kv_heads=1,window=0,batch=2,prep=1" bf16 --rehearse a10g
+tune attention_prefill "q_len=200,kv_len=300,head_dim=512,heads=8,kv_heads=1,window=0" bf16 --rehearse a10g
+tune attention_decode "kv_len=600,head_dim=256,heads=8,kv_heads=1,window=512,batch=2,prep=1" bf16 --rehearse a10g
+if [ "$quick" != 1 ]; then
+  tune attention_decode "kv_len=9000,head_dim=512,heads=32,kv_heads=4,window=0,batch=3" fp16 --rehearse a10g
+  tune attention_prefill "q_len=129,kv_len=2000,head_dim=512,heads=32,kv_heads=4,window=0" fp16 --rehearse a10g
+  tune attention_prefill "q_len=40,kv_len=40,head_dim=512,heads=4,kv_heads=1,window=1" bf16 --rehearse a10g
 fi
 
 echo "$runs tune runs, fail=$fail"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # cli_plan_compile.sh — `tailor plan --compile` without a GPU: every template compiles with NVRTC
-# for sm_90 (bf16) and sm_75 (fp16, the T4) with no spills where the space promises none, the
+# for sm_90 (bf16) and sm_75 (fp16, the T4), the attention ones also for sm_86 (a 99 KB card's
+# small tiles at head_dim 512), with no spills where the space promises none, the
 # compiler's report is printed per survivor, and a template that does not compile is named
 # with a non-zero exit (the CPU-side guard for template edits).
 set -u
@@ -55,6 +56,9 @@ t4 fp16 attention_decode kv_len=512,head_dim=256,heads=8,kv_heads=1,window=512,b
 h200 bf16 attention_prefill q_len=512,kv_len=512,head_dim=256,heads=8,kv_heads=1,window=512
 h200 fp16 attention_prefill q_len=512,kv_len=512,head_dim=512,heads=8,kv_heads=1,window=0
 t4 fp16 attention_prefill q_len=512,kv_len=512,head_dim=512,heads=8,kv_heads=1,window=0
+a10g bf16 attention_decode kv_len=4096,head_dim=512,heads=8,kv_heads=1,window=0,batch=1
+a10g bf16 attention_decode kv_len=512,head_dim=256,heads=8,kv_heads=1,window=512,batch=1
+a10g bf16 attention_prefill q_len=512,kv_len=512,head_dim=512,heads=8,kv_heads=1,window=0
 h200 bf16 residual_norm rows=1,cols=1536,mode=0
 h200 bf16 qk_norm_rope tokens=1,heads=8,head_dim=512,weight=1,rope=2,inplace=0
 t4 fp16 gelu_gate rows=1,inter=6144

@@ -1,6 +1,7 @@
 /* test_gpu_gemma4.c — the GPU forward (models/gemma4/gpu.c) against transformers' float32
  * logits and greedy continuations for every committed fixture, in bf16, in fp16 (the T4 path)
- * and with kernels chosen under the T4 profile (--rehearse t4, fp16); then with the int4 LM
+ * and with kernels chosen under the T4 profile (--rehearse t4, fp16) and a 99 KB sm_86 card's
+ * (--rehearse a10g, bf16: the small attention tiles at head_dim 512); then with the int4 LM
  * head (--quantize-head, bf16 and fp16) against the CPU reference with the same head, and in
  * bf16 with that head and the seams MIXED (--seams mixed). W4A16 fixtures compare with their
  * dequantized reference. Kernels are tuned on demand into a temporary cache (random strategy,
@@ -63,6 +64,9 @@ typedef struct mode {
 static const mode modes[] = {{"bf16", TAILOR_DTYPE_BF16, NULL, 0, 0, 0},
                              {"fp16", TAILOR_DTYPE_F16, NULL, 0, 0, 0},
                              {"rehearse-t4", TAILOR_DTYPE_F16, "t4", 0, 0, 0},
+                             /* a 99 KB sm_86 card: bf16, no PDL, no clusters or wgmma, and
+                                16-key attention tiles at head_dim 512 */
+                             {"rehearse-a10g", TAILOR_DTYPE_BF16, "a10g", 0, 0, 0},
                              {"bf16-qhead", TAILOR_DTYPE_BF16, NULL, 1, 0, 0},
                              {"fp16-qhead", TAILOR_DTYPE_F16, NULL, 1, 0, 0},
                              /* a W4A16 model's seams before int4 GEMVs in the projections'

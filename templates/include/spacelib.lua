@@ -271,6 +271,12 @@ end
 -- Whether the device is roomy: 100 KB or more of opt-in shared memory per block (sm_80+ class).
 function lib.roomy(device) return device.smem_optin >= 100000 end
 
+-- Whether a space offers its larger tiles at a shape: the card is roomy and its opt-in budget
+-- per block holds `bytes`, the space's smallest large-tile block at that shape. A 99 KB card
+-- (sm_86, sm_89) is roomy at head_dim 256 but not at 512, where the large attention tiles need
+-- 103-152 KB: there it gets the small tiles, which a 64 KB T4 runs at 512.
+function lib.roomy_at(device, bytes) return lib.roomy(device) and bytes <= device.smem_optin end
+
 -- Query heads per KV head.
 function lib.attn_group(shape) return shape.heads // shape.kv_heads end
 
@@ -408,6 +414,14 @@ local function attn_prefill_regs(p, shape, rm)
   return o + q + s, o, q, s
 end
 
+-- Whether the prefill spaces offer their larger tiles at this shape: the smallest of them (32
+-- rows, 2 warps per row group, 32-key tiles, one stage; one warp per row group would spill at
+-- head_dim 512) fits the card.
+function lib.attn_prefill_roomy(device, shape)
+  return lib.roomy_at(device, lib.attn_prefill_smem({ WM = 2, WN = 2, BN = 32, STAGES = 1,
+                                                      Q_REGS = 0 }, shape, 1))
+end
+
 -- The rules of every attention_prefill space: the shape, keys per warp, warps, registers,
 -- stages, and (pruning only) blocks taller than the chunk.
 function lib.attn_prefill_valid(p, shape, device, purpose, rm)
@@ -430,7 +444,8 @@ function lib.attn_prefill_valid(p, shape, device, purpose, rm)
   end
   -- pruning only (a winner of the prefill chunk runs shorter chunks)
   local bm = 16 * rm * p.WM
-  if purpose ~= "launch" and p.WM > (lib.roomy(device) and 2 or 1) and bm > 2 * shape.q_len then
+  if purpose ~= "launch" and p.WM > (lib.attn_prefill_roomy(device, shape) and 2 or 1)
+     and bm > 2 * shape.q_len then
     return false, string.format("BM=%d rows for q_len=%d leaves most rows idle", bm, shape.q_len)
   end
   if p.STAGES > 1 and p.ASYNC == 0 then

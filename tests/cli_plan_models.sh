@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# cli_plan_models.sh — `tailor plan --preset` without a GPU: every kernel shape Gemma 4 E2B, E4B
+# and 31B need (16-bit and W4A16) keeps at least one survivor on every GPU profile, from the T4
+# to the H200. A 99 KB card (A10G, L4, RTX 3090/4090) once planned nothing for head_dim 512
+# attention, so those models could not run there at all. Also: a shape left without survivors
+# is named with its nearest refusal and the exit status is 1.
+set -u
+T=${TAILOR_BIN:?}
+S=${TAILOR_SOURCE_DIR:?}
+fail=0
+check() { local what=$1; shift; if "$@"; then :; else echo "FAILED: $what"; fail=1; fi; }
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+
+# E2B on every profile; E4B and 31B on one card of each budget class (64, 99, 164, 227 KB)
+for dev in t4 l4 a10g rtx3090 rtx4090 a100-40gb a100-80gb h100 h200; do
+  models=gemma-4-e2b
+  case $dev in t4 | a10g | rtx4090 | a100-40gb | h100) models="$models gemma-4-e4b gemma-4-31b" ;; esac
+  for model in $models; do
+    "$T" plan --device "$dev" --preset "$model" --quiet >"$tmp/out" 2>&1; rc=$?
+    check "$model on $dev: every kernel shape has a survivor (rc=$rc: $(head -c 600 "$tmp/out"))" \
+      test $rc -eq 0
+    check "$model on $dev: the summary line says so" \
+      grep -q "kernel shapes, 0 without a survivor$" "$tmp/out"
+  done
+done
+
+# the head_dim 512 attention shapes on a 99 KB card: the small tiles, 16 keys
+out=$("$T" plan --device a10g --preset gemma-4-e2b 2>&1)
+check "a10g: the full layers' decode attention keeps survivors" \
+  grep -Eq "^attention_decode +batch=1,head_dim=512,.*kv_len=4096,.* +[1-9][0-9]* of +[0-9]+ survive" <<<"$out"
+check "a10g: head_dim 512 prefill keeps survivors" \
+  grep -Eq "^attention_prefill +head_dim=512,.* +[1-9][0-9]* of +[0-9]+ survive" <<<"$out"
+out=$("$T" plan --device a10g --op attention_decode \
+        --shape kv_len=4096,head_dim=512,heads=8,kv_heads=1,window=0,batch=1 2>&1)
+check "a10g: head_dim 512 decode runs 16-key tiles" grep -q "^  attention_decode .*BN=16 " <<<"$out"
+check "a10g: 32-key tiles refused with the arithmetic" \
+  grep -q "BN=32 .*needs 151,424 B shared memory per block; NVIDIA A10G (sm_86) allows 101,376 B" <<<"$out"
+# the big cards' plans are the large tiles, as before
+out=$("$T" plan --device h200 --op attention_decode \
+        --shape kv_len=4096,head_dim=512,heads=8,kv_heads=1,window=0,batch=1 2>&1)
+check "h200: head_dim 512 decode keeps 32- and 64-key tiles, no 16" \
+  bash -c "grep -q '^  attention_decode .*BN=32 ' <<<\"\$0\" && ! grep -q '^  attention_decode  .*BN=16 ' <<<\"\$0\"" "$out"
+
+# JSON: one entry per shape with its counts
+"$T" plan --device l4 --preset gemma-4-e2b --json >"$tmp/json" 2>&1
+check "json: shapes_without_survivors 0 and an entry per listed shape" python3 - "$tmp/json" \
+  "$("$T" tune --preset gemma-4-e2b --list | wc -l)" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["device"] == "l4" and d["model"] == "gemma-4-e2b" and d["dtype"] == "bf16", d
+assert d["shapes_without_survivors"] == 0
+assert len(d["shapes"]) == int(sys.argv[2]), (len(d["shapes"]), sys.argv[2])
+assert all(s["survivors"] > 0 and s["candidates"] >= s["survivors"] for s in d["shapes"])
+EOF
+
+# a space that fits nowhere: residual_norm asking 16 MiB of shared memory per block
+mkdir -p "$tmp/tpl"
+sed 's/smem_dynamic = function(p, shape, dtype, device) return 0 end/smem_dynamic = function() return 16777216 end/' \
+  "$S/templates/residual_norm.lua" >"$tmp/tpl/residual_norm.lua"
+check "the test's space override took" grep -q 16777216 "$tmp/tpl/residual_norm.lua"
+TAILOR_TEMPLATE_PATH="$tmp/tpl" "$T" plan --device h200 --preset gemma-4-e2b --quiet \
+  >"$tmp/out" 2>&1; rc=$?
+check "a shape without survivors exits 1 (rc=$rc)" test $rc -eq 1
+check "it is named, with its refusal class" \
+  grep -Eq "^residual_norm +.* 0 of +[0-9]+ survive \(.*refused-smem [0-9]+" "$tmp/out"
+check "its nearest refusal gives the arithmetic" \
+  grep -Eq "nearest: residual_norm .*needs 16,7[0-9,]+ B shared memory per block; NVIDIA H200" "$tmp/out"
+check "--quiet lists only the shapes without survivors" \
+  test "$(grep -c ' survive' "$tmp/out")" -eq "$(grep -c '^residual_norm ' "$tmp/out")"
+check "the summary counts them" \
+  grep -Eq "gemma-4-e2b on NVIDIA H200 \(bf16\): [0-9]+ kernel shapes, [1-9][0-9]* without a survivor" "$tmp/out"
+
+# usage errors: one sentence, exit 2
+"$T" plan --device t4 --preset gemma-4-e2b --op rmsnorm >/dev/null 2>"$tmp/err"; rc=$?
+check "--preset with --op is a usage error (rc=$rc)" test $rc -eq 2
+check "... saying which to give" grep -q "give --op with --shape, or --preset, or --model" "$tmp/err"
+"$T" plan --device t4 --preset gemma-4-e2b --compile >/dev/null 2>"$tmp/err"; rc=$?
+check "--preset with --compile is a usage error (rc=$rc)" test $rc -eq 2
+"$T" plan --preset gemma-4-e2b >/dev/null 2>"$tmp/err"; rc=$?
+check "--preset without --device is a usage error (rc=$rc)" test $rc -eq 2
+"$T" plan --device t4 --preset gemma-4-e9b >/dev/null 2>"$tmp/err"; rc=$?
+check "an unknown preset fails (rc=$rc)" test $rc -ne 0
+check "... listing the known ones" grep -q "preset 'gemma-4-e9b' is unknown (known: gemma-4-e2b" "$tmp/err"
+"$T" plan --device t4 --model "$tmp/nowhere" >/dev/null 2>"$tmp/err"; rc=$?
+check "a missing model directory fails naming the file (rc=$rc)" \
+  grep -q "$tmp/nowhere/config.json" "$tmp/err"
+
+exit $fail
