@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "device.h"
+#include "gemma4.h"
 #include "gen.h"
 #include "parallel.h"
 #include "plan.h"
@@ -362,6 +363,87 @@ static cJSON *shape_json(const tailor_tune_target *t, const shape_plan *sp)
     return o;
 }
 
+/* ---- the model's GPU memory, from the loader's dry pass ---- */
+
+#define PLAN_POSITIONS 4096
+
+/* One load's memory: as the weights are (16-bit, or the checkpoint's own W4A16), or the smallest
+ * (--quantize w4a16 and --quantize-head). */
+typedef struct memory_plan {
+    tailor_gemma4_gpu_memory as_is, smallest;
+    const char *smallest_flags;
+} memory_plan;
+
+static tailor_status plan_memory(tailor_ctx *ctx, const char *preset, const char *model,
+                                 memory_plan *out)
+{
+    tailor_gemma4_config *cfg = calloc(1, sizeof *cfg);
+    tailor_gemma4 *m = NULL;
+    if (!cfg)
+        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory");
+    tailor_status st = preset ? tailor_gemma4_preset(ctx, preset, cfg)
+                              : tailor_gemma4_open(ctx, model, &m);
+    if (st == TAILOR_OK && m)
+        *cfg = *tailor_gemma4_get_config(m);
+    int int4 = m && tailor_gemma4_is_w4a16(m);
+    tailor_gemma4_gpu_opts o = {.max_tokens = PLAN_POSITIONS};
+    if (st == TAILOR_OK)
+        st = tailor_gemma4_gpu_memory_need(ctx, cfg, m, &o, &out->as_is);
+    o.quantize = !int4;
+    o.quantize_head = 1;
+    if (st == TAILOR_OK)
+        st = tailor_gemma4_gpu_memory_need(ctx, cfg, m, &o, &out->smallest);
+    out->smallest_flags = int4 ? "--quantize-head" : "--quantize w4a16 --quantize-head";
+    tailor_gemma4_close(m);
+    free(cfg);
+    return st;
+}
+
+static double gpu_gb(const tailor_gemma4_gpu_memory *n)
+{
+    return (double)(n->weights + n->kv + n->acts) / 1e9;
+}
+
+static void print_memory_text(const tailor_device_info *dev, const memory_plan *mp)
+{
+    const tailor_gemma4_gpu_memory *a = &mp->as_is, *b = &mp->smallest;
+    printf("memory at %d positions: as loaded %.2f GB (weights %.2f, KV cache %.2f, activations "
+           "%.2f)", PLAN_POSITIONS, gpu_gb(a), (double)a->weights / 1e9, (double)a->kv / 1e9,
+           (double)a->acts / 1e9);
+    if (a->ple_table)
+        printf(" + the PLE table %.2f GB (on the device where it fits beside the rest, else on "
+               "the host)", (double)a->ple_table / 1e9);
+    printf("; %s %.2f GB (weights %.2f)", mp->smallest_flags, gpu_gb(b),
+           (double)b->weights / 1e9);
+    if (dev->mem_bytes > 0) {
+        double have = (double)dev->mem_bytes / 1e9;
+        printf("; %s has %.1f GB%s", dev->name, have,
+               gpu_gb(a) > have ? (gpu_gb(b) > have ? ": neither fits" : ": as loaded does not fit")
+                                : "");
+    }
+    printf("\n");
+}
+
+static cJSON *memory_json(const tailor_gemma4_gpu_memory *n)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "weights", (double)n->weights);
+    cJSON_AddNumberToObject(o, "kv_cache", (double)n->kv);
+    cJSON_AddNumberToObject(o, "activations", (double)n->acts);
+    cJSON_AddNumberToObject(o, "ple_table", (double)n->ple_table);
+    return o;
+}
+
+static void add_memory_json(cJSON *root, const tailor_device_info *dev, const memory_plan *mp)
+{
+    cJSON *o = cJSON_AddObjectToObject(root, "memory");
+    cJSON_AddNumberToObject(o, "positions", PLAN_POSITIONS);
+    cJSON_AddItemToObject(o, "as_loaded", memory_json(&mp->as_is));
+    cJSON_AddItemToObject(o, "smallest", memory_json(&mp->smallest));
+    cJSON_AddStringToObject(o, "smallest_flags", mp->smallest_flags);
+    cJSON_AddNumberToObject(o, "device_bytes", (double)dev->mem_bytes);
+}
+
 /* Plans every shape of the model's list; prints them (text or JSON) and returns the number of
  * shapes without a survivor, or -1 with the error in ctx. */
 static int plan_model(tailor_ctx *ctx, const tailor_device_info *dev, const char *preset,
@@ -391,12 +473,17 @@ static int plan_model(tailor_ctx *ctx, const tailor_device_info *dev, const char
         else if (!quiet || sp.survivors == 0)
             print_shape_text(&targets[i], &sp);
     }
+    memory_plan mp;
+    if (empty >= 0 && plan_memory(ctx, preset, model, &mp))
+        empty = -1;
     if (root && empty >= 0) {
         cJSON_AddNumberToObject(root, "shapes_without_survivors", empty);
+        add_memory_json(root, dev, &mp);
         char *text = cJSON_Print(root);
         printf("%s\n", text);
         free(text);
     } else if (empty >= 0) {
+        print_memory_text(dev, &mp);
         printf("%s on %s (%s): %d kernel shapes, %d without a survivor\n", preset ? preset : model,
                dev->name, tailor_dtype_name(dtype), n, empty);
     }

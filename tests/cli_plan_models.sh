@@ -3,7 +3,8 @@
 # and 31B need (16-bit and W4A16) keeps at least one survivor on every GPU profile, from the T4
 # to the H200. A 99 KB card (A10G, L4, RTX 3090/4090) once planned nothing for head_dim 512
 # attention, so those models could not run there at all. Also: a shape left without survivors
-# is named with its nearest refusal and the exit status is 1.
+# is named with its nearest refusal and the exit status is 1, and the memory line (the loader's
+# dry pass) says which loads fit the card.
 set -u
 T=${TAILOR_BIN:?}
 S=${TAILOR_SOURCE_DIR:?}
@@ -41,6 +42,14 @@ out=$("$T" plan --device h200 --op attention_decode \
 check "h200: head_dim 512 decode keeps 32- and 64-key tiles, no 16" \
   bash -c "grep -q '^  attention_decode .*BN=32 ' <<<\"\$0\" && ! grep -q '^  attention_decode  .*BN=16 ' <<<\"\$0\"" "$out"
 
+# memory from the loader's dry pass: 31B in 16 bits does not fit a 24 GB card, W4A16 does
+out=$("$T" plan --device l4 --preset gemma-4-31b --quiet 2>&1)
+check "31B on the L4: memory line with both loads" \
+  grep -Eq "^memory at 4096 positions: as loaded 6[0-9]\.[0-9]+ GB .*; --quantize w4a16 --quantize-head (1[6-9]|2[0-3])\.[0-9]+ GB .*NVIDIA L4 has 25\.8 GB: as loaded does not fit$" <<<"$out"
+out=$("$T" plan --device t4 --preset gemma-4-e2b --quiet 2>&1)
+check "E2B on the T4: fits, and the PLE table is named" \
+  grep -Eq "^memory at 4096 positions: as loaded [0-9.]+ GB .* \+ the PLE table 4\.70 GB .*Tesla T4 has 17\.2 GB$" <<<"$out"
+
 # JSON: one entry per shape with its counts
 "$T" plan --device l4 --preset gemma-4-e2b --json >"$tmp/json" 2>&1
 check "json: shapes_without_survivors 0 and an entry per listed shape" python3 - "$tmp/json" \
@@ -51,6 +60,11 @@ assert d["device"] == "l4" and d["model"] == "gemma-4-e2b" and d["dtype"] == "bf
 assert d["shapes_without_survivors"] == 0
 assert len(d["shapes"]) == int(sys.argv[2]), (len(d["shapes"]), sys.argv[2])
 assert all(s["survivors"] > 0 and s["candidates"] >= s["survivors"] for s in d["shapes"])
+m = d["memory"]
+assert m["positions"] == 4096 and m["device_bytes"] == 24 * 2**30, m
+assert m["smallest"]["weights"] < m["as_loaded"]["weights"], m
+assert m["as_loaded"]["ple_table"] == 262144 * 35 * 256 * 2, m
+assert m["smallest_flags"] == "--quantize w4a16 --quantize-head", m
 EOF
 
 # a space that fits nowhere: residual_norm asking 16 MiB of shared memory per block

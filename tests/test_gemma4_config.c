@@ -1,5 +1,6 @@
 /* test_gemma4_config.c — config.json parsing (flat, nested, per_layer_config), refusals (unknown
- * model_type, MoE, other quantization), config-vs-tensor disagreements, presets and their shapes. */
+ * model_type, MoE, other quantization), config-vs-tensor disagreements, presets and their shapes,
+ * and the GPU model's memory from the loader's dry pass (and the refusal of one that won't fit). */
 #include <string.h>
 
 #include "gemma4.h"
@@ -344,6 +345,58 @@ static void test_seam_placement(tailor_ctx *ctx)
     free(d);
 }
 
+/* The GPU model's memory from the dry pass: sizes where the parameter counts put them, and the
+ * one-sentence refusal of a model that cannot fit, with what would. */
+static void test_memory(tailor_ctx *ctx)
+{
+    tailor_gemma4_config c31, c2;
+    CHECK_OK(ctx, tailor_gemma4_preset(ctx, "gemma-4-31b", &c31));
+    CHECK_OK(ctx, tailor_gemma4_preset(ctx, "gemma-4-e2b", &c2));
+    tailor_gemma4_gpu_opts o = {.max_tokens = 4096};
+    tailor_gemma4_gpu_memory dense, small, e2b, e2b_long;
+    CHECK_OK(ctx, tailor_gemma4_gpu_memory_need(ctx, &c31, NULL, &o, &dense));
+    /* 30.7 B parameters in 16 bits (the embedding stored once: the head is tied) */
+    CHECKF(dense.weights > 60e9 && dense.weights < 63e9, "31B 16-bit weights %.2f GB",
+           (double)dense.weights / 1e9);
+    CHECK(dense.ple_table == 0 && dense.kv > 0 && dense.acts > 0);
+    tailor_gemma4_gpu_opts q = o;
+    q.quantize = q.quantize_head = 1;
+    CHECK_OK(ctx, tailor_gemma4_gpu_memory_need(ctx, &c31, NULL, &q, &small));
+    /* int4 linears with group-128 scales, the 16-bit embedding plus its int4 copy */
+    CHECKF(small.weights > 16e9 && small.weights < 22e9, "31B W4A16 weights %.2f GB",
+           (double)small.weights / 1e9);
+    CHECK(small.kv == dense.kv);
+    CHECK_OK(ctx, tailor_gemma4_gpu_memory_need(ctx, &c2, NULL, &o, &e2b));
+    /* E2B: 35 layers x 256 PLE dims x 262,144 rows, 16-bit, beside ~4.6 GB of weights */
+    CHECKF(e2b.ple_table == (size_t)262144 * 35 * 256 * 2, "E2B PLE table %zu", e2b.ple_table);
+    CHECKF(e2b.weights > 4e9 && e2b.weights < 5.5e9, "E2B weights %.2f GB", (double)e2b.weights / 1e9);
+    tailor_gemma4_gpu_opts lo = o;
+    lo.max_tokens = 8192;
+    CHECK_OK(ctx, tailor_gemma4_gpu_memory_need(ctx, &c2, NULL, &lo, &e2b_long));
+    CHECK(e2b_long.kv > e2b.kv && e2b_long.weights == e2b.weights);
+
+    /* the check: 31B in 16 bits on a 24 GB card is refused naming sizes and the W4A16 load */
+    size_t l4 = (size_t)22500 * 1000 * 1000;
+    tailor_status st = tailor_gemma4_gpu_memory_check(ctx, &c31, NULL, &o, l4, "NVIDIA L4");
+    expect_msg(ctx, st, TAILOR_ERR_BUDGET, "31B bf16 on 22.5 GB", "and NVIDIA L4 has 22.50 GB free",
+               "--quantize w4a16 --quantize-head would need");
+    CHECK(strstr(tailor_ctx_message(ctx), "for 4096 positions") != NULL);
+    CHECK_OK(ctx, tailor_gemma4_gpu_memory_check(ctx, &c31, NULL, &q, l4, "NVIDIA L4"));
+    CHECK_OK(ctx, tailor_gemma4_gpu_memory_check(ctx, &c2, NULL, &o, (size_t)15e9, "Tesla T4"));
+    /* fits exactly / one byte short */
+    size_t exact = e2b.weights + e2b.kv + e2b.acts;
+    CHECK_OK(ctx, tailor_gemma4_gpu_memory_check(ctx, &c2, NULL, &o, exact, "x"));
+    st = tailor_gemma4_gpu_memory_check(ctx, &c2, NULL, &o, exact - 1, "x");
+    CHECK(st == TAILOR_ERR_BUDGET);
+    /* a KV cache larger than the weights: the sentence says fewer positions would help */
+    tailor_gemma4_gpu_opts huge = q;
+    huge.max_tokens = 1000000;
+    st = tailor_gemma4_gpu_memory_check(ctx, &c31, NULL, &huge, l4, "NVIDIA L4");
+    expect_msg(ctx, st, TAILOR_ERR_BUDGET, "31B W4A16 at 1M positions", "for 1000000 positions",
+               "the KV cache shrinks with fewer positions");
+    CHECK(strstr(tailor_ctx_message(ctx), "--quantize w4a16") == NULL);
+}
+
 int main(void)
 {
     tailor_ctx *ctx = test_ctx();
@@ -351,6 +404,7 @@ int main(void)
     test_disagreements(ctx);
     test_presets(ctx);
     test_seam_placement(ctx);
+    test_memory(ctx);
     tailor_ctx_destroy(ctx);
     return test_finish("test_gemma4_config");
 }

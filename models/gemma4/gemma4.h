@@ -265,6 +265,30 @@ tailor_status tailor_gemma4_gpu_kernels(tailor_ctx *ctx, const tailor_gemma4_con
                                         const tailor_gemma4_gpu_opts *opts,
                                         tailor_gemma4_kernel_use **out, int *n);
 
+/* Device bytes a GPU model created with these opts takes, found without a GPU by the same dry
+ * pass: weights, KV cache (at opts->max_tokens positions) and activations, each rounded as
+ * allocated; and the PLE table, which goes on the device only where it fits beside the rest
+ * (else it stays on the host: ple_table counts it either way, 0 without PLE). m and opts as for
+ * tailor_gemma4_gpu_kernels; opts->dtype 0 means 16-bit. */
+typedef struct tailor_gemma4_gpu_memory {
+    size_t weights, kv, acts, ple_table;
+} tailor_gemma4_gpu_memory;
+
+tailor_status tailor_gemma4_gpu_memory_need(tailor_ctx *ctx, const tailor_gemma4_config *cfg,
+                                            const tailor_gemma4 *m,
+                                            const tailor_gemma4_gpu_opts *opts,
+                                            tailor_gemma4_gpu_memory *out);
+
+/* Whether the model fits `free_bytes` of a device named `device`: weights, KV cache and
+ * activations (the PLE table may stay on the host, so it is not required). OK, or
+ * TAILOR_ERR_BUDGET with one sentence giving the sizes and what would fit: the W4A16 load with
+ * the int4 head for a 16-bit model, fewer positions where the KV cache is the larger part.
+ * tailor_gemma4_gpu_create checks this against the live free memory before uploading a byte. */
+tailor_status tailor_gemma4_gpu_memory_check(tailor_ctx *ctx, const tailor_gemma4_config *cfg,
+                                             const tailor_gemma4 *m,
+                                             const tailor_gemma4_gpu_opts *opts,
+                                             size_t free_bytes, const char *device);
+
 /* Uploads checkpoint m (it must outlive the result: when the PLE table stays on the host, rows
  * are read per token from its mapping; see opts.ple_host) to gpu, using tuned kernels from `ks` (tuned on demand if
  * the set allows), allocates the KV cache and activations, runs one warm-up decode step and

@@ -882,6 +882,92 @@ static tailor_status model_new(tailor_ctx *ctx, const tailor_gemma4_config *cfg,
     return TAILOR_OK;
 }
 
+/* A dry model (nothing allocated, uploaded or launched; see tailor_gemma4_gpu.dry) with its
+ * weights, KV cache and activations accounted as create() would allocate them. *out is set
+ * whenever it was made, even on failure: free it with dry_free. */
+static tailor_status dry_model(tailor_ctx *ctx, const tailor_gemma4_config *cfg,
+                               const tailor_gemma4 *m, const tailor_gemma4_gpu_opts *o,
+                               tailor_gemma4_gpu **out)
+{
+    tailor_status st = model_new(ctx, cfg, o, out);
+    if (st)
+        return st;
+    tailor_gemma4_gpu *g = *out;
+    g->dry = 1;
+    g->like = m;
+    g->dry_next = (CUdeviceptr)1 << 20;
+    configure(g, cfg, o, TAILOR_DTYPE_BF16);
+    st = rnd_model(ctx, g);
+    if (st == TAILOR_OK)
+        st = alloc_kv(ctx, g);
+    if (st == TAILOR_OK)
+        st = alloc_acts(ctx, g);
+    return st;
+}
+
+static void dry_free(tailor_gemma4_gpu *g)
+{
+    if (!g)
+        return;
+    free(g->rec);
+    free(g->layers);
+    free(g);
+}
+
+tailor_status tailor_gemma4_gpu_memory_need(tailor_ctx *ctx, const tailor_gemma4_config *cfg,
+                                            const tailor_gemma4 *m,
+                                            const tailor_gemma4_gpu_opts *o,
+                                            tailor_gemma4_gpu_memory *out)
+{
+    memset(out, 0, sizeof *out);
+    tailor_gemma4_gpu *g = NULL;
+    tailor_status st = dry_model(ctx, cfg, m, o, &g);
+    if (st == TAILOR_OK) {
+        out->weights = g->weight_bytes;
+        out->kv = g->kv_bytes;
+        out->acts = g->act_bytes;
+        out->ple_table = cfg->ple_dim > 0 ? ple_table_bytes(g) : 0;
+    }
+    dry_free(g);
+    return st;
+}
+
+static size_t memory_sum(const tailor_gemma4_gpu_memory *n) { return n->weights + n->kv + n->acts; }
+
+tailor_status tailor_gemma4_gpu_memory_check(tailor_ctx *ctx, const tailor_gemma4_config *cfg,
+                                             const tailor_gemma4 *m,
+                                             const tailor_gemma4_gpu_opts *o,
+                                             size_t free_bytes, const char *device)
+{
+    tailor_gemma4_gpu_memory need;
+    tailor_status st = tailor_gemma4_gpu_memory_need(ctx, cfg, m, o, &need);
+    if (st || memory_sum(&need) <= free_bytes)
+        return st;
+    char hint[256] = "";
+    int int4 = (m && tailor_gemma4_is_w4a16(m)) || o->quantize;
+    if (!int4 || !o->quantize_head) { /* what the smallest load of these weights would take */
+        tailor_gemma4_gpu_opts q = *o;
+        q.quantize = !m || !tailor_gemma4_is_w4a16(m);
+        q.quantize_head = 1;
+        tailor_gemma4_gpu_memory small;
+        if (tailor_gemma4_gpu_memory_need(ctx, cfg, m, &q, &small) == TAILOR_OK)
+            snprintf(hint, sizeof hint, "; %s would need %.2f GB", 
+                     int4 ? "--quantize-head" : "--quantize w4a16 --quantize-head",
+                     (double)memory_sum(&small) / 1e9);
+    }
+    if (need.kv > need.weights) {
+        size_t len = strlen(hint);
+        snprintf(hint + len, sizeof hint - len, "; the KV cache shrinks with fewer positions");
+    }
+    return tailor_set_error(ctx, TAILOR_ERR_BUDGET,
+                            "gemma4 gpu: the model needs %.2f GB of GPU memory (weights %.2f GB, "
+                            "KV cache %.2f GB for %d positions, activations %.2f GB) and %s has "
+                            "%.2f GB free%s",
+                            (double)memory_sum(&need) / 1e9, (double)need.weights / 1e9,
+                            (double)need.kv / 1e9, o->max_tokens, (double)need.acts / 1e9, device,
+                            (double)free_bytes / 1e9, hint);
+}
+
 tailor_status tailor_gemma4_gpu_kernels(tailor_ctx *ctx, const tailor_gemma4_config *cfg,
                                         const tailor_gemma4 *m,
                                         const tailor_gemma4_gpu_opts *o,
@@ -890,19 +976,8 @@ tailor_status tailor_gemma4_gpu_kernels(tailor_ctx *ctx, const tailor_gemma4_con
     *out = NULL;
     *n = 0;
     tailor_gemma4_gpu *g = NULL;
-    tailor_status st0 = model_new(ctx, cfg, o, &g);
-    if (st0)
-        return st0;
-    g->dry = 1;
-    g->like = m;
-    g->dry_next = (CUdeviceptr)1 << 20;
-    configure(g, cfg, o, TAILOR_DTYPE_BF16);
     int L = cfg->n_layers;
-    tailor_status st = rnd_model(ctx, g);
-    if (st == TAILOR_OK)
-        st = alloc_kv(ctx, g);
-    if (st == TAILOR_OK)
-        st = alloc_acts(ctx, g);
+    tailor_status st = dry_model(ctx, cfg, m, o, &g);
     if (st == TAILOR_OK) /* the decode step, and its candidates when sampling */
         st = g4g_pass(ctx, g, 1, 0, 1, L, 0);
     if (st == TAILOR_OK)
@@ -918,9 +993,7 @@ tailor_status tailor_gemma4_gpu_kernels(tailor_ctx *ctx, const tailor_gemma4_con
         *n = g->rec_n;
         g->rec = NULL;
     }
-    free(g->rec);
-    free(g->layers);
-    free(g);
+    dry_free(g);
     return st;
 }
 
@@ -953,7 +1026,14 @@ static tailor_status create(tailor_ctx *ctx, const tailor_gemma4 *m, const tailo
                  : "random (made on the GPU)",
                o->quantize ? ", quantized to W4A16 on load" : "",
                o->quantize_head ? ", an int4 copy of the embedding as the LM head" : "");
-    tailor_status st = m ? up_model(ctx, g) : rnd_model(ctx, g);
+    size_t free_b = 0, total_b = 0; /* before a byte is uploaded: does it fit at all? */
+    tailor_gemma4_gpu_opts od = *o;
+    od.dtype = (int)g->dt;
+    tailor_status st = tailor_gpu_mem_info(ctx, gpu, &free_b, &total_b);
+    if (st == TAILOR_OK)
+        st = tailor_gemma4_gpu_memory_check(ctx, cfg, m, &od, free_b, dev->name);
+    if (st == TAILOR_OK)
+        st = m ? up_model(ctx, g) : rnd_model(ctx, g);
     if (st == TAILOR_OK)
         st = alloc_kv(ctx, g);
     if (st == TAILOR_OK)
