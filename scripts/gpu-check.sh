@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu-check.sh — on the GPU machine: build, run every GPU test, then the benchmarks; logs go to
 # $OUT (ctest.txt, bench.txt, model.txt, ...) and a short summary is printed last.
-#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|experimental|experimental-attn|attn-wg|wgmma|boot|decode-scale|decode-wg|decode-merge|decode-linear|trace|spacer|seams|step-tune|queue|sample|all] [ctest -R regex]
+#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|experimental|experimental-attn|attn-wg|wgmma|boot|decode-scale|decode-wg|decode-merge|decode-linear|trace|spacer|seams|step-tune|queue|sample|cards|all] [ctest -R regex]
 # quick: the GPU tests with the long scripts in their smoke subsets (MATMUL_QUICK, W4A16_QUICK,
 # ATTN_QUICK), fitting one 10-minute device call; model: Gemma 4 E2B decode and prefill figures
 # with the same-run comparisons (PDL off, gating kernels, each place of the seams, q prepared
@@ -47,6 +47,8 @@
 # int4 head by default; STEP_W=bf16 for bf16) and plain benches of the caches before and after,
 # alternating (step-tune.txt). queue: greedy decode queued ahead against --one-by-one and
 # --ple-host, alternating on one cache (QUEUE_W, QUEUE_STEP_TUNE=1 adds --step-tune; queue.txt).
+# cards: what a 99 KB sm_86 card (A10G, L4, RTX 3090/4090) runs, rehearsed here: its head_dim 512
+# attention tiles verified survivor by survivor, test_gpu_gemma4's rehearse-a10g mode (cards.txt).
 # sample: the op topk verified, then the E2B decode sampled from whole rows against from the
 # 64 best, beside greedy (SAMPLE_W; SAMPLE_QUICK_TUNE=1: bf16 tuned with 2 random trials a
 # shape first, for a quick comparison; sample.txt).
@@ -642,6 +644,42 @@ if [[ $what == step-tune ]]; then
     done
   done
   summary+=("step-tune: $(grep -c '^step tuning: .* kept' "$P") step tunings, $(grep -c '^decode' "$P") decode figures; step-tune.txt")
+fi
+if [[ $what == cards ]]; then
+  # a 99 KB sm_86 card rehearsed (the A10G: compute_86 PTX, bf16, its budget, no PDL): the head_dim
+  # 512 attention tiles only such cards plan (16 keys with cp.async and m16n8k16) verified survivor
+  # by survivor, then test_gpu_gemma4's rehearse-a10g mode on every fixture (plus bf16 as the
+  # same run's reference), then `tailor run`'s memory check refusing what cannot fit (cards.txt)
+  C="$OUT/cards.txt"
+  : >"$C"
+  for shape in "kv_len=4096,head_dim=512,heads=8,kv_heads=1,window=0,batch=2,prep=1 bf16" \
+               "kv_len=9000,head_dim=512,heads=32,kv_heads=4,window=0,batch=3 fp16" \
+               "kv_len=600,head_dim=256,heads=8,kv_heads=1,window=512,batch=2,prep=1 bf16"; do
+    set -- $shape
+    echo "== verify-all attention_decode $1 $2 rehearse a10g" >>"$C"
+    timeout 150 "$T" tune --op attention_decode --shape "$1" --dtype "$2" --verify-all \
+      --rehearse a10g --cache build-gpu/cards.sqlite >>"$C" 2>&1
+    echo "rc=$?" >>"$C"
+  done
+  for shape in "q_len=200,kv_len=300,head_dim=512,heads=8,kv_heads=1,window=0 bf16" \
+               "q_len=129,kv_len=2000,head_dim=512,heads=32,kv_heads=4,window=0 fp16" \
+               "q_len=40,kv_len=40,head_dim=512,heads=4,kv_heads=1,window=1 bf16"; do
+    set -- $shape
+    echo "== verify-all attention_prefill $1 $2 rehearse a10g" >>"$C"
+    timeout 150 "$T" tune --op attention_prefill --shape "$1" --dtype "$2" --verify-all \
+      --rehearse a10g --cache build-gpu/cards.sqlite >>"$C" 2>&1
+    echo "rc=$?" >>"$C"
+  done
+  (cd build-gpu && TAILOR_SOURCE_DIR=$PWD/.. TAILOR_TEST_MODES=bf16,rehearse-a10g \
+     timeout 400 ./tests/test_gpu_gemma4) >>"$C" 2>&1
+  echo "test_gpu_gemma4 rc=$?" >>"$C"
+  # the memory check against the live free memory: 31B with a million positions (~300 GB of KV
+  # cache) is refused in one sentence before a byte is uploaded; then it fits at 64
+  echo "== 31B, 1,000,000 positions (expect the refusal at once)" >>"$C"
+  /usr/bin/time -f "%e s" timeout 60 "$T" bench model --preset gemma-4-31b --prompt-len 1 \
+    --decode 1000000 --cache build-gpu/cards.sqlite >>"$C" 2>&1
+  echo "rc=$?" >>"$C"
+  summary+=("cards: $(grep -c '^rc=0' "$C") of 6 a10g verifications passed; memory check: $(grep -c 'of GPU memory' "$C") refusal; $(grep 'test_gpu_gemma4' "$C" | tail -2 | tr '\n' ' '); cards.txt")
 fi
 if [[ $what == pdl ]]; then
   # one variant a call (~7 minutes with the build): PDL_NAMES="attn" for the second
