@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # demo.sh — `make demo`: the main job on the built-in example. Shows the devices, plans the
-# RMSNorm and W4A16 kernels for a Tesla T4 (no GPU needed), and runs the built-in tiny Gemma 4
+# W4A16 and attention kernels for a Tesla T4 and every kernel shape of Gemma 4 E2B for an A10G
+# with its memory (no GPU needed), and runs the built-in tiny Gemma 4
 # checkpoint (tests/fixtures/e2b_flat): on the GPU when there is one, else the CPU reference.
 set -euo pipefail
 tailor=${1:-build/tailor}
@@ -18,6 +19,9 @@ for plan in "w4a16_matmul m=1,n=6144,k=1536,group=128" \
   "$tailor" plan --device t4 --op "$1" --shape "$2" | grep -m 2 'refused-smem' || true
   echo
 done
+echo "== tailor plan --device a10g --preset gemma-4-e2b --quiet   (every kernel shape E2B needs, on an A10G)"
+"$tailor" plan --device a10g --preset gemma-4-e2b --quiet
+echo
 device=cpu
 if "$tailor" devices --json 2>/dev/null | grep -q '"devices":[[:space:]]*\[[[:space:]]*{'; then
   device=gpu
