@@ -162,7 +162,8 @@ static void model_usage(void)
            "         [--profile] [--no-pdl] [--separate-gating] [--separate-q-prep]\n"
            "         [--attention-q-prep]\n"
            "         [--seams kernel|prologue|epilogue|mixed] [--knockout OP[:k=v,...]]... [--trace]\n"
-           "         [--step-tune] [--ple-host] [--one-by-one] [--sample rows|top] [--json]\n\n"
+           "         [--step-tune] [--ple-host] [--one-by-one] [--sample rows|top] [--device N]\n"
+           "         [--json]\n\n"
            "Gemma 4 end to end on the GPU: prefill and decode tok/s, time to first token, peak host\n"
            "memory of the load, GPU memory, decode against the bandwidth bound (weight bytes per\n"
            "token over the copy bandwidth measured in the same run). Without --model, random\n"
@@ -198,6 +199,7 @@ static void model_usage(void)
 typedef struct model_args {
     const char *model, *preset, *quant, *cache_file;
     int plen, ndec, json, profile, trace, step_tune;
+    int ordinal;    /* --device N: the GPU */
     int one_by_one; /* --one-by-one: decode steps waited for one at a time */
     int sample;     /* --sample: 0 greedy, SAMPLE_ROWS, SAMPLE_TOP */
     tailor_gemma4_gpu_opts o; /* o.knockout points to knock */
@@ -259,6 +261,7 @@ static int parse_model_args(int argc, char **argv, model_args *a)
                                          {"ple-host", no_argument, 0, 'E'},
                                          {"one-by-one", no_argument, 0, 'O'},
                                          {"sample", required_argument, 0, 'A'},
+                                         {"device", required_argument, 0, 'D'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     memset(a, 0, sizeof *a);
@@ -281,6 +284,10 @@ static int parse_model_args(int argc, char **argv, model_args *a)
                 return 2;
             break;
         case 'j': a->json = 1; break;
+        case 'D':
+            if (cli_parse_int("bench model", "--device", optarg, 0, 63, &a->ordinal))
+                return 2;
+            break;
         case 'c':
             if (cli_cache_flag("bench model", optarg, &a->cache_file))
                 return 2;
@@ -341,7 +348,7 @@ static tailor_status open_run(tailor_ctx *ctx, const model_args *a, model_run *r
     if (s == TAILOR_OK && r->m)
         r->cfg = *tailor_gemma4_get_config(r->m);
     if (s == TAILOR_OK)
-        s = tailor_gpu_open(ctx, 0, &r->gpu);
+        s = tailor_gpu_open(ctx, a->ordinal, &r->gpu);
     if (s == TAILOR_OK)
         s = tailor_gpu_copy_bandwidth(ctx, r->gpu, &r->bw);
     if (s == TAILOR_OK)

@@ -24,17 +24,17 @@ static const int32_t stop_ids[] = {1, 106, 50}; /* <eos>, <turn|>, <|tool_respon
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: tailor run --model DIR [--device cpu|gpu] (--ids 2,17,... | --prompt TEXT "
+            "usage: tailor run --model DIR [--device cpu|gpu|gpu:N] (--ids 2,17,... | --prompt TEXT "
             "[--chat])\n"
             "                  [--max-tokens N] [--greedy | --temperature T --top-p P --top-k K "
             "--seed S]\n"
             "                  [--print-ids] [--dump-logits FILE] [--dtype fp16|bf16]\n"
             "                  [--quantize w4a16] [--quantize-head] [--rehearse PROFILE]\n"
             "                  [--cache FILE]\n\n"
-            "  --device gpu|cpu  tuned kernels on GPU 0 (the default when there is one) or the "
-            "plain-C\n"
-            "                    fp32 reference forward; --dtype, --quantize, --quantize-head,\n"
-            "                    --rehearse and --cache are for the GPU and refused on the CPU\n"
+            "  --device D        gpu (GPU 0, the default when there is one), gpu:N or cuda:N (GPU\n"
+            "                    N), or cpu: the plain-C fp32 reference forward; --dtype,\n"
+            "                    --quantize, --quantize-head, --rehearse and --cache are for the\n"
+            "                    GPU and refused on the CPU\n"
             "  --dtype D         GPU compute dtype (default: fp16 below sm_80, else bf16)\n"
             "  --quantize w4a16  quantize a 16-bit checkpoint's linears to int4 on load (group "
             "128)\n"
@@ -58,6 +58,7 @@ static void usage(FILE *out)
 typedef struct run_args {
     const char *model, *device, *ids, *prompt, *dump, *dtype, *quantize, *rehearse, *cache;
     int chat, max_tokens, print_ids, sampling, quantize_head;
+    int ordinal; /* the GPU (--device gpu, gpu:N, cuda:N), or -1 for the CPU */
     tailor_sampler_params sp;
 } run_args;
 
@@ -204,10 +205,11 @@ static int parse_args(int argc, char **argv, run_args *a)
         int n = 0;
         a->device = tailor_cuda_device_count(NULL, &n) == TAILOR_OK && n > 0 ? "gpu" : "cpu";
     }
-    if (strcmp(a->device, "cpu") != 0 && strcmp(a->device, "gpu") != 0)
-        return cli_usage_error("run", "--device '%s' is neither cpu nor gpu", a->device);
+    a->ordinal = strcmp(a->device, "cpu") == 0 ? -1 : tailor_device_live_ordinal(a->device);
+    if (a->ordinal < 0 && strcmp(a->device, "cpu") != 0)
+        return cli_usage_error("run", "--device '%s' is none of cpu, gpu, gpu:N, cuda:N", a->device);
     const char *gpu_only = gpu_only_flag(a);
-    if (strcmp(a->device, "cpu") == 0 && gpu_only)
+    if (a->ordinal < 0 && gpu_only)
         return cli_usage_error("run", "%s applies to --device gpu only, and this run is on the "
                                       "CPU%s", gpu_only, chosen ? ", as no GPU was found" : "");
     return 0;
@@ -453,9 +455,10 @@ static tailor_status generate_gpu(tailor_ctx *ctx, const run_args *a, tailor_gem
     float *logits = NULL, *prompt_rows = NULL; /* logits: pinned */
     char path[1024];
     const tailor_device_info *reh = a->rehearse ? tailor_device_profile_find(a->rehearse) : NULL;
-    tailor_status s = tailor_gpu_open(ctx, 0, &gpu);
+    tailor_status s = tailor_gpu_open(ctx, a->ordinal, &gpu);
     if (s != TAILOR_OK)
-        s = tailor_wrap_error(ctx, "--device gpu: no usable GPU on this machine");
+        s = tailor_wrap_error(ctx, "--device %s: no usable GPU %d on this machine", a->device,
+                              a->ordinal);
     if (s == TAILOR_OK && !a->cache)
         s = tailor_cache_default_path(ctx, path, sizeof path);
     if (s == TAILOR_OK)
@@ -561,7 +564,7 @@ int cmd_run(int argc, char **argv)
         s = check_ids(ctx, m, ids, n);
     if (s == TAILOR_OK) {
         run_io io = {tok, {{0}, 0}, a.print_ids, 1};
-        s = strcmp(a.device, "gpu") == 0 ? generate_gpu(ctx, &a, m, ids, n, &io)
+        s = a.ordinal >= 0 ? generate_gpu(ctx, &a, m, ids, n, &io)
                                          : generate(ctx, &a, m, ids, n, &io);
     }
     rc = s == TAILOR_OK ? 0 : cli_fail(ctx, s);

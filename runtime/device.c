@@ -140,14 +140,13 @@ static int parse_ordinal(const char *s)
     return (int)v;
 }
 
-/* The live ordinal a spec names ("", gpu, cuda, live, cuda:N, N), or -1 if it names none. */
-static int live_ordinal(const char *spec)
+int tailor_device_live_ordinal(const char *spec)
 {
-    if (!*spec || strcasecmp(spec, "gpu") == 0 || strcasecmp(spec, "cuda") == 0 ||
+    if (!spec || !*spec || strcasecmp(spec, "gpu") == 0 || strcasecmp(spec, "cuda") == 0 ||
         strcasecmp(spec, "live") == 0)
         return 0;
-    if (strncasecmp(spec, "cuda:", 5) == 0)
-        return parse_ordinal(spec + 5);
+    if (strncasecmp(spec, "cuda:", 5) == 0 || strncasecmp(spec, "gpu:", 4) == 0)
+        return parse_ordinal(strchr(spec, ':') + 1);
     return parse_ordinal(spec);
 }
 
@@ -160,7 +159,7 @@ tailor_status tailor_device_resolve(tailor_ctx *ctx, const char *spec, tailor_de
         *info = *p;
         return TAILOR_OK;
     }
-    int ordinal = live_ordinal(spec);
+    int ordinal = tailor_device_live_ordinal(spec);
     if (ordinal >= 0)
         return tailor_device_query(ctx, ordinal, info);
     char names[512];
@@ -170,7 +169,7 @@ tailor_status tailor_device_resolve(tailor_ctx *ctx, const char *spec, tailor_de
         o += (size_t)snprintf(names + o, sizeof names - o, "%s%s", i ? ", " : "",
                               profiles[i].short_name);
     return tailor_set_error(ctx, TAILOR_ERR_NOT_FOUND,
-                            "unknown device '%s': use gpu, cuda:N, N or a profile (%s)", spec, names);
+                            "unknown device '%s': use gpu, cuda:N, gpu:N, N or a profile (%s)", spec, names);
 }
 
 /* ---- derived facts ------------------------------------------------------------------------- */

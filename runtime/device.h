@@ -50,6 +50,10 @@ const tailor_device_info *tailor_device_profile_find(const char *short_name);
  * GPU, TAILOR_ERR_CUDA when cuInit fails otherwise. */
 tailor_status tailor_device_count(tailor_ctx *ctx, int *count);
 
+/* The live GPU a spec names: 0 for "", gpu, cuda, live; N for cuda:N, gpu:N or N (0-1024);
+ * -1 when it names no live device (a profile name, cpu, anything else). */
+int tailor_device_live_ordinal(const char *spec);
+
 /* Reads every fact of live device `ordinal` into *info (including driver and NVRTC versions). */
 tailor_status tailor_device_query(tailor_ctx *ctx, int ordinal, tailor_device_info *info);
 

@@ -63,8 +63,18 @@ if "$BIN" devices --json 2>/dev/null | grep -q '"devices":[[:space:]]*\[[[:space
   check "--device gpu runs on a GPU machine" test $rc -eq 0
 else
   check "--device gpu without a GPU fails" test $rc -eq 1
-  check "--device gpu names the missing GPU" grep -q "no usable GPU on this machine" <<<"$out"
+  check "--device gpu names the missing GPU" grep -q "no usable GPU 0 on this machine" <<<"$out"
 fi
+# a GPU by ordinal: gpu:N or cuda:N; GPU 63 is on no machine here
+out=$("$BIN" run --device cuda:63 --model "$M" --ids 2,3 2>&1); rc=$?
+check "--device cuda:63 fails (rc=$rc)" test $rc -eq 1
+check "--device cuda:63 names it ($out)" grep -q "^tailor: --device cuda:63: no usable GPU 63 on this machine" <<<"$out"
+for dev in gpu:x cuda: gpu:-1 tpu; do
+  "$BIN" run --device "$dev" --model "$M" --ids 2,3 >/dev/null 2>"$TMP/err"; rc=$?
+  check "--device $dev is a usage error (rc=$rc)" test $rc -eq 2
+  check "--device $dev: the sentence lists the forms" \
+    grep -q "is none of cpu, gpu, gpu:N, cuda:N" "$TMP/err"
+done
 
 "$BIN" run --ids 2,3 >/dev/null 2>&1; rc=$?
 check "missing --model is a usage error (exit 2)" test $rc -eq 2
