@@ -308,9 +308,42 @@ static void pick_example(const tailor_plan *plan, const int refused[PLAN_CLASSES
     snprintf(out, size, "%s", best ? best->reason : "no configuration");
 }
 
+/* The distinct instantiations (kernel names) of a model's survivors: what a first boot
+ * compiles, since the compile memo builds each once (tailor_compile_memo). */
+typedef struct name_set {
+    char **names;
+    int n, cap;
+} name_set;
+
+static int name_set_add(name_set *set, const char *name)
+{
+    for (int i = 0; i < set->n; i++)
+        if (strcmp(set->names[i], name) == 0)
+            return 0;
+    if (set->n == set->cap) {
+        int cap = set->cap ? 2 * set->cap : 256;
+        char **grown = realloc(set->names, (size_t)cap * sizeof *grown);
+        if (!grown)
+            return -1;
+        set->names = grown;
+        set->cap = cap;
+    }
+    if (!(set->names[set->n] = strdup(name)))
+        return -1;
+    set->n++;
+    return 0;
+}
+
+static void name_set_free(name_set *set)
+{
+    for (int i = 0; i < set->n; i++)
+        free(set->names[i]);
+    free(set->names);
+}
+
 static tailor_status plan_one_shape(tailor_ctx *ctx, const tailor_device_info *dev,
                                     const tailor_tune_target *t, tailor_dtype dtype,
-                                    shape_plan *out)
+                                    shape_plan *out, name_set *kernels)
 {
     tailor_plan plan;
     memset(out, 0, sizeof *out);
@@ -319,13 +352,24 @@ static tailor_status plan_one_shape(tailor_ctx *ctx, const tailor_device_info *d
         return st;
     out->candidates = plan.count;
     out->survivors = plan.survivors;
-    for (int i = 0; i < plan.count; i++)
-        if (plan.entries[i].verdict != TAILOR_FITS && plan.entries[i].verdict < PLAN_CLASSES)
-            out->refused[plan.entries[i].verdict]++;
+    int sm = plan.dev.cc_major * 10 + plan.dev.cc_minor;
+    for (int i = 0; i < plan.count && st == TAILOR_OK; i++) {
+        const tailor_plan_entry *e = &plan.entries[i];
+        if (e->verdict != TAILOR_FITS) {
+            if (e->verdict < PLAN_CLASSES)
+                out->refused[e->verdict]++;
+            continue;
+        }
+        char name[256];
+        tailor_gen_kernel_name(plan.op->name, e->template_name, sm, tailor_dtype_name(dtype),
+                               e->launch.defines, e->launch.ndefines, name, sizeof name);
+        if (name_set_add(kernels, name))
+            st = tailor_set_error(ctx, TAILOR_ERR_NOMEM, "plan: out of memory");
+    }
     if (plan.survivors == 0)
         pick_example(&plan, out->refused, out->example, sizeof out->example);
     tailor_plan_free(&plan);
-    return TAILOR_OK;
+    return st;
 }
 
 static void print_shape_text(const tailor_tune_target *t, const shape_plan *sp)
@@ -450,7 +494,8 @@ static int plan_model(tailor_ctx *ctx, const tailor_device_info *dev, const char
                       const char *model, tailor_dtype dtype, int json, int quiet)
 {
     tailor_tune_target *targets = NULL;
-    int n = 0, empty = 0;
+    int n = 0, empty = 0, survivors = 0;
+    name_set kernels = {0};
     if (tailor_tune_targets(ctx, preset, model, &targets, &n))
         return -1;
     cJSON *root = json ? cJSON_CreateObject() : NULL, *arr = NULL;
@@ -463,11 +508,12 @@ static int plan_model(tailor_ctx *ctx, const tailor_device_info *dev, const char
     }
     for (int i = 0; i < n; i++) {
         shape_plan sp;
-        if (plan_one_shape(ctx, dev, &targets[i], dtype, &sp)) {
+        if (plan_one_shape(ctx, dev, &targets[i], dtype, &sp, &kernels)) {
             empty = -1;
             break;
         }
         empty += sp.survivors == 0;
+        survivors += sp.survivors;
         if (arr)
             cJSON_AddItemToArray(arr, shape_json(&targets[i], &sp));
         else if (!quiet || sp.survivors == 0)
@@ -478,15 +524,19 @@ static int plan_model(tailor_ctx *ctx, const tailor_device_info *dev, const char
         empty = -1;
     if (root && empty >= 0) {
         cJSON_AddNumberToObject(root, "shapes_without_survivors", empty);
+        cJSON_AddNumberToObject(root, "survivors", survivors);
+        cJSON_AddNumberToObject(root, "kernels", kernels.n);
         add_memory_json(root, dev, &mp);
         char *text = cJSON_Print(root);
         printf("%s\n", text);
         free(text);
     } else if (empty >= 0) {
         print_memory_text(dev, &mp);
-        printf("%s on %s (%s): %d kernel shapes, %d without a survivor\n", preset ? preset : model,
-               dev->name, tailor_dtype_name(dtype), n, empty);
+        printf("%s on %s (%s): %d kernel shapes, %d without a survivor; %d survivors, %d "
+               "distinct kernels (a first boot compiles each once)\n", preset ? preset : model,
+               dev->name, tailor_dtype_name(dtype), n, empty, survivors, kernels.n);
     }
+    name_set_free(&kernels);
     cJSON_Delete(root);
     free(targets);
     return empty;

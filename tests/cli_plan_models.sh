@@ -21,7 +21,7 @@ for dev in t4 l4 a10g rtx3090 rtx4090 a100-40gb a100-80gb h100 h200; do
     check "$model on $dev: every kernel shape has a survivor (rc=$rc: $(head -c 600 "$tmp/out"))" \
       test $rc -eq 0
     check "$model on $dev: the summary line says so" \
-      grep -q "kernel shapes, 0 without a survivor$" "$tmp/out"
+      grep -Eq "kernel shapes, 0 without a survivor; [1-9][0-9]* survivors, [1-9][0-9]* distinct kernels" "$tmp/out"
   done
 done
 
@@ -65,6 +65,8 @@ assert m["positions"] == 4096 and m["device_bytes"] == 24 * 2**30, m
 assert m["smallest"]["weights"] < m["as_loaded"]["weights"], m
 assert m["as_loaded"]["ple_table"] == 262144 * 35 * 256 * 2, m
 assert m["smallest_flags"] == "--quantize w4a16 --quantize-head", m
+assert d["survivors"] == sum(s["survivors"] for s in d["shapes"]), d["survivors"]
+assert 0 < d["kernels"] <= d["survivors"], (d["kernels"], d["survivors"])
 EOF
 
 # a space that fits nowhere: residual_norm asking 16 MiB of shared memory per block
