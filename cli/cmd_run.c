@@ -366,8 +366,11 @@ static tailor_status prompt_ids(tailor_ctx *ctx, const run_args *a, tailor_token
         return tailor_set_error(ctx, TAILOR_ERR_NOT_FOUND,
                                 "%s: no tokenizer.json, which --prompt needs (use --ids)",
                                 a->model);
-    if (a->chat)
-        return tailor_tokenizer_chat_prompt(ctx, *tok, a->prompt, ids, n);
+    if (a->chat) { /* the one size-dependent detail, from the checkpoint's own template */
+        int empty_thought = 0;
+        tailor_status s = tailor_gemma4_chat_empty_thought(ctx, a->model, &empty_thought);
+        return s ? s : tailor_tokenizer_chat_prompt(ctx, *tok, a->prompt, empty_thought, ids, n);
+    }
     return tailor_tokenizer_encode(ctx, *tok, a->prompt, strlen(a->prompt), 1, ids, n);
 }
 

@@ -530,8 +530,26 @@ static int32_t first_token(const tailor_tokenizer *tok, const char *a, const cha
     return id >= 0 ? id : tailor_tokenizer_token_id(tok, b);
 }
 
+/* Appends <|channel>thought\n<channel|>: the thought channel opened and closed empty. */
+static tailor_status append_empty_thought(tailor_ctx *ctx, const tailor_tokenizer *tok,
+                                          int32_t **v, size_t *k)
+{
+    int32_t open = tailor_tokenizer_token_id(tok, "<|channel>");
+    int32_t close = tailor_tokenizer_token_id(tok, "<channel|>");
+    if (open < 0 || close < 0)
+        return tailor_set_error(ctx, TAILOR_ERR_NOT_FOUND, "the tokenizer lacks %s, which the "
+                                "checkpoint's chat template puts after the model turn",
+                                open < 0 ? "<|channel>" : "<channel|>");
+    (*v)[(*k)++] = open; /* append_encoded always leaves room for one more */
+    tailor_status st = append_encoded(ctx, tok, "thought\n", 8, v, k);
+    if (st == TAILOR_OK)
+        (*v)[(*k)++] = close;
+    return st;
+}
+
 tailor_status tailor_tokenizer_chat_prompt(tailor_ctx *ctx, const tailor_tokenizer *tok,
-                                           const char *user_text, int32_t **ids, size_t *n)
+                                           const char *user_text, int empty_thought,
+                                           int32_t **ids, size_t *n)
 {
     if (!tok || !user_text || !ids || !n)
         return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "tailor_tokenizer_chat_prompt needs a "
@@ -567,6 +585,8 @@ tailor_status tailor_tokenizer_chat_prompt(tailor_ctx *ctx, const tailor_tokeniz
         v[k++] = sot;
         st = append_encoded(ctx, tok, "model\n", 6, &v, &k);
     }
+    if (st == TAILOR_OK && empty_thought)
+        st = append_empty_thought(ctx, tok, &v, &k);
     if (st) {
         free(v);
         return st;

@@ -397,6 +397,50 @@ static void test_memory(tailor_ctx *ctx)
     CHECK(strstr(tailor_ctx_message(ctx), "--quantize w4a16") == NULL);
 }
 
+/* The chat template's empty thought channel, read from the checkpoint's own template. */
+static void test_chat_template(tailor_ctx *ctx)
+{
+    char dir[256], path[512];
+    int et = -1;
+    tw_tmpdir(dir, sizeof dir, "chat");
+    CHECK_OK(ctx, tailor_gemma4_chat_empty_thought(ctx, dir, &et));
+    CHECKF(et == 0, "no template: %d", et);
+    /* tokenizer_config.json: the 31B kind (the block in a Jinja literal, \n as two characters) */
+    snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
+    CHECK(tw_write_text(path, "{\"chat_template\": \"{{- '<|turn>model\\\\n' -}}{%- if not "
+                              "enable_thinking -%}{{- '<|channel>thought\\\\n<channel|>' -}}"
+                              "{%- endif -%}\"}") == 0);
+    CHECK_OK(ctx, tailor_gemma4_chat_empty_thought(ctx, dir, &et));
+    CHECKF(et == 1, "31B-style tokenizer_config.json: %d", et);
+    /* the E2B kind: a thought channel only when thinking is on, never closed empty */
+    CHECK(tw_write_text(path, "{\"chat_template\": \"{{- '<|turn>model\\\\n' -}}{%- if "
+                              "enable_thinking -%}{{- '<|channel>thought\\\\n' -}}{%- endif "
+                              "-%}\"}") == 0);
+    CHECK_OK(ctx, tailor_gemma4_chat_empty_thought(ctx, dir, &et));
+    CHECKF(et == 0, "E2B-style tokenizer_config.json: %d", et);
+    CHECK(tw_write_text(path, "{\"bos_token\": \"<bos>\"}") == 0);
+    CHECK_OK(ctx, tailor_gemma4_chat_empty_thought(ctx, dir, &et));
+    CHECKF(et == 0, "tokenizer_config.json without a template: %d", et);
+    /* chat_template.jinja wins over tokenizer_config.json; a real newline counts too */
+    CHECK(tw_write_text(path, "{\"chat_template\": \"'<|channel>thought\\\\n<channel|>'\"}") == 0);
+    snprintf(path, sizeof path, "%s/chat_template.jinja", dir);
+    CHECK(tw_write_text(path, "{{- '<|turn>model\\n' -}}\n") == 0);
+    CHECK_OK(ctx, tailor_gemma4_chat_empty_thought(ctx, dir, &et));
+    CHECKF(et == 0, "chat_template.jinja without the block: %d", et);
+    CHECK(tw_write_text(path, "<|turn>model\n<|channel>thought\n<channel|>") == 0);
+    CHECK_OK(ctx, tailor_gemma4_chat_empty_thought(ctx, dir, &et));
+    CHECKF(et == 1, "chat_template.jinja with the block on real lines: %d", et);
+    CHECK(remove(path) == 0);
+    /* bad input: one sentence naming the file and field */
+    snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
+    CHECK(tw_write_text(path, "{\"chat_template\": [{\"name\": \"default\"}]}") == 0);
+    expect_msg(ctx, tailor_gemma4_chat_empty_thought(ctx, dir, &et), TAILOR_ERR_PARSE,
+               "chat_template a list", "tokenizer_config.json", "field chat_template is not a string");
+    CHECK(tw_write_text(path, "{\"chat_template\": ") == 0);
+    expect_msg(ctx, tailor_gemma4_chat_empty_thought(ctx, dir, &et), TAILOR_ERR_PARSE,
+               "truncated tokenizer_config", "tokenizer_config.json", "not a JSON object");
+}
+
 int main(void)
 {
     tailor_ctx *ctx = test_ctx();
@@ -405,6 +449,7 @@ int main(void)
     test_presets(ctx);
     test_seam_placement(ctx);
     test_memory(ctx);
+    test_chat_template(ctx);
     tailor_ctx_destroy(ctx);
     return test_finish("test_gemma4_config");
 }

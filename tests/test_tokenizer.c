@@ -237,6 +237,70 @@ static void test_synthetic_decode(tailor_ctx *ctx)
     tailor_tokenizer_close(tok);
 }
 
+/* The chat prompt with Gemma 4's turn and channel tokens (a character vocabulary, no merges):
+ * the one-turn prompt, then with the empty thought channel the 26B/31B templates append. */
+static void test_chat_prompt(tailor_ctx *ctx)
+{
+    static const char json[] =
+        "{\"added_tokens\":["
+        "{\"id\":2,\"content\":\"<bos>\",\"special\":true},"
+        "{\"id\":30,\"content\":\"<|turn>\",\"special\":true},"
+        "{\"id\":31,\"content\":\"<turn|>\",\"special\":true},"
+        "{\"id\":32,\"content\":\"<|channel>\",\"special\":true},"
+        "{\"id\":33,\"content\":\"<channel|>\",\"special\":true}],"
+        "\"model\":{\"type\":\"BPE\",\"vocab\":{\"<bos>\":2,\"\\n\":3,\"u\":4,\"s\":5,"
+        "\"e\":6,\"r\":7,\"m\":8,\"o\":9,\"d\":10,\"l\":11,\"t\":12,\"h\":13,\"g\":14,"
+        "\"H\":15,\"i\":16,\"<|turn>\":30,\"<turn|>\":31,\"<|channel>\":32,"
+        "\"<channel|>\":33},\"merges\":[]}}";
+    const char *path = write_tmp("chat4.json", json);
+    tailor_tokenizer *tok = NULL;
+    CHECK(path != NULL);
+    if (!path || tailor_tokenizer_open(ctx, path, &tok) != TAILOR_OK) {
+        CHECKF(0, "chat tokenizer: %s", tailor_ctx_message(ctx));
+        return;
+    }
+    /* <bos><|turn>user\nHi<turn|>\n<|turn>model\n */
+    static const int32_t plain[] = {2, 30, 4, 5, 6, 7, 3, 15, 16, 31, 3, 30, 8, 9, 10, 6, 11, 3};
+    /* ... then <|channel>thought\n<channel|> */
+    static const int32_t thought[] = {32, 12, 13, 9, 4, 14, 13, 12, 3, 33};
+    int32_t *ids = NULL;
+    size_t n = 0;
+    const size_t np = sizeof plain / sizeof *plain, nt = sizeof thought / sizeof *thought;
+    CHECK_OK(ctx, tailor_tokenizer_chat_prompt(ctx, tok, " Hi\n", 0, &ids, &n));
+    CHECKF(n == np && ids && memcmp(ids, plain, sizeof plain) == 0, "plain chat prompt: %zu ids", n);
+    free(ids);
+    ids = NULL;
+    CHECK_OK(ctx, tailor_tokenizer_chat_prompt(ctx, tok, " Hi\n", 1, &ids, &n));
+    CHECKF(n == np + nt && ids && memcmp(ids, plain, sizeof plain) == 0 &&
+               memcmp(ids + np, thought, sizeof thought) == 0,
+           "chat prompt with the empty thought channel: %zu ids", n);
+    free(ids);
+    tailor_tokenizer_close(tok);
+
+    /* a tokenizer without the channel tokens: refused, naming the token */
+    static const char old_json[] =
+        "{\"added_tokens\":[{\"id\":2,\"content\":\"<bos>\",\"special\":true},"
+        "{\"id\":30,\"content\":\"<|turn>\",\"special\":true},"
+        "{\"id\":31,\"content\":\"<turn|>\",\"special\":true}],"
+        "\"model\":{\"type\":\"BPE\",\"vocab\":{\"<bos>\":2,\"\\n\":3,\"u\":4,\"s\":5,"
+        "\"e\":6,\"r\":7,\"m\":8,\"o\":9,\"d\":10,\"l\":11,\"t\":12,\"h\":13,\"g\":14,"
+        "\"H\":15,\"i\":16,\"<|turn>\":30,\"<turn|>\":31},\"merges\":[]}}";
+    path = write_tmp("chat4-nochannel.json", old_json);
+    tok = NULL;
+    if (!path || tailor_tokenizer_open(ctx, path, &tok) != TAILOR_OK) {
+        CHECKF(0, "chat tokenizer without channels: %s", tailor_ctx_message(ctx));
+        return;
+    }
+    ids = NULL;
+    tailor_status st = tailor_tokenizer_chat_prompt(ctx, tok, "Hi", 1, &ids, &n);
+    CHECKF(st == TAILOR_ERR_NOT_FOUND && ids == NULL &&
+               strstr(tailor_ctx_message(ctx), "lacks <|channel>") != NULL,
+           "no <|channel>: %s", tailor_ctx_message(ctx));
+    CHECK_OK(ctx, tailor_tokenizer_chat_prompt(ctx, tok, "Hi", 0, &ids, &n));
+    free(ids);
+    tailor_tokenizer_close(tok);
+}
+
 static void test_synthetic_split(tailor_ctx *ctx)
 {
     static const struct {
@@ -363,7 +427,7 @@ static void test_gemma_ids(tailor_ctx *ctx, const tailor_tokenizer *tok)
     free(ids);
     /* chat prompt: <bos><start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\n, text trimmed */
     static const int32_t want_chat[] = {2, 105, 2364, 107, 10979, 106, 107, 105, 4368, 107};
-    CHECK_OK(ctx, tailor_tokenizer_chat_prompt(ctx, tok, "  Hi \n", &ids, &n));
+    CHECK_OK(ctx, tailor_tokenizer_chat_prompt(ctx, tok, "  Hi \n", 0, &ids, &n));
     CHECKF(n == 10 && memcmp(ids, want_chat, sizeof want_chat) == 0, "chat prompt of %zu ids", n);
     free(ids);
     check_decode(ctx, tok, (const int32_t[]){2, 9259, 1902, 1}, 4, 0, "<bos>Hello world<eos>");
@@ -622,6 +686,7 @@ int main(void)
     test_synthetic_encode(ctx);
     test_synthetic_decode(ctx);
     test_synthetic_split(ctx);
+    test_chat_prompt(ctx);
     test_bad_input(ctx);
     test_gemma(ctx);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_dir);

@@ -109,6 +109,14 @@ typedef struct tailor_gemma4 tailor_gemma4;
  * Memory: the mapping plus a few small per-layer vectors (norms, scalars) in fp32. */
 tailor_status tailor_gemma4_open(tailor_ctx *ctx, const char *dir, tailor_gemma4 **out);
 
+/* How the chat template shipped in `dir` (chat_template.jinja, else tokenizer_config.json's
+ * "chat_template") ends a generation prompt with thinking off: *empty_thought = 1 when it closes
+ * an empty thought channel after "<|turn>model\n" (<|channel>thought\n<channel|>: the 26B and
+ * 31B templates), 0 when it has no such block (E2B, E4B) or no template ships (GEMMA4.md §4). A
+ * template file that cannot be read, or a tokenizer_config.json that is not a JSON object or
+ * whose chat_template is not a string, fails with one sentence naming the file and field. */
+tailor_status tailor_gemma4_chat_empty_thought(tailor_ctx *ctx, const char *dir, int *empty_thought);
+
 /* Frees everything; NULL is fine. */
 void tailor_gemma4_close(tailor_gemma4 *m);
 

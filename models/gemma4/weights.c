@@ -15,7 +15,7 @@ typedef struct binder {
     char cfg_path[600];
 } binder;
 
-static char *read_file_text(tailor_ctx *ctx, const char *path, tailor_status *s)
+char *g4_read_text(tailor_ctx *ctx, const char *path, tailor_status *s)
 {
     FILE *fp = fopen(path, "rb");
     if (!fp) {
@@ -389,7 +389,7 @@ static tailor_status open_bound(binder *b, const char *dir)
     tailor_gemma4 *m = b->m;
     snprintf(b->cfg_path, sizeof b->cfg_path, "%s/config.json", dir);
     tailor_status s;
-    char *json = read_file_text(b->ctx, b->cfg_path, &s);
+    char *json = g4_read_text(b->ctx, b->cfg_path, &s);
     if (!json)
         return s;
     s = tailor_gemma4_config_parse(b->ctx, json, b->cfg_path, &m->cfg);
