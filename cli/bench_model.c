@@ -10,6 +10,7 @@
 #include "cache.h"
 #include "cli.h"
 #include "cuda.h"
+#include "device.h"
 #include "gemma4.h"
 #include "sampler.h"
 #include "kernels.h"
@@ -162,7 +163,7 @@ static void model_usage(void)
            "         [--profile] [--no-pdl] [--separate-gating] [--separate-q-prep]\n"
            "         [--attention-q-prep]\n"
            "         [--seams kernel|prologue|epilogue|mixed] [--knockout OP[:k=v,...]]... [--trace]\n"
-           "         [--step-tune] [--ple-host] [--one-by-one] [--sample rows|top] [--device N]\n"
+           "         [--step-tune] [--ple-host] [--one-by-one] [--sample rows|top] [--device gpu:N]\n"
            "         [--json]\n\n"
            "Gemma 4 end to end on the GPU: prefill and decode tok/s, time to first token, peak host\n"
            "memory of the load, GPU memory, decode against the bandwidth bound (weight bytes per\n"
@@ -284,9 +285,10 @@ static int parse_model_args(int argc, char **argv, model_args *a)
                 return 2;
             break;
         case 'j': a->json = 1; break;
-        case 'D':
-            if (cli_parse_int("bench model", "--device", optarg, 0, 63, &a->ordinal))
-                return 2;
+        case 'D': /* a live GPU: N, gpu:N or cuda:N (as tailor run takes it) */
+            if (!*optarg || (a->ordinal = tailor_device_live_ordinal(optarg)) < 0)
+                return cli_usage_error("bench model", "--device '%s' is none of gpu, cuda, gpu:N, "
+                                       "cuda:N, N", optarg);
             break;
         case 'c':
             if (cli_cache_flag("bench model", optarg, &a->cache_file))

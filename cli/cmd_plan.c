@@ -410,6 +410,9 @@ static cJSON *shape_json(const tailor_tune_target *t, const shape_plan *sp)
 /* ---- the model's GPU memory, from the loader's dry pass ---- */
 
 #define PLAN_POSITIONS 4096
+/* What the driver, a CUDA context and the kernels' workspaces keep of a card's memory (a 24 GB
+ * L4 reports ~22.5 GB free to a fresh process): the plan's "fits" is against the rest. */
+#define PLAN_CONTEXT_GB 2.0
 
 /* One load's memory: as the weights are (16-bit, or the checkpoint's own W4A16), or the smallest
  * (--quantize w4a16 and --quantize-head). */
@@ -459,10 +462,10 @@ static void print_memory_text(const tailor_device_info *dev, const memory_plan *
                "the host)", (double)a->ple_table / 1e9);
     printf("; %s %.2f GB (weights %.2f)", mp->smallest_flags, gpu_gb(b),
            (double)b->weights / 1e9);
-    if (dev->mem_bytes > 0) {
-        double have = (double)dev->mem_bytes / 1e9;
-        printf("; %s has %.1f GB%s", dev->name, have,
-               gpu_gb(a) > have ? (gpu_gb(b) > have ? ": neither fits" : ": as loaded does not fit")
+    if (dev->mem_bytes > 0) { /* the driver and a CUDA context keep some of it */
+        double have = (double)dev->mem_bytes / 1e9, room = have - PLAN_CONTEXT_GB;
+        printf("; %s has %.1f GB in all, ~%.1f GB for a model%s", dev->name, have, room,
+               gpu_gb(a) > room ? (gpu_gb(b) > room ? ": neither fits" : ": as loaded does not fit")
                                 : "");
     }
     printf("\n");
@@ -528,8 +531,13 @@ static int plan_model(tailor_ctx *ctx, const tailor_device_info *dev, const char
         cJSON_AddNumberToObject(root, "kernels", kernels.n);
         add_memory_json(root, dev, &mp);
         char *text = cJSON_Print(root);
-        printf("%s\n", text);
-        free(text);
+        if (text) {
+            printf("%s\n", text);
+            free(text);
+        } else {
+            tailor_set_error(ctx, TAILOR_ERR_NOMEM, "plan: out of memory");
+            empty = -1;
+        }
     } else if (empty >= 0) {
         print_memory_text(dev, &mp);
         printf("%s on %s (%s): %d kernel shapes, %d without a survivor; %d survivors, %d "
@@ -609,8 +617,8 @@ int cmd_plan(int argc, char **argv)
     if (preset || model) {
         if (!device)
             return cli_usage_error("plan", "--device is required");
-        if (compile)
-            return cli_usage_error("plan", "--compile and --dump take one --op and --shape");
+        if (compile || ptx)
+            return cli_usage_error("plan", "--compile, --dump and --ptx take one --op and --shape");
         return plan_model_main(device, preset, model, dtype_text, json, quiet);
     }
     if (!device || !op || !shape_text)

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -205,9 +206,11 @@ static int parse_args(int argc, char **argv, run_args *a)
         int n = 0;
         a->device = tailor_cuda_device_count(NULL, &n) == TAILOR_OK && n > 0 ? "gpu" : "cpu";
     }
-    a->ordinal = strcmp(a->device, "cpu") == 0 ? -1 : tailor_device_live_ordinal(a->device);
-    if (a->ordinal < 0 && strcmp(a->device, "cpu") != 0)
-        return cli_usage_error("run", "--device '%s' is none of cpu, gpu, gpu:N, cuda:N", a->device);
+    int cpu = strcasecmp(a->device, "cpu") == 0;
+    a->ordinal = cpu || !*a->device ? -1 : tailor_device_live_ordinal(a->device);
+    if (a->ordinal < 0 && !cpu)
+        return cli_usage_error("run", "--device '%s' is none of cpu, gpu, cuda, gpu:N, cuda:N, N",
+                               a->device);
     const char *gpu_only = gpu_only_flag(a);
     if (a->ordinal < 0 && gpu_only)
         return cli_usage_error("run", "%s applies to --device gpu only, and this run is on the "

@@ -36,22 +36,32 @@ out=$("$T" plan --device a10g --op attention_decode \
 check "a10g: head_dim 512 decode runs 16-key tiles" grep -q "^  attention_decode .*BN=16 " <<<"$out"
 check "a10g: 32-key tiles refused with the arithmetic" \
   grep -q "BN=32 .*needs 151,424 B shared memory per block; NVIDIA A10G (sm_86) allows 101,376 B" <<<"$out"
-# the big cards' plans are the large tiles, as before
-out=$("$T" plan --device h200 --op attention_decode \
-        --shape kv_len=4096,head_dim=512,heads=8,kv_heads=1,window=0,batch=1 2>&1)
-check "h200: head_dim 512 decode keeps 32- and 64-key tiles, no 16" \
-  bash -c "grep -q '^  attention_decode .*BN=32 ' <<<\"\$0\" && ! grep -q '^  attention_decode  .*BN=16 ' <<<\"\$0\"" "$out"
+# the big cards' plans are the large tiles, as before: no 16-key tile in attention_decode.cu's
+# survivors (attention_decode_wide always runs 16-key groups), no 16-key prefill tile
+for dev in h200 a100-40gb; do
+  out=$("$T" plan --device $dev --op attention_decode \
+          --shape kv_len=4096,head_dim=512,heads=8,kv_heads=1,window=0,batch=1 2>&1)
+  check "$dev: head_dim 512 decode keeps 32-key tiles" grep -Eq "^  attention_decode +ASYNC=1 BN=32 " <<<"$out"
+  check "$dev: head_dim 512 decode has no 16-key attention_decode tile" \
+    bash -c "! grep -Eq '^  attention_decode +ASYNC=1 BN=16 ' <<<\"\$0\"" "$out"
+  out=$("$T" plan --device $dev --op attention_prefill \
+          --shape q_len=512,kv_len=512,head_dim=512,heads=8,kv_heads=1,window=0 2>&1)
+  check "$dev: head_dim 512 prefill has survivors and no 16-key tile" \
+    bash -c "grep -Eq '^  attention_prefill +ASYNC=1 BN=(32|64) ' <<<\"\$0\" &&
+             ! grep -Eq '^  attention_prefill +ASYNC=1 BN=16 ' <<<\"\$0\"" "$out"
+done
 
 # memory from the loader's dry pass: 31B in 16 bits does not fit a 24 GB card, W4A16 does
 out=$("$T" plan --device l4 --preset gemma-4-31b --quiet 2>&1)
 check "31B on the L4: memory line with both loads" \
-  grep -Eq "^memory at 4096 positions: as loaded 6[0-9]\.[0-9]+ GB .*; --quantize w4a16 --quantize-head (1[6-9]|2[0-3])\.[0-9]+ GB .*NVIDIA L4 has 25\.8 GB: as loaded does not fit$" <<<"$out"
+  grep -Eq "^memory at 4096 positions: as loaded 6[0-9]\.[0-9]+ GB .*; --quantize w4a16 --quantize-head (1[6-9]|2[0-3])\.[0-9]+ GB .*NVIDIA L4 has 25\.8 GB in all, ~23\.8 GB for a model: as loaded does not fit$" <<<"$out"
 out=$("$T" plan --device t4 --preset gemma-4-e2b --quiet 2>&1)
 check "E2B on the T4: fits, and the PLE table is named" \
-  grep -Eq "^memory at 4096 positions: as loaded [0-9.]+ GB .* \+ the PLE table 4\.70 GB .*Tesla T4 has 17\.2 GB$" <<<"$out"
+  grep -Eq "^memory at 4096 positions: as loaded [0-9.]+ GB .* \+ the PLE table 4\.70 GB .*Tesla T4 has 17\.2 GB in all, ~15\.2 GB for a model$" <<<"$out"
 
 # JSON: one entry per shape with its counts
-"$T" plan --device l4 --preset gemma-4-e2b --json >"$tmp/json" 2>&1
+"$T" plan --device l4 --preset gemma-4-e2b --json >"$tmp/json" 2>&1; rc=$?
+check "json: exit 0 (rc=$rc)" test $rc -eq 0
 check "json: shapes_without_survivors 0 and an entry per listed shape" python3 - "$tmp/json" \
   "$("$T" tune --preset gemma-4-e2b --list | wc -l)" <<'EOF'
 import json, sys
@@ -90,8 +100,10 @@ check "the summary counts them" \
 "$T" plan --device t4 --preset gemma-4-e2b --op rmsnorm >/dev/null 2>"$tmp/err"; rc=$?
 check "--preset with --op is a usage error (rc=$rc)" test $rc -eq 2
 check "... saying which to give" grep -q "give --op with --shape, or --preset, or --model" "$tmp/err"
-"$T" plan --device t4 --preset gemma-4-e2b --compile >/dev/null 2>"$tmp/err"; rc=$?
-check "--preset with --compile is a usage error (rc=$rc)" test $rc -eq 2
+for flag in --compile --ptx; do
+  "$T" plan --device t4 --preset gemma-4-e2b $flag >/dev/null 2>"$tmp/err"; rc=$?
+  check "--preset with $flag is a usage error (rc=$rc)" test $rc -eq 2
+done
 "$T" plan --preset gemma-4-e2b >/dev/null 2>"$tmp/err"; rc=$?
 check "--preset without --device is a usage error (rc=$rc)" test $rc -eq 2
 "$T" plan --device t4 --preset gemma-4-e9b >/dev/null 2>"$tmp/err"; rc=$?

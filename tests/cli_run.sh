@@ -65,15 +65,18 @@ else
   check "--device gpu without a GPU fails" test $rc -eq 1
   check "--device gpu names the missing GPU" grep -q "no usable GPU 0 on this machine" <<<"$out"
 fi
+# --device CPU: the CPU, whatever the case
+ids=$("$BIN" run --device CPU --model "$M" --ids 2,3 --max-tokens 2 --print-ids 2>/dev/null); rc=$?
+check "--device CPU runs the CPU reference (rc=$rc, ids '$ids')" test $rc -eq 0 -a -n "$ids"
 # a GPU by ordinal: gpu:N or cuda:N; GPU 63 is on no machine here
 out=$("$BIN" run --device cuda:63 --model "$M" --ids 2,3 2>&1); rc=$?
 check "--device cuda:63 fails (rc=$rc)" test $rc -eq 1
 check "--device cuda:63 names it ($out)" grep -q "^tailor: --device cuda:63: no usable GPU 63 on this machine" <<<"$out"
-for dev in gpu:x cuda: gpu:-1 tpu; do
+for dev in gpu:x cuda: gpu:-1 tpu ""; do
   "$BIN" run --device "$dev" --model "$M" --ids 2,3 >/dev/null 2>"$TMP/err"; rc=$?
   check "--device $dev is a usage error (rc=$rc)" test $rc -eq 2
   check "--device $dev: the sentence lists the forms" \
-    grep -q "is none of cpu, gpu, gpu:N, cuda:N" "$TMP/err"
+    grep -q "is none of cpu, gpu, cuda, gpu:N, cuda:N, N" "$TMP/err"
 done
 
 "$BIN" run --ids 2,3 >/dev/null 2>&1; rc=$?

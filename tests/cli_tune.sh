@@ -105,6 +105,13 @@ check "bench model --help lists --knockout" grep -q -- "--knockout OP" "$TMPDIR_
 "$T" bench model --preset gemma-4-e2b --seams sideways 2>"$TMPDIR_ERR"; rc=$?
 check "bench model: a bad --seams exits 2" test $rc -eq 2
 check "bench model: a bad --seams says what it takes" grep -q "kernel, prologue, epilogue or mixed" "$TMPDIR_ERR"
+# --device: a live GPU as tailor run takes it; anything else is a usage error before GPU work
+check "bench model --help lists --device" grep -q -- "--device gpu:N" "$TMPDIR_ERR.help"
+for dev in gpu:x cpu "" cuda:-1; do
+  "$T" bench model --preset gemma-4-e2b --device "$dev" 2>"$TMPDIR_ERR"; rc=$?
+  check "bench model: --device '$dev' exits 2 (rc=$rc)" test $rc -eq 2
+  check "bench model: --device '$dev' says what it takes" grep -q "is none of gpu, cuda, gpu:N, cuda:N, N" "$TMPDIR_ERR"
+done
 # a kernel benchmark's op and shape are checked before any GPU work (exit 2 even without one)
 "$T" bench w4a16 --shape m=1,n=2,k=x 2>"$TMPDIR_ERR"; rc=$?
 check "bench w4a16: a malformed shape exits 2" test $rc -eq 2

@@ -407,35 +407,51 @@ static void test_chat_template(tailor_ctx *ctx)
     CHECKF(et == 0, "no template: %d", et);
     /* tokenizer_config.json: the 31B kind (the block in a Jinja literal, \n as two characters) */
     snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
-    CHECK(tw_write_text(path, "{\"chat_template\": \"{{- '<|turn>model\\\\n' -}}{%- if not "
-                              "enable_thinking -%}{{- '<|channel>thought\\\\n<channel|>' -}}"
-                              "{%- endif -%}\"}") == 0);
+    CHECK(tw_write_text(path, "{\"chat_template\": \"{%- if add_generation_prompt -%}{{- "
+                              "'<|turn>model\\\\n' -}}{%- if not enable_thinking -%}{{- "
+                              "'<|channel>thought\\\\n<channel|>' -}}{%- endif -%}{%- endif "
+                              "-%}\"}") == 0);
     CHECK_OK(ctx, tailor_gemma4_chat_empty_thought(ctx, dir, &et));
     CHECKF(et == 1, "31B-style tokenizer_config.json: %d", et);
     /* the E2B kind: a thought channel only when thinking is on, never closed empty */
-    CHECK(tw_write_text(path, "{\"chat_template\": \"{{- '<|turn>model\\\\n' -}}{%- if "
-                              "enable_thinking -%}{{- '<|channel>thought\\\\n' -}}{%- endif "
-                              "-%}\"}") == 0);
+    CHECK(tw_write_text(path, "{\"chat_template\": \"{%- if add_generation_prompt -%}{{- "
+                              "'<|turn>model\\\\n' -}}{%- if enable_thinking -%}{{- "
+                              "'<|channel>thought\\\\n' -}}{%- endif -%}{%- endif -%}\"}") == 0);
     CHECK_OK(ctx, tailor_gemma4_chat_empty_thought(ctx, dir, &et));
     CHECKF(et == 0, "E2B-style tokenizer_config.json: %d", et);
     CHECK(tw_write_text(path, "{\"bos_token\": \"<bos>\"}") == 0);
     CHECK_OK(ctx, tailor_gemma4_chat_empty_thought(ctx, dir, &et));
     CHECKF(et == 0, "tokenizer_config.json without a template: %d", et);
     /* chat_template.jinja wins over tokenizer_config.json; a real newline counts too */
-    CHECK(tw_write_text(path, "{\"chat_template\": \"'<|channel>thought\\\\n<channel|>'\"}") == 0);
+    /* a list of named templates: the one named "default" */
+    CHECK(tw_write_text(path, "{\"chat_template\": [{\"name\": \"tool_use\", \"template\": \"\"}, "
+                              "{\"name\": \"default\", \"template\": \"add_generation_prompt "
+                              "'<|channel>thought\\\\n<channel|>'\"}]}") == 0);
+    CHECK_OK(ctx, tailor_gemma4_chat_empty_thought(ctx, dir, &et));
+    CHECKF(et == 1, "a list of named templates: %d", et);
     snprintf(path, sizeof path, "%s/chat_template.jinja", dir);
     CHECK(tw_write_text(path, "{{- '<|turn>model\\n' -}}\n") == 0);
     CHECK_OK(ctx, tailor_gemma4_chat_empty_thought(ctx, dir, &et));
     CHECKF(et == 0, "chat_template.jinja without the block: %d", et);
-    CHECK(tw_write_text(path, "<|turn>model\n<|channel>thought\n<channel|>") == 0);
+    CHECK(tw_write_text(path, "{%- if add_generation_prompt -%}\n<|turn>model\n"
+                              "<|channel>thought\n<channel|>\n{%- endif -%}") == 0);
     CHECK_OK(ctx, tailor_gemma4_chat_empty_thought(ctx, dir, &et));
     CHECKF(et == 1, "chat_template.jinja with the block on real lines: %d", et);
+    /* the block among the past turns' formatting, not in the generation prompt: not counted */
+    CHECK(tw_write_text(path, "{%- for m in messages -%}'<|channel>thought\\n<channel|>'{%- "
+                              "endfor -%}{%- if add_generation_prompt -%}'<|turn>model\\n'{%- "
+                              "endif -%}") == 0);
+    CHECK_OK(ctx, tailor_gemma4_chat_empty_thought(ctx, dir, &et));
+    CHECKF(et == 0, "the block only before the generation prompt: %d", et);
     CHECK(remove(path) == 0);
     /* bad input: one sentence naming the file and field */
     snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
     CHECK(tw_write_text(path, "{\"chat_template\": [{\"name\": \"default\"}]}") == 0);
     expect_msg(ctx, tailor_gemma4_chat_empty_thought(ctx, dir, &et), TAILOR_ERR_PARSE,
-               "chat_template a list", "tokenizer_config.json", "field chat_template is not a string");
+               "default without a template", "tokenizer_config.json", "field chat_template is");
+    CHECK(tw_write_text(path, "{\"chat_template\": 7}") == 0);
+    expect_msg(ctx, tailor_gemma4_chat_empty_thought(ctx, dir, &et), TAILOR_ERR_PARSE,
+               "chat_template a number", "tokenizer_config.json", "neither a string nor a list");
     CHECK(tw_write_text(path, "{\"chat_template\": ") == 0);
     expect_msg(ctx, tailor_gemma4_chat_empty_thought(ctx, dir, &et), TAILOR_ERR_PARSE,
                "truncated tokenizer_config", "tokenizer_config.json", "not a JSON object");

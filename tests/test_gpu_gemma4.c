@@ -369,6 +369,22 @@ static void check_sampled(tailor_ctx *ctx, tailor_gemma4_gpu *g, const char *tag
     free(order);
 }
 
+/* tailor_gemma4_gpu_memory_need against the created model's own accounting: weights and KV
+ * cache to the byte; activations too, but for the staging rows a host-side PLE table adds. */
+static void check_memory_need(tailor_ctx *ctx, const char *tag, const tailor_gemma4 *m,
+                              const tailor_gemma4_gpu_opts *o, const tailor_gemma4_gpu *g)
+{
+    tailor_gemma4_gpu_info info;
+    tailor_gemma4_gpu_get_info(g, &info);
+    tailor_gemma4_gpu_memory need;
+    CHECK_OK(ctx, tailor_gemma4_gpu_memory_need(ctx, tailor_gemma4_get_config(m), m, o, &need));
+    CHECKF(need.weights == info.weight_bytes && need.kv == info.kv_bytes &&
+               (info.ple_bytes ? need.acts == info.act_bytes : need.acts <= info.act_bytes),
+           "%s: dry pass weights %zu kv %zu acts %zu, created %zu / %zu / %zu (PLE table %zu)",
+           tag, need.weights, need.kv, need.acts, info.weight_bytes, info.kv_bytes, info.act_bytes,
+           info.ple_bytes);
+}
+
 static void run_mode(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, const char *name,
                      const mode *md, tailor_gemma4 *m, const int32_t *prompt, int T,
                      const int32_t *greedy, int G, const cJSON *gaps, const double *qgaps,
@@ -393,6 +409,8 @@ static void run_mode(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, cons
     tailor_gemma4_gpu *g = NULL;
     tailor_status st = tailor_gemma4_gpu_create(ctx, m, gpu, ks, &o, &g);
     CHECKF(st == TAILOR_OK, "%s: create failed: %s", tag, tailor_ctx_message(ctx));
+    if (g) /* the dry pass (create's memory check, tailor plan) sized what the load allocated */
+        check_memory_need(ctx, tag, m, &o, g);
     if (g && getenv("TAILOR_DEBUG_LAYERS") && atoi(getenv("TAILOR_DEBUG_LAYERS")) == 1) {
         int first_bad = -1;
         CHECK_OK(ctx, tailor_gemma4_gpu_debug_layers(ctx, g, prompt[0], rel_tol(md->dtype, tailor_gemma4_is_w4a16(m)) * 30 + ABS_TOL,

@@ -11,12 +11,17 @@
 
 #include "gemma4_internal.h"
 
-/* 1 when the template text holds the empty thought block: "<|channel>thought", a newline (the
- * two characters \n of a Jinja string literal, or a real one), then "<channel|>". */
+/* 1 when the template's generation prompt holds the empty thought block: after the first
+ * "add_generation_prompt" (so that a literal among the past turns' formatting does not count),
+ * "<|channel>thought", a newline (the two characters \n of a Jinja string literal, or a real
+ * one), then "<channel|>". */
 static int has_empty_thought(const char *t)
 {
     static const char open[] = "<|channel>thought", close[] = "<channel|>";
-    for (const char *p = strstr(t, open); p; p = strstr(p + 1, open)) {
+    const char *gen = strstr(t, "add_generation_prompt");
+    if (!gen)
+        return 0;
+    for (const char *p = strstr(gen, open); p; p = strstr(p + 1, open)) {
         const char *q = p + sizeof open - 1;
         if (q[0] == '\\' && q[1] == 'n')
             q += 2;
@@ -36,7 +41,35 @@ static int exists(const char *path)
     return stat(path, &st) == 0;
 }
 
-/* tokenizer_config.json's "chat_template" (a string; absent: no template) checked as above. */
+/* The template text of tokenizer_config.json's "chat_template": a string, or in a list of
+ * named templates ({"name", "template"}) the one named "default"; NULL when there is none.
+ * *bad: the field is there but none of those. */
+static const char *template_text(const cJSON *tpl, int *bad)
+{
+    *bad = 0;
+    if (!tpl)
+        return NULL;
+    if (cJSON_IsString(tpl))
+        return tpl->valuestring;
+    if (!cJSON_IsArray(tpl)) {
+        *bad = 1;
+        return NULL;
+    }
+    const cJSON *e;
+    cJSON_ArrayForEach(e, tpl) {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "name");
+        const cJSON *text = cJSON_GetObjectItemCaseSensitive(e, "template");
+        if (cJSON_IsString(name) && strcmp(name->valuestring, "default") == 0) {
+            if (cJSON_IsString(text))
+                return text->valuestring;
+            *bad = 1;
+            return NULL;
+        }
+    }
+    return NULL;
+}
+
+/* tokenizer_config.json's "chat_template" (absent: no template) checked as above. */
 static tailor_status from_tokenizer_config(tailor_ctx *ctx, const char *path, int *out)
 {
     tailor_status s;
@@ -49,14 +82,15 @@ static tailor_status from_tokenizer_config(tailor_ctx *ctx, const char *path, in
         cJSON_Delete(root);
         return tailor_set_error(ctx, TAILOR_ERR_PARSE, "%s: not a JSON object", path);
     }
-    const cJSON *tpl = cJSON_GetObjectItemCaseSensitive(root, "chat_template");
+    int bad = 0;
+    const char *tpl = template_text(cJSON_GetObjectItemCaseSensitive(root, "chat_template"), &bad);
     s = TAILOR_OK;
-    if (tpl && !cJSON_IsString(tpl))
+    if (bad)
         s = tailor_set_error(ctx, TAILOR_ERR_PARSE,
-                             "%s: field chat_template is not a string (a list of named templates "
-                             "is not supported)", path);
+                             "%s: field chat_template is neither a string nor a list of named "
+                             "templates whose \"default\" has a string \"template\"", path);
     else
-        *out = tpl ? has_empty_thought(tpl->valuestring) : 0;
+        *out = tpl ? has_empty_thought(tpl) : 0;
     cJSON_Delete(root);
     return s;
 }

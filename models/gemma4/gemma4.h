@@ -110,11 +110,12 @@ typedef struct tailor_gemma4 tailor_gemma4;
 tailor_status tailor_gemma4_open(tailor_ctx *ctx, const char *dir, tailor_gemma4 **out);
 
 /* How the chat template shipped in `dir` (chat_template.jinja, else tokenizer_config.json's
- * "chat_template") ends a generation prompt with thinking off: *empty_thought = 1 when it closes
- * an empty thought channel after "<|turn>model\n" (<|channel>thought\n<channel|>: the 26B and
- * 31B templates), 0 when it has no such block (E2B, E4B) or no template ships (GEMMA4.md §4). A
- * template file that cannot be read, or a tokenizer_config.json that is not a JSON object or
- * whose chat_template is not a string, fails with one sentence naming the file and field. */
+ * "chat_template": a string, or the list entry named "default") ends a generation prompt with
+ * thinking off: *empty_thought = 1 when its generation prompt (the text after
+ * "add_generation_prompt") closes an empty thought channel (<|channel>thought\n<channel|>: the
+ * 26B and 31B templates), 0 when it has no such block (E2B, E4B) or no template ships (GEMMA4.md
+ * §4). A template file that cannot be read, or a tokenizer_config.json that is not a JSON object
+ * or whose chat_template is neither form, fails with one sentence naming the file and field. */
 tailor_status tailor_gemma4_chat_empty_thought(tailor_ctx *ctx, const char *dir, int *empty_thought);
 
 /* Frees everything; NULL is fine. */
