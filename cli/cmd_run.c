@@ -49,7 +49,9 @@ static void usage(FILE *out)
             "  --chat            wrap --prompt in the Gemma 4 chat turn format\n"
             "  --max-tokens N    tokens to generate (default 32); stops early on ids 1, 106, 50\n"
             "  --greedy          argmax decoding (the default)\n"
-            "  --temperature T, --top-p P, --top-k K, --seed S   sampling (top-k 0 = all)\n"
+            "  --temperature T, --top-p P, --top-k K, --seed S   sampling (top-k 0 = all); those\n"
+            "                    left out take DIR/generation_config.json's values (Gemma 4:\n"
+            "                    1.0, 64, 0.95), else transformers' defaults (1.0, top-k 50, 1.0)\n"
             "  --print-ids       print the generated ids instead of text\n"
             "  --dump-logits F   write the logits of every prompt position to F: raw "
             "little-endian\n"
@@ -60,6 +62,7 @@ typedef struct run_args {
     const char *model, *device, *ids, *prompt, *dump, *dtype, *quantize, *rehearse, *cache;
     int chat, max_tokens, print_ids, sampling, quantize_head;
     int ordinal; /* the GPU (--device gpu, gpu:N, cuda:N), or -1 for the CPU */
+    int given_temp, given_topp, given_topk; /* sampling flags given (the rest: the checkpoint's) */
     tailor_sampler_params sp;
 } run_args;
 
@@ -151,18 +154,18 @@ static int parse_args(int argc, char **argv, run_args *a)
                                  &v))
                 return 2;
             a->sp.temperature = (float)v;
-            a->sampling = 1;
+            a->sampling = a->given_temp = 1;
             break;
         case O_TOPP:
             if (cli_parse_number("run", "--top-p", optarg, 0, 1, "a number in (0, 1]", &v))
                 return 2;
             a->sp.top_p = (float)v;
-            a->sampling = 1;
+            a->sampling = a->given_topp = 1;
             break;
         case O_TOPK:
             if (cli_parse_int("run", "--top-k", optarg, 0, 1 << 20, &a->sp.top_k))
                 return 2;
-            a->sampling = 1;
+            a->sampling = a->given_topk = 1;
             break;
         case O_SEED:
             a->sp.seed = strtoull(optarg, &end, 10);
@@ -552,6 +555,30 @@ static tailor_status generate_gpu(tailor_ctx *ctx, const run_args *a, tailor_gem
     return s;
 }
 
+/* Sampling: the flags left out take the checkpoint's generation_config.json defaults (else
+ * transformers'), as generate() would; the log line says which came from where. */
+static tailor_status sampling_defaults(tailor_ctx *ctx, run_args *a)
+{
+    if (!a->sampling)
+        return TAILOR_OK;
+    tailor_gemma4_sampling d;
+    tailor_status s = tailor_gemma4_sampling_defaults(ctx, a->model, &d);
+    if (s)
+        return s;
+    if (!a->given_temp)
+        a->sp.temperature = d.temperature;
+    if (!a->given_topk)
+        a->sp.top_k = d.top_k;
+    if (!a->given_topp)
+        a->sp.top_p = d.top_p;
+    const char *dflt = d.from_file ? "generation_config.json" : "transformers' default";
+    tailor_log(ctx, TAILOR_LOG_INFO, "sampling: temperature %g (%s), top-k %d (%s), top-p %g (%s)",
+               (double)a->sp.temperature, a->given_temp ? "--temperature" : dflt, a->sp.top_k,
+               a->given_topk ? "--top-k" : dflt, (double)a->sp.top_p,
+               a->given_topp ? "--top-p" : dflt);
+    return TAILOR_OK;
+}
+
 int cmd_run(int argc, char **argv)
 {
     run_args a;
@@ -564,6 +591,8 @@ int cmd_run(int argc, char **argv)
     int32_t *ids = NULL;
     size_t n = 0;
     tailor_status s = tailor_gemma4_open(ctx, a.model, &m);
+    if (s == TAILOR_OK)
+        s = sampling_defaults(ctx, &a);
     if (s == TAILOR_OK)
         s = prompt_ids(ctx, &a, &tok, &ids, &n);
     if (s == TAILOR_OK)

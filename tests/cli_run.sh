@@ -119,6 +119,24 @@ s1=$("$BIN" run --model "$M" --ids 2,5 --max-tokens 8 --print-ids --temperature 
 s2=$("$BIN" run --model "$M" --ids 2,5 --max-tokens 8 --print-ids --temperature 1.5 --top-k 10 \
      --top-p 0.9 --seed 42 2>/dev/null)
 check "sampling with a seed is reproducible ($s1)" test -n "$s1" -a "$s1" = "$s2"
+# sampling flags left out: the checkpoint's generation_config.json, else transformers' defaults
+"$BIN" run --device cpu --model "$M" --ids 2,5 --max-tokens 2 --print-ids --temperature 0.7 \
+  --seed 1 >/dev/null 2>"$TMP/err"; rc=$?
+check "no generation_config.json: transformers' defaults, said ($(head -1 "$TMP/err"))" \
+  grep -q "sampling: temperature 0.7 (--temperature), top-k 50 (transformers' default), top-p 1 (transformers' default)" "$TMP/err"
+printf '{"temperature": 1.0, "top_k": 64, "top_p": 0.95}' >"$M/generation_config.json"
+"$BIN" run --device cpu --model "$M" --ids 2,5 --max-tokens 2 --print-ids --top-k 5 \
+  --seed 1 >/dev/null 2>"$TMP/err"; rc=$?
+check "generation_config.json fills what the flags leave out (rc=$rc)" \
+  grep -q "sampling: temperature 1 (generation_config.json), top-k 5 (--top-k), top-p 0.95 (generation_config.json)" "$TMP/err"
+printf '{"top_p": 2}' >"$M/generation_config.json"
+"$BIN" run --device cpu --model "$M" --ids 2,5 --max-tokens 2 --temperature 0.7 >/dev/null 2>"$TMP/err"; rc=$?
+check "a bad generation_config.json fails (rc=$rc)" test $rc -eq 1
+check "... naming the file and field ($(cat "$TMP/err"))" \
+  grep -q "generation_config.json: field top_p must be a number in (0, 1\]" "$TMP/err"
+"$BIN" run --device cpu --model "$M" --ids 2,5 --max-tokens 2 >/dev/null 2>&1; rc=$?
+check "greedy runs do not read generation_config.json (rc=$rc)" test $rc -eq 0
+rm -f "$M/generation_config.json"
 "$BIN" run --model "$M" --ids 2 --greedy --temperature 0.5 >/dev/null 2>&1; rc=$?
 check "--greedy with --temperature is a usage error" test $rc -eq 2
 

@@ -457,6 +457,41 @@ static void test_chat_template(tailor_ctx *ctx)
                "truncated tokenizer_config", "tokenizer_config.json", "not a JSON object");
 }
 
+/* Sampling defaults from generation_config.json, transformers' where it says nothing. */
+static void test_sampling_defaults(tailor_ctx *ctx)
+{
+    char dir[256], path[512];
+    tw_tmpdir(dir, sizeof dir, "gen");
+    tailor_gemma4_sampling d;
+    CHECK_OK(ctx, tailor_gemma4_sampling_defaults(ctx, dir, &d));
+    CHECKF(d.temperature == 1.0f && d.top_k == 50 && d.top_p == 1.0f && !d.from_file,
+           "no file: %g %d %g %d", (double)d.temperature, d.top_k, (double)d.top_p, d.from_file);
+    snprintf(path, sizeof path, "%s/generation_config.json", dir);
+    CHECK(tw_write_text(path, "{\"do_sample\": true, \"temperature\": 1.0, \"top_k\": 64, "
+                              "\"top_p\": 0.95, \"eos_token_id\": [1, 106, 50]}") == 0);
+    CHECK_OK(ctx, tailor_gemma4_sampling_defaults(ctx, dir, &d));
+    CHECKF(d.temperature == 1.0f && d.top_k == 64 && d.top_p == 0.95f && d.from_file,
+           "Gemma 4's: %g %d %g", (double)d.temperature, d.top_k, (double)d.top_p);
+    CHECK(tw_write_text(path, "{\"top_p\": 0.9, \"top_k\": null}") == 0);
+    CHECK_OK(ctx, tailor_gemma4_sampling_defaults(ctx, dir, &d));
+    CHECKF(d.temperature == 1.0f && d.top_k == 50 && d.top_p == 0.9f && d.from_file,
+           "top_p only: %g %d %g", (double)d.temperature, d.top_k, (double)d.top_p);
+    static const struct {
+        const char *json, *field;
+    } bad[] = {{"{\"temperature\": 0}", "field temperature must be a number above 0"},
+               {"{\"temperature\": \"hot\"}", "field temperature must be"},
+               {"{\"top_k\": 6.5}", "field top_k must be an integer"},
+               {"{\"top_k\": -1}", "field top_k must be an integer"},
+               {"{\"top_p\": 1.5}", "field top_p must be a number in (0, 1]"},
+               {"[1, 2]", "not a JSON object"},
+               {"{\"top_p\": ", "not a JSON object"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK(tw_write_text(path, bad[i].json) == 0);
+        expect_msg(ctx, tailor_gemma4_sampling_defaults(ctx, dir, &d), TAILOR_ERR_PARSE,
+                   bad[i].json, "generation_config.json", bad[i].field);
+    }
+}
+
 int main(void)
 {
     tailor_ctx *ctx = test_ctx();
@@ -466,6 +501,7 @@ int main(void)
     test_seam_placement(ctx);
     test_memory(ctx);
     test_chat_template(ctx);
+    test_sampling_defaults(ctx);
     tailor_ctx_destroy(ctx);
     return test_finish("test_gemma4_config");
 }

@@ -118,6 +118,20 @@ tailor_status tailor_gemma4_open(tailor_ctx *ctx, const char *dir, tailor_gemma4
  * or whose chat_template is neither form, fails with one sentence naming the file and field. */
 tailor_status tailor_gemma4_chat_empty_thought(tailor_ctx *ctx, const char *dir, int *empty_thought);
 
+/* The sampling defaults a checkpoint ships in `dir`/generation_config.json (temperature, top_k,
+ * top_p: Gemma 4's are 1.0, 64, 0.95); a field it lacks, and every field when there is no such
+ * file, at transformers' GenerationConfig defaults (1.0, 50, 1.0), which generate() would use.
+ * from_file: some field came from the file. A file that is not a JSON object, or a field of the
+ * wrong type or range, fails with one sentence naming the file and field. */
+typedef struct tailor_gemma4_sampling {
+    float temperature, top_p;
+    int top_k;
+    int from_file;
+} tailor_gemma4_sampling;
+
+tailor_status tailor_gemma4_sampling_defaults(tailor_ctx *ctx, const char *dir,
+                                              tailor_gemma4_sampling *out);
+
 /* Frees everything; NULL is fine. */
 void tailor_gemma4_close(tailor_gemma4 *m);
 

@@ -1,7 +1,9 @@
-/* chat.c — what the checkpoint's own chat template says about the generation prompt. tailor
- * renders the one-turn Gemma 4 prompt itself (tailor_tokenizer_chat_prompt); the one detail that
- * differs between sizes, the empty thought channel the 26B and 31B templates close when thinking
- * is off, is read from the template that ships with the weights rather than guessed. */
+/* generation.c — what the checkpoint's generation files say: its chat template about the
+ * generation prompt, and generation_config.json about sampling. tailor renders the one-turn
+ * Gemma 4 prompt itself (tailor_tokenizer_chat_prompt); the one detail that differs between
+ * sizes, the empty thought channel the 26B and 31B templates close when thinking is off, is read
+ * from the template that ships with the weights rather than guessed. Sampling flags a run leaves
+ * out take the checkpoint's defaults, as transformers' generate() does. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,4 +113,62 @@ tailor_status tailor_gemma4_chat_empty_thought(tailor_ctx *ctx, const char *dir,
     }
     snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
     return exists(path) ? from_tokenizer_config(ctx, path, empty_thought) : TAILOR_OK;
+}
+
+/* ---- generation_config.json ---- */
+
+/* A number field of the object at `path` in [lo, hi] (lo excluded when open_lo), or absent. */
+static tailor_status number_field(tailor_ctx *ctx, const char *path, const cJSON *root,
+                                  const char *key, double lo, int open_lo, double hi,
+                                  const char *range, double *out, int *present)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+    *present = v != NULL && !cJSON_IsNull(v);
+    if (!*present)
+        return TAILOR_OK;
+    double d = cJSON_IsNumber(v) ? v->valuedouble : -1.0;
+    if (!cJSON_IsNumber(v) || d < lo || (open_lo && d == lo) || d > hi)
+        return tailor_set_error(ctx, TAILOR_ERR_PARSE, "%s: field %s must be %s", path, key,
+                                range);
+    *out = d;
+    return TAILOR_OK;
+}
+
+tailor_status tailor_gemma4_sampling_defaults(tailor_ctx *ctx, const char *dir,
+                                              tailor_gemma4_sampling *out)
+{
+    *out = (tailor_gemma4_sampling){.temperature = 1.0f, .top_k = 50, .top_p = 1.0f};
+    char path[1024];
+    snprintf(path, sizeof path, "%s/generation_config.json", dir);
+    if (!exists(path))
+        return TAILOR_OK;
+    tailor_status s;
+    char *text = g4_read_text(ctx, path, &s);
+    if (!text)
+        return s;
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    if (!cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        return tailor_set_error(ctx, TAILOR_ERR_PARSE, "%s: not a JSON object", path);
+    }
+    double t = 1.0, k = 50, p = 1.0;
+    int has_t = 0, has_k = 0, has_p = 0;
+    s = number_field(ctx, path, root, "temperature", 0, 1, 1e6, "a number above 0", &t, &has_t);
+    if (s == TAILOR_OK)
+        s = number_field(ctx, path, root, "top_k", 0, 0, 1 << 20, "an integer from 0 to 1048576",
+                         &k, &has_k);
+    if (s == TAILOR_OK && has_k && k != (double)(int)k)
+        s = tailor_set_error(ctx, TAILOR_ERR_PARSE, "%s: field top_k must be an integer from 0 "
+                             "to 1048576", path);
+    if (s == TAILOR_OK)
+        s = number_field(ctx, path, root, "top_p", 0, 1, 1, "a number in (0, 1]", &p, &has_p);
+    cJSON_Delete(root);
+    if (s)
+        return s;
+    out->temperature = (float)t;
+    out->top_k = (int)k;
+    out->top_p = (float)p;
+    out->from_file = has_t || has_k || has_p;
+    return TAILOR_OK;
 }
