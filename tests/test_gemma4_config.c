@@ -422,13 +422,14 @@ static void test_chat_template(tailor_ctx *ctx)
     CHECK(tw_write_text(path, "{\"bos_token\": \"<bos>\"}") == 0);
     CHECK_OK(ctx, tailor_gemma4_chat_empty_thought(ctx, dir, &et));
     CHECKF(et == 0, "tokenizer_config.json without a template: %d", et);
-    /* chat_template.jinja wins over tokenizer_config.json; a real newline counts too */
     /* a list of named templates: the one named "default" */
     CHECK(tw_write_text(path, "{\"chat_template\": [{\"name\": \"tool_use\", \"template\": \"\"}, "
                               "{\"name\": \"default\", \"template\": \"add_generation_prompt "
                               "'<|channel>thought\\\\n<channel|>'\"}]}") == 0);
     CHECK_OK(ctx, tailor_gemma4_chat_empty_thought(ctx, dir, &et));
     CHECKF(et == 1, "a list of named templates: %d", et);
+    /* chat_template.jinja wins over tokenizer_config.json (which still has the block); a real
+     * newline counts too */
     snprintf(path, sizeof path, "%s/chat_template.jinja", dir);
     CHECK(tw_write_text(path, "{{- '<|turn>model\\n' -}}\n") == 0);
     CHECK_OK(ctx, tailor_gemma4_chat_empty_thought(ctx, dir, &et));

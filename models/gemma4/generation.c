@@ -71,19 +71,29 @@ static const char *template_text(const cJSON *tpl, int *bad)
     return NULL;
 }
 
-/* tokenizer_config.json's "chat_template" (absent: no template) checked as above. */
-static tailor_status from_tokenizer_config(tailor_ctx *ctx, const char *path, int *out)
+/* The JSON object in the file at `path` (cJSON_Delete it), or NULL with one sentence. */
+static cJSON *read_object(tailor_ctx *ctx, const char *path, tailor_status *s)
 {
-    tailor_status s;
-    char *text = g4_read_text(ctx, path, &s);
+    char *text = g4_read_text(ctx, path, s);
     if (!text)
-        return s;
+        return NULL;
     cJSON *root = cJSON_Parse(text);
     free(text);
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
-        return tailor_set_error(ctx, TAILOR_ERR_PARSE, "%s: not a JSON object", path);
+        *s = tailor_set_error(ctx, TAILOR_ERR_PARSE, "%s: not a JSON object", path);
+        return NULL;
     }
+    return root;
+}
+
+/* tokenizer_config.json's "chat_template" (absent: no template) checked as above. */
+static tailor_status from_tokenizer_config(tailor_ctx *ctx, const char *path, int *out)
+{
+    tailor_status s;
+    cJSON *root = read_object(ctx, path, &s);
+    if (!root)
+        return s;
     int bad = 0;
     const char *tpl = template_text(cJSON_GetObjectItemCaseSensitive(root, "chat_template"), &bad);
     s = TAILOR_OK;
@@ -143,15 +153,9 @@ tailor_status tailor_gemma4_sampling_defaults(tailor_ctx *ctx, const char *dir,
     if (!exists(path))
         return TAILOR_OK;
     tailor_status s;
-    char *text = g4_read_text(ctx, path, &s);
-    if (!text)
+    cJSON *root = read_object(ctx, path, &s);
+    if (!root)
         return s;
-    cJSON *root = cJSON_Parse(text);
-    free(text);
-    if (!cJSON_IsObject(root)) {
-        cJSON_Delete(root);
-        return tailor_set_error(ctx, TAILOR_ERR_PARSE, "%s: not a JSON object", path);
-    }
     double t = 1.0, k = 50, p = 1.0;
     int has_t = 0, has_k = 0, has_p = 0;
     s = number_field(ctx, path, root, "temperature", 0, 1, 1e6, "a number above 0", &t, &has_t);
