@@ -28,8 +28,10 @@ done
 out=$(TAILOR_NO_COMPILE=1 "$T" run --model "$S/tests/fixtures/e2b_flat" --quantize w4a16 \
       --ids 2,17,33 --max-tokens 4 --print-ids --cache "$tmp/c.db" 2>&1); rc=$?
 check "warm run quantized on load compiles nothing (rc=$rc: $(tail -1 <<<"$out"))" test $rc -eq 0
-# sampling on the GPU path (the logits row downloaded into pinned memory, then the host sampler):
-# top-k 1 is greedy, so its ids equal the device argmax's; a seed gives the same ids twice
+# sampling on the GPU path (with top-k from 1 to 64 the row's 64 best downloaded, with top-k 0 the
+# whole row into pinned memory, then the host sampler; flags left out default to transformers'
+# top-k 50 here, the fixture having no generation_config.json): top-k 1 is greedy, so its ids
+# equal the device argmax's; a seed gives the same ids twice, on both paths
 M=$S/tests/fixtures/e2b_flat
 run_ids() { "$T" run --model "$M" --ids 2,17,33 --max-tokens 6 --print-ids \
               --cache "$tmp/c.db" "$@" 2>/dev/null | grep -E '^([0-9]+,){5}[0-9]+' | head -1; }
@@ -40,6 +42,9 @@ check "top-k 1 sampling on the GPU gives the greedy ids ($topk1 vs $greedy)" \
 s1=$(run_ids --temperature 1.5 --top-p 0.95 --seed 42)
 s2=$(run_ids --temperature 1.5 --top-p 0.95 --seed 42)
 check "a seeded GPU sampling run repeats ($s1 vs $s2)" test -n "$s1" -a "$s1" = "$s2"
+r1=$(run_ids --temperature 1.5 --top-p 0.95 --top-k 0 --seed 42)
+r2=$(run_ids --temperature 1.5 --top-p 0.95 --top-k 0 --seed 42)
+check "a seeded GPU sampling run from whole rows repeats ($r1 vs $r2)" test -n "$r1" -a "$r1" = "$r2"
 # greedy decoding queued ahead streams the ids the sampler's top-k 1 gave; --max-tokens 0 prints
 # no id (as on the CPU)
 none=$("$T" run --model "$M" --ids 2,17,33 --max-tokens 0 --greedy --print-ids --cache "$tmp/c.db" \
