@@ -89,19 +89,12 @@ static char *make_text(const bench_opts *o, size_t bytes, size_t *len)
     size_t slen = sizeof builtin_sample - 1;
     char *filebuf = NULL;
     if (o->file) {
-        FILE *f = fopen(o->file, "rb");
-        if (!f) {
+        if (!(filebuf = cli_read_file(o->file, &slen))) {
             fprintf(stderr, "tailor bench tokenizer: cannot read '%s' (%s)\n", o->file, strerror(errno));
             return NULL;
         }
-        fseek(f, 0, SEEK_END);
-        long sz = ftell(f);
-        fseek(f, 0, SEEK_SET);
-        filebuf = sz > 0 ? malloc((size_t)sz) : NULL;
-        slen = filebuf ? fread(filebuf, 1, (size_t)sz, f) : 0;
-        fclose(f);
         if (slen == 0) {
-            fprintf(stderr, "tailor bench tokenizer: '%s' is empty or unreadable\n", o->file);
+            fprintf(stderr, "tailor bench tokenizer: '%s' is empty\n", o->file);
             free(filebuf);
             return NULL;
         }

@@ -60,6 +60,10 @@ int cli_parse_number(const char *cmd, const char *flag, const char *text, double
 /* Seconds on a monotonic clock (for the commands' own timings). */
 double cli_now_s(void);
 
+/* All of `path` ("-" = standard input), NUL-terminated beyond *len bytes; malloc'd. NULL with
+ * errno set on failure. */
+char *cli_read_file(const char *path, size_t *len);
+
 /* qsort's comparison of doubles, ascending. */
 int cli_cmp_double(const void *a, const void *b);
 

@@ -25,8 +25,8 @@ static const int32_t stop_ids[] = {1, 106, 50}; /* <eos>, <turn|>, <|tool_respon
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: tailor run --model DIR [--device cpu|gpu|gpu:N] (--ids 2,17,... | --prompt TEXT "
-            "[--chat])\n"
+            "usage: tailor run --model DIR [--device cpu|gpu|gpu:N] (--ids 2,17,... | --prompt TEXT |\n"
+            "                  --prompt-file F) [--chat]\n"
             "                  [--max-tokens N] [--greedy | --temperature T --top-p P --top-k K "
             "--seed S]\n"
             "                  [--print-ids] [--dump-logits FILE] [--dtype fp16|bf16]\n"
@@ -46,7 +46,8 @@ static void usage(FILE *out)
             "  --cache FILE      the kernel cache (default: the user's cache)\n"
             "  --ids LIST        prompt token ids, comma-separated (no BOS added)\n"
             "  --prompt TEXT     prompt text, tokenized with DIR/tokenizer.json, <bos> prepended\n"
-            "  --chat            wrap --prompt in the Gemma 4 chat turn format\n"
+            "  --prompt-file F   the prompt text is F's whole content (- for standard input)\n"
+            "  --chat            wrap the prompt text in the Gemma 4 chat turn format\n"
             "  --max-tokens N    tokens to generate (default 32); stops early on ids 1, 106, 50\n"
             "  --greedy          argmax decoding (the default)\n"
             "  --temperature T, --top-p P, --top-k K, --seed S   sampling (top-k 0 = all); those\n"
@@ -60,6 +61,8 @@ static void usage(FILE *out)
 
 typedef struct run_args {
     const char *model, *device, *ids, *prompt, *dump, *dtype, *quantize, *rehearse, *cache;
+    const char *prompt_file; /* --prompt-file: read into prompt (owned by cmd_run) */
+    size_t prompt_len;       /* bytes of prompt */
     int chat, max_tokens, print_ids, sampling, quantize_head;
     int ordinal; /* the GPU (--device gpu, gpu:N, cuda:N), or -1 for the CPU */
     int given_temp, given_topp, given_topk; /* sampling flags given (the rest: the checkpoint's) */
@@ -115,10 +118,11 @@ static int parse_args(int argc, char **argv, run_args *a)
 {
     enum { O_MODEL = 1, O_DEVICE, O_IDS, O_PROMPT, O_CHAT, O_MAX, O_GREEDY, O_TEMP, O_TOPP,
            O_TOPK, O_SEED, O_PRINT, O_DUMP, O_HELP, O_DTYPE, O_QUANT, O_REHEARSE, O_CACHE,
-           O_QHEAD };
+           O_QHEAD, O_PROMPT_FILE };
     static const struct option opts[] = {
         {"model", required_argument, 0, O_MODEL},     {"device", required_argument, 0, O_DEVICE},
         {"ids", required_argument, 0, O_IDS},         {"prompt", required_argument, 0, O_PROMPT},
+        {"prompt-file", required_argument, 0, O_PROMPT_FILE},
         {"chat", no_argument, 0, O_CHAT},             {"max-tokens", required_argument, 0, O_MAX},
         {"greedy", no_argument, 0, O_GREEDY},         {"temperature", required_argument, 0, O_TEMP},
         {"top-p", required_argument, 0, O_TOPP},      {"top-k", required_argument, 0, O_TOPK},
@@ -143,6 +147,7 @@ static int parse_args(int argc, char **argv, run_args *a)
         case O_DEVICE: a->device = optarg; break;
         case O_IDS: a->ids = optarg; break;
         case O_PROMPT: a->prompt = optarg; break;
+        case O_PROMPT_FILE: a->prompt_file = optarg; break;
         case O_CHAT: a->chat = 1; break;
         case O_MAX:
             if (cli_parse_int("run", "--max-tokens", optarg, 0, 1 << 20, &a->max_tokens))
@@ -194,10 +199,10 @@ static int parse_args(int argc, char **argv, run_args *a)
     a->sp.greedy = !a->sampling;
     if (!a->model)
         return cli_usage_error("run", "--model DIR is required");
-    if (!a->ids == !a->prompt)
-        return cli_usage_error("run", "give exactly one of --ids and --prompt");
-    if (a->chat && !a->prompt)
-        return cli_usage_error("run", "--chat needs --prompt");
+    if ((a->ids != NULL) + (a->prompt != NULL) + (a->prompt_file != NULL) != 1)
+        return cli_usage_error("run", "give exactly one of --ids, --prompt and --prompt-file");
+    if (a->chat && a->ids)
+        return cli_usage_error("run", "--chat needs --prompt or --prompt-file");
     if (a->quantize && strcmp(a->quantize, "w4a16") != 0)
         return cli_usage_error("run", "--quantize '%s': only w4a16 is known", a->quantize);
     if (a->dtype && strcmp(a->dtype, "fp16") != 0 && strcmp(a->dtype, "bf16") != 0)
@@ -356,7 +361,7 @@ static tailor_status prompt_ids(tailor_ctx *ctx, const run_args *a, tailor_token
     int have_tok = stat(path, &sb) == 0;
     if (have_tok) {
         tailor_status s = tailor_tokenizer_open(ctx, path, tok);
-        if (s != TAILOR_OK && a->prompt)
+        if (s != TAILOR_OK && !a->ids)
             return s;
         if (s != TAILOR_OK)
             *tok = NULL; /* --ids works without one: print ids */
@@ -370,14 +375,14 @@ static tailor_status prompt_ids(tailor_ctx *ctx, const run_args *a, tailor_token
     }
     if (!*tok)
         return tailor_set_error(ctx, TAILOR_ERR_NOT_FOUND,
-                                "%s: no tokenizer.json, which --prompt needs (use --ids)",
+                                "%s: no tokenizer.json, which a text prompt needs (use --ids)",
                                 a->model);
     if (a->chat) { /* the one size-dependent detail, from the checkpoint's own template */
         int empty_thought = 0;
         tailor_status s = tailor_gemma4_chat_empty_thought(ctx, a->model, &empty_thought);
         return s ? s : tailor_tokenizer_chat_prompt(ctx, *tok, a->prompt, empty_thought, ids, n);
     }
-    return tailor_tokenizer_encode(ctx, *tok, a->prompt, strlen(a->prompt), 1, ids, n);
+    return tailor_tokenizer_encode(ctx, *tok, a->prompt, a->prompt_len, 1, ids, n);
 }
 
 static tailor_status generate(tailor_ctx *ctx, const run_args *a, tailor_gemma4 *m,
@@ -590,7 +595,17 @@ int cmd_run(int argc, char **argv)
     tailor_tokenizer *tok = NULL;
     int32_t *ids = NULL;
     size_t n = 0;
-    tailor_status s = tailor_gemma4_open(ctx, a.model, &m);
+    char *file_text = NULL;
+    tailor_status s = TAILOR_OK;
+    if (a.prompt_file && !(file_text = cli_read_file(a.prompt_file, &a.prompt_len)))
+        s = tailor_set_error(ctx, TAILOR_ERR_IO, "%s: cannot read: %s", a.prompt_file,
+                             strerror(errno));
+    else if (a.prompt_file)
+        a.prompt = file_text;
+    else if (a.prompt)
+        a.prompt_len = strlen(a.prompt);
+    if (s == TAILOR_OK)
+        s = tailor_gemma4_open(ctx, a.model, &m);
     if (s == TAILOR_OK)
         s = sampling_defaults(ctx, &a);
     if (s == TAILOR_OK)
@@ -603,6 +618,7 @@ int cmd_run(int argc, char **argv)
                                          : generate(ctx, &a, m, ids, n, &io);
     }
     rc = s == TAILOR_OK ? 0 : cli_fail(ctx, s);
+    free(file_text);
     free(ids);
     tailor_tokenizer_close(tok);
     tailor_gemma4_close(m);

@@ -23,40 +23,6 @@ typedef struct tokenize_opts {
     int json, add_bos;
 } tokenize_opts;
 
-/* Reads all of `path` ("-" = stdin) into a malloc'd buffer; NULL with errno set on failure. */
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap)
-            break;
-        char *p = realloc(buf, cap * 2);
-        if (!p) {
-            free(buf);
-            buf = NULL;
-            errno = ENOMEM;
-            break;
-        }
-        buf = p;
-        cap *= 2;
-    }
-    int bad = ferror(f);
-    if (f != stdin)
-        fclose(f);
-    if (bad && buf) {
-        free(buf);
-        errno = EIO;
-        return NULL;
-    }
-    *len = n;
-    return buf;
-}
-
 static int parse_args(int argc, char **argv, tokenize_opts *o)
 {
     static const struct option longopts[] = {
@@ -104,7 +70,7 @@ int cmd_tokenize(int argc, char **argv)
     char *text = NULL;
     size_t len = 0;
     if (o.file) {
-        text = slurp(o.file, &len);
+        text = cli_read_file(o.file, &len);
         if (!text) {
             fprintf(stderr, "tailor tokenize: cannot read the text file '%s' (%s)\n", o.file,
                     strerror(errno));

@@ -153,3 +153,41 @@ int main(int argc, char **argv)
     fprintf(stderr, "tailor: unknown command '%s' (see tailor --help)\n", argv[1]);
     return 2;
 }
+
+/* All of `path` ("-" = standard input), NUL-terminated beyond *len bytes; malloc'd. NULL with
+ * errno set on failure. */
+char *cli_read_file(const char *path, size_t *len)
+{
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        n += fread(buf + n, 1, cap - 1 - n, f);
+        if (n < cap - 1)
+            break;
+        char *p = realloc(buf, cap * 2);
+        if (!p) {
+            free(buf);
+            buf = NULL;
+            errno = ENOMEM;
+            break;
+        }
+        buf = p;
+        cap *= 2;
+    }
+    int bad = ferror(f);
+    if (f != stdin)
+        fclose(f);
+    if (bad && buf) {
+        free(buf);
+        errno = EIO;
+        return NULL;
+    }
+    if (buf) {
+        buf[n] = '\0';
+        *len = n;
+    }
+    return buf;
+}

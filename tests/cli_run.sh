@@ -154,6 +154,37 @@ if ! "$BIN" devices --json 2>/dev/null | grep -q '"devices":[[:space:]]*\[[[:spa
 fi
 check "no kernel cache was created for the refused --cache" test ! -e "$TMP/c.db"
 
+# a text prompt from the command line, a file or standard input: the same ids as --ids
+mkdir "$TMP/p" && cp "$M/config.json" "$M/model.safetensors" "$TMP/p/"
+python3 - "$TMP/p/tokenizer.json" <<'EOF4'
+import json, sys
+vocab = {"<unk>": 0, "<bos>": 2, "a": 3, "b": 4, "c": 5}
+vocab.update({"t%d" % i: i for i in range(6, 32)})
+json.dump({"added_tokens": [{"id": 2, "content": "<bos>", "special": True}],
+           "model": {"type": "BPE", "unk_token": "<unk>", "vocab": vocab, "merges": []}},
+          open(sys.argv[1], "w"))
+EOF4
+# (the prompt's logits dumped: equal files mean equal prompt ids, position by position)
+run_p() { "$BIN" run --device cpu --model "$TMP/p" --max-tokens 1 --print-ids "$@" >/dev/null 2>&1; }
+run_p --ids 2,3,4,5 --dump-logits "$TMP/want.f32"
+run_p --ids 2,3,4,4 --dump-logits "$TMP/other.f32"
+run_p --prompt abc --dump-logits "$TMP/prompt.f32"
+printf 'abc' >"$TMP/prompt.txt"
+run_p --prompt-file "$TMP/prompt.txt" --dump-logits "$TMP/file.f32"
+printf 'abc' | run_p --prompt-file - --dump-logits "$TMP/stdin.f32"
+check "the dump tells prompts apart" bash -c "test -s '$TMP/want.f32' && ! cmp -s '$TMP/want.f32' '$TMP/other.f32'"
+check "--prompt abc is <bos> a b c (--ids 2,3,4,5)" cmp -s "$TMP/want.f32" "$TMP/prompt.f32"
+check "--prompt-file gives the same" cmp -s "$TMP/want.f32" "$TMP/file.f32"
+check "--prompt-file - reads standard input" cmp -s "$TMP/want.f32" "$TMP/stdin.f32"
+"$BIN" run --device cpu --model "$TMP/p" --prompt-file "$TMP/none.txt" >/dev/null 2>"$TMP/err"; rc=$?
+check "a missing --prompt-file fails naming it (rc=$rc: $(cat "$TMP/err"))" \
+  test $rc -eq 1 -a -n "$(grep "$TMP/none.txt: cannot read: No such file or directory" "$TMP/err")"
+"$BIN" run --device cpu --model "$TMP/p" --prompt abc --prompt-file "$TMP/prompt.txt" >/dev/null 2>"$TMP/err"; rc=$?
+check "--prompt with --prompt-file is a usage error (rc=$rc)" \
+  test $rc -eq 2 -a -n "$(grep "give exactly one of --ids, --prompt and --prompt-file" "$TMP/err")"
+"$BIN" run --device cpu --model "$TMP/p" --ids 2,3 --chat >/dev/null 2>"$TMP/err"; rc=$?
+check "--chat with --ids is a usage error (rc=$rc)" test $rc -eq 2
+
 # text output through a tokenizer.json: the first greedy id of prompt 2,3 made a byte-fallback
 # lead byte (<0xC3>), so that generation stops inside a character; the held byte comes out as
 # U+FFFD at the end (it used to be dropped). The same id spelled by 300 bytes, more than the
