@@ -397,6 +397,17 @@ static void test_memory(tailor_ctx *ctx)
     CHECK(strstr(tailor_ctx_message(ctx), "--quantize w4a16") == NULL);
 }
 
+/* Writes `text` to `path` (a template file of `dir`) and checks what
+ * tailor_gemma4_chat_empty_thought then says of `dir`. */
+static void expect_thought(tailor_ctx *ctx, const char *dir, const char *path, const char *text,
+                           int want, const char *what)
+{
+    int et = -1;
+    CHECK(tw_write_text(path, text) == 0);
+    CHECK_OK(ctx, tailor_gemma4_chat_empty_thought(ctx, dir, &et));
+    CHECKF(et == want, "%s: %d", what, et);
+}
+
 /* The chat template's empty thought channel, read from the checkpoint's own template. */
 static void test_chat_template(tailor_ctx *ctx)
 {
@@ -407,43 +418,36 @@ static void test_chat_template(tailor_ctx *ctx)
     CHECKF(et == 0, "no template: %d", et);
     /* tokenizer_config.json: the 31B kind (the block in a Jinja literal, \n as two characters) */
     snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
-    CHECK(tw_write_text(path, "{\"chat_template\": \"{%- if add_generation_prompt -%}{{- "
-                              "'<|turn>model\\\\n' -}}{%- if not enable_thinking -%}{{- "
-                              "'<|channel>thought\\\\n<channel|>' -}}{%- endif -%}{%- endif "
-                              "-%}\"}") == 0);
-    CHECK_OK(ctx, tailor_gemma4_chat_empty_thought(ctx, dir, &et));
-    CHECKF(et == 1, "31B-style tokenizer_config.json: %d", et);
+    expect_thought(ctx, dir, path, "{\"chat_template\": \"{%- if add_generation_prompt -%}{{- "
+                   "'<|turn>model\\\\n' -}}{%- if not enable_thinking -%}{{- "
+                   "'<|channel>thought\\\\n<channel|>' -}}{%- endif -%}{%- endif "
+                   "-%}\"}",
+                   1, "31B-style tokenizer_config.json");
     /* the E2B kind: a thought channel only when thinking is on, never closed empty */
-    CHECK(tw_write_text(path, "{\"chat_template\": \"{%- if add_generation_prompt -%}{{- "
-                              "'<|turn>model\\\\n' -}}{%- if enable_thinking -%}{{- "
-                              "'<|channel>thought\\\\n' -}}{%- endif -%}{%- endif -%}\"}") == 0);
-    CHECK_OK(ctx, tailor_gemma4_chat_empty_thought(ctx, dir, &et));
-    CHECKF(et == 0, "E2B-style tokenizer_config.json: %d", et);
-    CHECK(tw_write_text(path, "{\"bos_token\": \"<bos>\"}") == 0);
-    CHECK_OK(ctx, tailor_gemma4_chat_empty_thought(ctx, dir, &et));
-    CHECKF(et == 0, "tokenizer_config.json without a template: %d", et);
+    expect_thought(ctx, dir, path, "{\"chat_template\": \"{%- if add_generation_prompt -%}{{- "
+                   "'<|turn>model\\\\n' -}}{%- if enable_thinking -%}{{- "
+                   "'<|channel>thought\\\\n' -}}{%- endif -%}{%- endif -%}\"}",
+                   0, "E2B-style tokenizer_config.json");
+    expect_thought(ctx, dir, path, "{\"bos_token\": \"<bos>\"}",
+                   0, "tokenizer_config.json without a template");
     /* a list of named templates: the one named "default" */
-    CHECK(tw_write_text(path, "{\"chat_template\": [{\"name\": \"tool_use\", \"template\": \"\"}, "
-                              "{\"name\": \"default\", \"template\": \"add_generation_prompt "
-                              "'<|channel>thought\\\\n<channel|>'\"}]}") == 0);
-    CHECK_OK(ctx, tailor_gemma4_chat_empty_thought(ctx, dir, &et));
-    CHECKF(et == 1, "a list of named templates: %d", et);
+    expect_thought(ctx, dir, path, "{\"chat_template\": [{\"name\": \"tool_use\", \"template\": \"\"}, "
+                   "{\"name\": \"default\", \"template\": \"add_generation_prompt "
+                   "'<|channel>thought\\\\n<channel|>'\"}]}",
+                   1, "a list of named templates");
     /* chat_template.jinja wins over tokenizer_config.json (which still has the block); a real
      * newline counts too */
     snprintf(path, sizeof path, "%s/chat_template.jinja", dir);
-    CHECK(tw_write_text(path, "{{- '<|turn>model\\n' -}}\n") == 0);
-    CHECK_OK(ctx, tailor_gemma4_chat_empty_thought(ctx, dir, &et));
-    CHECKF(et == 0, "chat_template.jinja without the block: %d", et);
-    CHECK(tw_write_text(path, "{%- if add_generation_prompt -%}\n<|turn>model\n"
-                              "<|channel>thought\n<channel|>\n{%- endif -%}") == 0);
-    CHECK_OK(ctx, tailor_gemma4_chat_empty_thought(ctx, dir, &et));
-    CHECKF(et == 1, "chat_template.jinja with the block on real lines: %d", et);
+    expect_thought(ctx, dir, path, "{{- '<|turn>model\\n' -}}\n",
+                   0, "chat_template.jinja without the block");
+    expect_thought(ctx, dir, path, "{%- if add_generation_prompt -%}\n<|turn>model\n"
+                   "<|channel>thought\n<channel|>\n{%- endif -%}",
+                   1, "chat_template.jinja with the block on real lines");
     /* the block among the past turns' formatting, not in the generation prompt: not counted */
-    CHECK(tw_write_text(path, "{%- for m in messages -%}'<|channel>thought\\n<channel|>'{%- "
-                              "endfor -%}{%- if add_generation_prompt -%}'<|turn>model\\n'{%- "
-                              "endif -%}") == 0);
-    CHECK_OK(ctx, tailor_gemma4_chat_empty_thought(ctx, dir, &et));
-    CHECKF(et == 0, "the block only before the generation prompt: %d", et);
+    expect_thought(ctx, dir, path, "{%- for m in messages -%}'<|channel>thought\\n<channel|>'{%- "
+                   "endfor -%}{%- if add_generation_prompt -%}'<|turn>model\\n'{%- "
+                   "endif -%}",
+                   0, "the block only before the generation prompt");
     CHECK(remove(path) == 0);
     /* bad input: one sentence naming the file and field */
     snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
