@@ -20,7 +20,6 @@
 #include "sampler.h"
 #include "tokenizer.h"
 
-static const int32_t stop_ids[] = {1, 106, 50}; /* <eos>, <turn|>, <|tool_response> */
 
 static void usage(FILE *out)
 {
@@ -48,7 +47,8 @@ static void usage(FILE *out)
             "  --prompt TEXT     prompt text, tokenized with DIR/tokenizer.json, <bos> prepended\n"
             "  --prompt-file F   the prompt text is F's whole content (- for standard input)\n"
             "  --chat            wrap the prompt text in the Gemma 4 chat turn format\n"
-            "  --max-tokens N    tokens to generate (default 32); stops early on ids 1, 106, 50\n"
+            "  --max-tokens N    tokens to generate (default 32); stops early on\n"
+            "                    generation_config.json's eos_token_id (else 1, 106, 50)\n"
             "  --greedy          argmax decoding (the default)\n"
             "  --temperature T, --top-p P, --top-k K, --seed S   sampling (top-k 0 = all); those\n"
             "                    left out take DIR/generation_config.json's values (Gemma 4:\n"
@@ -226,20 +226,21 @@ static int parse_args(int argc, char **argv, run_args *a)
     return 0;
 }
 
-static int is_stop(int32_t id)
-{
-    for (size_t i = 0; i < sizeof stop_ids / sizeof stop_ids[0]; i++)
-        if (id == stop_ids[i])
-            return 1;
-    return 0;
-}
-
 typedef struct run_io {
     tailor_tokenizer *tok;
     tailor_detok_stream stream;
     int print_ids;
     int first;
+    tailor_gemma4_stops stops; /* the ids that end the generation */
 } run_io;
+
+static int is_stop(const run_io *io, int32_t id)
+{
+    for (int i = 0; i < io->stops.n; i++)
+        if (id == io->stops.ids[i])
+            return 1;
+    return 0;
+}
 
 /* Streams one token: its id (with --print-ids, or without a tokenizer) or the text it
  * completes. A token the streaming decoder cannot decode fails the run. */
@@ -262,7 +263,7 @@ static tailor_status emit(tailor_ctx *ctx, run_io *io, int32_t id)
 /* Streams one token; *stop = 1 when it is a stop token (printed only as an id). */
 static tailor_status emit_or_stop(tailor_ctx *ctx, run_io *io, int32_t id, int *stop)
 {
-    *stop = is_stop(id);
+    *stop = is_stop(io, id);
     if (*stop && !io->print_ids && io->tok)
         return TAILOR_OK;
     return emit(ctx, io, id);
@@ -584,6 +585,22 @@ static tailor_status sampling_defaults(tailor_ctx *ctx, run_args *a)
     return TAILOR_OK;
 }
 
+/* The stop ids: generation_config.json's eos_token_id, logged, else Gemma 4's -it stops (what
+ * --help says, so not logged). */
+static tailor_status stop_ids(tailor_ctx *ctx, const char *dir, tailor_gemma4_stops *out)
+{
+    tailor_status s = tailor_gemma4_stop_ids(ctx, dir, out);
+    if (s || !out->from_file)
+        return s;
+    char list[TAILOR_GEMMA4_MAX_STOPS * 13] = "";
+    for (int i = 0, at = 0; i < out->n; i++)
+        at += snprintf(list + at, sizeof list - (size_t)at, "%s%d", i ? ", " : "",
+                       (int)out->ids[i]);
+    tailor_log(ctx, TAILOR_LOG_INFO, "stops at ids %s (generation_config.json's eos_token_id)",
+               list);
+    return TAILOR_OK;
+}
+
 int cmd_run(int argc, char **argv)
 {
     run_args a;
@@ -608,12 +625,15 @@ int cmd_run(int argc, char **argv)
         s = tailor_gemma4_open(ctx, a.model, &m);
     if (s == TAILOR_OK)
         s = sampling_defaults(ctx, &a);
+    run_io io = {.print_ids = a.print_ids, .first = 1};
+    if (s == TAILOR_OK)
+        s = stop_ids(ctx, a.model, &io.stops);
     if (s == TAILOR_OK)
         s = prompt_ids(ctx, &a, &tok, &ids, &n);
     if (s == TAILOR_OK)
         s = check_ids(ctx, m, ids, n);
     if (s == TAILOR_OK) {
-        run_io io = {tok, {{0}, 0}, a.print_ids, 1};
+        io.tok = tok;
         s = a.ordinal >= 0 ? generate_gpu(ctx, &a, m, ids, n, &io)
                                          : generate(ctx, &a, m, ids, n, &io);
     }

@@ -5,8 +5,6 @@
 return {
   op = "topk",
   source = "topk_warp.cu",
-  experimental = "written without a GPU (session 22): unverified on one; gpu-check.sh sample "
-    .. "verifies it",
   dtypes = { "fp16", "bf16" },
 
   params = {

@@ -135,7 +135,27 @@ check "a bad generation_config.json fails (rc=$rc)" test $rc -eq 1
 check "... naming the file and field ($(cat "$TMP/err"))" \
   grep -q "generation_config.json: field top_p must be a number in (0, 1\]" "$TMP/err"
 "$BIN" run --device cpu --model "$M" --ids 2,5 --max-tokens 2 >/dev/null 2>&1; rc=$?
-check "greedy runs do not read generation_config.json (rc=$rc)" test $rc -eq 0
+check "greedy runs do not read its sampling fields (rc=$rc)" test $rc -eq 0
+# stop ids: generation_config.json's eos_token_id replaces Gemma 4's -it stops (1, 106, 50).
+# A seeded sampled run (its ids vary; greedy ones here repeat a single id) with an id past the
+# vocabulary as the stop gives all 16 ids; with the fourth of them as a stop it ends at that
+# id's first occurrence (--print-ids shows it), the draws before it unchanged
+S="--device cpu --model $M --ids 2,5 --max-tokens 16 --print-ids --temperature 3 --top-k 32 --top-p 1 --seed 7"
+printf '{"eos_token_id": [100000]}' >"$M/generation_config.json"
+all=$("$BIN" run $S 2>"$TMP/err")
+check "eos_token_id [100000]: no early stop, 16 ids ($all)" test "$(tr ',' '\n' <<<"$all" | wc -l)" -eq 16
+check "... and the stops are logged with their source ($(grep stops "$TMP/err"))" \
+  grep -q "stops at ids 100000 (generation_config.json's eos_token_id)" "$TMP/err"
+fourth=$(cut -d, -f4 <<<"$all")
+want=$(tr ',' '\n' <<<"$all" | awk -v s="$fourth" '{print} $1 == s {exit}' | paste -sd,)
+printf '{"eos_token_id": [100001, %s]}' "$fourth" >"$M/generation_config.json"
+got=$("$BIN" run $S 2>/dev/null)
+check "eos_token_id [100001, $fourth] ends at $fourth's first occurrence ($got)" \
+  test "$got" = "$want" -a "$want" != "$all"
+printf '{"eos_token_id": [1, -2]}' >"$M/generation_config.json"
+"$BIN" run --device cpu --model "$M" --ids 2,5 --max-tokens 2 >/dev/null 2>"$TMP/err"; rc=$?
+check "a bad eos_token_id fails the run, naming the field ($(cat "$TMP/err"))" \
+  test $rc -eq 1 -a -n "$(grep 'generation_config.json: field eos_token_id must be' "$TMP/err")"
 rm -f "$M/generation_config.json"
 "$BIN" run --model "$M" --ids 2 --greedy --temperature 0.5 >/dev/null 2>&1; rc=$?
 check "--greedy with --temperature is a usage error" test $rc -eq 2

@@ -497,6 +497,44 @@ static void test_sampling_defaults(tailor_ctx *ctx)
     }
 }
 
+/* Stop ids: generation_config.json's eos_token_id (an id or a list), else Gemma 4's -it stops;
+ * a bad field fails naming it and leaves the caller's list as the defaults would be. */
+static void test_stop_ids(tailor_ctx *ctx)
+{
+    char dir[256], path[512];
+    tw_tmpdir(dir, sizeof dir, "stops");
+    tailor_gemma4_stops st;
+    CHECK_OK(ctx, tailor_gemma4_stop_ids(ctx, dir, &st));
+    CHECKF(st.n == 3 && st.ids[0] == 1 && st.ids[1] == 106 && st.ids[2] == 50 && !st.from_file,
+           "no file: %d ids, from_file %d", st.n, st.from_file);
+    snprintf(path, sizeof path, "%s/generation_config.json", dir);
+    CHECK(tw_write_text(path, "{\"top_k\": 64}") == 0);
+    CHECK_OK(ctx, tailor_gemma4_stop_ids(ctx, dir, &st));
+    CHECKF(st.n == 3 && st.ids[1] == 106 && !st.from_file, "no field: %d ids", st.n);
+    CHECK(tw_write_text(path, "{\"eos_token_id\": 1}") == 0); /* a base checkpoint */
+    CHECK_OK(ctx, tailor_gemma4_stop_ids(ctx, dir, &st));
+    CHECKF(st.n == 1 && st.ids[0] == 1 && st.from_file, "one id: %d ids, first %d", st.n,
+           (int)st.ids[0]);
+    CHECK(tw_write_text(path, "{\"eos_token_id\": [106, 7, 262143]}") == 0);
+    CHECK_OK(ctx, tailor_gemma4_stop_ids(ctx, dir, &st));
+    CHECKF(st.n == 3 && st.ids[0] == 106 && st.ids[1] == 7 && st.ids[2] == 262143,
+           "list: %d ids", st.n);
+    static const char *bad[] = {"{\"eos_token_id\": []}", "{\"eos_token_id\": -1}",
+                                "{\"eos_token_id\": 1.5}", "{\"eos_token_id\": \"<eos>\"}",
+                                "{\"eos_token_id\": [1, null]}",
+                                "{\"eos_token_id\": [1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17]}",
+                                "{\"eos_token_id\": 3e9}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK(tw_write_text(path, bad[i]) == 0);
+        st = (tailor_gemma4_stops){.n = -1};
+        expect_msg(ctx, tailor_gemma4_stop_ids(ctx, dir, &st), TAILOR_ERR_PARSE, bad[i],
+                   "generation_config.json", "field eos_token_id must be a token id or a list "
+                   "of 1 to 16 token ids");
+        CHECKF(st.n == 3 && st.ids[0] == 1 && !st.from_file, "%s: the list changed (%d ids)",
+               bad[i], st.n);
+    }
+}
+
 int main(void)
 {
     tailor_ctx *ctx = test_ctx();
@@ -507,6 +545,7 @@ int main(void)
     test_memory(ctx);
     test_chat_template(ctx);
     test_sampling_defaults(ctx);
+    test_stop_ids(ctx);
     tailor_ctx_destroy(ctx);
     return test_finish("test_gemma4_config");
 }

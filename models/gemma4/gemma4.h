@@ -132,6 +132,20 @@ typedef struct tailor_gemma4_sampling {
 tailor_status tailor_gemma4_sampling_defaults(tailor_ctx *ctx, const char *dir,
                                               tailor_gemma4_sampling *out);
 
+/* The ids that end a generation: `dir`/generation_config.json's eos_token_id (an integer or a
+ * list of them, as generate() reads it), else Gemma 4's instruction-tuned stops 1 <eos>,
+ * 106 <turn|>, 50 <|tool_response> (GEMMA4.md §4). from_file: the list came from the file. An
+ * id that is not an integer from 0 to 2^31 - 1, an empty list or more than
+ * TAILOR_GEMMA4_MAX_STOPS ids fails with one sentence naming the file and field. */
+#define TAILOR_GEMMA4_MAX_STOPS 16
+typedef struct tailor_gemma4_stops {
+    int32_t ids[TAILOR_GEMMA4_MAX_STOPS];
+    int n;
+    int from_file;
+} tailor_gemma4_stops;
+
+tailor_status tailor_gemma4_stop_ids(tailor_ctx *ctx, const char *dir, tailor_gemma4_stops *out);
+
 /* Frees everything; NULL is fine. */
 void tailor_gemma4_close(tailor_gemma4 *m);
 

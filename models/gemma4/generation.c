@@ -1,9 +1,10 @@
 /* generation.c — what the checkpoint's generation files say: its chat template about the
- * generation prompt, and generation_config.json about sampling. tailor renders the one-turn
+ * generation prompt, and generation_config.json about sampling and stop ids. tailor renders the one-turn
  * Gemma 4 prompt itself (tailor_tokenizer_chat_prompt); the one detail that differs between
  * sizes, the empty thought channel the 26B and 31B templates close when thinking is off, is read
  * from the template that ships with the weights rather than guessed. Sampling flags a run leaves
- * out take the checkpoint's defaults, as transformers' generate() does. */
+ * out take the checkpoint's defaults, and generation ends at its eos_token_id, as transformers'
+ * generate() does. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,4 +176,48 @@ tailor_status tailor_gemma4_sampling_defaults(tailor_ctx *ctx, const char *dir,
     out->top_p = (float)p;
     out->from_file = has_t || has_k || has_p;
     return TAILOR_OK;
+}
+
+/* One eos_token_id entry: an integer id from 0 to 2^31 - 1. */
+static int stop_id_ok(const cJSON *v)
+{
+    return cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble <= 2147483647.0 &&
+           v->valuedouble == (double)(int32_t)v->valuedouble;
+}
+
+/* generation_config.json's eos_token_id (present and not null) into *out. */
+static tailor_status stops_from(tailor_ctx *ctx, const char *path, const cJSON *v,
+                                tailor_gemma4_stops *out)
+{
+    tailor_gemma4_stops got = {.n = cJSON_IsArray(v) ? cJSON_GetArraySize(v) : 1, .from_file = 1};
+    int ok = got.n >= 1 && got.n <= TAILOR_GEMMA4_MAX_STOPS;
+    const cJSON *e = cJSON_IsArray(v) ? v->child : v;
+    for (int i = 0; ok && i < got.n; i++, e = e->next) {
+        ok = stop_id_ok(e);
+        if (ok)
+            got.ids[i] = (int32_t)e->valuedouble;
+    }
+    if (!ok)
+        return tailor_set_error(ctx, TAILOR_ERR_PARSE, "%s: field eos_token_id must be a token "
+                                "id or a list of 1 to %d token ids (integers from 0)", path,
+                                TAILOR_GEMMA4_MAX_STOPS);
+    *out = got;
+    return TAILOR_OK;
+}
+
+tailor_status tailor_gemma4_stop_ids(tailor_ctx *ctx, const char *dir, tailor_gemma4_stops *out)
+{
+    *out = (tailor_gemma4_stops){.ids = {1, 106, 50}, .n = 3};
+    char path[1024];
+    snprintf(path, sizeof path, "%s/generation_config.json", dir);
+    if (!exists(path))
+        return TAILOR_OK;
+    tailor_status s;
+    cJSON *root = read_object(ctx, path, &s);
+    if (!root)
+        return s;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "eos_token_id");
+    s = v && !cJSON_IsNull(v) ? stops_from(ctx, path, v, out) : TAILOR_OK;
+    cJSON_Delete(root);
+    return s;
 }
