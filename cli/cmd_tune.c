@@ -231,6 +231,11 @@ static int tune_targets(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
                (unsigned long long)o->seed);
     /* one memo for the run: a configuration planned for many shapes compiles once */
     o->memo = tailor_compile_memo_create(TAILOR_COMPILE_MEMO_BYTES);
+    /* the targets' compiles run ahead on every CPU while each target is checked and timed */
+    tailor_compile_ahead *ahead =
+        n > 1 ? tailor_compile_ahead_start(tailor_gpu_info(gpu), tailor_cache_path(cache),
+                                           targets, n, dtype, o)
+              : NULL;
     int failures = 0;
     for (int i = 0; i < n; i++) {
         tailor_tune_result r;
@@ -250,6 +255,8 @@ static int tune_targets(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
         }
         print_result(targets[i].op, shape, dtype, &r);
     }
+    tailor_compile_ahead_stats as;
+    tailor_compile_ahead_stop(ahead, &as);
     if (o->memo && n > 1) {
         int hits, misses;
         size_t bytes;
@@ -257,6 +264,10 @@ static int tune_targets(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
         tailor_log(ctx, TAILOR_LOG_INFO, "compiled %d instantiations, reused %d (%.0f MB kept)",
                    misses, hits, (double)bytes / 1e6);
     }
+    if (ahead)
+        tailor_log(ctx, TAILOR_LOG_INFO, "compiled ahead: %d of %d targets' %d candidates "
+                   "(%d failed)%s", as.compiled, as.targets, as.queued, as.failed,
+                   as.full ? "; stopped at a full memo" : "");
     tailor_compile_memo_destroy(o->memo);
     o->memo = NULL;
     return failures;

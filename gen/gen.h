@@ -52,7 +52,8 @@ void tailor_compile_result_free(tailor_compile_result *r);
 /* Compile results kept for the rest of a run, so that an instantiation planned for many shapes
  * (the same configuration and defines) is compiled once. The key is every input of the compiler:
  * the template text, the headers it may include, kernel name, target and defines. At most
- * max_bytes of images and logs are kept; past that, new results are not. Thread-safe. */
+ * max_bytes of images and logs are kept; past that, new results are not. Thread-safe: a request
+ * for an instantiation another thread is compiling waits for that compile and copies it. */
 typedef struct tailor_compile_memo tailor_compile_memo;
 
 /* What a tuning run keeps by default: the E2B preset's first boot compiles a few thousand
@@ -70,6 +71,9 @@ tailor_status tailor_gen_compile_memo(tailor_ctx *ctx, tailor_compile_memo *m,
 
 /* Lookups answered from the memo, compiles it made, bytes it holds. */
 void tailor_compile_memo_stats(tailor_compile_memo *m, int *hits, int *misses, size_t *bytes);
+
+/* The most bytes it keeps (max_bytes of tailor_compile_memo_create). */
+size_t tailor_compile_memo_capacity(const tailor_compile_memo *m);
 
 /* The architectures this NVRTC can compile for (nvrtcGetSupportedArchs), e.g. 75 80 ... 120.
  * archs must hold 64 entries. */

@@ -20,12 +20,20 @@ typedef struct memo_item {
     tailor_compile_result r;
 } memo_item;
 
+/* Keys being compiled right now: a second request for one waits for that compile instead of
+ * running its own (a tuner's compile threads and a tailor_compile_ahead's meet on the same
+ * instantiations). */
+enum { MEMO_MAX_INFLIGHT = 256 };
+
 struct tailor_compile_memo {
     pthread_mutex_t lock;
+    pthread_cond_t landed; /* a compile in flight ended */
     size_t max_bytes, bytes;
     int hits, misses;
     memo_item *items;
     int count, cap;
+    uint8_t inflight[MEMO_MAX_INFLIGHT][32];
+    int ninflight;
 };
 
 tailor_compile_memo *tailor_compile_memo_create(size_t max_bytes)
@@ -34,6 +42,11 @@ tailor_compile_memo *tailor_compile_memo_create(size_t max_bytes)
     if (!m)
         return NULL;
     if (pthread_mutex_init(&m->lock, NULL) != 0) {
+        free(m);
+        return NULL;
+    }
+    if (pthread_cond_init(&m->landed, NULL) != 0) {
+        pthread_mutex_destroy(&m->lock);
         free(m);
         return NULL;
     }
@@ -48,6 +61,7 @@ void tailor_compile_memo_destroy(tailor_compile_memo *m)
     for (int i = 0; i < m->count; i++)
         tailor_compile_result_free(&m->items[i].r);
     free(m->items);
+    pthread_cond_destroy(&m->landed);
     pthread_mutex_destroy(&m->lock);
     free(m);
 }
@@ -59,6 +73,11 @@ void tailor_compile_memo_stats(tailor_compile_memo *m, int *hits, int *misses, s
     *misses = m->misses;
     *bytes = m->bytes;
     pthread_mutex_unlock(&m->lock);
+}
+
+size_t tailor_compile_memo_capacity(const tailor_compile_memo *m)
+{
+    return m->max_bytes; /* fixed at creation: no lock */
 }
 
 /* A string into the digest with its length first, so that no two field lists hash alike. */
@@ -158,6 +177,15 @@ static int find(const tailor_compile_memo *m, const uint8_t key[32])
     return -1;
 }
 
+/* Index of key among the compiles in flight, or -1. Lock held. */
+static int inflight_index(const tailor_compile_memo *m, const uint8_t key[32])
+{
+    for (int i = 0; i < m->ninflight; i++)
+        if (memcmp(m->inflight[i], key, 32) == 0)
+            return i;
+    return -1;
+}
+
 /* Keeps a copy of r under key unless it is there already or the memo is full. Lock held. */
 static void keep(tailor_compile_memo *m, const uint8_t key[32], const tailor_compile_result *r)
 {
@@ -192,7 +220,18 @@ tailor_status tailor_gen_compile_memo(tailor_ctx *ctx, tailor_compile_memo *m,
     if (st)
         return st;
     pthread_mutex_lock(&m->lock);
-    int i = find(m, key);
+    int i, claimed = 0;
+    for (;;) {
+        if ((i = find(m, key)) >= 0)
+            break;
+        if (inflight_index(m, key) < 0) {
+            claimed = m->ninflight < MEMO_MAX_INFLIGHT;
+            if (claimed)
+                memcpy(m->inflight[m->ninflight++], key, 32);
+            break;
+        }
+        pthread_cond_wait(&m->landed, &m->lock); /* another thread compiles it: take its result */
+    }
     if (i >= 0) {
         m->hits++;
         st = result_copy(ctx, out, &m->items[i].r);
@@ -206,10 +245,15 @@ tailor_status tailor_gen_compile_memo(tailor_ctx *ctx, tailor_compile_memo *m,
     m->misses++;
     pthread_mutex_unlock(&m->lock);
     st = tailor_gen_compile(ctx, req, out);
-    if (st == TAILOR_OK) {
-        pthread_mutex_lock(&m->lock);
+    pthread_mutex_lock(&m->lock);
+    if (st == TAILOR_OK)
         keep(m, key, out);
-        pthread_mutex_unlock(&m->lock);
+    if (claimed) { /* a failure is not kept: a waiter then compiles and reports it itself */
+        int j = inflight_index(m, key);
+        memmove(m->inflight[j], m->inflight[j + 1], (size_t)(m->ninflight - j - 1) * 32);
+        m->ninflight--;
+        pthread_cond_broadcast(&m->landed);
     }
+    pthread_mutex_unlock(&m->lock);
     return st;
 }

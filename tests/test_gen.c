@@ -1,6 +1,7 @@
 /* test_gen.c — NVRTC instantiation without a GPU: the RMSNorm template compiles for sm_75, sm_80
  * and sm_90 with the resource report read back; the compile memo; kernel names; bad arch;
  * compile errors. */
+#include <pthread.h>
 #include <string.h>
 
 #include "gen.h"
@@ -203,6 +204,59 @@ static void test_report_parser(void)
     CHECK(r.wgmma_serialized == 0);
 }
 
+/* Four threads ask the memo for one instantiation at once: one compiles, the others wait for
+ * it and copy it (a tuner's compile threads meeting a compile-ahead's). */
+typedef struct memo_race {
+    tailor_compile_memo *m;
+    const tailor_compile_request *req;
+    tailor_compile_result r;
+    tailor_status st;
+} memo_race;
+
+static void *memo_race_main(void *arg)
+{
+    memo_race *r = arg;
+    tailor_ctx *ctx = tailor_ctx_create();
+    r->st = tailor_gen_compile_memo(ctx, r->m, r->req, &r->r);
+    tailor_ctx_destroy(ctx);
+    return NULL;
+}
+
+static void test_memo_inflight(tailor_ctx *ctx)
+{
+    tailor_template_file src;
+    CHECK_OK(ctx, tailor_template_read(ctx, "rmsnorm.cu", &src));
+    tailor_define defs[4] = {{"THREADS", "64"}, {"VEC", "2"}, {"HAS_WEIGHT", "0"},
+                             {"TAILOR_DTYPE_FP16", "1"}};
+    tailor_compile_request req = {.source_name = "rmsnorm.cu", .source = src.text,
+                                  .kernel_name = "k_race", .sm = 75, .ndefines = 4,
+                                  .defines = defs};
+    tailor_compile_memo *m = tailor_compile_memo_create(64 << 20);
+    memo_race r[4];
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) {
+        r[i] = (memo_race){.m = m, .req = &req};
+        CHECK(pthread_create(&th[i], NULL, memo_race_main, &r[i]) == 0);
+    }
+    int reused = 0;
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        CHECK(r[i].st == TAILOR_OK);
+        reused += r[i].r.reused;
+        CHECK(r[i].r.image_size == r[0].r.image_size &&
+              memcmp(r[i].r.image, r[0].r.image, r[0].r.image_size) == 0);
+    }
+    int hits, misses;
+    size_t bytes;
+    tailor_compile_memo_stats(m, &hits, &misses, &bytes);
+    CHECKF(misses == 1 && hits == 3 && reused == 3,
+           "four threads at once: %d compiles, %d copies (want 1 and 3)", misses, hits);
+    for (int i = 0; i < 4; i++)
+        tailor_compile_result_free(&r[i].r);
+    tailor_compile_memo_destroy(m);
+    tailor_template_file_free(&src);
+}
+
 int main(void)
 {
     tailor_ctx *ctx = test_ctx();
@@ -217,6 +271,7 @@ int main(void)
     }
     test_ptx_rehearsal(ctx);
     test_memo(ctx);
+    test_memo_inflight(ctx);
     test_kernel_name();
     test_arch_specific(ctx);
     test_errors(ctx);

@@ -137,6 +137,27 @@ static void test_sandbox(tailor_ctx *ctx)
     write_file("loop.lua", "return { op = 'rmsnorm', source = 'rmsnorm.cu',\n"
                            "  params = { A = function() while true do end end },\n" GOOD_TAIL);
     expect_broken(ctx, "loop", "loop.lua:2:", "instructions");
+    /* what a space returns is read raw: an __index function neither aborts the process (an
+     * error outside a protected call) nor hangs it; a __gc function (which would run with hooks
+     * off) is refused; a script growing without end stops at its memory limit; errors stay one
+     * line (no traceback) */
+    write_file("metaerr.lua", "return setmetatable({}, {__index = function() error('boom') end})\n");
+    expect_broken(ctx, "metaerr", "metaerr.lua", "field 'op' must be a string");
+    remove_file("metaerr.lua");
+    write_file("metaloop.lua", "return setmetatable({}, {__index = function() while true do end end})\n");
+    expect_broken(ctx, "metaloop", "metaloop.lua", "field 'op' must be a string");
+    remove_file("metaloop.lua");
+    write_file("finalizer.lua", "local t = setmetatable({}, {__gc = function() while true do end end})\n"
+                                "return {}\n");
+    expect_broken(ctx, "finalizer", "finalizer.lua:1:", "__gc metamethods are not allowed");
+    remove_file("finalizer.lua");
+    write_file("membomb.lua", "local s = 'x'\nwhile true do s = s .. s end\n");
+    expect_broken(ctx, "membomb", "membomb.lua", "past its 256 MB of memory");
+    remove_file("membomb.lua");
+    write_file("recurse.lua", "local function f(n) return f(n + 1) + 1 end\nreturn f(1)\n");
+    expect_broken(ctx, "recurse", "recurse.lua:1:", "stack overflow");
+    remove_file("recurse.lua");
+    CHECKF(!strchr(tailor_ctx_message(ctx), '\n'), "a multi-line error: %s", tailor_ctx_message(ctx));
     write_file("nogrid.lua", "return { op = 'rmsnorm', source = 'rmsnorm.cu', params = { A = {1} },\n"
                              "  threads = 32, smem_static = 0, smem_dynamic = 0, args = {} }\n");
     expect_broken(ctx, "nogrid", "nogrid.lua", "'grid' is missing");

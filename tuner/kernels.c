@@ -59,6 +59,8 @@ struct tailor_kernels {
     tailor_op_kernel *list;
     int strategy, trials; /* on-demand tuning (tailor_kernels_set_strategy) */
     tailor_compile_memo *memo; /* on-demand tuning's compiles, made at the first one */
+    uint64_t seed;        /* on-demand tuning's (and its compiling ahead's) */
+    tailor_compile_ahead *ahead; /* tailor_kernels_expect's */
     int pdl;              /* tailor_kernels_set_pdl */
     int trace;            /* tailor_kernels_set_trace: winners recompiled with TAILOR_TRACE */
     unsigned generation;  /* bumped whenever a launch would differ (tailor_kernels_generation) */
@@ -75,6 +77,7 @@ tailor_status tailor_kernels_create(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cac
     set->cache = cache;
     set->rehearse = rehearse;
     set->allow_tune = allow_tune;
+    set->seed = (uint64_t)time(NULL);
     *out = set;
     return TAILOR_OK;
 }
@@ -108,8 +111,30 @@ void tailor_kernels_destroy(tailor_kernels *set)
         next = k->next;
         op_kernel_free(set->gpu, k);
     }
+    tailor_compile_ahead_stop(set->ahead, NULL);
     tailor_compile_memo_destroy(set->memo);
     free(set);
+}
+
+int tailor_kernels_expect(tailor_kernels *set, const tailor_tune_target *targets, int n,
+                          tailor_dtype dtype)
+{
+    tailor_compile_ahead_stop(set->ahead, NULL);
+    set->ahead = NULL;
+    if (!set->allow_tune || n < 1)
+        return 0;
+    if (!set->memo && !(set->memo = tailor_compile_memo_create(TAILOR_COMPILE_MEMO_BYTES)))
+        return 0;
+    tailor_tune_options o;
+    memset(&o, 0, sizeof o);
+    o.rehearse = set->rehearse;
+    o.strategy = (tailor_strategy)set->strategy;
+    o.trials = set->trials;
+    o.seed = set->seed;
+    o.memo = set->memo;
+    set->ahead = tailor_compile_ahead_start(tailor_gpu_info(set->gpu), tailor_cache_path(set->cache),
+                                            targets, n, dtype, &o);
+    return set->ahead != NULL;
 }
 
 void tailor_kernels_set_strategy(tailor_kernels *set, int strategy, int trials)
@@ -388,7 +413,7 @@ tailor_status tailor_kernels_get(tailor_ctx *ctx, tailor_kernels *set, const cha
         o.rehearse = set->rehearse;
         o.strategy = (tailor_strategy)set->strategy;
         o.trials = set->trials;
-        o.seed = (uint64_t)time(NULL);
+        o.seed = set->seed;
         if (!set->memo)
             set->memo = tailor_compile_memo_create(TAILOR_COMPILE_MEMO_BYTES);
         o.memo = set->memo; /* NULL when out of memory: then every survivor compiles */

@@ -9,6 +9,7 @@
 #include "device.h"
 #include "op.h"
 #include "tailor.h"
+#include "tune_targets.h"
 
 typedef struct tailor_kernels tailor_kernels;
 typedef struct tailor_op_kernel tailor_op_kernel;
@@ -27,6 +28,14 @@ void tailor_kernels_destroy(tailor_kernels *set);
 tailor_status tailor_kernels_get(tailor_ctx *ctx, tailor_kernels *set, const char *op,
                                  const tailor_shape *shape, tailor_dtype dtype,
                                  tailor_op_kernel **out);
+
+/* The (op, tuned shape) targets a program is about to ask for, in dtype (a model's list:
+ * tailor_gemma4_gpu_kernels): when the set may tune, their missing winners' candidates start
+ * compiling ahead on every CPU (tailor_compile_ahead, tuner.h), so that on-demand tuning finds
+ * them compiled. Changes no result. Replaces an earlier call's list; returns 1 when compiling
+ * ahead started. Call tailor_kernels_set_strategy first. */
+int tailor_kernels_expect(tailor_kernels *set, const tailor_tune_target *targets, int n,
+                          tailor_dtype dtype);
 
 /* On-demand tuning from now on uses `strategy` (a tailor_strategy value from tuner.h:
  * 0 exhaustive, the default; 1 random) with at most `trials` candidates (0: no cap). Tests use

@@ -23,8 +23,20 @@
 /* A space that runs longer than this many Lua instructions in one call is stopped. */
 #define SPACE_INSTRUCTION_LIMIT 50000000
 
+/* The Lua state's allocator: at most SPACE_MEMORY_LIMIT bytes while a space's code runs (a
+ * script that builds a string or table without end fails with a memory error instead of taking
+ * the host's memory); the C side's own pushes between calls are not limited, so that they never
+ * raise outside a protected call. */
+#define SPACE_MEMORY_LIMIT ((size_t)256 << 20)
+
+typedef struct space_alloc {
+    size_t used;
+    int enforce; /* inside space_pcall_n */
+} space_alloc;
+
 struct tailor_space {
     lua_State *L;
+    space_alloc alloc;
     int table_ref;          /* the table the script returned */
     char name[64];
     char op[64];
@@ -49,6 +61,33 @@ static tailor_status check_bytes(tailor_ctx *ctx, const tailor_space *s, const c
 
 /* ---- sandbox ---------------------------------------------------------------------------- */
 
+static void *limited_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+    space_alloc *a = ud;
+    size_t old = ptr ? osize : 0; /* without ptr, osize is a type tag */
+    if (nsize == 0) {
+        free(ptr);
+        a->used -= old;
+        return NULL;
+    }
+    if (a->enforce && nsize > old && a->used - old + nsize > SPACE_MEMORY_LIMIT)
+        return NULL;
+    void *q = realloc(ptr, nsize);
+    if (q)
+        a->used = a->used - old + nsize;
+    return q;
+}
+
+/* t[key] without metamethods: what a space returned is read raw, so that a table with an
+ * __index function can neither raise outside a protected call nor loop. Pushes the value and
+ * returns its type, as lua_getfield. */
+static int raw_getfield(lua_State *L, int idx, const char *key)
+{
+    idx = lua_absindex(L, idx);
+    lua_pushstring(L, key);
+    return lua_rawget(L, idx);
+}
+
 static void instruction_hook(lua_State *L, lua_Debug *ar)
 {
     (void)ar;
@@ -67,10 +106,48 @@ static int locked_index(lua_State *L)
     return luaL_error(L, "unknown global '%s'", lua_tostring(L, 2));
 }
 
-static int traceback(lua_State *L)
+/* The message handler: the error's one-line message, led by the line of the space's own file it
+ * came through when it was raised elsewhere (the space library, a C check) — not a whole
+ * traceback, so that the error stays one sentence. Upvalue 1: the space's chunk name. */
+static int locate_error(lua_State *L)
 {
     const char *msg = lua_tostring(L, 1);
-    luaL_traceback(L, L, msg ? msg : "(error object is not a string)", 1);
+    if (!msg)
+        msg = "(error object is not a string)";
+    const char *chunk = lua_tostring(L, lua_upvalueindex(1));
+    lua_Debug ar;
+    for (int level = 1; chunk && lua_getstack(L, level, &ar); level++) {
+        if (!lua_getinfo(L, "Sl", &ar) || ar.currentline <= 0 || strcmp(ar.source, chunk) != 0)
+            continue;
+        char where[1200];
+        snprintf(where, sizeof where, "%s:%d:", ar.short_src, ar.currentline);
+        if (strncmp(msg, where, strlen(where)) != 0) {
+            lua_pushfstring(L, "%s:%d: %s", ar.short_src, ar.currentline, msg);
+            return 1;
+        }
+        break;
+    }
+    lua_pushstring(L, msg);
+    return 1;
+}
+
+/* setmetatable without __gc: the collector runs finalizers with hooks off, so an endless one
+ * could not be stopped. The rest as the base library's. */
+static int sandbox_setmetatable(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    int t = lua_type(L, 2);
+    luaL_argexpected(L, t == LUA_TNIL || t == LUA_TTABLE, 2, "nil or table");
+    if (t == LUA_TTABLE) {
+        lua_pushstring(L, "__gc");
+        if (lua_rawget(L, 2) != LUA_TNIL)
+            return luaL_error(L, "__gc metamethods are not allowed in search spaces");
+        lua_pop(L, 1);
+    }
+    if (luaL_getmetafield(L, 1, "__metatable") != LUA_TNIL)
+        return luaL_error(L, "cannot change a protected metatable");
+    lua_settop(L, 2);
+    lua_setmetatable(L, 1);
     return 1;
 }
 
@@ -87,6 +164,8 @@ static void open_sandbox(lua_State *L)
         lua_pushnil(L);
         lua_setglobal(L, banned[i]);
     }
+    lua_pushcfunction(L, sandbox_setmetatable);
+    lua_setglobal(L, "setmetatable");
     lua_getglobal(L, "string"); /* string.dump could expose bytecode */
     lua_pushnil(L);
     lua_setfield(L, -2, "dump");
@@ -114,12 +193,20 @@ static tailor_status space_pcall_n(tailor_ctx *ctx, tailor_space *s, int nargs, 
 {
     lua_State *L = s->L;
     int base = lua_gettop(L) - nargs;
-    lua_pushcfunction(L, traceback);
+    lua_pushfstring(L, "@%s", s->origin);
+    lua_pushcclosure(L, locate_error, 1);
     lua_insert(L, base);
-    lua_sethook(L, instruction_hook, LUA_MASKCOUNT, SPACE_INSTRUCTION_LIMIT);
+    lua_sethook(L, instruction_hook, LUA_MASKCOUNT, SPACE_INSTRUCTION_LIMIT); /* count anew */
+    s->alloc.enforce = 1;
     int r = lua_pcall(L, nargs, nresults, base);
-    lua_sethook(L, NULL, 0, 0);
-    lua_remove(L, base);
+    s->alloc.enforce = 0;
+    lua_remove(L, base); /* the hook stays: a space's __gc functions may run at any allocation */
+    if (r == LUA_ERRMEM) {
+        tailor_set_error(ctx, TAILOR_ERR_LUA, "search space %s (%s), %s: past its %zu MB of "
+                         "memory", s->name, s->origin, what, SPACE_MEMORY_LIMIT >> 20);
+        lua_pop(L, 1);
+        return TAILOR_ERR_LUA;
+    }
     if (r != LUA_OK) {
         tailor_set_error(ctx, TAILOR_ERR_LUA, "search space %s (%s), %s: %s", s->name, s->origin,
                          what, lua_tostring(L, -1));
@@ -141,7 +228,7 @@ static tailor_status field_string(tailor_ctx *ctx, tailor_space *s, const char *
                                   size_t size)
 {
     lua_State *L = s->L;
-    lua_getfield(L, -1, field);
+    raw_getfield(L, -1, field);
     if (!lua_isstring(L, -1)) {
         lua_pop(L, 1);
         return tailor_set_error(ctx, TAILOR_ERR_LUA,
@@ -188,7 +275,7 @@ static tailor_status read_header_fields(tailor_ctx *ctx, tailor_space *s)
     static const char *const required[] = {"params", "threads", "smem_static", "smem_dynamic",
                                            "grid", "args", NULL};
     for (int i = 0; required[i]; i++) {
-        lua_getfield(L, -1, required[i]);
+        raw_getfield(L, -1, required[i]);
         int missing = lua_isnil(L, -1);
         lua_pop(L, 1);
         if (missing)
@@ -197,7 +284,7 @@ static tailor_status read_header_fields(tailor_ctx *ctx, tailor_space *s)
                                     required[i]);
     }
     /* experimental: a sentence saying why the template is not yet in the default space */
-    lua_getfield(L, -1, "experimental");
+    raw_getfield(L, -1, "experimental");
     if (lua_type(L, -1) == LUA_TSTRING) {
         snprintf(s->experimental, sizeof s->experimental, "%s", lua_tostring(L, -1));
     } else if (!lua_isnil(L, -1)) {
@@ -208,11 +295,11 @@ static tailor_status read_header_fields(tailor_ctx *ctx, tailor_space *s)
     }
     lua_pop(L, 1);
     /* dtypes: default both 16-bit floats */
-    lua_getfield(L, -1, "dtypes");
+    raw_getfield(L, -1, "dtypes");
     if (lua_isnil(L, -1)) {
         s->dtypes_mask = (1 << TAILOR_DTYPE_F16) | (1 << TAILOR_DTYPE_BF16);
     } else if (lua_istable(L, -1)) {
-        for (lua_Integer i = 1; lua_geti(L, -1, i) != LUA_TNIL; i++) {
+        for (lua_Integer i = 1; lua_rawgeti(L, -1, i) != LUA_TNIL; i++) {
             tailor_dtype d;
             const char *name = lua_tostring(L, -1);
             if (!name || tailor_dtype_parse(NULL, name, &d) != TAILOR_OK) {
@@ -232,7 +319,7 @@ static tailor_status read_header_fields(tailor_ctx *ctx, tailor_space *s)
     }
     lua_pop(L, 1);
     /* parameter names, sorted */
-    lua_getfield(L, -1, "params");
+    raw_getfield(L, -1, "params");
     if (!lua_istable(L, -1)) {
         lua_pop(L, 1);
         return tailor_set_error(ctx, TAILOR_ERR_LUA, "search space %s: 'params' must be a table",
@@ -305,11 +392,12 @@ static tailor_status space_from_text(tailor_ctx *ctx, const char *file, const ch
     snprintf(s->name, sizeof s->name, "%.*s", (int)(strlen(file) - 4), file);
     snprintf(s->origin, sizeof s->origin, "%s", origin);
     tailor_sha256_hex(text, size, s->lua_text_hash);
-    s->L = luaL_newstate();
+    s->L = lua_newstate(limited_alloc, &s->alloc);
     if (!s->L) {
         free(s);
         return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory creating a Lua state");
     }
+    lua_sethook(s->L, instruction_hook, LUA_MASKCOUNT, SPACE_INSTRUCTION_LIMIT);
     open_sandbox(s->L);
     tailor_status st = open_space_lib(ctx, s);
     if (st) {
@@ -366,8 +454,11 @@ void tailor_space_destroy(tailor_space *s)
 {
     if (!s)
         return;
-    if (s->L)
+    if (s->L) { /* a space's __gc functions run here: bounded like its other code */
+        lua_sethook(s->L, instruction_hook, LUA_MASKCOUNT, SPACE_INSTRUCTION_LIMIT);
+        s->alloc.enforce = 1;
         lua_close(s->L);
+    }
     free(s);
 }
 
@@ -512,7 +603,7 @@ static tailor_status get_field(tailor_ctx *ctx, tailor_space *s, const char *fie
 {
     lua_State *L = s->L;
     lua_rawgeti(L, LUA_REGISTRYINDEX, s->table_ref);
-    lua_getfield(L, -1, field);
+    raw_getfield(L, -1, field);
     lua_remove(L, -2);
     if (!lua_isfunction(L, -1))
         return TAILOR_OK;
@@ -575,8 +666,12 @@ tailor_status tailor_space_enumerate(tailor_ctx *ctx, tailor_space *s, const tai
     int nvalues[TAILOR_SPACE_MAX_PARAMS];
     for (int p = 0; p < s->nparams; p++) {
         lua_rawgeti(L, LUA_REGISTRYINDEX, s->table_ref);
-        lua_getfield(L, -1, "params");
-        lua_getfield(L, -1, s->param_names[p]);
+        if (raw_getfield(L, -1, "params") != LUA_TTABLE) { /* a space's code replaced it */
+            lua_pop(L, 2);
+            return tailor_set_error(ctx, TAILOR_ERR_LUA, "search space %s: 'params' must be a "
+                                    "table", s->origin);
+        }
+        raw_getfield(L, -1, s->param_names[p]);
         lua_remove(L, -2);
         lua_remove(L, -2);
         if (lua_isfunction(L, -1)) {
@@ -597,7 +692,7 @@ tailor_status tailor_space_enumerate(tailor_ctx *ctx, tailor_space *s, const tai
                                     s->origin, s->param_names[p]);
         }
         nvalues[p] = 0;
-        for (lua_Integer i = 1; lua_geti(L, -1, i) != LUA_TNIL; i++) {
+        for (lua_Integer i = 1; lua_rawgeti(L, -1, i) != LUA_TNIL; i++) {
             if (nvalues[p] >= 64 || !value_to_string(L, -1, values[p][nvalues[p]], 64)) {
                 lua_pop(L, 2);
                 return tailor_set_error(ctx, TAILOR_ERR_LUA,
@@ -655,7 +750,7 @@ static tailor_status read_dim3(tailor_ctx *ctx, tailor_space *s, const char *fie
                                 s->origin, field);
     }
     for (int i = 0; i < 3; i++) {
-        lua_geti(L, -1, i + 1);
+        lua_rawgeti(L, -1, i + 1);
         if (!lua_isnil(L, -1)) {
             int ok = 0;
             lua_Integer v = lua_tointegerx(L, -1, &ok);
@@ -679,7 +774,7 @@ static tailor_status read_valid(tailor_ctx *ctx, tailor_space *s, const call_arg
     lua_State *L = s->L;
     out->valid = 1;
     lua_rawgeti(L, LUA_REGISTRYINDEX, s->table_ref);
-    lua_getfield(L, -1, "valid");
+    raw_getfield(L, -1, "valid");
     lua_remove(L, -2);
     if (!lua_isfunction(L, -1)) {
         lua_pop(L, 1);
@@ -718,7 +813,7 @@ static tailor_status read_features(tailor_ctx *ctx, tailor_space *s, const call_
     }
     if (lua_istable(L, -1)) {
         const size_t cap = sizeof out->features[0];
-        for (lua_Integer i = 1; lua_geti(L, -1, i) != LUA_TNIL; i++) {
+        for (lua_Integer i = 1; lua_rawgeti(L, -1, i) != LUA_TNIL; i++) {
             const char *why = NULL;
             if (lua_type(L, -1) != LUA_TSTRING)
                 why = "is not a string";
@@ -855,7 +950,7 @@ static tailor_status read_arg(tailor_ctx *ctx, tailor_space *s, const tailor_sha
     } kinds[] = {{"i32", TAILOR_ARG_I32}, {"i64", TAILOR_ARG_I64}, {"f32", TAILOR_ARG_F32}};
     if (lua_istable(L, -1)) {
         for (size_t k = 0; k < 3; k++) {
-            lua_getfield(L, -1, kinds[k].key);
+            raw_getfield(L, -1, kinds[k].key);
             if (lua_isnil(L, -1)) {
                 lua_pop(L, 1);
                 continue;
@@ -910,7 +1005,7 @@ static tailor_status read_args(tailor_ctx *ctx, tailor_space *s, const call_args
         return tailor_set_error(ctx, TAILOR_ERR_LUA, "search space %s: 'args' must give a list",
                                 s->origin);
     }
-    for (lua_Integer i = 1; lua_geti(L, -1, i) != LUA_TNIL; i++) {
+    for (lua_Integer i = 1; lua_rawgeti(L, -1, i) != LUA_TNIL; i++) {
         if (out->nargs >= TAILOR_SPACE_MAX_ARGS) {
             lua_pop(L, 2);
             return tailor_set_error(ctx, TAILOR_ERR_LUA, "search space %s: more than %d args",

@@ -14,6 +14,7 @@
 #include "gen.h"
 #include "instance.h"
 #include "registry.h"
+#include "tune_internal.h"
 
 tailor_status tailor_strategy_parse(tailor_ctx *ctx, const char *text, tailor_strategy *out)
 {
@@ -197,6 +198,26 @@ static void shuffle(int *idx, int n, uint64_t seed)
         idx[i] = idx[j];
         idx[j] = t;
     }
+}
+
+int tune_pick(const tailor_plan *plan, const tailor_tune_options *o, int *idx)
+{
+    int ns = 0;
+    for (int i = 0; i < plan->count; i++)
+        if (plan->entries[i].verdict == TAILOR_FITS)
+            idx[ns++] = i;
+    int random = o->strategy == TAILOR_STRATEGY_RANDOM && !o->verify_all;
+    if (random)
+        shuffle(idx, ns, o->seed);
+    return random && o->trials > 0 && o->trials < ns ? o->trials : ns;
+}
+
+void tune_arch(const tailor_device_info *live, const tailor_device_info *rehearse, int *sm,
+               int *ptx)
+{
+    const tailor_device_info *d = rehearse ? rehearse : live;
+    *sm = d->cc_major * 10 + d->cc_minor;
+    *ptx = rehearse != NULL;
 }
 
 static const char *outcome_name(cand_state s)
@@ -425,7 +446,7 @@ static void fill_result_from_winner(tailor_tune_result *out, const tailor_cache_
 
 /* ---- the loop --------------------------------------------------------------------------- */
 
-static int no_compile(void)
+int tune_no_compile(void)
 {
     const char *v = getenv("TAILOR_NO_COMPILE");
     return v && *v && strcmp(v, "0") != 0;
@@ -522,8 +543,8 @@ tailor_status tailor_tune(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
     memset(out, 0, sizeof *out);
     const tailor_device_info *live = tailor_gpu_info(gpu);
     const tailor_device_info *budget_dev = opts->rehearse ? opts->rehearse : live;
-    int sm = budget_dev->cc_major * 10 + budget_dev->cc_minor;
-    int ptx = opts->rehearse != NULL;
+    int sm, ptx;
+    tune_arch(live, opts->rehearse, &sm, &ptx);
     if (opts->rehearse && opts->rehearse->kind != TAILOR_DEVICE_GPU)
         return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
                                 "cannot rehearse %s: it is not a GPU profile", opts->rehearse->name);
@@ -563,7 +584,7 @@ tailor_status tailor_tune(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
             return st;
         }
     }
-    if (no_compile()) {
+    if (tune_no_compile()) {
         tailor_plan_free(&plan);
         return tailor_set_error(ctx, TAILOR_ERR_NO_COMPILE,
                                 "%s %s %s is not in the cache and TAILOR_NO_COMPILE=1 forbids "
@@ -590,16 +611,7 @@ tailor_status tailor_tune(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
         tailor_plan_free(&plan);
         return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory");
     }
-    int ns = 0;
-    for (int i = 0; i < plan.count; i++)
-        if (plan.entries[i].verdict == TAILOR_FITS)
-            idx[ns++] = i;
-    if (opts->strategy == TAILOR_STRATEGY_RANDOM && !opts->verify_all)
-        shuffle(idx, ns, opts->seed);
-    int n = ns;
-    if (opts->strategy == TAILOR_STRATEGY_RANDOM && !opts->verify_all && opts->trials > 0 &&
-        opts->trials < n)
-        n = opts->trials;
+    int n = tune_pick(&plan, opts, idx);
     for (int i = 0; i < n; i++) {
         candidate *c = &t.cands[i];
         c->entry = &plan.entries[idx[i]];

@@ -11,6 +11,7 @@
 #include "plan.h"
 #include "space.h"
 #include "tailor.h"
+#include "tune_targets.h"
 
 typedef enum tailor_strategy {
     TAILOR_STRATEGY_EXHAUSTIVE = 0, /* every survivor */
@@ -88,5 +89,41 @@ const char *tailor_tuner_check_entry(const tailor_cache_key *key, const char *pa
 /* The fingerprint a tune run keys the cache with: the live GPU's, or "rehearse:NAME@<live>". */
 void tailor_tuner_fingerprint(const tailor_device_info *live, const tailor_device_info *rehearse,
                               char *buf, size_t size);
+
+
+/* Compiling ahead of a run that tunes targets one after another (tune --preset, a model's
+ * on-demand tuning): a planner thread plans the targets in order, skips those whose winner the
+ * cache at cache_path has (read through its own connection; NULL or a missing file: none), and
+ * worker threads (opts->jobs, 0: one a CPU) compile the candidates tailor_tune will pick for the
+ * rest (the same strategy, trials and seed) into opts->memo. tailor_tune with that memo then finds
+ * them compiled, or waits for the compile in flight, instead of compiling each target's own
+ * after the previous target's timing. Needs no GPU (live is the device tailor_tune will run on;
+ * opts->rehearse as there). NULL (nothing started) without a memo, without targets, or with
+ * TAILOR_NO_COMPILE=1. It never changes what is tuned, only when compiles happen: a compile that
+ * fails here is made (and reported) again by tailor_tune. The ahead stops compiling when the
+ * memo is three quarters full. */
+typedef struct tailor_compile_ahead tailor_compile_ahead;
+
+typedef struct tailor_compile_ahead_stats {
+    int targets;  /* targets planned without a cached winner */
+    int queued;   /* candidates queued */
+    int compiled; /* compiled here (the rest of queued: memo hits, failures, not reached) */
+    int reused;   /* already in the memo */
+    int failed;
+    int full;     /* stopped at a full memo */
+} tailor_compile_ahead_stats;
+
+tailor_compile_ahead *tailor_compile_ahead_start(const tailor_device_info *live,
+                                                 const char *cache_path,
+                                                 const tailor_tune_target *targets, int n,
+                                                 tailor_dtype dtype,
+                                                 const tailor_tune_options *opts);
+
+/* Waits until every queued candidate is compiled (tests; a tuning run calls stop). */
+void tailor_compile_ahead_wait(tailor_compile_ahead *a);
+
+/* Stops: compiles in progress finish, the rest are dropped; the threads are joined, a freed.
+ * stats (may be NULL) gets the counts. NULL is fine. */
+void tailor_compile_ahead_stop(tailor_compile_ahead *a, tailor_compile_ahead_stats *stats);
 
 #endif

@@ -997,6 +997,32 @@ tailor_status tailor_gemma4_gpu_kernels(tailor_ctx *ctx, const tailor_gemma4_con
     return st;
 }
 
+/* The model's kernels handed to the set before the upload (tailor_kernels_expect): the missing
+ * winners' candidates compile on the host's CPUs while the weights stream and while the first
+ * kernels tune. Failing to list them changes nothing but the wait. */
+static void expect_kernels(tailor_kernels *ks, const tailor_gemma4_config *cfg,
+                           const tailor_gemma4 *m, const tailor_gemma4_gpu_opts *o,
+                           tailor_dtype dt)
+{
+    tailor_ctx *scratch = tailor_ctx_create(); /* errors here are not the caller's */
+    tailor_gemma4_kernel_use *uses = NULL;
+    int n = 0;
+    tailor_tune_target *t = NULL;
+    if (scratch && tailor_gemma4_gpu_kernels(scratch, cfg, m, o, &uses, &n) == TAILOR_OK && n > 0)
+        t = calloc((size_t)n, sizeof *t);
+    int nt = 0;
+    for (int i = 0; t && i < n; i++) {
+        snprintf(t[nt].op, sizeof t[nt].op, "%s", uses[i].op);
+        if (tailor_shape_parse(scratch, uses[i].shape, &t[nt].shape) == TAILOR_OK)
+            nt++;
+    }
+    if (nt > 0)
+        tailor_kernels_expect(ks, t, nt, dt);
+    free(t);
+    free(uses);
+    tailor_ctx_destroy(scratch);
+}
+
 static tailor_status create(tailor_ctx *ctx, const tailor_gemma4 *m, const tailor_gemma4_config *cfg,
                             tailor_gpu *gpu, tailor_kernels *ks, const tailor_gemma4_gpu_opts *o,
                             uint64_t seed, tailor_gemma4_gpu **out)
@@ -1032,6 +1058,8 @@ static tailor_status create(tailor_ctx *ctx, const tailor_gemma4 *m, const tailo
     tailor_status st = tailor_gpu_mem_info(ctx, gpu, &free_b, &total_b);
     if (st == TAILOR_OK)
         st = tailor_gemma4_gpu_memory_check(ctx, cfg, m, &od, free_b, dev->name);
+    if (st == TAILOR_OK)
+        expect_kernels(ks, cfg, m, &od, g->dt);
     if (st == TAILOR_OK)
         st = m ? up_model(ctx, g) : rnd_model(ctx, g);
     if (st == TAILOR_OK)

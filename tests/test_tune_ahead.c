@@ -1,0 +1,127 @@
+/* test_tune_ahead.c — compiling ahead of a tuning run, without a GPU (the H200's profile stands
+ * for the live card): it compiles exactly the candidates tailor_tune picks for each target (each
+ * one then answered by the memo), skips a target whose winner the cache has, and starts nothing
+ * under TAILOR_NO_COMPILE=1 or without a memo. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cache.h"
+#include "device.h"
+#include "gen.h"
+#include "plan.h"
+#include "testlib.h"
+#include "tune_internal.h"
+#include "tuner.h"
+
+#define NTARGETS 3
+
+static void make_targets(tailor_ctx *ctx, tailor_tune_target *t)
+{
+    static const char *const ops[NTARGETS] = {"rmsnorm", "rmsnorm", "w4a16_matmul"};
+    static const char *const shapes[NTARGETS] = {"rows=1,cols=1536", "rows=8,cols=256,weight=0",
+                                                 "m=1,n=256,k=512,group=128"};
+    for (int i = 0; i < NTARGETS; i++) {
+        snprintf(t[i].op, sizeof t[i].op, "%s", ops[i]);
+        CHECK_OK(ctx, tailor_shape_parse(ctx, shapes[i], &t[i].shape));
+    }
+}
+
+/* Every candidate tailor_tune would pick for target t, compiled through the memo: each must be a
+ * copy (the ahead made it). Returns how many. */
+static int picks_answered(tailor_ctx *ctx, const tailor_device_info *dev,
+                          const tailor_tune_target *t, const tailor_tune_options *o)
+{
+    tailor_plan plan;
+    CHECK_OK(ctx, tailor_plan_build(ctx, dev, t->op, &t->shape, TAILOR_DTYPE_BF16, &plan));
+    int *idx = calloc((size_t)plan.survivors + 1, sizeof *idx);
+    int n = tune_pick(&plan, o, idx);
+    for (int i = 0; i < n; i++) {
+        const tailor_plan_entry *e = &plan.entries[idx[i]];
+        char name[256];
+        tailor_gen_kernel_name(t->op, e->template_name, 90, "bf16", e->launch.defines,
+                               e->launch.ndefines, name, sizeof name);
+        tailor_compile_result r;
+        CHECK_OK(ctx, tailor_plan_compile(ctx, &plan, idx[i], 90, 0, name, o->memo, &r));
+        CHECKF(r.reused, "%s %s: candidate %s was not compiled ahead", t->op, e->template_name,
+               name);
+        tailor_compile_result_free(&r);
+    }
+    free(idx);
+    tailor_plan_free(&plan);
+    return n;
+}
+
+int main(void)
+{
+    tailor_ctx *ctx = test_ctx();
+    const tailor_device_info *h200 = tailor_device_profile_find("h200");
+    CHECK(h200 != NULL);
+    tailor_tune_target t[NTARGETS];
+    make_targets(ctx, t);
+    tailor_tune_options o = {.strategy = TAILOR_STRATEGY_RANDOM, .trials = 2, .seed = 7,
+                             .jobs = 2};
+    o.memo = tailor_compile_memo_create(TAILOR_COMPILE_MEMO_BYTES);
+
+    /* no cache file yet: every target is planned, its two picks compiled */
+    tailor_compile_ahead *a = tailor_compile_ahead_start(h200, "/nonexistent/cache.sqlite", t,
+                                                         NTARGETS, TAILOR_DTYPE_BF16, &o);
+    CHECK(a != NULL);
+    tailor_compile_ahead_wait(a);
+    tailor_compile_ahead_stats st;
+    tailor_compile_ahead_stop(a, &st);
+    printf("ahead: %d targets, %d queued, %d compiled, %d reused, %d failed\n", st.targets,
+           st.queued, st.compiled, st.reused, st.failed);
+    CHECKF(st.targets == NTARGETS && st.failed == 0 && !st.full, "targets %d failed %d",
+           st.targets, st.failed);
+    int picked = 0;
+    for (int i = 0; i < NTARGETS; i++)
+        picked += picks_answered(ctx, h200, &t[i], &o);
+    CHECKF(st.queued == picked && st.compiled + st.reused == picked && picked >= NTARGETS,
+           "queued %d, compiled %d + reused %d, tailor_tune picks %d", st.queued, st.compiled,
+           st.reused, picked);
+    int hits, misses;
+    size_t bytes;
+    tailor_compile_memo_stats(o.memo, &hits, &misses, &bytes);
+    CHECKF(misses == st.compiled, "the memo compiled %d, the ahead %d", misses, st.compiled);
+
+    /* a cached winner: its target is skipped */
+    char dir[] = "/tmp/tailor_ahead_XXXXXX", path[64];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/cache.sqlite", dir);
+    tailor_cache *cache = NULL;
+    CHECK_OK(ctx, tailor_cache_open(ctx, path, &cache));
+    tailor_plan plan;
+    CHECK_OK(ctx, tailor_plan_build(ctx, h200, t[0].op, &t[0].shape, TAILOR_DTYPE_BF16, &plan));
+    char fp[600], shape_text[256];
+    tailor_tuner_fingerprint(h200, NULL, fp, sizeof fp);
+    tailor_shape_format(&plan.shape, shape_text, sizeof shape_text);
+    tailor_cache_key key = {fp, t[0].op, shape_text, "bf16", plan.space_hash};
+    static unsigned char bin[16] = {1};
+    tailor_cache_winner w = {.template_name = "rmsnorm", .kernel_name = "k",
+                             .params_json = "{}", .launch_json = "{}", .binary_kind = "cubin",
+                             .binary = bin, .binary_size = sizeof bin, .arch = "sm_90"};
+    CHECK_OK(ctx, tailor_cache_put_winner(ctx, cache, &key, &w));
+    tailor_plan_free(&plan);
+    a = tailor_compile_ahead_start(h200, path, t, NTARGETS, TAILOR_DTYPE_BF16, &o);
+    tailor_compile_ahead_wait(a);
+    tailor_compile_ahead_stop(a, &st);
+    CHECKF(st.targets == NTARGETS - 1 && st.compiled == 0 && st.reused == st.queued,
+           "with target 0 cached: %d targets, %d compiled, %d reused of %d", st.targets,
+           st.compiled, st.reused, st.queued);
+    tailor_cache_close(cache);
+    unlink(path);
+    rmdir(dir);
+
+    /* nothing starts under TAILOR_NO_COMPILE=1, without a memo or without targets */
+    setenv("TAILOR_NO_COMPILE", "1", 1);
+    CHECK(tailor_compile_ahead_start(h200, NULL, t, NTARGETS, TAILOR_DTYPE_BF16, &o) == NULL);
+    unsetenv("TAILOR_NO_COMPILE");
+    CHECK(tailor_compile_ahead_start(h200, NULL, t, 0, TAILOR_DTYPE_BF16, &o) == NULL);
+    tailor_compile_memo_destroy(o.memo);
+    o.memo = NULL;
+    CHECK(tailor_compile_ahead_start(h200, NULL, t, NTARGETS, TAILOR_DTYPE_BF16, &o) == NULL);
+    tailor_compile_ahead_stop(NULL, NULL);
+    tailor_ctx_destroy(ctx);
+    return test_finish("test_tune_ahead");
+}

@@ -1,0 +1,300 @@
+/* ahead.c — compiling ahead of a tuning run (tailor_compile_ahead, tuner.h).
+ *
+ * tailor_tune takes one target at a time: it compiles its candidates in parallel, then checks
+ * and times them on the GPU while the CPU waits. With few candidates a target (a test's random
+ * two, the runtime's on-demand tuning) the CPU's cores sit idle, and with many the GPU waits for
+ * each target's compiles. Here a planner thread walks the same targets in the same order,
+ * skips those with a cached winner, and queues the very candidates tailor_tune will pick
+ * (tune_pick, same seed); worker threads compile them into the run's memo. tailor_tune then
+ * finds each one compiled, or waits for the compile in flight (gen/memo.c), instead of
+ * compiling it again. Nothing here touches the GPU or writes the cache. */
+#include "tuner.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gen.h"
+#include "plan.h"
+#include "tune_internal.h"
+
+/* One instantiation to compile: what tailor_plan_compile would take from the plan entry. */
+typedef struct ahead_job {
+    char template_name[64];
+    tailor_launch launch;
+    char kernel_name[256];
+} ahead_job;
+
+struct tailor_compile_ahead {
+    /* what the planner reads; fixed at start */
+    tailor_device_info live, rehearse;
+    int has_rehearse;
+    tailor_tune_target *targets;
+    int ntargets;
+    tailor_dtype dtype;
+    tailor_tune_options opts;
+    char cache_path[1024];
+    int sm, ptx;
+
+    pthread_mutex_t lock;
+    pthread_cond_t work; /* a job queued, the planner done, or a stop */
+    ahead_job **jobs;    /* queued in target order; a worker takes the next */
+    int njobs, cap, next;
+    int planned_all;     /* the planner finished */
+    int stop;
+    tailor_compile_ahead_stats stats;
+
+    pthread_t planner;
+    pthread_t workers[64];
+    int nworkers, planner_started;
+};
+
+/* Queues a job; 0 when out of memory (the rest then compiles in tailor_tune, as without). */
+static int queue_job(tailor_compile_ahead *a, ahead_job *job)
+{
+    pthread_mutex_lock(&a->lock);
+    int ok = 1;
+    if (a->njobs == a->cap) {
+        int cap = a->cap ? 2 * a->cap : 256;
+        ahead_job **jobs = realloc(a->jobs, (size_t)cap * sizeof *jobs);
+        ok = jobs != NULL;
+        if (ok) {
+            a->jobs = jobs;
+            a->cap = cap;
+        }
+    }
+    if (ok) {
+        a->jobs[a->njobs++] = job;
+        a->stats.queued++;
+        pthread_cond_signal(&a->work);
+    }
+    pthread_mutex_unlock(&a->lock);
+    return ok;
+}
+
+static int stopping(tailor_compile_ahead *a)
+{
+    pthread_mutex_lock(&a->lock);
+    int s = a->stop;
+    pthread_mutex_unlock(&a->lock);
+    return s;
+}
+
+/* 1 when the cache has the target's winner (read through the planner's own connection; any
+ * error reads as "not cached": compiling ahead what was cached costs time, never results). */
+static int cached(tailor_ctx *ctx, tailor_compile_ahead *a, tailor_cache *cache,
+                  const tailor_plan *plan, const char *op)
+{
+    if (!cache || a->opts.force || a->opts.verify_all)
+        return 0;
+    char fp[600], shape_text[256];
+    tailor_tuner_fingerprint(&a->live, a->has_rehearse ? &a->rehearse : NULL, fp, sizeof fp);
+    tailor_shape_format(&plan->shape, shape_text, sizeof shape_text);
+    tailor_cache_key key = {fp, op, shape_text, tailor_dtype_name(a->dtype), plan->space_hash};
+    tailor_cache_winner w;
+    int found = 0;
+    if (tailor_cache_get_winner(ctx, cache, &key, &w, &found) != TAILOR_OK)
+        return 0;
+    if (found)
+        tailor_cache_winner_free(&w);
+    return found;
+}
+
+/* Queues the candidates tailor_tune will try for one target. */
+static void plan_target(tailor_ctx *ctx, tailor_compile_ahead *a, tailor_cache *cache,
+                        const tailor_tune_target *t)
+{
+    const tailor_device_info *dev = a->has_rehearse ? &a->rehearse : &a->live;
+    tailor_plan plan;
+    if (tailor_plan_build(ctx, dev, t->op, &t->shape, a->dtype, &plan) != TAILOR_OK)
+        return; /* tailor_tune reports it */
+    int *idx = plan.survivors ? calloc((size_t)plan.survivors, sizeof *idx) : NULL;
+    if (idx && !cached(ctx, a, cache, &plan, t->op)) {
+        pthread_mutex_lock(&a->lock);
+        a->stats.targets++;
+        pthread_mutex_unlock(&a->lock);
+        int n = tune_pick(&plan, &a->opts, idx);
+        for (int i = 0; i < n; i++) {
+            const tailor_plan_entry *e = &plan.entries[idx[i]];
+            ahead_job *job = malloc(sizeof *job);
+            if (!job)
+                break;
+            snprintf(job->template_name, sizeof job->template_name, "%s", e->template_name);
+            job->launch = e->launch;
+            tailor_gen_kernel_name(t->op, e->template_name, a->sm, tailor_dtype_name(a->dtype),
+                                   e->launch.defines, e->launch.ndefines, job->kernel_name,
+                                   sizeof job->kernel_name);
+            if (!queue_job(a, job)) {
+                free(job);
+                break;
+            }
+        }
+    }
+    free(idx);
+    tailor_plan_free(&plan);
+}
+
+static void *planner_main(void *arg)
+{
+    tailor_compile_ahead *a = arg;
+    tailor_ctx *ctx = tailor_ctx_create();
+    tailor_cache *cache = NULL;
+    if (ctx && a->cache_path[0] &&
+        tailor_cache_open_readonly(ctx, a->cache_path, &cache) != TAILOR_OK)
+        cache = NULL; /* a cache not written yet: everything is missing */
+    for (int i = 0; ctx && i < a->ntargets && !stopping(a); i++)
+        plan_target(ctx, a, cache, &a->targets[i]);
+    tailor_cache_close(cache);
+    tailor_ctx_destroy(ctx);
+    pthread_mutex_lock(&a->lock);
+    a->planned_all = 1;
+    pthread_cond_broadcast(&a->work);
+    pthread_mutex_unlock(&a->lock);
+    return NULL;
+}
+
+/* The next job, or NULL when there is none left and none will come (or a stop). A memo past
+ * three quarters full stops the compiling ahead: what it would keep no longer fits, and the
+ * tuner's own compiles need the room. */
+static ahead_job *take_job(tailor_compile_ahead *a)
+{
+    pthread_mutex_lock(&a->lock);
+    ahead_job *job = NULL;
+    for (;;) {
+        if (a->stop)
+            break;
+        if (a->next < a->njobs) {
+            job = a->jobs[a->next];
+            a->jobs[a->next++] = NULL;
+            break;
+        }
+        if (a->planned_all)
+            break;
+        pthread_cond_wait(&a->work, &a->lock);
+    }
+    pthread_mutex_unlock(&a->lock);
+    if (job) {
+        int hits, misses;
+        size_t bytes;
+        tailor_compile_memo_stats(a->opts.memo, &hits, &misses, &bytes);
+        if (bytes > tailor_compile_memo_capacity(a->opts.memo) / 4 * 3) {
+            free(job);
+            pthread_mutex_lock(&a->lock);
+            a->stop = 1;
+            a->stats.full = 1;
+            pthread_cond_broadcast(&a->work);
+            pthread_mutex_unlock(&a->lock);
+            job = NULL;
+        }
+    }
+    return job;
+}
+
+static void *worker_main(void *arg)
+{
+    tailor_compile_ahead *a = arg;
+    ahead_job *job;
+    while ((job = take_job(a)) != NULL) {
+        tailor_ctx *ctx = tailor_ctx_create();
+        tailor_compile_result r;
+        memset(&r, 0, sizeof r);
+        tailor_status st = ctx ? tailor_launch_compile(ctx, job->template_name, &job->launch,
+                                                       a->dtype, a->sm, a->ptx, job->kernel_name,
+                                                       NULL, 0, a->opts.memo, &r)
+                               : TAILOR_ERR_NOMEM;
+        pthread_mutex_lock(&a->lock);
+        if (st == TAILOR_OK && r.reused)
+            a->stats.reused++;
+        else if (st == TAILOR_OK)
+            a->stats.compiled++;
+        else
+            a->stats.failed++;
+        pthread_mutex_unlock(&a->lock);
+        tailor_compile_result_free(&r);
+        tailor_ctx_destroy(ctx);
+        free(job);
+    }
+    return NULL;
+}
+
+tailor_compile_ahead *tailor_compile_ahead_start(const tailor_device_info *live,
+                                                 const char *cache_path,
+                                                 const tailor_tune_target *targets, int n,
+                                                 tailor_dtype dtype,
+                                                 const tailor_tune_options *opts)
+{
+    if (!opts->memo || n < 1 || tune_no_compile())
+        return NULL;
+    tailor_compile_ahead *a = calloc(1, sizeof *a);
+    if (!a)
+        return NULL;
+    a->targets = malloc((size_t)n * sizeof *targets);
+    if (!a->targets || pthread_mutex_init(&a->lock, NULL) != 0) {
+        free(a->targets);
+        free(a);
+        return NULL;
+    }
+    if (pthread_cond_init(&a->work, NULL) != 0) {
+        pthread_mutex_destroy(&a->lock);
+        free(a->targets);
+        free(a);
+        return NULL;
+    }
+    memcpy(a->targets, targets, (size_t)n * sizeof *targets);
+    a->ntargets = n;
+    a->live = *live;
+    a->has_rehearse = opts->rehearse != NULL;
+    if (opts->rehearse)
+        a->rehearse = *opts->rehearse;
+    a->dtype = dtype;
+    a->opts = *opts;
+    a->opts.rehearse = NULL; /* the copy above is what the threads read */
+    a->opts.progress = NULL;
+    snprintf(a->cache_path, sizeof a->cache_path, "%s", cache_path ? cache_path : "");
+    tune_arch(live, opts->rehearse, &a->sm, &a->ptx);
+    a->planner_started = pthread_create(&a->planner, NULL, planner_main, a) == 0;
+    if (!a->planner_started) {
+        tailor_compile_ahead_stop(a, NULL);
+        return NULL;
+    }
+    int jobs = opts->jobs > 0 ? opts->jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    jobs = jobs < 1 ? 1 : jobs > 64 ? 64 : jobs;
+    for (int i = 0; i < jobs; i++)
+        if (pthread_create(&a->workers[a->nworkers], NULL, worker_main, a) == 0)
+            a->nworkers++;
+    return a;
+}
+
+void tailor_compile_ahead_wait(tailor_compile_ahead *a)
+{
+    if (!a)
+        return;
+    if (a->planner_started)
+        pthread_join(a->planner, NULL);
+    a->planner_started = 0;
+    for (int i = 0; i < a->nworkers; i++)
+        pthread_join(a->workers[i], NULL);
+    a->nworkers = 0;
+}
+
+void tailor_compile_ahead_stop(tailor_compile_ahead *a, tailor_compile_ahead_stats *stats)
+{
+    if (!a)
+        return;
+    pthread_mutex_lock(&a->lock);
+    a->stop = 1;
+    pthread_cond_broadcast(&a->work);
+    pthread_mutex_unlock(&a->lock);
+    tailor_compile_ahead_wait(a);
+    if (stats)
+        *stats = a->stats;
+    for (int i = a->next; i < a->njobs; i++)
+        free(a->jobs[i]);
+    free(a->jobs);
+    pthread_cond_destroy(&a->work);
+    pthread_mutex_destroy(&a->lock);
+    free(a->targets);
+    free(a);
+}
