@@ -513,6 +513,7 @@ static tailor_status row_to_winner(tailor_ctx *ctx, tailor_cache *c, sqlite3_stm
     size_t bin_size = (size_t)sqlite3_column_bytes(st, col + 5);
     const char *params = col_text(st, col + 2), *launch = col_text(st, col + 3);
     *sha = col_text(st, col + 6);
+    snprintf(w->binary_sha256, sizeof w->binary_sha256, "%s", *sha);
     w->median_us = sqlite3_column_double(st, col + 8);
     w->spread_us = sqlite3_column_double(st, col + 9);
     w->tuned_at = sqlite3_column_int64(st, col + 10);

@@ -44,6 +44,9 @@ typedef struct tailor_cache_winner {
     int n_trials;            /* configurations tried when this winner was chosen */
     int chosen_in_step;      /* 1: step tuning chose it in a model's decode step over the tuner's
                                 pick (then it need not be its key's fastest alone) */
+    char binary_sha256[65];  /* as read: the digest stored with the binary when it was written
+                                (a binary whose own digest differs is damaged); writes ignore it
+                                and store the binary's own */
 } tailor_cache_winner;
 
 /* A winner's chosen_in_step as the cache and its exports spell it ("step" or "tuner"), and

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sha256.h"
@@ -228,6 +229,13 @@ static int export_entry(void *user, const tailor_cache_key *key, const tailor_ca
     export_state *e = user;
     char sha[65];
     tailor_sha256_hex(w->binary, w->binary_size, sha);
+    if (strcmp(sha, w->binary_sha256) != 0) { /* exported, it would look intact on import */
+        e->status = tailor_set_error(e->ctx, TAILOR_ERR_MISMATCH,
+                                     "the binary of %s %s %s is damaged (its sha256 no longer "
+                                     "matches): run tailor cache verify; nothing was exported",
+                                     key->op, key->shape, key->dtype);
+        return 1;
+    }
     char *b64 = base64_encode(w->binary, w->binary_size);
     cJSON *o = cJSON_CreateObject();
     int ok = b64 && o && cJSON_AddStringToObject(o, "op", key->op) &&
@@ -290,6 +298,11 @@ tailor_status tailor_cache_export(tailor_ctx *ctx, tailor_cache *c, const char *
                                 "tailor_cache_export: cache, fingerprint and file are required");
     if (n_entries)
         *n_entries = 0;
+    struct stat fs, cs;
+    if (stat(file, &fs) == 0 && stat(tailor_cache_path(c), &cs) == 0 && fs.st_dev == cs.st_dev &&
+        fs.st_ino == cs.st_ino)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "export file '%s' is the cache itself; "
+                                "nothing was exported", file);
     export_state e = {ctx, {0}, 0, TAILOR_OK};
     char head[128];
     snprintf(head, sizeof head, "{\n  \"format\": \"%s\",\n  \"version\": %d,\n  \"fingerprint\": ",
@@ -303,6 +316,9 @@ tailor_status tailor_cache_export(tailor_ctx *ctx, tailor_cache *c, const char *
     if (s == TAILOR_OK)
         s = e.status;
     sb_str(&e.body, e.n ? "\n  ],\n" : "],\n");
+    if (s == TAILOR_OK && e.n == 0) /* an empty file would replace one worth keeping */
+        s = tailor_set_error(ctx, TAILOR_ERR_NOT_FOUND, "cache file '%s' holds no winners of "
+                             "'%s'; '%s' was not written", tailor_cache_path(c), fingerprint, file);
     if (s == TAILOR_OK && e.body.oom)
         s = tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory exporting the cache");
     if (s == TAILOR_OK) {
@@ -581,11 +597,34 @@ static tailor_status import_entry(tailor_ctx *ctx, tailor_cache *c, const import
     return s;
 }
 
+/* 1 when entries a and b name the same key (op, shape, dtype, space hash): one would silently
+ * replace the other. */
+static int same_key(const cJSON *a, const cJSON *b)
+{
+    static const char *const names[] = {"op", "shape", "dtype", "space_hash"};
+    for (int k = 0; k < 4; k++) {
+        const char *x = json_string(a, names[k]), *y = json_string(b, names[k]);
+        if (!x || !y || strcmp(x, y) != 0)
+            return 0;
+    }
+    return 1;
+}
+
 static tailor_status import_body(tailor_ctx *ctx, tailor_cache *c, void *user)
 {
     import_state *im = user;
     im->n = 0;
     int i = 0;
+    for (const cJSON *a = im->entries->child; a; a = a->next, i++) {
+        int j = i + 1;
+        for (const cJSON *b = a->next; b; b = b->next, j++)
+            if (same_key(a, b))
+                return tailor_set_error(ctx, TAILOR_ERR_PARSE,
+                                        "import file '%s': entries %d and %d have the same key "
+                                        "(op, shape, dtype, space_hash); nothing was imported",
+                                        im->file, i + 1, j + 1);
+    }
+    i = 0;
     for (const cJSON *o = im->entries->child; o; o = o->next, i++) {
         tailor_status s = import_entry(ctx, c, im, i, o);
         if (s != TAILOR_OK)

@@ -156,8 +156,10 @@ static cJSON *winner_json(const tailor_cache_key *key, const tailor_cache_winner
     cJSON_AddStringToObject(o, "arch", w->arch);
     cJSON_AddStringToObject(o, "binary_kind", w->binary_kind);
     cJSON_AddNumberToObject(o, "binary_size", (double)w->binary_size);
-    if (show)
-        cJSON_AddStringToObject(o, "binary_sha256", sha);
+    if (show) { /* the stored digest; a binary that no longer matches it is damaged */
+        cJSON_AddStringToObject(o, "binary_sha256", w->binary_sha256);
+        cJSON_AddBoolToObject(o, "binary_damaged", strcmp(sha, w->binary_sha256) != 0);
+    }
     cJSON_AddNumberToObject(o, "median_us", w->median_us);
     cJSON_AddNumberToObject(o, "spread_us", w->spread_us);
     cJSON_AddNumberToObject(o, "tuned_at", (double)w->tuned_at);
@@ -192,7 +194,9 @@ static void print_block(const tailor_cache_key *key, const tailor_cache_winner *
     printf("  params    %s\n", w->params_json);
     printf("  launch    %s\n", w->launch_json);
     printf("  binary    %s for %s, %s B, sha256 %s\n", w->binary_kind, w->arch,
-           tailor_fmt_int(size, sizeof size, (long long)w->binary_size), sha);
+           tailor_fmt_int(size, sizeof size, (long long)w->binary_size), w->binary_sha256);
+    if (strcmp(sha, w->binary_sha256) != 0)
+        printf("  DAMAGED   the binary's own sha256 is %s: run tailor cache verify\n", sha);
     printf("  time      %.3f us median, spread %.3f us, %d trials, tuned %s\n", w->median_us,
            w->spread_us, w->n_trials, when);
     printf("  chosen    %s\n\n", w->chosen_in_step
@@ -369,9 +373,6 @@ static int cache_export_cmd(tailor_ctx *ctx, tailor_cache *c, const cache_opts *
     if (s != TAILOR_OK)
         return cli_fail(ctx, s);
     printf("exported %d winner%s of '%s' to %s\n", n, n == 1 ? "" : "s", fp, file);
-    if (n == 0)
-        fprintf(stderr, "tailor: warning: %s holds no winners for this device; the file is empty\n",
-                tailor_cache_path(c));
     return 0;
 }
 

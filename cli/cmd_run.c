@@ -1,5 +1,6 @@
 /* cmd_run.c — `tailor run`: generate with a Gemma 4 checkpoint, on the GPU with tuned kernels
  * (the default when a GPU is present) or with the CPU reference forward. */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -77,8 +78,9 @@ static int parse_ids(const char *s, int32_t **out, size_t *n)
     while (v && *p) {
         char *end = NULL;
         errno = 0;
-        long x = strtol(p, &end, 10);
-        if (end == p || errno || x < 0 || x > 0x7fffffff || (*end && *end != ',')) {
+        long x = isdigit((unsigned char)*p) ? strtol(p, &end, 10) : -1; /* no sign, no space */
+        if (x < 0 || errno || x > 0x7fffffff || (*end && *end != ',') ||
+            (*end == ',' && !end[1])) {
             free(v);
             return -1;
         }
@@ -173,9 +175,11 @@ static int parse_args(int argc, char **argv, run_args *a)
             a->sampling = a->given_topk = 1;
             break;
         case O_SEED:
-            a->sp.seed = strtoull(optarg, &end, 10);
-            if (*end)
-                return cli_usage_error("run", "--seed '%s' is not a number", optarg);
+            errno = 0;
+            a->sp.seed = isdigit((unsigned char)optarg[0]) ? strtoull(optarg, &end, 10) : 0;
+            if (!isdigit((unsigned char)optarg[0]) || *end || errno)
+                return cli_usage_error("run", "--seed '%s' is not an integer from 0 to "
+                                       "18446744073709551615", optarg);
             break;
         case O_PRINT: a->print_ids = 1; break;
         case O_DUMP: a->dump = optarg; break;
@@ -201,6 +205,12 @@ static int parse_args(int argc, char **argv, run_args *a)
         return cli_usage_error("run", "--model DIR is required");
     if ((a->ids != NULL) + (a->prompt != NULL) + (a->prompt_file != NULL) != 1)
         return cli_usage_error("run", "give exactly one of --ids, --prompt and --prompt-file");
+    int32_t *ids = NULL;
+    size_t nids = 0;
+    if (a->ids && parse_ids(a->ids, &ids, &nids) != 0) /* checked before any file is read */
+        return cli_usage_error("run", "--ids '%s' is not a comma-separated list of token ids "
+                               "(integers from 0)", a->ids);
+    free(ids);
     if (a->chat && a->ids)
         return cli_usage_error("run", "--chat needs --prompt or --prompt-file");
     if (a->quantize && strcmp(a->quantize, "w4a16") != 0)
@@ -362,10 +372,10 @@ static tailor_status prompt_ids(tailor_ctx *ctx, const run_args *a, tailor_token
     int have_tok = stat(path, &sb) == 0;
     if (have_tok) {
         tailor_status s = tailor_tokenizer_open(ctx, path, tok);
-        if (s != TAILOR_OK && !a->ids)
-            return s;
+        if (s != TAILOR_OK && !(a->ids && a->print_ids))
+            return s; /* the text output needs it */
         if (s != TAILOR_OK)
-            *tok = NULL; /* --ids works without one: print ids */
+            *tok = NULL; /* --ids with --print-ids needs none */
     }
     if (a->ids) {
         if (parse_ids(a->ids, ids, n) != 0)

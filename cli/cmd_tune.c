@@ -1,4 +1,6 @@
 /* cmd_tune.c — `tailor tune`: find and cache the fastest right kernel for each shape. */
+#include <ctype.h>
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -135,9 +137,11 @@ static int parse_tune_args(tailor_ctx *ctx, int argc, char **argv, tune_args *a)
                 return 2;
             break;
         case 'e':
-            o->seed = strtoull(optarg, &end, 10);
-            if (end == optarg || *end)
-                return cli_usage_error("tune", "--seed takes an unsigned integer, not '%s'", optarg);
+            errno = 0;
+            o->seed = isdigit((unsigned char)optarg[0]) ? strtoull(optarg, &end, 10) : 0;
+            if (!isdigit((unsigned char)optarg[0]) || *end || errno)
+                return cli_usage_error("tune", "--seed takes an integer from 0 to "
+                                       "18446744073709551615, not '%s'", optarg);
             break;
         case 'j':
             if (cli_parse_int("tune", "--jobs", optarg, 0, 1024, &o->jobs))
@@ -174,6 +178,9 @@ static int parse_tune_args(tailor_ctx *ctx, int argc, char **argv, tune_args *a)
     if (rehearse && !(o->rehearse = tailor_device_profile_find(rehearse)))
         return cli_usage_error("tune", "--rehearse '%s' is not a device profile (see tailor "
                                "devices)", rehearse);
+    tailor_dtype dt;
+    if (a->dtype_text && tailor_dtype_parse(ctx, a->dtype_text, &dt) != TAILOR_OK)
+        return cli_usage_error("tune", "%s", tailor_ctx_message(ctx));
     return -1;
 }
 
@@ -192,6 +199,16 @@ static int make_targets(tailor_ctx *ctx, const tune_args *a, tailor_tune_target 
     if (tailor_shape_parse(ctx, a->shape_text, &t->shape)) {
         free(t);
         return cli_usage_error("tune", "%s", tailor_ctx_message(ctx));
+    }
+    /* the op and its shape keys, checked before the GPU is opened (as plan does) */
+    const tailor_op *op = NULL;
+    tailor_shape completed = t->shape;
+    tailor_status st = tailor_op_get(ctx, a->op, &op);
+    if (st == TAILOR_OK)
+        st = tailor_op_complete_shape(ctx, op, &completed);
+    if (st) {
+        free(t);
+        return cli_fail(ctx, st);
     }
     *targets = t;
     *n = 1;

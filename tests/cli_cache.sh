@@ -163,6 +163,48 @@ check "the refused imports left no new cache file behind" test ! -e "$C3"
 check "a refused import into an existing cache keeps the file, with nothing added" \
     prints_nothing "$BIN" cache ls --cache "$C3"
 
+# a re-signed file (its checksum made again) with an op tailor does not know, or two entries of one
+# key, is refused: nothing imported
+resign() { # FILE: the trailer's sha256 made again over the edited body
+    head -n -2 "$1" >"$1.body"
+    { cat "$1.body"; printf '  "sha256": "%s"\n}\n' "$(sha256sum <"$1.body" | cut -c1-64)"; } >"$1"
+    rm -f "$1.body"
+}
+sed 's/"op":"rmsnorm"/"op":"nope"/' "$TMP/out.tailor" >"$TMP/badop.tailor" && resign "$TMP/badop.tailor"
+"$BIN" cache import "$TMP/badop.tailor" --cache "$C3" --fingerprint "$FP" 2>"$TMP/err"; rc=$?
+check "an unknown op is refused, naming the field ($(cat "$TMP/err"))" \
+    test $rc -eq 1 -a -n "$(grep "entry 1, field 'op' is not an op this tailor knows; nothing was imported" "$TMP/err")"
+python3 - "$TMP/out.tailor" "$TMP/dup.tailor" <<'EOF2'
+import sys
+lines = open(sys.argv[1]).read().split("\n")
+first = next(i for i, l in enumerate(lines) if l.startswith('    {"op"'))
+entry = lines[first].rstrip(",")
+lines.insert(first + 1, entry + ",")
+open(sys.argv[2], "w").write("\n".join(lines))
+EOF2
+resign "$TMP/dup.tailor"
+"$BIN" cache import "$TMP/dup.tailor" --cache "$C3" --fingerprint "$FP" 2>"$TMP/err"; rc=$?
+check "two entries of one key are refused ($(cat "$TMP/err"))" \
+    test $rc -eq 1 -a -n "$(grep "entries 1 and 2 have the same key" "$TMP/err")"
+check "... and nothing was imported" prints_nothing "$BIN" cache ls --cache "$C3"
+
+# ---- export refuses what would lose or hide something -----------------------------------------------
+cp "$C1" "$TMP/self.sqlite"
+"$BIN" cache export "$TMP/self.sqlite" --cache "$TMP/self.sqlite" --fingerprint "$FP" 2>"$TMP/err"; rc=$?
+check "export onto the cache file itself is refused ($(cat "$TMP/err"))" \
+    test $rc -eq 1 -a -n "$(grep "is the cache itself; nothing was exported" "$TMP/err")"
+check "... and the cache is intact" grep -q rmsnorm <("$BIN" cache ls --cache "$TMP/self.sqlite")
+printf keep >"$TMP/keep.tailor"
+"$BIN" cache export "$TMP/keep.tailor" --cache "$C1" --fingerprint "$OTHER" 2>"$TMP/err"; rc=$?
+check "an export with no winners of the device fails ($(cat "$TMP/err"))" \
+    test $rc -eq 1 -a -n "$(grep "holds no winners of" "$TMP/err")"
+check "... and leaves the file there as it was" test "$(cat "$TMP/keep.tailor")" = keep
+python3 -c "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute(\"UPDATE winners SET binary = x'00' WHERE rowid = (SELECT min(rowid) FROM winners)\"); c.commit()" "$TMP/self.sqlite"
+"$BIN" cache export "$TMP/damaged.tailor" --cache "$TMP/self.sqlite" --fingerprint "$FP" 2>"$TMP/err"; rc=$?
+check "a damaged binary is not exported ($(cat "$TMP/err"))" \
+    test $rc -eq 1 -a -n "$(grep "is damaged (its sha256 no longer matches)" "$TMP/err")" -a ! -e "$TMP/damaged.tailor"
+check "show marks it damaged" grep -q "DAMAGED   the binary's own sha256 is" <("$BIN" cache show --cache "$TMP/self.sqlite")
+
 # ---- the commands that only read open the file read-only: nothing written, not even WAL mode ------
 C4=$TMP/four.sqlite
 cp "$C1" "$C4"

@@ -93,8 +93,18 @@ check "an unknown flag is named ($(cat "$TMP/err"))" test $rc -eq 2 -a -n "$(gre
 check "a value given to --print-ids is named" test $rc -eq 2 -a -n "$(grep "flag '--print-ids' takes no value" "$TMP/err")"
 "$BIN" run --model "$M" --ids 2,3 --prompt hi >/dev/null 2>&1; rc=$?
 check "--ids with --prompt is a usage error" test $rc -eq 2
-"$BIN" run --model "$M" --ids 2,x >/dev/null 2>&1; rc=$?
-check "a malformed --ids list fails" test $rc -ne 0
+for bad in "2,x" "" "2,,5" "2,-5" "5x" "2,5," " 2" "+2" "99999999999"; do
+  "$BIN" run --model "$TMP/no-such-model" --ids "$bad" >/dev/null 2>"$TMP/err"; rc=$?
+  check "--ids '$bad' is a usage error, before any file is read ($(cat "$TMP/err"))" \
+    test $rc -eq 2 -a -n "$(grep -F -- "--ids '$bad' is not a comma-separated list" "$TMP/err")"
+done
+for bad in "" " 5" "-1" "+1" "1x" "99999999999999999999"; do
+  "$BIN" run --model "$M" --ids 2 --seed "$bad" >/dev/null 2>"$TMP/err"; rc=$?
+  check "--seed '$bad' is a usage error ($(cat "$TMP/err"))" \
+    test $rc -eq 2 -a -n "$(grep -F -- "--seed '$bad' is not an integer" "$TMP/err")"
+done
+"$BIN" run --device cpu --model "$M" --ids 2 --max-tokens 1 --seed 18446744073709551615 --temperature 1 >/dev/null 2>&1
+check "--seed takes the largest 64-bit value" test $? -eq 0
 echo keep >"$TMP/kept.bin"
 "$BIN" run --device cpu --model "$M" --ids 2,99 --dump-logits "$TMP/kept.bin" >/dev/null 2>"$TMP/err"; rc=$?
 check "an id outside the vocabulary fails" test $rc -eq 1
@@ -239,6 +249,14 @@ check "a token the decoder cannot stream fails the run (rc $rc)" test $rc -eq 1
 check "the failed decode is named ($(cat "$TMP/err"))" \
   grep -q "decoding generated token $first: the output buffer of 256 bytes is too small for token $first (300 bytes)" "$TMP/err"
 check "the failed decode is one line" test "$(wc -l <"$TMP/err")" -eq 1
+# a tokenizer.json that cannot be read fails a run whose output is text, naming it; with
+# --print-ids (no text) it is not needed
+printf '{"model": {' >"$TMP/t/tokenizer.json"
+"$BIN" run --device cpu --model "$TMP/t" --ids 2,3 --max-tokens 1 >/dev/null 2>"$TMP/err"; rc=$?
+check "a malformed tokenizer.json fails a text run ($(cat "$TMP/err"))" \
+  test $rc -eq 1 -a -n "$(grep -F "tokenizer.json" "$TMP/err")"
+"$BIN" run --device cpu --model "$TMP/t" --ids 2,3 --max-tokens 1 --print-ids >/dev/null 2>&1
+check "... and is not needed with --print-ids" test $? -eq 0
 
 # a NaN in the weights (the final norm): the CPU forward reports it, exit 1, and the
 # --dump-logits file of an earlier run stays as it was

@@ -88,6 +88,23 @@ HOME=/nonexistent TAILOR_CACHE= "$T" tune --preset gemma-4-e2b --list --cache ""
 check "tune: an empty --cache exits 2 and says so" test $rc -eq 2 -a -n "$(grep -- "--cache is empty" "$TMPDIR_ERR")"
 "$T" tune --op rmsnorm 2>"$TMPDIR_ERR"; rc=$?
 check "--op without --shape exits 2" test $rc -eq 2
+# the op, its shape keys, --dtype and --seed are checked before any GPU or cache is opened
+# (the same answer with and without --list, on a machine with or without a GPU)
+for l in "" "--list"; do
+  "$T" tune --op nope --shape m=1 $l --cache /nonexistent/c.db 2>"$TMPDIR_ERR"; rc=$?
+  check "tune $l: an unknown op exits 1 listing the known ($(cat "$TMPDIR_ERR"))" \
+    test $rc -eq 1 -a -n "$(grep "op 'nope' is unknown (known ops: rmsnorm," "$TMPDIR_ERR")"
+  "$T" tune --op rmsnorm --shape rows=1,cols=8,z=1 $l --cache /nonexistent/c.db 2>"$TMPDIR_ERR"; rc=$?
+  check "tune $l: an unknown shape key exits 1 naming it" \
+    test $rc -eq 1 -a -n "$(grep "op rmsnorm has no shape key 'z'" "$TMPDIR_ERR")"
+  "$T" tune --op matmul --shape m=1 $l --cache /nonexistent/c.db 2>"$TMPDIR_ERR"; rc=$?
+  check "tune $l: a missing shape key exits 1 naming it" \
+    test $rc -eq 1 -a -n "$(grep "op matmul needs shape key" "$TMPDIR_ERR")"
+  "$T" tune --op rmsnorm --shape rows=1,cols=8 --dtype fp8 $l 2>"$TMPDIR_ERR"; rc=$?
+  check "tune $l: a bad --dtype is a usage error" test $rc -eq 2 -a -n "$(grep "dtype 'fp8'" "$TMPDIR_ERR")"
+  "$T" tune --op rmsnorm --shape rows=1,cols=8 --seed -1 $l 2>"$TMPDIR_ERR"; rc=$?
+  check "tune $l: --seed -1 is a usage error" test $rc -eq 2
+done
 if ! "$T" devices --json 2>/dev/null | grep -q '"devices":[[:space:]]*\[[[:space:]]*{'; then
   "$T" tune --op rmsnorm --shape rows=1,cols=64 --cache "$TMPDIR_ERR.db" 2>"$TMPDIR_ERR"; rc=$?
   check "tune without a GPU fails" test $rc -eq 1

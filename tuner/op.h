@@ -112,6 +112,8 @@ typedef struct tailor_op {
 
 /* The op named `name`, or NULL. */
 const tailor_op *tailor_op_find(const char *name);
+/* tailor_op_find that fails naming the known ops. */
+tailor_status tailor_op_get(tailor_ctx *ctx, const char *name, const tailor_op **out);
 /* All ops, NULL-terminated. */
 const tailor_op *const *tailor_op_list(void);
 

@@ -1,6 +1,7 @@
 /* ops.c — the table of ops the tuner knows. Each op lives in its own tuner/op_NAME.c. */
 #include "op.h"
 
+#include <stdio.h>
 #include <string.h>
 
 extern const tailor_op tailor_op_rmsnorm;
@@ -59,4 +60,17 @@ const tailor_op *tailor_op_find(const char *name)
         if (strcmp(all_ops[i]->name, name) == 0)
             return all_ops[i];
     return NULL;
+}
+
+tailor_status tailor_op_get(tailor_ctx *ctx, const char *name, const tailor_op **out)
+{
+    if ((*out = tailor_op_find(name)) != NULL)
+        return TAILOR_OK;
+    char list[512] = "";
+    for (int i = 0; all_ops[i]; i++) {
+        size_t used = strlen(list);
+        snprintf(list + used, sizeof list - used, "%s%s", used ? ", " : "", all_ops[i]->name);
+    }
+    return tailor_set_error(ctx, TAILOR_ERR_NOT_FOUND, "op '%s' is unknown (known ops: %s)", name,
+                            list);
 }

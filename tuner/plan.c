@@ -161,17 +161,6 @@ tailor_verdict tailor_budget_check_compiled(const tailor_device_info *dev, const
 
 /* ---- the plan ------------------------------------------------------------------------------ */
 
-static tailor_status unknown_op(tailor_ctx *ctx, const char *name)
-{
-    char list[512] = "";
-    for (const tailor_op *const *op = tailor_op_list(); *op; op++) {
-        size_t used = strlen(list);
-        snprintf(list + used, sizeof list - used, "%s%s", used ? ", " : "", (*op)->name);
-    }
-    return tailor_set_error(ctx, TAILOR_ERR_NOT_FOUND, "op '%s' is unknown (known ops: %s)", name,
-                            list);
-}
-
 static tailor_status add_entries(tailor_ctx *ctx, tailor_plan *plan, tailor_space *space,
                                  int *cap)
 {
@@ -219,10 +208,10 @@ tailor_status tailor_plan_build(tailor_ctx *ctx, const tailor_device_info *dev, 
     out->dev = *dev;
     out->dtype = dtype;
     out->shape = *shape;
-    out->op = tailor_op_find(op_name);
-    if (!out->op)
-        return unknown_op(ctx, op_name);
-    tailor_status st = tailor_op_complete_shape(ctx, out->op, &out->shape);
+    tailor_status st = tailor_op_get(ctx, op_name, &out->op);
+    if (st)
+        return st;
+    st = tailor_op_complete_shape(ctx, out->op, &out->shape);
     if (st)
         return st;
     tailor_op_buffers bufs;

@@ -412,6 +412,9 @@ static tailor_status store_winner(tune_state *t, candidate *c, int sm, int ptx, 
 const char *tailor_tuner_check_entry(const tailor_cache_key *key, const char *params_json,
                                      const char **field)
 {
+    *field = "op";
+    if (!tailor_op_find(key->op))
+        return "is not an op this tailor knows";
     tailor_shape shape;
     char canon[512];
     *field = "shape";
