@@ -192,16 +192,19 @@ static void print_kernel(const bench_env *e, const char *op, const char *shape,
 }
 
 /* The op and shape of a kernel benchmark, checked before any GPU work: 0 with *out parsed and
- * completed with the op's defaults, or a usage error (2) for an unknown op or a shape that is
- * malformed or does not fit the op's keys. */
+ * completed with the op's defaults; an unknown op fails (1) listing the known ones, as in plan
+ * and tune; a shape that is malformed or does not fit the op's keys is a usage error (2). */
 static int bench_shape(const char *op, const char *text, tailor_shape *out)
 {
-    const tailor_op *o = tailor_op_find(op);
-    if (!o)
-        return cli_usage_error("bench", "op '%s' is unknown (tailor plan --help lists the ops)", op);
     tailor_ctx *ctx = cli_ctx();
     if (!ctx)
         return cli_usage_error("bench", "out of memory");
+    const tailor_op *o = NULL;
+    if (tailor_op_get(ctx, op, &o) != TAILOR_OK) {
+        int rc = cli_fail(ctx, TAILOR_ERR_NOT_FOUND);
+        tailor_ctx_destroy(ctx);
+        return rc;
+    }
     int rc = 0;
     if (tailor_shape_parse(ctx, text, out) || tailor_op_complete_shape(ctx, o, out))
         rc = cli_usage_error("bench", "%s", tailor_ctx_message(ctx));
@@ -322,9 +325,12 @@ static int bench_strategies(int argc, char **argv)
 
 int cmd_bench(int argc, char **argv)
 {
-    if (argc < 2 || strcmp(argv[1], "--help") == 0) {
+    if (argc < 2)
+        return cli_usage_error("bench", "give a subcommand: copy, kernel, w4a16, attention, strategies, "
+                               "model, sampler or tokenizer");
+    if (strcmp(argv[1], "--help") == 0) {
         usage();
-        return argc < 2 ? 2 : 0;
+        return 0;
     }
     const char *sub = argv[1];
     if (strcmp(sub, "model") == 0)

@@ -625,6 +625,8 @@ int cmd_cache(int argc, char **argv)
                                sub);
     if ((rc = check_args(sub, nargs, want, "one FILE")) >= 0)
         return rc;
+    if (want == 1 && !argv[optind + 1][0])
+        return cli_usage_error("cache", "%s: FILE is empty", sub);
     if (o.all && strcmp(sub, "clear") != 0)
         return cli_usage_error("cache", "--all goes with 'clear' only");
     int listing = strcmp(sub, "ls") == 0 || strcmp(sub, "show") == 0 || strcmp(sub, "trials") == 0;

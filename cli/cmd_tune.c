@@ -204,11 +204,13 @@ static int make_targets(tailor_ctx *ctx, const tune_args *a, tailor_tune_target 
     const tailor_op *op = NULL;
     tailor_shape completed = t->shape;
     tailor_status st = tailor_op_get(ctx, a->op, &op);
-    if (st == TAILOR_OK)
-        st = tailor_op_complete_shape(ctx, op, &completed);
     if (st) {
         free(t);
         return cli_fail(ctx, st);
+    }
+    if (tailor_op_complete_shape(ctx, op, &completed)) { /* a key it lacks or does not have */
+        free(t);
+        return cli_usage_error("tune", "%s", tailor_ctx_message(ctx));
     }
     *targets = t;
     *n = 1;

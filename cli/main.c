@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <getopt.h>
 
@@ -161,6 +162,13 @@ char *cli_read_file(const char *path, size_t *len)
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
     if (!f)
         return NULL;
+    struct stat st;
+    if (f != stdin && fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fclose(f);
+        errno = EISDIR;
+        return NULL;
+    }
+    int bad = 0;
     size_t cap = 1 << 16, n = 0;
     char *buf = malloc(cap);
     while (buf) {
@@ -177,7 +185,7 @@ char *cli_read_file(const char *path, size_t *len)
         buf = p;
         cap *= 2;
     }
-    int bad = ferror(f);
+    bad = ferror(f);
     if (f != stdin)
         fclose(f);
     if (bad && buf) {

@@ -54,6 +54,26 @@ static int foreach_path_dir(int (*fn)(void *user, const char *dir), void *user)
     return r;
 }
 
+/* Fails naming the first TAILOR_TEMPLATE_PATH entry that is not a directory: a typo there
+ * would otherwise run the built-in templates in silence. */
+static int bad_entry(void *user, const char *dir)
+{
+    struct stat st;
+    if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
+        return 0;
+    snprintf(user, 1024, "%s", dir);
+    return 1;
+}
+
+static tailor_status check_path(tailor_ctx *ctx)
+{
+    char bad[1024];
+    if (!foreach_path_dir(bad_entry, bad))
+        return TAILOR_OK;
+    return tailor_set_error(ctx, TAILOR_ERR_NOT_FOUND,
+                            "TAILOR_TEMPLATE_PATH: '%s' is not a directory", bad);
+}
+
 typedef struct find_state {
     const char *name;
     char found[1024];
@@ -79,6 +99,9 @@ tailor_status tailor_template_read(tailor_ctx *ctx, const char *name, tailor_tem
 {
     memset(out, 0, sizeof *out);
     snprintf(out->path, sizeof out->path, "%s", name);
+    tailor_status st = check_path(ctx);
+    if (st)
+        return st;
     find_state s = {.name = name};
     if (foreach_path_dir(try_dir, &s)) {
         snprintf(out->origin, sizeof out->origin, "%s", s.found);
@@ -180,6 +203,9 @@ static int cmp_names(const void *a, const void *b)
 static tailor_status list_files(tailor_ctx *ctx, const char *subdir, const char *suffix,
                                 char ***names, int *count)
 {
+    tailor_status st = check_path(ctx);
+    if (st)
+        return st;
     name_list l = {0};
     list_state s = {&l, subdir, suffix};
     foreach_path_dir(list_dir, &s);

@@ -95,11 +95,11 @@ for l in "" "--list"; do
   check "tune $l: an unknown op exits 1 listing the known ($(cat "$TMPDIR_ERR"))" \
     test $rc -eq 1 -a -n "$(grep "op 'nope' is unknown (known ops: rmsnorm," "$TMPDIR_ERR")"
   "$T" tune --op rmsnorm --shape rows=1,cols=8,z=1 $l --cache /nonexistent/c.db 2>"$TMPDIR_ERR"; rc=$?
-  check "tune $l: an unknown shape key exits 1 naming it" \
-    test $rc -eq 1 -a -n "$(grep "op rmsnorm has no shape key 'z'" "$TMPDIR_ERR")"
+  check "tune $l: an unknown shape key is a usage error naming it" \
+    test $rc -eq 2 -a -n "$(grep "op rmsnorm has no shape key 'z'" "$TMPDIR_ERR")"
   "$T" tune --op matmul --shape m=1 $l --cache /nonexistent/c.db 2>"$TMPDIR_ERR"; rc=$?
-  check "tune $l: a missing shape key exits 1 naming it" \
-    test $rc -eq 1 -a -n "$(grep "op matmul needs shape key" "$TMPDIR_ERR")"
+  check "tune $l: a missing shape key is a usage error naming it" \
+    test $rc -eq 2 -a -n "$(grep "op matmul needs shape key" "$TMPDIR_ERR")"
   "$T" tune --op rmsnorm --shape rows=1,cols=8 --dtype fp8 $l 2>"$TMPDIR_ERR"; rc=$?
   check "tune $l: a bad --dtype is a usage error" test $rc -eq 2 -a -n "$(grep "dtype 'fp8'" "$TMPDIR_ERR")"
   "$T" tune --op rmsnorm --shape rows=1,cols=8 --seed -1 $l 2>"$TMPDIR_ERR"; rc=$?
@@ -142,7 +142,7 @@ check "plan: a shape value above INT32_MAX exits 2" test $rc -eq 2
 "$T" bench w4a16 --shape m=1,n=2048 2>"$TMPDIR_ERR"; rc=$?
 check "bench w4a16: a missing key exits 2 and is named" test $rc -eq 2 -a -n "$(grep "needs shape key 'k'" "$TMPDIR_ERR")"
 "$T" bench attention --op attention_nope --shape q_len=1 2>"$TMPDIR_ERR"; rc=$?
-check "bench attention: an unknown op exits 2" test $rc -eq 2
+check "bench attention: an unknown op exits 1, as in plan and tune" test $rc -eq 1
 check "bench attention: an unknown op is named" grep -q "op 'attention_nope' is unknown" "$TMPDIR_ERR"
 # numeric flags: the whole text an integer in range, or a usage error naming the flag and text
 "$T" bench model --preset gemma-4-e2b --decode 12x 2>"$TMPDIR_ERR"; rc=$?

@@ -393,14 +393,19 @@ static void test_export_import(tailor_ctx *ctx)
     free(a);
     free(b);
 
-    /* an empty export imports as nothing */
+    /* a device without winners exports nothing: the call fails and writes no file (an empty
+     * one would replace an export worth keeping) */
     char empty[512];
     path_in_tmp(empty, sizeof empty, "empty.tailor");
-    CHECK_OK(ctx, tailor_cache_export(ctx, src, "NVIDIA T4|sm_75|40|65536|13000|13.0", empty, &n));
-    CHECK(n == 0);
-    CHECK_OK(ctx, tailor_cache_import(ctx, dst, empty, "NVIDIA T4|sm_75|40|65536|13000|13.0",
-                                      tailor_tuner_check_entry, &n));
-    CHECK(n == 0 && count_winners(ctx, dst, NULL) == 3);
+    n = -1;
+    CHECK(tailor_cache_export(ctx, src, "NVIDIA T4|sm_75|40|65536|13000|13.0", empty, &n) ==
+          TAILOR_ERR_NOT_FOUND);
+    CHECKF(strstr(tailor_ctx_message(ctx), "holds no winners of 'NVIDIA T4|") != NULL, "%s",
+           tailor_ctx_message(ctx));
+    CHECK(n == 0 && access(empty, F_OK) != 0);
+    /* the cache file itself is never an export's target */
+    CHECK(tailor_cache_export(ctx, src, FP_H200, tailor_cache_path(src), &n) == TAILOR_ERR_MISUSE);
+    CHECK(count_winners(ctx, src, NULL) == 5);
     tailor_cache_close(src);
     tailor_cache_close(dst);
 }

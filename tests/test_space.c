@@ -295,6 +295,24 @@ static tailor_status plan_for(tailor_ctx *ctx, const char *device, const char *o
     return tailor_plan_build(ctx, tailor_device_profile_find(device), op, &shape, dtype, plan);
 }
 
+/* A buffer argument that names neither an op buffer nor a workspace is refused when planned,
+ * naming the argument and the op's buffers; a workspace name is accepted. */
+static void test_arg_names(tailor_ctx *ctx)
+{
+    write_file("bogusarg.lua", "return { op = 'rmsnorm', source = 'rmsnorm.cu', params = { A = {1} },\n"
+                               "  threads = 32, grid = {1}, smem_static = 0, smem_dynamic = 0,\n"
+                               "  workspace = function() return { scratch = 64 } end,\n"
+                               "  args = { 'out', 'scratch', 'bogus' } }\n");
+    tailor_plan p;
+    tailor_status st = plan_for(ctx, "t4", "rmsnorm", "rows=8,cols=512", TAILOR_DTYPE_F16, &p);
+    CHECK(st == TAILOR_ERR_LUA);
+    CHECKF(strstr(tailor_ctx_message(ctx), "args[3] names buffer 'bogus', which is neither a "
+                  "buffer of op rmsnorm (") != NULL, "%s", tailor_ctx_message(ctx));
+    if (st == TAILOR_OK)
+        tailor_plan_free(&p);
+    remove_file("bogusarg.lua");
+}
+
 static const tailor_plan_entry *find_entry(const tailor_plan *p, const char *tmpl, const char *cfg)
 {
     for (int i = 0; i < p->count; i++) {
@@ -934,6 +952,12 @@ int main(void)
     tailor_ctx *ctx = test_ctx();
     snprintf(dir, sizeof dir, "/tmp/tailor-test-space-%d", (int)getpid());
     mkdir(dir, 0755);
+    /* an entry that is not a directory (a typo) fails naming it, not silently skipped */
+    setenv("TAILOR_TEMPLATE_PATH", "/no/such/template/dir", 1);
+    tailor_space *none = NULL;
+    CHECK(tailor_space_load(ctx, "rmsnorm", &none) == TAILOR_ERR_NOT_FOUND && !none);
+    CHECKF(strstr(tailor_ctx_message(ctx), "TAILOR_TEMPLATE_PATH: '/no/such/template/dir' is "
+                  "not a directory") != NULL, "%s", tailor_ctx_message(ctx));
     setenv("TAILOR_TEMPLATE_PATH", dir, 1);
     test_enumerate(ctx);
     test_sandbox(ctx);
@@ -949,6 +973,7 @@ int main(void)
         snprintf(path, sizeof path, "%s/%s.lua", dir, broken[i]);
         unlink(path);
     }
+    test_arg_names(ctx);
     test_variant_and_budget(ctx);
     test_experimental(ctx);
     test_plan_errors(ctx);

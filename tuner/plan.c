@@ -161,8 +161,37 @@ tailor_verdict tailor_budget_check_compiled(const tailor_device_info *dev, const
 
 /* ---- the plan ------------------------------------------------------------------------------ */
 
+/* Every buffer a launch passes names one of the op's buffers or one of the space's workspace
+ * buffers: a misspelt name is a defect of the space, refused here rather than at launch. */
+static tailor_status check_buffer_args(tailor_ctx *ctx, const tailor_plan *plan,
+                                       const tailor_space *space, const tailor_op_buffers *bufs,
+                                       const tailor_launch *l)
+{
+    for (int a = 0; a < l->nargs; a++) {
+        if (l->args[a].kind != TAILOR_ARG_BUFFER)
+            continue;
+        int known = 0;
+        for (int b = 0; b < bufs->count && !known; b++)
+            known = strcmp(bufs->b[b].name, l->args[a].name) == 0;
+        for (int w = 0; w < l->nworkspace && !known; w++)
+            known = strcmp(l->workspace[w].name, l->args[a].name) == 0;
+        if (known)
+            continue;
+        char names[512] = "";
+        for (int b = 0; b < bufs->count; b++) {
+            size_t used = strlen(names);
+            snprintf(names + used, sizeof names - used, "%s%s", b ? ", " : "", bufs->b[b].name);
+        }
+        return tailor_set_error(ctx, TAILOR_ERR_LUA, "search space %s: args[%d] names buffer "
+                                "'%s', which is neither a buffer of op %s (%s) nor one of its "
+                                "workspace", tailor_space_origin(space), a + 1, l->args[a].name,
+                                plan->op->name, names);
+    }
+    return TAILOR_OK;
+}
+
 static tailor_status add_entries(tailor_ctx *ctx, tailor_plan *plan, tailor_space *space,
-                                 int *cap)
+                                 const tailor_op_buffers *bufs, int *cap)
 {
     tailor_config *configs = NULL;
     int n = 0;
@@ -187,6 +216,8 @@ static tailor_status add_entries(tailor_ctx *ctx, tailor_plan *plan, tailor_spac
         e->cfg = configs[i];
         st = tailor_space_evaluate(ctx, space, &e->cfg, &plan->shape, plan->dtype, &plan->dev,
                                    0, &e->launch);
+        if (st == TAILOR_OK && e->launch.valid)
+            st = check_buffer_args(ctx, plan, space, bufs, &e->launch);
         if (st) {
             free(configs);
             return st;
@@ -234,7 +265,7 @@ tailor_status tailor_plan_build(tailor_ctx *ctx, const tailor_device_info *dev, 
             tailor_sha256_update(&h, hex, 64);
             if (out->ntemplates < 16)
                 snprintf(out->templates[out->ntemplates++], 64, "%s", names[i]);
-            st = add_entries(ctx, out, space, &cap);
+            st = add_entries(ctx, out, space, &bufs, &cap);
         }
         tailor_space_destroy(space);
     }
