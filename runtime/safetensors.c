@@ -230,6 +230,23 @@ typedef struct span {
     const char *name;
 } span;
 
+static int span_name_cmp(const void *a, const void *b)
+{
+    return strcmp(((const span *)a)->name, ((const span *)b)->name);
+}
+
+/* Fails naming a tensor the header lists twice (spans sorted by name here). */
+static tailor_status check_unique_names(tailor_ctx *ctx, const char *path, span *spans, size_t n)
+{
+    qsort(spans, n, sizeof *spans, span_name_cmp);
+    for (size_t i = 1; i < n; i++)
+        if (strcmp(spans[i].name, spans[i - 1].name) == 0)
+            return tailor_set_error(ctx, TAILOR_ERR_PARSE,
+                                    "%s: tensor '%s' is listed twice in the header", path,
+                                    spans[i].name);
+    return TAILOR_OK;
+}
+
 static int span_cmp(const void *a, const void *b)
 {
     const span *x = a, *y = b;
@@ -323,6 +340,8 @@ static tailor_status parse_header(tailor_ctx *ctx, tailor_st *st, st_file *f)
         }
         spans[ns++] = (span){b, en, st->tensors[st->n_tensors - 1].name};
     }
+    if (s == TAILOR_OK) /* a JSON key given twice: the second would never be found */
+        s = check_unique_names(ctx, f->path, spans, ns);
     if (s == TAILOR_OK) {
         qsort(spans, ns, sizeof *spans, span_cmp);
         size_t last = 0; /* the span reaching furthest so far */

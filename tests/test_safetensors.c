@@ -143,6 +143,11 @@ static void test_bad(tailor_ctx *ctx)
               "{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]},"
               "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,16]}}", 16);
     expect_fail(ctx, "overlap.safetensors", TAILOR_ERR_PARSE, "overlaps", "'a'");
+    /* a tensor listed twice (apart in the data or not): the second could never be found */
+    write_raw("dup.safetensors",
+              "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+              "\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,16]}}", 16);
+    expect_fail(ctx, "dup.safetensors", TAILOR_ERR_PARSE, "tensor 'a' is listed twice", NULL);
     /* malformed JSON */
     write_raw("json.safetensors", "{\"w\":{\"dtype\":\"F32\",\"shape\":[1],", 8);
     expect_fail(ctx, "json.safetensors", TAILOR_ERR_PARSE, "JSON", NULL);
