@@ -205,6 +205,12 @@ static int parse_args(int argc, char **argv, run_args *a)
         return cli_usage_error("run", "--model DIR is required");
     if ((a->ids != NULL) + (a->prompt != NULL) + (a->prompt_file != NULL) != 1)
         return cli_usage_error("run", "give exactly one of --ids, --prompt and --prompt-file");
+    const char *empty = a->model && !*a->model               ? "--model"
+                        : a->prompt_file && !*a->prompt_file ? "--prompt-file"
+                        : a->dump && !*a->dump               ? "--dump-logits"
+                                                             : NULL;
+    if (empty)
+        return cli_usage_error("run", "%s is empty", empty);
     int32_t *ids = NULL;
     size_t nids = 0;
     if (a->ids && parse_ids(a->ids, &ids, &nids) != 0) /* checked before any file is read */

@@ -98,6 +98,13 @@ for bad in "2,x" "" "2,,5" "2,-5" "5x" "2,5," " 2" "+2" "99999999999"; do
   check "--ids '$bad' is a usage error, before any file is read ($(cat "$TMP/err"))" \
     test $rc -eq 2 -a -n "$(grep -F -- "--ids '$bad' is not a comma-separated list" "$TMP/err")"
 done
+for flag in --model --prompt-file --dump-logits; do
+  args=(--model "$M" --ids 2)
+  [ "$flag" = --prompt-file ] && args=(--model "$M")
+  "$BIN" run "${args[@]}" "$flag" "" >/dev/null 2>"$TMP/err"; rc=$?
+  check "an empty $flag is a usage error ($(cat "$TMP/err"))" \
+    test $rc -eq 2 -a -n "$(grep -F -- "$flag is empty" "$TMP/err")"
+done
 for bad in "" " 5" "-1" "+1" "1x" "99999999999999999999"; do
   "$BIN" run --model "$M" --ids 2 --seed "$bad" >/dev/null 2>"$TMP/err"; rc=$?
   check "--seed '$bad' is a usage error ($(cat "$TMP/err"))" \
