@@ -151,6 +151,15 @@ static void test_sandbox(tailor_ctx *ctx)
                                 "return {}\n");
     expect_broken(ctx, "finalizer", "finalizer.lua:1:", "__gc metamethods are not allowed");
     remove_file("finalizer.lua");
+    /* a space's pcall cannot catch the instruction limit and loop on; the pattern functions
+     * (C code the count cannot stop) are not there */
+    write_file("pcallloop.lua", "local function spin() while true do end end\n"
+                                "while true do pcall(spin) end\n");
+    expect_broken(ctx, "pcallloop", "pcallloop.lua:", "ran past 50000000 instructions");
+    remove_file("pcallloop.lua");
+    write_file("pattern.lua", "local x = string.find(string.rep('a', 3000), '.-.-.-b')\nreturn {}\n");
+    expect_broken(ctx, "pattern", "pattern.lua:1:", "field 'find'");
+    remove_file("pattern.lua");
     write_file("membomb.lua", "local s = 'x'\nwhile true do s = s .. s end\n");
     expect_broken(ctx, "membomb", "membomb.lua", "past its 256 MB of memory");
     remove_file("membomb.lua");

@@ -1,6 +1,7 @@
 /* test_tune_ahead.c — compiling ahead of a tuning run, without a GPU (the H200's profile stands
  * for the live card): it compiles exactly the candidates tailor_tune picks for each target (each
- * one then answered by the memo), skips a target whose winner the cache has, and starts nothing
+ * one then answered by the memo), skips a target whose winner the cache has (found by the key
+ * alone: tailor_plan_space_hash equals the plan's), and starts nothing
  * under TAILOR_NO_COMPILE=1 or without a memo. */
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +85,17 @@ int main(void)
     size_t bytes;
     tailor_compile_memo_stats(o.memo, &hits, &misses, &bytes);
     CHECKF(misses == st.compiled, "the memo compiled %d, the ahead %d", misses, st.compiled);
+
+    /* the key the ahead looks a target up by, without enumerating: the plan's space hash */
+    for (int i = 0; i < NTARGETS; i++) {
+        tailor_plan pl;
+        char hex[65];
+        CHECK_OK(ctx, tailor_plan_build(ctx, h200, t[i].op, &t[i].shape, TAILOR_DTYPE_BF16, &pl));
+        CHECK_OK(ctx, tailor_plan_space_hash(ctx, t[i].op, hex));
+        CHECKF(strcmp(hex, pl.space_hash) == 0, "%s: space hash %s, the plan's %s", t[i].op, hex,
+               pl.space_hash);
+        tailor_plan_free(&pl);
+    }
 
     /* a cached winner: its target is skipped */
     char dir[] = "/tmp/tailor_ahead_XXXXXX", path[64];

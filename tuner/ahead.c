@@ -20,6 +20,8 @@
 #include "plan.h"
 #include "tune_internal.h"
 
+enum { AHEAD_MAX_OPS = 64 };
+
 /* One instantiation to compile: what tailor_plan_compile would take from the plan entry. */
 typedef struct ahead_job {
     char template_name[64];
@@ -82,17 +84,44 @@ static int stopping(tailor_compile_ahead *a)
     return s;
 }
 
-/* 1 when the cache has the target's winner (read through the planner's own connection; any
- * error reads as "not cached": compiling ahead what was cached costs time, never results). */
-static int cached(tailor_ctx *ctx, tailor_compile_ahead *a, tailor_cache *cache,
-                  const tailor_plan *plan, const char *op)
+/* An op's space hash, computed once a run (it depends only on the template files). */
+typedef struct op_hash {
+    char op[64];
+    char hex[65];
+} op_hash;
+
+static const char *space_hash_of(tailor_ctx *ctx, op_hash *memo, int *n, const char *op)
+{
+    for (int i = 0; i < *n; i++)
+        if (strcmp(memo[i].op, op) == 0)
+            return memo[i].hex;
+    if (*n == AHEAD_MAX_OPS)
+        return NULL;
+    op_hash *e = &memo[*n];
+    if (tailor_plan_space_hash(ctx, op, e->hex) != TAILOR_OK)
+        return NULL;
+    snprintf(e->op, sizeof e->op, "%s", op);
+    (*n)++;
+    return e->hex;
+}
+
+/* 1 when the cache has the target's winner, found by its key alone (no configuration
+ * enumerated: a warm start plans nothing here). Read through the planner's own connection; any
+ * error reads as "not cached": compiling ahead what was cached costs time, never results. */
+static int cached(tailor_ctx *ctx, tailor_compile_ahead *a, tailor_cache *cache, op_hash *memo,
+                  int *nmemo, const tailor_tune_target *t)
 {
     if (!cache || a->opts.force || a->opts.verify_all)
         return 0;
+    const tailor_op *op = tailor_op_find(t->op);
+    tailor_shape shape = t->shape;
+    const char *hash = space_hash_of(ctx, memo, nmemo, t->op);
+    if (!op || !hash || tailor_op_complete_shape(ctx, op, &shape) != TAILOR_OK)
+        return 0;
     char fp[600], shape_text[256];
     tailor_tuner_fingerprint(&a->live, a->has_rehearse ? &a->rehearse : NULL, fp, sizeof fp);
-    tailor_shape_format(&plan->shape, shape_text, sizeof shape_text);
-    tailor_cache_key key = {fp, op, shape_text, tailor_dtype_name(a->dtype), plan->space_hash};
+    tailor_shape_format(&shape, shape_text, sizeof shape_text);
+    tailor_cache_key key = {fp, t->op, shape_text, tailor_dtype_name(a->dtype), hash};
     tailor_cache_winner w;
     int found = 0;
     if (tailor_cache_get_winner(ctx, cache, &key, &w, &found) != TAILOR_OK)
@@ -102,16 +131,18 @@ static int cached(tailor_ctx *ctx, tailor_compile_ahead *a, tailor_cache *cache,
     return found;
 }
 
-/* Queues the candidates tailor_tune will try for one target. */
+/* Queues the candidates tailor_tune will try for one target without a cached winner. */
 static void plan_target(tailor_ctx *ctx, tailor_compile_ahead *a, tailor_cache *cache,
-                        const tailor_tune_target *t)
+                        op_hash *memo, int *nmemo, const tailor_tune_target *t)
 {
+    if (cached(ctx, a, cache, memo, nmemo, t))
+        return;
     const tailor_device_info *dev = a->has_rehearse ? &a->rehearse : &a->live;
     tailor_plan plan;
     if (tailor_plan_build(ctx, dev, t->op, &t->shape, a->dtype, &plan) != TAILOR_OK)
         return; /* tailor_tune reports it */
     int *idx = plan.survivors ? calloc((size_t)plan.survivors, sizeof *idx) : NULL;
-    if (idx && !cached(ctx, a, cache, &plan, t->op)) {
+    if (idx) {
         pthread_mutex_lock(&a->lock);
         a->stats.targets++;
         pthread_mutex_unlock(&a->lock);
@@ -144,8 +175,10 @@ static void *planner_main(void *arg)
     if (ctx && a->cache_path[0] &&
         tailor_cache_open_readonly(ctx, a->cache_path, &cache) != TAILOR_OK)
         cache = NULL; /* a cache not written yet: everything is missing */
+    op_hash memo[AHEAD_MAX_OPS];
+    int nmemo = 0;
     for (int i = 0; ctx && i < a->ntargets && !stopping(a); i++)
-        plan_target(ctx, a, cache, &a->targets[i]);
+        plan_target(ctx, a, cache, memo, &nmemo, &a->targets[i]);
     tailor_cache_close(cache);
     tailor_ctx_destroy(ctx);
     pthread_mutex_lock(&a->lock);

@@ -232,6 +232,36 @@ static tailor_status add_entries(tailor_ctx *ctx, tailor_plan *plan, tailor_spac
     return TAILOR_OK;
 }
 
+tailor_status tailor_plan_space_hash(tailor_ctx *ctx, const char *op_name, char hex[65])
+{
+    char **names = NULL;
+    int n = 0;
+    tailor_status st = tailor_space_find_for_op(ctx, op_name, &names, &n);
+    if (st)
+        return st;
+    tailor_sha256 h; /* as tailor_plan_build: each template's name and hash, in list order */
+    tailor_sha256_init(&h);
+    for (int i = 0; i < n && st == TAILOR_OK; i++) {
+        tailor_space *space = NULL;
+        char one[65];
+        if ((st = tailor_space_load(ctx, names[i], &space)) == TAILOR_OK &&
+            (st = tailor_space_hash(ctx, space, one)) == TAILOR_OK) {
+            tailor_sha256_update(&h, names[i], strlen(names[i]) + 1);
+            tailor_sha256_update(&h, one, 64);
+        }
+        tailor_space_destroy(space);
+    }
+    for (int i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    if (st)
+        return st;
+    uint8_t d[32];
+    tailor_sha256_final(&h, d);
+    tailor_sha256_to_hex(d, hex);
+    return TAILOR_OK;
+}
+
 tailor_status tailor_plan_build(tailor_ctx *ctx, const tailor_device_info *dev, const char *op_name,
                                 const tailor_shape *shape, tailor_dtype dtype, tailor_plan *out)
 {

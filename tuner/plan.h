@@ -75,6 +75,11 @@ tailor_status tailor_plan_build(tailor_ctx *ctx, const tailor_device_info *dev, 
                                 const tailor_shape *shape, tailor_dtype dtype, tailor_plan *out);
 void tailor_plan_free(tailor_plan *plan);
 
+/* The space hash tailor_plan_build gives every plan of op_name (over each of its templates),
+ * without enumerating a configuration: with the completed shape, what a cache lookup needs.
+ * It depends on the template files, not on device, shape or dtype. */
+tailor_status tailor_plan_space_hash(tailor_ctx *ctx, const char *op_name, char hex[65]);
+
 /* Compiles entry i of the plan with NVRTC for sm (ptx = 1: PTX for compute_<sm>, as a rehearsal
  * runs it) under kernel_name; needs no GPU. memo (may be NULL) answers an instantiation compiled
  * earlier in the run. Free *out with tailor_compile_result_free, also after a failure
