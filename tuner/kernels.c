@@ -116,15 +116,13 @@ void tailor_kernels_destroy(tailor_kernels *set)
     free(set);
 }
 
-int tailor_kernels_expect(tailor_kernels *set, const tailor_tune_target *targets, int n,
-                          tailor_dtype dtype)
+/* The options on-demand tuning (and its compiling ahead) runs with: the set's profile,
+ * strategy, trials and seed, and its memo, made at the first use (NULL when out of memory: then
+ * every survivor compiles). */
+static tailor_tune_options on_demand_options(tailor_kernels *set)
 {
-    tailor_compile_ahead_stop(set->ahead, NULL);
-    set->ahead = NULL;
-    if (!set->allow_tune || n < 1)
-        return 0;
-    if (!set->memo && !(set->memo = tailor_compile_memo_create(TAILOR_COMPILE_MEMO_BYTES)))
-        return 0;
+    if (!set->memo)
+        set->memo = tailor_compile_memo_create(TAILOR_COMPILE_MEMO_BYTES);
     tailor_tune_options o;
     memset(&o, 0, sizeof o);
     o.rehearse = set->rehearse;
@@ -132,6 +130,17 @@ int tailor_kernels_expect(tailor_kernels *set, const tailor_tune_target *targets
     o.trials = set->trials;
     o.seed = set->seed;
     o.memo = set->memo;
+    return o;
+}
+
+int tailor_kernels_expect(tailor_kernels *set, const tailor_tune_target *targets, int n,
+                          tailor_dtype dtype)
+{
+    tailor_compile_ahead_stop(set->ahead, NULL);
+    set->ahead = NULL;
+    if (!set->allow_tune || n < 1)
+        return 0;
+    tailor_tune_options o = on_demand_options(set);
     set->ahead = tailor_compile_ahead_start(tailor_gpu_info(set->gpu), tailor_cache_path(set->cache),
                                             targets, n, dtype, &o);
     return set->ahead != NULL;
@@ -408,15 +417,7 @@ tailor_status tailor_kernels_get(tailor_ctx *ctx, tailor_kernels *set, const cha
                                     op, shape_text, tailor_dtype_name(dtype));
         tailor_log(ctx, TAILOR_LOG_INFO, "tuning %s %s %s on demand (not in the cache)", op,
                    shape_text, tailor_dtype_name(dtype));
-        tailor_tune_options o;
-        memset(&o, 0, sizeof o);
-        o.rehearse = set->rehearse;
-        o.strategy = (tailor_strategy)set->strategy;
-        o.trials = set->trials;
-        o.seed = set->seed;
-        if (!set->memo)
-            set->memo = tailor_compile_memo_create(TAILOR_COMPILE_MEMO_BYTES);
-        o.memo = set->memo; /* NULL when out of memory: then every survivor compiles */
+        tailor_tune_options o = on_demand_options(set);
         tailor_tune_result r;
         if ((st = tailor_tune(ctx, set->gpu, set->cache, op, &completed, dtype, &o, &r)))
             return st;

@@ -145,16 +145,27 @@ static tailor_status number_field(tailor_ctx *ctx, const char *path, const cJSON
     return TAILOR_OK;
 }
 
+/* `dir`/generation_config.json as a JSON object into *root (cJSON_Delete it); *root NULL and OK
+ * when there is no such file. path receives its name for messages. */
+static tailor_status generation_config(tailor_ctx *ctx, const char *dir, char *path, size_t size,
+                                       cJSON **root)
+{
+    *root = NULL;
+    snprintf(path, size, "%s/generation_config.json", dir);
+    if (!exists(path))
+        return TAILOR_OK;
+    tailor_status s = TAILOR_OK;
+    *root = read_object(ctx, path, &s);
+    return s;
+}
+
 tailor_status tailor_gemma4_sampling_defaults(tailor_ctx *ctx, const char *dir,
                                               tailor_gemma4_sampling *out)
 {
     *out = (tailor_gemma4_sampling){.temperature = 1.0f, .top_k = 50, .top_p = 1.0f};
     char path[1024];
-    snprintf(path, sizeof path, "%s/generation_config.json", dir);
-    if (!exists(path))
-        return TAILOR_OK;
-    tailor_status s;
-    cJSON *root = read_object(ctx, path, &s);
+    cJSON *root;
+    tailor_status s = generation_config(ctx, dir, path, sizeof path, &root);
     if (!root)
         return s;
     double t = 1.0, k = 50, p = 1.0;
@@ -209,11 +220,8 @@ tailor_status tailor_gemma4_stop_ids(tailor_ctx *ctx, const char *dir, tailor_ge
 {
     *out = (tailor_gemma4_stops){.ids = {1, 106, 50}, .n = 3};
     char path[1024];
-    snprintf(path, sizeof path, "%s/generation_config.json", dir);
-    if (!exists(path))
-        return TAILOR_OK;
-    tailor_status s;
-    cJSON *root = read_object(ctx, path, &s);
+    cJSON *root;
+    tailor_status s = generation_config(ctx, dir, path, sizeof path, &root);
     if (!root)
         return s;
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "eos_token_id");
