@@ -137,36 +137,40 @@ static void test_sandbox(tailor_ctx *ctx)
     write_file("loop.lua", "return { op = 'rmsnorm', source = 'rmsnorm.cu',\n"
                            "  params = { A = function() while true do end end },\n" GOOD_TAIL);
     expect_broken(ctx, "loop", "loop.lua:2:", "instructions");
-    /* what a space returns is read raw: an __index function neither aborts the process (an
-     * error outside a protected call) nor hangs it; a __gc function (which would run with hooks
-     * off) is refused; a script growing without end stops at its memory limit; errors stay one
-     * line (no traceback) */
-    write_file("metaerr.lua", "return setmetatable({}, {__index = function() error('boom') end})\n");
-    expect_broken(ctx, "metaerr", "metaerr.lua", "field 'op' must be a string");
-    remove_file("metaerr.lua");
-    write_file("metaloop.lua", "return setmetatable({}, {__index = function() while true do end end})\n");
-    expect_broken(ctx, "metaloop", "metaloop.lua", "field 'op' must be a string");
-    remove_file("metaloop.lua");
-    write_file("finalizer.lua", "local t = setmetatable({}, {__gc = function() while true do end end})\n"
-                                "return {}\n");
-    expect_broken(ctx, "finalizer", "finalizer.lua:1:", "__gc metamethods are not allowed");
-    remove_file("finalizer.lua");
-    /* a space's pcall cannot catch the instruction limit and loop on; the pattern functions
-     * (C code the count cannot stop) are not there */
-    write_file("pcallloop.lua", "local function spin() while true do end end\n"
-                                "while true do pcall(spin) end\n");
-    expect_broken(ctx, "pcallloop", "pcallloop.lua:", "ran past 50000000 instructions");
-    remove_file("pcallloop.lua");
-    write_file("pattern.lua", "local x = string.find(string.rep('a', 3000), '.-.-.-b')\nreturn {}\n");
-    expect_broken(ctx, "pattern", "pattern.lua:1:", "field 'find'");
-    remove_file("pattern.lua");
-    write_file("membomb.lua", "local s = 'x'\nwhile true do s = s .. s end\n");
-    expect_broken(ctx, "membomb", "membomb.lua", "past its 256 MB of memory");
-    remove_file("membomb.lua");
-    write_file("recurse.lua", "local function f(n) return f(n + 1) + 1 end\nreturn f(1)\n");
-    expect_broken(ctx, "recurse", "recurse.lua:1:", "stack overflow");
-    remove_file("recurse.lua");
-    CHECKF(!strchr(tailor_ctx_message(ctx), '\n'), "a multi-line error: %s", tailor_ctx_message(ctx));
+    /* Hostile spaces, each answered in one line and removed after: what a space returns is read
+     * raw (an __index function neither aborts the process, as an error outside a protected call
+     * would, nor hangs it); a __gc function (run with hooks off) is refused; a space's pcall
+     * cannot catch the instruction limit and loop on; the pattern functions (C code the count
+     * cannot stop) are not there; a script growing without end stops at its memory limit. */
+    static const struct {
+        const char *name, *text, *where, *why;
+    } hostile[] = {
+        {"metaerr", "return setmetatable({}, {__index = function() error('boom') end})\n",
+         "metaerr.lua", "field 'op' must be a string"},
+        {"metaloop", "return setmetatable({}, {__index = function() while true do end end})\n",
+         "metaloop.lua", "field 'op' must be a string"},
+        {"finalizer", "local t = setmetatable({}, {__gc = function() while true do end end})\n"
+                      "return {}\n",
+         "finalizer.lua:1:", "__gc metamethods are not allowed"},
+        {"pcallloop", "local function spin() while true do end end\n"
+                      "while true do pcall(spin) end\n",
+         "pcallloop.lua:", "ran past 50000000 instructions"},
+        {"pattern", "local x = string.find(string.rep('a', 3000), '.-.-.-b')\nreturn {}\n",
+         "pattern.lua:1:", "field 'find'"},
+        {"membomb", "local s = 'x'\nwhile true do s = s .. s end\n", "membomb.lua",
+         "past its 256 MB of memory"},
+        {"recurse", "local function f(n) return f(n + 1) + 1 end\nreturn f(1)\n",
+         "recurse.lua:1:", "stack overflow"},
+    };
+    for (size_t i = 0; i < sizeof hostile / sizeof hostile[0]; i++) {
+        char file[64];
+        snprintf(file, sizeof file, "%s.lua", hostile[i].name);
+        write_file(file, hostile[i].text);
+        expect_broken(ctx, hostile[i].name, hostile[i].where, hostile[i].why);
+        CHECKF(!strchr(tailor_ctx_message(ctx), '\n'), "%s: a multi-line error: %s",
+               hostile[i].name, tailor_ctx_message(ctx));
+        remove_file(file);
+    }
     write_file("nogrid.lua", "return { op = 'rmsnorm', source = 'rmsnorm.cu', params = { A = {1} },\n"
                              "  threads = 32, smem_static = 0, smem_dynamic = 0, args = {} }\n");
     expect_broken(ctx, "nogrid", "nogrid.lua", "'grid' is missing");
