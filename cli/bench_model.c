@@ -14,6 +14,7 @@
 #include "gemma4.h"
 #include "sampler.h"
 #include "kernels.h"
+#include "op.h"
 
 /* Peak resident set (VmHWM) in bytes, 0 when unknown. */
 static double vm_hwm(void)
@@ -140,14 +141,19 @@ static tailor_status trace_step(tailor_ctx *ctx, tailor_kernels *ks, tailor_gemm
 }
 
 /* Appends one --knockout item ("OP" or "OP:k=v,...") to list (';'-separated); 1 when the item
- * is malformed or the list is full. */
+ * is malformed, names no known op or the list is full. */
 static int add_knockout(char *list, size_t cap, const char *item)
 {
     const char *colon = strchr(item, ':');
     size_t name = colon ? (size_t)(colon - item) : strlen(item);
+    char op[64];
     tailor_shape sel;
-    if (name == 0 || strchr(item, ';') ||
+    if (name == 0 || name >= sizeof op || strchr(item, ';') ||
         (colon && tailor_shape_parse(NULL, colon + 1, &sel) != TAILOR_OK))
+        return 1;
+    memcpy(op, item, name);
+    op[name] = '\0';
+    if (!tailor_op_find(op))
         return 1;
     size_t used = strlen(list);
     if (used + strlen(item) + 2 > cap - 16)
@@ -316,7 +322,8 @@ static int parse_model_args(int argc, char **argv, model_args *a)
         case 'K':
             if (add_knockout(a->knock, sizeof a->knock, optarg))
                 return cli_usage_error("bench model", "--knockout takes OP or OP:key=value,..., "
-                                       "at most 240 characters in all");
+                                       "OP an op the model launches, at most 240 "
+                                       "characters in all; not '%s'", optarg);
             break;
         case 'h': model_usage(); return 0;
         default: return cli_bad_flag("bench model", c, argc, argv);

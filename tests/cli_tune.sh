@@ -159,6 +159,9 @@ check "tune: --seed 12s exits 2" test $rc -eq 2
 "$T" bench model --preset gemma-4-e2b --knockout 'matmul:n=two' 2>"$TMPDIR_ERR"; rc=$?
 check "bench model: a malformed --knockout exits 2" test $rc -eq 2
 check "bench model: a malformed --knockout says what it takes" grep -q "OP or OP:key=value" "$TMPDIR_ERR"
+"$T" bench model --preset gemma-4-e2b --knockout 'matmull:n=2' 2>"$TMPDIR_ERR"; rc=$?
+check "bench model: a --knockout of an unknown op exits 2" test $rc -eq 2
+check "bench model: a --knockout of an unknown op names it" grep -q "not 'matmull:n=2'" "$TMPDIR_ERR"
 check "bench model --help lists --trace" grep -q -- "--trace" "$TMPDIR_ERR.help"
 "$T" bench model --preset gemma-4-e2b --trace --json 2>"$TMPDIR_ERR"; rc=$?
 check "bench model: --trace with --json exits 2" test $rc -eq 2
