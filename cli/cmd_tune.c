@@ -58,8 +58,9 @@ static void clear_progress(const progress_state *s)
         fprintf(stderr, "\r%70s\r", "");
 }
 
+/* One target's line; `seconds` is the wall time it took (what a first boot's time goes to). */
 static void print_result(const char *op, const char *shape, tailor_dtype dtype,
-                         const tailor_tune_result *r)
+                         const tailor_tune_result *r, double seconds)
 {
     if (r->from_cache) {
         printf("%-14s %-40s %s  cached: %s %s  %.2f us\n", op, shape, tailor_dtype_name(dtype),
@@ -71,9 +72,10 @@ static void print_result(const char *op, const char *shape, tailor_dtype dtype,
     if (r->reused)
         snprintf(reused, sizeof reused, " (%d of them earlier in this run)", r->reused);
     printf("%-14s %-40s %s  %d candidates, %d survive, %d compiled%s, %d right, %d wrong; "
-           "winner %s %s  %.2f us (+-%.2f)  %.0f GB/s\n",
+           "winner %s %s  %.2f us (+-%.2f)  %.0f GB/s  [%.1f s]\n",
            op, shape, tailor_dtype_name(dtype), r->candidates, r->survivors, r->compiled, reused,
-           r->verified, r->wrong, r->template_name, r->params, r->median_us, r->spread_us, gbs);
+           r->verified, r->wrong, r->template_name, r->params, r->median_us, r->spread_us, gbs,
+           seconds);
 }
 
 /* What the command line asked for. */
@@ -255,13 +257,15 @@ static int tune_targets(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
         n > 1 ? tailor_compile_ahead_start(tailor_gpu_info(gpu), tailor_cache_path(cache),
                                            targets, n, dtype, o)
               : NULL;
-    int failures = 0;
+    int failures = 0, cached = 0;
+    double run_t0 = cli_now_s();
     for (int i = 0; i < n; i++) {
         tailor_tune_result r;
         char shape[256];
         tailor_shape_format(&targets[i].shape, shape, sizeof shape);
         if (n > 1)
             tailor_log(ctx, TAILOR_LOG_INFO, "[%d/%d] %s %s", i + 1, n, targets[i].op, shape);
+        double t0 = cli_now_s();
         tailor_status st = tailor_tune(ctx, gpu, cache, targets[i].op, &targets[i].shape, dtype,
                                        o, &r);
         clear_progress(&ps);
@@ -272,7 +276,8 @@ static int tune_targets(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
                 break;
             continue;
         }
-        print_result(targets[i].op, shape, dtype, &r);
+        print_result(targets[i].op, shape, dtype, &r, cli_now_s() - t0);
+        cached += r.from_cache;
     }
     tailor_compile_ahead_stats as;
     tailor_compile_ahead_stop(ahead, &as);
@@ -283,9 +288,13 @@ static int tune_targets(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
         tailor_log(ctx, TAILOR_LOG_INFO, "compiled %d instantiations, reused %d (%.0f MB kept)",
                    misses, hits, (double)bytes / 1e6);
     }
+    if (n > 1)
+        tailor_log(ctx, TAILOR_LOG_INFO, "%d targets in %.1f s: %d cached, %d failed", n,
+                   cli_now_s() - run_t0, cached, failures);
     if (ahead)
-        tailor_log(ctx, TAILOR_LOG_INFO, "compiled ahead: %d of %d targets' %d candidates "
-                   "(%d failed)%s", as.compiled, as.targets, as.queued, as.failed,
+        tailor_log(ctx, TAILOR_LOG_INFO, "compiled ahead: %d instantiations for %d targets "
+                   "(%d candidates queued, %d failed)%s", as.compiled, as.targets, as.queued,
+                   as.failed,
                    as.full ? "; stopped at a full memo" : "");
     tailor_compile_memo_destroy(o->memo);
     o->memo = NULL;

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # gpu-check.sh — on the GPU machine: build, run every GPU test, then the benchmarks; logs go to
 # $OUT (ctest.txt, bench.txt, model.txt, ...) and a short summary is printed last.
-#   bash scripts/gpu-check.sh [tests|quick|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|experimental|experimental-attn|attn-wg|wgmma|boot|decode-scale|decode-wg|decode-merge|decode-linear|trace|spacer|seams|step-tune|queue|sample|cards|all] [ctest -R regex]
-# quick: the GPU tests with the long scripts in their smoke subsets (MATMUL_QUICK, W4A16_QUICK,
-# ATTN_QUICK), fitting one 10-minute device call; model: Gemma 4 E2B decode and prefill figures
+#   bash scripts/gpu-check.sh [tests|quick|gemma4|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|experimental|experimental-attn|attn-wg|wgmma|boot|decode-scale|decode-wg|decode-merge|decode-linear|trace|spacer|seams|step-tune|queue|sample|cards|all] [ctest -R regex]
+# quick: the GPU tests but test_gpu_gemma4 with the long scripts in their smoke subsets
+# (MATMUL_QUICK, W4A16_QUICK, ATTN_QUICK); on an H100 (session 25) cli_gpu_attention 85 s,
+# cli_gpu_matmul 113, cli_gpu_run 132, cli_gpu_small_ops over 170: plan two calls, split by the
+# second argument (a ctest -R regex); gemma4:
+# test_gpu_gemma4 alone (GEMMA4_FIXTURES=a,b picks fixtures; all five, eight modes each, take
+# about a call; e2b_w4a16_asym alone ~3 minutes on an H100); model: Gemma 4 E2B decode and prefill figures
 # with the same-run comparisons (PDL off, gating kernels, each place of the seams, q prepared
 # inside attention, W4A16 with and without int4 prologues, the int4 LM head, 31B); knockout:
 # the decode step with families of kernels skipped (what each costs on the critical path);
@@ -98,9 +102,20 @@ bench_base_new() {
   echo "== new" >>"$log"
   bench_attention "$log" attention_decode "$prefix-new.sqlite" 90 "$@"
 }
-if [[ $what == quick ]]; then
+if [[ $what == quick || $what == gemma4 ]]; then
   export MATMUL_QUICK=1 W4A16_QUICK=1 ATTN_QUICK=1
-  what=tests
+fi
+if [[ $what == quick ]]; then # every GPU test but test_gpu_gemma4
+  (cd build-gpu && ctest -L gpu -E '^test_gpu_gemma4$' ${filter:+-R "$filter"} \
+    --output-on-failure --timeout 1800) >"$OUT/ctest.txt" 2>&1
+  summary+=("gpu tests but test_gpu_gemma4: $(grep -E 'tests passed|tests failed' "$OUT/ctest.txt" | tail -1)")
+fi
+if [[ $what == gemma4 ]]; then # test_gpu_gemma4 alone (GEMMA4_FIXTURES picks; all: ~10 minutes)
+  (cd build-gpu && env TAILOR_SOURCE_DIR=$PWD/.. \
+    ${GEMMA4_FIXTURES:+TAILOR_TEST_FIXTURES=$GEMMA4_FIXTURES} \
+    timeout "${GEMMA4_S:-570}" ./tests/test_gpu_gemma4) >"$OUT/gemma4.txt" 2>&1
+  echo "rc=$?" >>"$OUT/gemma4.txt"
+  summary+=("test_gpu_gemma4: $(tail -2 "$OUT/gemma4.txt" | tr '\n' ' ')")
 fi
 if [[ $what == tests || $what == all ]]; then
   (cd build-gpu && ctest -L gpu ${filter:+-R "$filter"} --output-on-failure --timeout 1800) \
