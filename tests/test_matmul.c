@@ -99,6 +99,43 @@ static void check_fill(tailor_ctx *ctx, const tailor_op *op, uint64_t seed)
     test_op_inst_free(&in2);
 }
 
+/* The fill of buffers larger than one parallel chunk (1M values) equals one serial stream of
+ * tailor_fill_u64 over the activations then the weights (the values do not depend on how the
+ * fill was split across threads); and the LCG's skip equals stepping. */
+static void check_fill_stream(tailor_ctx *ctx, const tailor_op *op, uint64_t seed)
+{
+    test_op_inst in;
+    if (!test_op_inst_make(ctx, op, "m=3,n=1100,k=1024", TAILOR_DTYPE_BF16, &in)) {
+        CHECK(0);
+        return;
+    }
+    int ia = test_op_inst_buffer(&in, "a"), iw = test_op_inst_buffer(&in, "w");
+    op->fill(&in.shape, TAILOR_DTYPE_BF16, &in.bufs, in.host, seed);
+    size_t na = in.bufs.b[ia].count, nw = in.bufs.b[iw].count, bad = 0;
+    CHECK(nw > (1u << 20) + 1000);
+    uint64_t s = seed;
+    for (size_t i = 0; i < na + nw; i++) {
+        float u = ((float)(tailor_fill_u64(&s) >> 40) * (1.0f / 16777216.0f) * 2.0f - 1.0f) *
+                  1.7320508f;
+        int in_a = i < na;
+        float v = in_a ? u * (i % 61 == 7 ? 8.0f : 1.0f) : u * 0.02f;
+        uint16_t want, got;
+        tailor_dtype_store(TAILOR_DTYPE_BF16, &want, 0, v);
+        memcpy(&got, (const uint16_t *)in.host[in_a ? ia : iw] + (in_a ? i : i - na), 2);
+        bad += want != got;
+    }
+    CHECKF(bad == 0, "%zu of %zu filled values differ from the serial stream", bad, na + nw);
+    test_op_inst_free(&in);
+    const uint64_t steps[] = {0, 1, 2, 61, 1000, (1u << 20) + 3};
+    for (size_t k = 0; k < sizeof steps / sizeof steps[0]; k++) {
+        uint64_t x = seed;
+        for (uint64_t i = 0; i < steps[k]; i++)
+            (void)tailor_fill_uniform01(&x);
+        CHECKF(tailor_fill_uniform01_skip(seed, steps[k]) == x, "skip of %llu steps",
+               (unsigned long long)steps[k]);
+    }
+}
+
 /* The reference against a naive double loop over the dtype values; then the tolerance: the
  * dtype's rounding of the exact result passes, an error of sigma/64 on one element fails. */
 static void check_reference(tailor_ctx *ctx, const tailor_op *op, int m, int n, int k,
@@ -449,6 +486,7 @@ int main(void)
         check_describe(ctx, op);
         check_refusals(ctx, op);
         check_fill(ctx, op, seed++);
+        check_fill_stream(ctx, op, seed++);
         check_reference(ctx, op, 3, 200, 328, TAILOR_DTYPE_BF16, seed++);
         check_reference(ctx, op, 3, 200, 328, TAILOR_DTYPE_F16, seed++);
         check_reference(ctx, op, 1, 67, 256, TAILOR_DTYPE_F16, seed++);

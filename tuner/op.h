@@ -126,8 +126,19 @@ tailor_status tailor_op_complete_shape(tailor_ctx *ctx, const tailor_op *op, tai
 /* A 64-bit LCG step; uniform in [0, 1) from its top 24 bits. */
 float tailor_fill_uniform01(uint64_t *state);
 
-/* splitmix64: the next 64 random bits. */
+/* splitmix64: the next 64 random bits. Counter-based: n calls advance the state by
+ * n * TAILOR_FILL_U64_STEP, so a stream can start at any element. */
 uint64_t tailor_fill_u64(uint64_t *state);
+#define TAILOR_FILL_U64_STEP 0x9e3779b97f4a7c15ull
+
+/* The state of tailor_fill_uniform01's stream n steps after `state` (O(log n)). */
+uint64_t tailor_fill_uniform01_skip(uint64_t state, uint64_t n);
+
+/* Calls range(user, i0, i1) over [0, count) in chunks, on every CPU: for fills of large
+ * buffers, where element i's value depends on i alone (a stream started at i0 with the skips
+ * above), so the values do not depend on the number of threads. */
+void tailor_fill_parallel(size_t count, void (*range)(void *user, size_t i0, size_t i1),
+                          void *user);
 
 /* ---- pieces of C references shared by ops (an op with an epilogue reuses its parts') ---- */
 

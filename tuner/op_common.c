@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "half.h"
+#include "parallel.h"
 
 size_t tailor_dtype_size(tailor_dtype dtype)
 {
@@ -255,9 +256,51 @@ float tailor_fill_uniform01(uint64_t *s)
     return (float)((*s >> 40) & 0xffffff) / 16777216.0f;
 }
 
+uint64_t tailor_fill_uniform01_skip(uint64_t state, uint64_t n)
+{
+    /* x -> a x + c applied n times is x -> A x + C; square the map for each bit of n */
+    uint64_t a = 6364136223846793005ull, c = 1442695040888963407ull;
+    uint64_t acc_a = 1, acc_c = 0;
+    for (; n; n >>= 1) {
+        if (n & 1) {
+            acc_a *= a;
+            acc_c = acc_c * a + c;
+        }
+        c = c * (a + 1);
+        a *= a;
+    }
+    return acc_a * state + acc_c;
+}
+
+typedef struct fill_job {
+    size_t count, chunk;
+    void (*range)(void *user, size_t i0, size_t i1);
+    void *user;
+} fill_job;
+
+static void fill_task(void *user, int task)
+{
+    const fill_job *j = user;
+    size_t i0 = (size_t)task * j->chunk;
+    size_t i1 = j->count - i0 < j->chunk ? j->count : i0 + j->chunk;
+    j->range(j->user, i0, i1);
+}
+
+void tailor_fill_parallel(size_t count, void (*range)(void *user, size_t i0, size_t i1),
+                          void *user)
+{
+    enum { FILL_CHUNK = 1 << 20 };
+    if (count <= FILL_CHUNK) {
+        range(user, 0, count);
+        return;
+    }
+    fill_job j = {count, FILL_CHUNK, range, user};
+    tailor_parallel_for((int)((count + FILL_CHUNK - 1) / FILL_CHUNK), fill_task, &j);
+}
+
 uint64_t tailor_fill_u64(uint64_t *s)
 {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    uint64_t z = (*s += TAILOR_FILL_U64_STEP);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);

@@ -4,10 +4,12 @@
  * the same product with Gemma 4's gelu_tanh gating (decode: gate|up in one pass), and
  * "matmul_seam", a projection back to the hidden size followed by the layer seam. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "op.h"
+#include "parallel.h"
 
 static const tailor_shape_key matmul_keys[] = {
     {"m", -1, "rows of the activation (tokens)"},
@@ -82,17 +84,37 @@ static float next_unit(uint64_t *s)
     return ((float)(tailor_fill_u64(s) >> 40) * (1.0f / 16777216.0f) * 2.0f - 1.0f) * 1.7320508f;
 }
 
+/* One buffer of the fill: element i takes the stream's value number first + i. */
+typedef struct unit_fill {
+    tailor_dtype dtype;
+    void *dst;
+    uint64_t first; /* the stream's state before element 0 */
+    int outliers;   /* every 61st element x8 */
+    float scale;
+} unit_fill;
+
+static void unit_fill_range(void *user, size_t i0, size_t i1)
+{
+    const unit_fill *f = user;
+    uint64_t s = f->first + (uint64_t)i0 * TAILOR_FILL_U64_STEP;
+    for (size_t i = i0; i < i1; i++)
+        tailor_dtype_store(f->dtype, f->dst, i,
+                           next_unit(&s) * f->scale * (f->outliers && i % 61 == 7 ? 8.0f : 1.0f));
+}
+
 /* Activations with variance 1 and a few large values (every 61st is x8, as real activations
- * have outliers); weights with sigma 0.02. */
+ * have outliers); weights with sigma 0.02. One stream: the weights follow the activations. The
+ * buffers fill on every CPU (the LM head's weight is 400M values). */
 static void matmul_fill(const tailor_shape *shape, tailor_dtype dtype,
                         const tailor_op_buffers *bufs, void *const *host, uint64_t seed)
 {
     (void)shape;
-    uint64_t s = seed;
-    for (size_t i = 0; i < bufs->b[0].count; i++)
-        tailor_dtype_store(dtype, host[0], i, next_unit(&s) * (i % 61 == 7 ? 8.0f : 1.0f));
-    for (size_t i = 0; i < bufs->b[1].count; i++)
-        tailor_dtype_store(dtype, host[1], i, next_unit(&s) * (float)MATMUL_W_SIGMA);
+    size_t na = bufs->b[0].count;
+    unit_fill a = {dtype, host[0], seed, 1, 1.0f};
+    unit_fill w = {dtype, host[1], seed + (uint64_t)na * TAILOR_FILL_U64_STEP, 0,
+                   (float)MATMUL_W_SIGMA};
+    tailor_fill_parallel(na, unit_fill_range, &a);
+    tailor_fill_parallel(bufs->b[1].count, unit_fill_range, &w);
 }
 
 /* Converts rows [row0, row0 + rows) of a [*, k] dtype matrix to floats. */
@@ -103,9 +125,43 @@ static void rows_to_f32(tailor_dtype dtype, const void *src, size_t row0, size_t
         dst[i] = tailor_dtype_load(dtype, src, row0 * k + i);
 }
 
-/* out = a · w^T in tiles of TILE rows of a and of w, so that only two [TILE, k] float tiles
- * are held (the LM head's weight would be 1.6 GB as floats). */
+/* out = a · w^T in tiles of TILE rows of a and of w, so that a task holds only two [TILE, k]
+ * float tiles (the LM head's weight would be 1.6 GB as floats); one task per column tile, on
+ * every CPU. */
 enum { REF_TILE = 64 };
+
+typedef struct matmul_ref_job {
+    tailor_dtype dtype;
+    const void *a, *w;
+    size_t m, n, k;
+    float *out;
+    atomic_int failed; /* a task found no memory for its tiles */
+} matmul_ref_job;
+
+static void matmul_ref_task(void *user, int task)
+{
+    matmul_ref_job *j = user;
+    size_t k = j->k, n0 = (size_t)task * REF_TILE;
+    size_t nt = j->n - n0 < REF_TILE ? j->n - n0 : REF_TILE;
+    size_t mt_max = j->m < REF_TILE ? j->m : REF_TILE;
+    float *at = malloc(mt_max * k * sizeof *at), *wt = malloc(nt * k * sizeof *wt);
+    if (!at || !wt) {
+        atomic_store(&j->failed, 1);
+        free(at);
+        free(wt);
+        return;
+    }
+    rows_to_f32(j->dtype, j->w, n0, nt, k, wt);
+    for (size_t m0 = 0; m0 < j->m; m0 += REF_TILE) {
+        size_t mt = j->m - m0 < REF_TILE ? j->m - m0 : REF_TILE;
+        rows_to_f32(j->dtype, j->a, m0, mt, k, at);
+        for (size_t i = 0; i < mt; i++)
+            for (size_t c = 0; c < nt; c++)
+                j->out[(m0 + i) * j->n + n0 + c] = tailor_ref_dot(at + i * k, wt + c * k, k);
+    }
+    free(at);
+    free(wt);
+}
 
 static tailor_status matmul_reference(tailor_ctx *ctx, const tailor_shape *shape,
                                       tailor_dtype dtype, const tailor_op_buffers *bufs,
@@ -113,27 +169,13 @@ static tailor_status matmul_reference(tailor_ctx *ctx, const tailor_shape *shape
 {
     (void)bufs;
     matmul_dims d = dims_of(shape);
-    size_t m = (size_t)d.m, n = (size_t)d.n, k = (size_t)d.k;
-    float *at = malloc(REF_TILE * k * sizeof *at), *wt = malloc(REF_TILE * k * sizeof *wt);
-    if (!at || !wt) {
-        free(at);
-        free(wt);
+    matmul_ref_job j = {.dtype = dtype, .a = host[0], .w = host[1], .m = (size_t)d.m,
+                        .n = (size_t)d.n, .k = (size_t)d.k, .out = ref[2]};
+    atomic_init(&j.failed, 0);
+    tailor_parallel_for((int)((j.n + REF_TILE - 1) / REF_TILE), matmul_ref_task, &j);
+    if (atomic_load(&j.failed))
         return tailor_set_error(ctx, TAILOR_ERR_NOMEM,
-                                "matmul reference: no memory for two %d x %zu tiles", REF_TILE, k);
-    }
-    for (size_t m0 = 0; m0 < m; m0 += REF_TILE) {
-        size_t mt = m - m0 < REF_TILE ? m - m0 : REF_TILE;
-        rows_to_f32(dtype, host[0], m0, mt, k, at);
-        for (size_t n0 = 0; n0 < n; n0 += REF_TILE) {
-            size_t nt = n - n0 < REF_TILE ? n - n0 : REF_TILE;
-            rows_to_f32(dtype, host[1], n0, nt, k, wt);
-            for (size_t i = 0; i < mt; i++)
-                for (size_t j = 0; j < nt; j++)
-                    ref[2][(m0 + i) * n + n0 + j] = tailor_ref_dot(at + i * k, wt + j * k, k);
-        }
-    }
-    free(at);
-    free(wt);
+                                "matmul reference: no memory for two %d x %zu tiles", REF_TILE, j.k);
     return TAILOR_OK;
 }
 

@@ -4,6 +4,7 @@
  * back to the hidden size followed by the layer seam (decode); "w4a16_pro": the seam before it;
  * "w4a16_glu": a stacked gate|up product gated in the epilogue (decode). */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,7 +216,7 @@ typedef struct w4a16_ref_job {
     const uint8_t *zeros;
     const float *a;    /* [m, k] activations as floats */
     float *out;        /* [m, n] */
-    int failed;        /* a task ran out of memory or could not dequantize */
+    atomic_int failed; /* a task ran out of memory or could not dequantize */
 } w4a16_ref_job;
 
 static void w4a16_ref_task(void *user, int task)
@@ -227,7 +228,7 @@ static void w4a16_ref_task(void *user, int task)
     float *wt = malloc((size_t)nt * k * sizeof *wt);
     if (!wt || tailor_w4a16_dequantize(NULL, j->lay, n0, nt, j->qw, j->scales, j->dtype, j->zeros,
                                        wt) != TAILOR_OK) {
-        j->failed = 1;
+        atomic_store(&j->failed, 1);
         free(wt);
         return;
     }
@@ -254,8 +255,9 @@ static tailor_status w4a16_ref_product(tailor_ctx *ctx, const tailor_shape *shap
         .qw = host[find_buffer(bufs, "qweight")], .scales = host[find_buffer(bufs, "scales")],
         .zeros = iz >= 0 ? host[iz] : NULL, .a = a, .out = out,
     };
+    atomic_init(&j.failed, 0);
     tailor_parallel_for((d.n + REF_TILE - 1) / REF_TILE, w4a16_ref_task, &j);
-    if (j.failed)
+    if (atomic_load(&j.failed))
         return tailor_set_error(ctx, TAILOR_ERR_NOMEM,
                                 "w4a16_matmul reference: a tile of %d x %d could not be "
                                 "dequantized (out of memory)",
