@@ -237,6 +237,35 @@ static void check_layout_refusals(tailor_ctx *ctx)
     CHECK(lay.ld == 224 && lay.scale_count == 224u * 11u && lay.zero_count == 224u * 11u);
 }
 
+/* The weight fill runs in tasks of rows on every CPU, each starting the stream where a serial
+ * pass would be: no two rows (the same row index in neighbouring tasks above all, or two
+ * blocks of 8 rows) come out equal, and every row's scales are set. */
+static void check_fill_rows_distinct(tailor_ctx *ctx, uint64_t seed)
+{
+    const tailor_op *op = tailor_op_find("w4a16_matmul");
+    test_op_inst in;
+    const int n = 1100, k = 256; /* three tasks of 512 rows, a last block of 4 */
+    char text[96];
+    snprintf(text, sizeof text, "m=1,n=%d,k=%d,group=64,zp=1", n, k);
+    if (!op || !test_op_inst_make(ctx, op, text, TAILOR_DTYPE_BF16, &in)) {
+        CHECK(0);
+        return;
+    }
+    op->fill(&in.shape, TAILOR_DTYPE_BF16, &in.bufs, in.host, seed);
+    const uint32_t *qw = in.host[test_op_inst_buffer(&in, "qweight")];
+    const uint16_t *sc = in.host[test_op_inst_buffer(&in, "scales")];
+    size_t words = (size_t)k / 8;
+    int same = 0, unset = 0;
+    for (int r = 0; r < n; r++) {
+        for (int other = r + 1; other < n; other++)
+            same += memcmp(qw + (size_t)r * words, qw + (size_t)other * words, words * 4) == 0;
+        unset += sc[r] == 0; /* group 0's scale of row r ([G, Np]) */
+    }
+    CHECKF(same == 0, "%d pairs of the %d filled rows are equal", same, n);
+    CHECKF(unset == 0, "%d of %d rows without a scale", unset, n);
+    test_op_inst_free(&in);
+}
+
 /* The op's reference on a small case against a naive triple loop over the naive dequantized
  * weight (read back through the documented kernel layout), and a perturbed output that the
  * tolerance must reject. */
@@ -662,6 +691,7 @@ int main(void)
     check_pack_round_trip(ctx, 1, 32, 32, 1, TAILOR_DTYPE_F16, &rng);
     check_pack_round_trip(ctx, 200, 352, 32, 1, TAILOR_DTYPE_BF16, &rng);
     check_layout_refusals(ctx);
+    check_fill_rows_distinct(ctx, SEED + 7);
     check_group_for();
     check_quantizer(ctx, 40, 384, TAILOR_DTYPE_BF16, &rng);
     check_quantizer(ctx, 16, 1536, TAILOR_DTYPE_F16, &rng);

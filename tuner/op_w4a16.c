@@ -162,28 +162,66 @@ static void random_ct_block(const tailor_w4a16_layout *lay, int rows, tailor_dty
             zeros[i] = (int32_t)(uint32_t)tailor_fill_u64(s);
 }
 
-/* Fills the weight in checkpoint form, 8 rows at a time, and repacks each block: the packer
- * is exercised on every tuning run and host memory stays small whatever the weight's size.
- * fill cannot report failure: if its scratch cannot be allocated the weights are left as
- * they were, and verification fails. */
-static void fill_weights(const tailor_w4a16_layout *lay, tailor_dtype dtype, uint32_t *qweight,
-                         void *scales_out, uint8_t *zeros_out, uint64_t *s)
+/* Draws of tailor_fill_u64 random_ct_block makes for a full block of 8 rows: a word per two
+ * packed words, two per scale (Box-Muller), one per zero-point word. */
+static uint64_t ct_block_draws(const tailor_w4a16_layout *lay)
 {
-    const int block = 8;
-    int32_t *packed = malloc((size_t)block * (size_t)(lay->k / 8) * sizeof *packed);
-    uint16_t *scales = malloc((size_t)block * (size_t)lay->groups * sizeof *scales);
+    return (uint64_t)lay->k / 2 + 16u * (uint64_t)lay->groups +
+           (lay->has_zp ? (uint64_t)lay->groups : 0);
+}
+
+enum { FILL_BLOCK = 8, FILL_TASK_ROWS = 512 }; /* rows a random_ct_block, rows a task */
+
+typedef struct w4_fill_job {
+    const tailor_w4a16_layout *lay;
+    tailor_dtype dtype;
+    uint32_t *qweight;
+    void *scales;
+    uint8_t *zeros;
+    uint64_t first; /* the stream's state before row 0 */
+} w4_fill_job;
+
+/* Rows [task * FILL_TASK_ROWS, ...) of the weight, 8 at a time in checkpoint form, each block
+ * repacked at once (a task's scratch is one block): the stream is started at the task's first
+ * block, so the values are those of one serial pass. fill cannot report failure: if the
+ * scratch cannot be allocated these rows are left as they were, and verification fails. */
+static void w4_fill_task(void *user, int task)
+{
+    const w4_fill_job *j = user;
+    const tailor_w4a16_layout *lay = j->lay;
+    int row_end = (task + 1) * FILL_TASK_ROWS < lay->n ? (task + 1) * FILL_TASK_ROWS : lay->n;
+    uint64_t s = j->first + (uint64_t)task * (FILL_TASK_ROWS / FILL_BLOCK) *
+                                ct_block_draws(lay) * TAILOR_FILL_U64_STEP;
+    int32_t *packed = malloc((size_t)FILL_BLOCK * (size_t)(lay->k / 8) * sizeof *packed);
+    uint16_t *scales = malloc((size_t)FILL_BLOCK * (size_t)lay->groups * sizeof *scales);
     int32_t *zeros = malloc((size_t)lay->groups * sizeof *zeros);
     if (packed && scales && zeros)
-        for (int row0 = 0; row0 < lay->n; row0 += block) {
-            int rows = lay->n - row0 < block ? lay->n - row0 : block;
-            random_ct_block(lay, rows, dtype, packed, scales, zeros, s);
-            (void)tailor_w4a16_repack_rows(NULL, lay, row0, rows, packed, scales, dtype,
-                                           lay->has_zp ? zeros : NULL, dtype, qweight,
-                                           scales_out, zeros_out);
+        for (int row0 = task * FILL_TASK_ROWS; row0 < row_end; row0 += FILL_BLOCK) {
+            int rows = row_end - row0 < FILL_BLOCK ? row_end - row0 : FILL_BLOCK;
+            random_ct_block(lay, rows, j->dtype, packed, scales, zeros, &s);
+            (void)tailor_w4a16_repack_rows(NULL, lay, row0, rows, packed, scales, j->dtype,
+                                           lay->has_zp ? zeros : NULL, j->dtype, j->qweight,
+                                           j->scales, j->zeros);
         }
     free(packed);
     free(scales);
     free(zeros);
+}
+
+/* Fills the weight in checkpoint form and repacks it (the packer is exercised on every tuning
+ * run), on every CPU, host memory small whatever the weight's size; *s ends past the weight's
+ * draws. Rows of the kernel layout are disjoint in memory, so tasks never share a word. */
+static void fill_weights(const tailor_w4a16_layout *lay, tailor_dtype dtype, uint32_t *qweight,
+                         void *scales_out, uint8_t *zeros_out, uint64_t *s)
+{
+    w4_fill_job j = {lay, dtype, qweight, scales_out, zeros_out, *s};
+    tailor_parallel_for((lay->n + FILL_TASK_ROWS - 1) / FILL_TASK_ROWS, w4_fill_task, &j);
+    uint64_t full = (uint64_t)(lay->n / FILL_BLOCK), tail = (uint64_t)(lay->n % FILL_BLOCK);
+    uint64_t tail_draws = tail ? (tail * (uint64_t)lay->k / 8 + 1) / 2 +
+                                     2 * tail * (uint64_t)lay->groups +
+                                     (lay->has_zp ? (uint64_t)lay->groups : 0)
+                               : 0;
+    *s += (full * ct_block_draws(lay) + tail_draws) * TAILOR_FILL_U64_STEP;
 }
 
 static void w4a16_fill(const tailor_shape *shape, tailor_dtype dtype,
