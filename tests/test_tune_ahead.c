@@ -13,6 +13,7 @@
 #include "plan.h"
 #include "testlib.h"
 #include "tune_internal.h"
+#include "tune_targets.h"
 #include "tuner.h"
 
 #define NTARGETS 3
@@ -96,6 +97,29 @@ int main(void)
                pl.space_hash);
         tailor_plan_free(&pl);
     }
+
+    /* the same for every op the E2B preset tunes (the kernel set's warm-start lookups and the
+     * ahead both find winners by this key): one target of each */
+    tailor_tune_target *all = NULL;
+    int nall = 0, ops = 0;
+    CHECK_OK(ctx, tailor_tune_targets(ctx, "gemma-4-e2b", NULL, &all, &nall));
+    for (int i = 0; i < nall; i++) {
+        int seen = 0;
+        for (int j = 0; j < i && !seen; j++)
+            seen = strcmp(all[j].op, all[i].op) == 0;
+        if (seen)
+            continue;
+        tailor_plan pl;
+        char hex[65];
+        CHECK_OK(ctx, tailor_plan_build(ctx, h200, all[i].op, &all[i].shape, TAILOR_DTYPE_BF16, &pl));
+        CHECK_OK(ctx, tailor_plan_space_hash(ctx, all[i].op, hex));
+        CHECKF(strcmp(hex, pl.space_hash) == 0, "%s: space hash %s, the plan's %s", all[i].op,
+               hex, pl.space_hash);
+        tailor_plan_free(&pl);
+        ops++;
+    }
+    CHECKF(ops >= 16, "the E2B preset tunes %d ops", ops);
+    free(all);
 
     /* a cached winner: its target is skipped */
     char dir[] = "/tmp/tailor_ahead_XXXXXX", path[64];

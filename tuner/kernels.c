@@ -11,6 +11,7 @@
 #include "tuner.h"
 
 #define MEMO_SIZE 32
+#define KERNELS_MAX_OPS 64 /* ops whose space hash a set keeps */
 
 typedef struct memo_entry {
     char shape[256];
@@ -64,6 +65,11 @@ struct tailor_kernels {
     int pdl;              /* tailor_kernels_set_pdl */
     int trace;            /* tailor_kernels_set_trace: winners recompiled with TAILOR_TRACE */
     unsigned generation;  /* bumped whenever a launch would differ (tailor_kernels_generation) */
+    struct {
+        char op[64];
+        char hex[65];
+    } hashes[KERNELS_MAX_OPS]; /* each op's space hash, computed at its first lookup */
+    int nhashes;
 };
 
 tailor_status tailor_kernels_create(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
@@ -162,24 +168,61 @@ const char *tailor_op_kernel_describe(const tailor_op_kernel *k) { return k->des
 
 /* The cache key of (op, shape, dtype) on this set's device: the plan gives the completed shape
  * and the space hash. */
+/* op's space hash (what the cache key names the op's templates by), computed at the op's first
+ * lookup in this set: finding an op's templates loads every space, and the templates do not
+ * change under a running model. */
+static tailor_status space_hash_of(tailor_ctx *ctx, tailor_kernels *set, const char *op,
+                                   const char **hex)
+{
+    for (int i = 0; i < set->nhashes; i++)
+        if (strcmp(set->hashes[i].op, op) == 0) {
+            *hex = set->hashes[i].hex;
+            return TAILOR_OK;
+        }
+    int slot = set->nhashes < KERNELS_MAX_OPS ? set->nhashes : KERNELS_MAX_OPS - 1;
+    tailor_status st = tailor_plan_space_hash(ctx, op, set->hashes[slot].hex);
+    if (st)
+        return st;
+    snprintf(set->hashes[slot].op, sizeof set->hashes[slot].op, "%s", op);
+    if (slot == set->nhashes)
+        set->nhashes++;
+    *hex = set->hashes[slot].hex;
+    return TAILOR_OK;
+}
+
+/* The cache key of (op, completed shape, dtype) on this set's device, found without
+ * enumerating a configuration (the key is what tailor_tune's plan gives: the completed shape,
+ * checked by the op, and the op's space hash). fp and hex back the key's strings. */
+static tailor_status lookup_key(tailor_ctx *ctx, tailor_kernels *set, const char *op,
+                                const tailor_shape *completed, tailor_dtype dtype,
+                                const char *shape_text, char fp[600], tailor_cache_key *key)
+{
+    const tailor_op *o = NULL;
+    tailor_op_buffers bufs;
+    const char *hex = NULL;
+    tailor_status st = tailor_op_get(ctx, op, &o);
+    if (st == TAILOR_OK)
+        st = o->describe(ctx, completed, dtype, &bufs); /* the shape's refusals, as a plan's */
+    if (st == TAILOR_OK)
+        st = space_hash_of(ctx, set, op, &hex);
+    if (st)
+        return st;
+    tailor_tuner_fingerprint(tailor_gpu_info(set->gpu), set->rehearse, fp, 600);
+    *key = (tailor_cache_key){fp, op, shape_text, tailor_dtype_name(dtype), hex};
+    return TAILOR_OK;
+}
+
+/* The cached winner of (op, completed shape, dtype) on this set's device, if any. */
 static tailor_status winner_lookup(tailor_ctx *ctx, tailor_kernels *set, const char *op,
                                    const tailor_shape *shape, tailor_dtype dtype,
                                    tailor_cache_winner *w, int *found, char *shape_text,
                                    size_t shape_size)
 {
-    const tailor_device_info *live = tailor_gpu_info(set->gpu);
-    tailor_plan plan;
-    tailor_status st = tailor_plan_build(ctx, set->rehearse ? set->rehearse : live, op, shape,
-                                         dtype, &plan);
-    if (st)
-        return st;
     char fp[600];
-    tailor_tuner_fingerprint(live, set->rehearse, fp, sizeof fp);
-    tailor_shape_format(&plan.shape, shape_text, shape_size);
-    tailor_cache_key key = {fp, op, shape_text, tailor_dtype_name(dtype), plan.space_hash};
-    st = tailor_cache_get_winner(ctx, set->cache, &key, w, found);
-    tailor_plan_free(&plan);
-    return st;
+    tailor_cache_key key;
+    tailor_shape_format(shape, shape_text, shape_size);
+    tailor_status st = lookup_key(ctx, set, op, shape, dtype, shape_text, fp, &key);
+    return st ? st : tailor_cache_get_winner(ctx, set->cache, &key, w, found);
 }
 
 /* The device the set's kernels are compiled and their launches evaluated for: the rehearsed
@@ -442,18 +485,14 @@ tailor_status tailor_kernels_get(tailor_ctx *ctx, tailor_kernels *set, const cha
 tailor_status tailor_op_kernel_key(tailor_ctx *ctx, tailor_kernels *set, const tailor_op_kernel *k,
                                    tailor_op_kernel_keybuf *out)
 {
-    const tailor_device_info *live = tailor_gpu_info(set->gpu);
     tailor_shape shape;
-    tailor_plan plan;
+    tailor_cache_key key;
     tailor_status st = tailor_shape_parse(ctx, k->shape, &shape);
     if (st == TAILOR_OK)
-        st = tailor_plan_build(ctx, set->rehearse ? set->rehearse : live, k->op, &shape, k->dtype,
-                               &plan);
+        st = lookup_key(ctx, set, k->op, &shape, k->dtype, k->shape, out->fingerprint, &key);
     if (st)
         return st;
-    snprintf(out->space_hash, sizeof out->space_hash, "%s", plan.space_hash);
-    tailor_plan_free(&plan);
-    tailor_tuner_fingerprint(live, set->rehearse, out->fingerprint, sizeof out->fingerprint);
+    snprintf(out->space_hash, sizeof out->space_hash, "%s", key.space_hash);
     out->key = (tailor_cache_key){out->fingerprint, k->op, k->shape, tailor_dtype_name(k->dtype),
                                   out->space_hash};
     return TAILOR_OK;
