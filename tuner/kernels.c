@@ -166,8 +166,6 @@ void tailor_kernels_stats(const tailor_kernels *set, int *from_cache, int *tuned
 
 const char *tailor_op_kernel_describe(const tailor_op_kernel *k) { return k->description; }
 
-/* The cache key of (op, shape, dtype) on this set's device: the plan gives the completed shape
- * and the space hash. */
 /* op's space hash (what the cache key names the op's templates by), computed at the op's first
  * lookup in this set: finding an op's templates loads every space, and the templates do not
  * change under a running model. */
