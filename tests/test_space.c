@@ -337,6 +337,39 @@ static const tailor_plan_entry *find_entry(const tailor_plan *p, const char *tmp
     return NULL;
 }
 
+/* Whether the op's spaces (tailor_space_find_for_op) list name. */
+static int op_lists(tailor_ctx *ctx, const char *op, const char *name)
+{
+    char **names = NULL;
+    int n = 0, found = 0;
+    if (tailor_space_find_for_op(ctx, op, &names, &n) != TAILOR_OK)
+        return 0;
+    for (int i = 0; i < n; i++) {
+        found |= strcmp(names[i], name) == 0;
+        free(names[i]);
+    }
+    free(names);
+    return found;
+}
+
+/* The ops spaces declare are remembered by their text: a file rewritten to declare another op
+ * is found under the new one at once, and no longer under the old. */
+static void test_find_for_op_follows_text(tailor_ctx *ctx)
+{
+    write_file("switch.lua", "return { op = 'rmsnorm', source = 'rmsnorm.cu', params = { A = {1} },\n"
+                             GOOD_TAIL);
+    CHECK(op_lists(ctx, "rmsnorm", "switch"));
+    CHECK(op_lists(ctx, "rmsnorm", "switch")); /* asked again: the remembered answer */
+    CHECK(!op_lists(ctx, "gelu_gate", "switch"));
+    write_file("switch.lua", "return { op = 'gelu_gate', source = 'rmsnorm.cu', params = { A = {1} },\n"
+                             GOOD_TAIL);
+    CHECK(!op_lists(ctx, "rmsnorm", "switch"));
+    CHECK(op_lists(ctx, "gelu_gate", "switch"));
+    CHECK(op_lists(ctx, "rmsnorm", "rmsnorm")); /* the built-in, still */
+    remove_file("switch.lua");
+    CHECK(!op_lists(ctx, "gelu_gate", "switch"));
+}
+
 /* An experimental template is planned only with TAILOR_EXPERIMENTAL=1, and says why it is out;
  * `experimental` must be that sentence. */
 static void test_experimental(tailor_ctx *ctx)
@@ -989,6 +1022,7 @@ int main(void)
     test_arg_names(ctx);
     test_variant_and_budget(ctx);
     test_experimental(ctx);
+    test_find_for_op_follows_text(ctx);
     test_plan_errors(ctx);
     test_launch_purpose(ctx);
     test_prologue_launch(ctx);

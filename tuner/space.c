@@ -2,6 +2,7 @@
 #include "space.h"
 
 #include <ctype.h>
+#include <pthread.h>
 #include <lauxlib.h>
 #include <lua.h>
 #include <lualib.h>
@@ -1166,6 +1167,85 @@ static void note_hidden(const tailor_space *s, const char *file, const char *op,
              used ? "; " : "", s->origin, s->op, file);
 }
 
+/* The op each space script declares, by the SHA-256 of its text and the space library's: a
+ * script runs sandboxed, so the same texts declare the same op, and tailor_space_find_for_op
+ * need not run every space again for every op it is asked about (it is asked for each kernel a
+ * model looks up and each target a tuning run plans). Keyed by content, never stale; bounded
+ * (past OP_MEMO_SIZE entries, scripts simply run). Shared by threads under its lock. */
+enum { OP_MEMO_SIZE = 512 };
+static struct {
+    char key[65]; /* sha256(sha256(space) sha256(library)) */
+    char op[64];
+} op_memo[OP_MEMO_SIZE];
+static int op_memo_count;
+static pthread_mutex_t op_memo_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int op_memo_get(const char key[65], char op[64])
+{
+    int found = 0;
+    pthread_mutex_lock(&op_memo_lock);
+    for (int i = 0; i < op_memo_count && !found; i++)
+        if (strcmp(op_memo[i].key, key) == 0) {
+            memcpy(op, op_memo[i].op, 64);
+            found = 1;
+        }
+    pthread_mutex_unlock(&op_memo_lock);
+    return found;
+}
+
+static void op_memo_put(const char key[65], const char *op)
+{
+    pthread_mutex_lock(&op_memo_lock);
+    if (op_memo_count < OP_MEMO_SIZE) {
+        memcpy(op_memo[op_memo_count].key, key, 65);
+        snprintf(op_memo[op_memo_count].op, sizeof op_memo[op_memo_count].op, "%s", op);
+        op_memo_count++;
+    }
+    pthread_mutex_unlock(&op_memo_lock);
+}
+
+/* The op space `name` declares: from the memo when its text was run before with this library,
+ * else by running it. */
+static tailor_status declared_op(tailor_ctx *ctx, const char *name, const char lib_hash[65],
+                                 char op[64])
+{
+    char file[80];
+    size_t n = strlen(name);
+    snprintf(file, sizeof file, "%s%s", name, n > 4 && strcmp(name + n - 4, ".lua") == 0 ? "" : ".lua");
+    tailor_template_file f;
+    tailor_status st = tailor_template_read(ctx, file, &f);
+    if (st)
+        return st;
+    char both[130], key[65];
+    tailor_sha256_hex(f.text, f.size, both);
+    memcpy(both + 64, lib_hash, 65);
+    tailor_sha256_hex(both, 128, key);
+    if (!op_memo_get(key, op)) {
+        tailor_space *s = NULL;
+        st = space_from_text(ctx, file, f.origin, f.text, f.size, &s);
+        if (st == TAILOR_OK) {
+            snprintf(op, 64, "%s", s->op);
+            op_memo_put(key, s->op);
+        }
+        tailor_space_destroy(s);
+    }
+    tailor_template_file_free(&f);
+    return st;
+}
+
+/* The spaces that do not declare op but whose built-in namesake does (an override hiding the
+ * built-in), for the message when none implements op. */
+static void note_all_hidden(tailor_ctx *ctx, char **all, int n, const char *op, char *why,
+                            size_t size)
+{
+    for (int i = 0; i < n; i++) {
+        tailor_space *s = NULL;
+        if (tailor_space_load(ctx, all[i], &s) == TAILOR_OK)
+            note_hidden(s, all[i], op, why, size);
+        tailor_space_destroy(s);
+    }
+}
+
 tailor_status tailor_space_find_for_op(tailor_ctx *ctx, const char *op, char ***names, int *count)
 {
     char **all = NULL;
@@ -1173,33 +1253,42 @@ tailor_status tailor_space_find_for_op(tailor_ctx *ctx, const char *op, char ***
     tailor_status st = tailor_template_list_spaces(ctx, &all, &n);
     if (st)
         return st;
+    char lib_hash[65];
+    tailor_template_file lib;
+    if ((st = tailor_template_read(ctx, SPACE_LIB, &lib))) {
+        tailor_template_names_free(all, n);
+        return st;
+    }
+    tailor_sha256_hex(lib.text, lib.size, lib_hash);
+    tailor_template_file_free(&lib);
     char **mine = calloc((size_t)(n ? n : 1), sizeof *mine);
     int m = 0;
     if (!mine) {
         tailor_template_names_free(all, n);
         return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory");
     }
-    char hidden[2048] = "";
     for (int i = 0; i < n; i++) {
-        tailor_space *s = NULL;
-        st = tailor_space_load(ctx, all[i], &s);
-        if (st) {
+        char declared[64];
+        if ((st = declared_op(ctx, all[i], lib_hash, declared))) {
             tailor_template_names_free(all, n);
             tailor_template_names_free(mine, m);
             return st;
         }
-        if (strcmp(s->op, op) == 0)
-            mine[m++] = strdup(s->name);
-        else
-            note_hidden(s, all[i], op, hidden, sizeof hidden);
-        tailor_space_destroy(s);
+        if (strcmp(declared, op) == 0) {
+            size_t len = strlen(all[i]);
+            mine[m++] = strndup(all[i], len > 4 && strcmp(all[i] + len - 4, ".lua") == 0 ? len - 4
+                                                                                         : len);
+        }
     }
-    tailor_template_names_free(all, n);
     if (m == 0) {
+        char hidden[2048] = "";
+        note_all_hidden(ctx, all, n, op, hidden, sizeof hidden);
+        tailor_template_names_free(all, n);
         free(mine);
         return tailor_set_error(ctx, TAILOR_ERR_NOT_FOUND, "no template implements op '%s'%s%s%s",
                                 op, hidden[0] ? " (" : "", hidden, hidden[0] ? ")" : "");
     }
+    tailor_template_names_free(all, n);
     *names = mine;
     *count = m;
     return TAILOR_OK;
