@@ -110,16 +110,25 @@ int main(void)
         if (seen)
             continue;
         tailor_plan pl;
-        char hex[65];
+        tailor_shape completed;
+        char hex[65] = "", mine[256], plans[256];
         CHECK_OK(ctx, tailor_plan_build(ctx, h200, all[i].op, &all[i].shape, TAILOR_DTYPE_BF16, &pl));
-        CHECK_OK(ctx, tailor_plan_space_hash(ctx, all[i].op, hex));
-        CHECKF(strcmp(hex, pl.space_hash) == 0, "%s: space hash %s, the plan's %s", all[i].op,
-               hex, pl.space_hash);
+        CHECK_OK(ctx, tailor_plan_key(ctx, all[i].op, &all[i].shape, TAILOR_DTYPE_BF16, &completed,
+                                      hex));
+        tailor_shape_format(&completed, mine, sizeof mine);
+        tailor_shape_format(&pl.shape, plans, sizeof plans);
+        CHECKF(strcmp(hex, pl.space_hash) == 0 && strcmp(mine, plans) == 0,
+               "%s: key %s %s, the plan's %s %s", all[i].op, mine, hex, plans, pl.space_hash);
         tailor_plan_free(&pl);
         ops++;
     }
     CHECKF(ops >= 16, "the E2B preset tunes %d ops", ops);
     free(all);
+    /* a shape the op refuses is refused by the key as by a plan */
+    tailor_shape bad, completed;
+    char hex[65] = "";
+    CHECK_OK(ctx, tailor_shape_parse(ctx, "m=1,n=64,k=100,group=128", &bad));
+    CHECK(tailor_plan_key(ctx, "w4a16_matmul", &bad, TAILOR_DTYPE_BF16, &completed, hex) != TAILOR_OK);
 
     /* a cached winner: its target is skipped */
     char dir[] = "/tmp/tailor_ahead_XXXXXX", path[64];

@@ -166,47 +166,36 @@ void tailor_kernels_stats(const tailor_kernels *set, int *from_cache, int *tuned
 
 const char *tailor_op_kernel_describe(const tailor_op_kernel *k) { return k->description; }
 
-/* op's space hash (what the cache key names the op's templates by), computed at the op's first
- * lookup in this set: finding an op's templates loads every space, and the templates do not
- * change under a running model. */
-static tailor_status space_hash_of(tailor_ctx *ctx, tailor_kernels *set, const char *op,
-                                   const char **hex)
-{
-    for (int i = 0; i < set->nhashes; i++)
-        if (strcmp(set->hashes[i].op, op) == 0) {
-            *hex = set->hashes[i].hex;
-            return TAILOR_OK;
-        }
-    int slot = set->nhashes < KERNELS_MAX_OPS ? set->nhashes : KERNELS_MAX_OPS - 1;
-    tailor_status st = tailor_plan_space_hash(ctx, op, set->hashes[slot].hex);
-    if (st)
-        return st;
-    snprintf(set->hashes[slot].op, sizeof set->hashes[slot].op, "%s", op);
-    if (slot == set->nhashes)
-        set->nhashes++;
-    *hex = set->hashes[slot].hex;
-    return TAILOR_OK;
-}
-
 /* The cache key of (op, completed shape, dtype) on this set's device, found without
- * enumerating a configuration (the key is what tailor_tune's plan gives: the completed shape,
- * checked by the op, and the op's space hash). fp and hex back the key's strings. */
+ * enumerating a configuration (tailor_plan_key); the op's space hash is computed at the op's
+ * first lookup in this set and kept (the templates do not change under a running model). fp
+ * backs the key's fingerprint. */
 static tailor_status lookup_key(tailor_ctx *ctx, tailor_kernels *set, const char *op,
                                 const tailor_shape *completed, tailor_dtype dtype,
                                 const char *shape_text, char fp[600], tailor_cache_key *key)
 {
-    const tailor_op *o = NULL;
-    tailor_op_buffers bufs;
-    const char *hex = NULL;
-    tailor_status st = tailor_op_get(ctx, op, &o);
-    if (st == TAILOR_OK)
-        st = o->describe(ctx, completed, dtype, &bufs); /* the shape's refusals, as a plan's */
-    if (st == TAILOR_OK)
-        st = space_hash_of(ctx, set, op, &hex);
-    if (st)
+    int slot = 0;
+    while (slot < set->nhashes && strcmp(set->hashes[slot].op, op) != 0)
+        slot++;
+    if (slot == KERNELS_MAX_OPS)
+        slot = KERNELS_MAX_OPS - 1; /* full: the last slot serves the rest in turn */
+    int known = slot < set->nhashes && strcmp(set->hashes[slot].op, op) == 0;
+    if (!known)
+        set->hashes[slot].hex[0] = '\0';
+    tailor_shape again;
+    tailor_status st = tailor_plan_key(ctx, op, completed, dtype, &again, set->hashes[slot].hex);
+    if (st) {
+        set->hashes[slot].op[0] = '\0';
         return st;
+    }
+    if (!known) {
+        snprintf(set->hashes[slot].op, sizeof set->hashes[slot].op, "%s", op);
+        if (slot == set->nhashes)
+            set->nhashes++;
+    }
     tailor_tuner_fingerprint(tailor_gpu_info(set->gpu), set->rehearse, fp, 600);
-    *key = (tailor_cache_key){fp, op, shape_text, tailor_dtype_name(dtype), hex};
+    *key = (tailor_cache_key){fp, op, shape_text, tailor_dtype_name(dtype),
+                              set->hashes[slot].hex};
     return TAILOR_OK;
 }
 

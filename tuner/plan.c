@@ -262,6 +262,22 @@ tailor_status tailor_plan_space_hash(tailor_ctx *ctx, const char *op_name, char 
     return TAILOR_OK;
 }
 
+tailor_status tailor_plan_key(tailor_ctx *ctx, const char *op_name, const tailor_shape *shape,
+                              tailor_dtype dtype, tailor_shape *completed, char hex[65])
+{
+    const tailor_op *op = NULL;
+    tailor_op_buffers bufs;
+    *completed = *shape;
+    tailor_status st = tailor_op_get(ctx, op_name, &op);
+    if (st == TAILOR_OK)
+        st = tailor_op_complete_shape(ctx, op, completed);
+    if (st == TAILOR_OK)
+        st = op->describe(ctx, completed, dtype, &bufs);
+    if (st == TAILOR_OK && !hex[0])
+        st = tailor_plan_space_hash(ctx, op_name, hex);
+    return st;
+}
+
 tailor_status tailor_plan_build(tailor_ctx *ctx, const tailor_device_info *dev, const char *op_name,
                                 const tailor_shape *shape, tailor_dtype dtype, tailor_plan *out)
 {

@@ -80,6 +80,13 @@ void tailor_plan_free(tailor_plan *plan);
  * It depends on the template files, not on device, shape or dtype. */
 tailor_status tailor_plan_space_hash(tailor_ctx *ctx, const char *op_name, char hex[65]);
 
+/* What a cache lookup of (op_name, shape, dtype) needs, without enumerating a configuration:
+ * *completed, the shape completed and checked by the op as tailor_plan_build does it (the same
+ * refusals); and, where hex is "" on entry, the op's space hash (else hex is taken as given:
+ * callers that keep an op's hash). */
+tailor_status tailor_plan_key(tailor_ctx *ctx, const char *op_name, const tailor_shape *shape,
+                              tailor_dtype dtype, tailor_shape *completed, char hex[65]);
+
 /* Compiles entry i of the plan with NVRTC for sm (ptx = 1: PTX for compute_<sm>, as a rehearsal
  * runs it) under kernel_name; needs no GPU. memo (may be NULL) answers an instantiation compiled
  * earlier in the run. Free *out with tailor_compile_result_free, also after a failure

@@ -447,6 +447,37 @@ static void fill_result_from_winner(tailor_tune_result *out, const tailor_cache_
     out->spread_us = w->spread_us;
 }
 
+/* The cached winner of (op, shape, dtype), found by its key alone (the completed shape, checked
+ * by the op as a plan would, and the op's space hash): a cached target enumerates no
+ * configuration. *found 0 when there is none. */
+static tailor_status cached_result(tailor_ctx *ctx, tailor_cache *cache,
+                                   const tailor_device_info *live,
+                                   const tailor_device_info *rehearse, const char *op,
+                                   const tailor_shape *shape, tailor_dtype dtype,
+                                   tailor_tune_result *out, int *found)
+{
+    *found = 0;
+    tailor_shape completed;
+    char hex[65] = "", fp[600], shape_text[256];
+    tailor_status st = tailor_plan_key(ctx, op, shape, dtype, &completed, hex);
+    if (st)
+        return st;
+    tailor_tuner_fingerprint(live, rehearse, fp, sizeof fp);
+    tailor_shape_format(&completed, shape_text, sizeof shape_text);
+    tailor_cache_key key = {fp, op, shape_text, tailor_dtype_name(dtype), hex};
+    tailor_cache_winner w;
+    st = tailor_cache_get_winner(ctx, cache, &key, &w, found);
+    if (st || !*found)
+        return st;
+    const tailor_op *o = tailor_op_find(op);
+    out->from_cache = 1;
+    out->bytes = o->bytes(&completed, dtype);
+    out->flops = o->flops(&completed, dtype);
+    fill_result_from_winner(out, &w);
+    tailor_cache_winner_free(&w);
+    return TAILOR_OK;
+}
+
 /* ---- the loop --------------------------------------------------------------------------- */
 
 int tune_no_compile(void)
@@ -556,8 +587,15 @@ tailor_status tailor_tune(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
                                 "cannot rehearse %s (sm_%d) on %s (sm_%d%d): its code would not run "
                                 "here",
                                 budget_dev->name, sm, live->name, live->cc_major, live->cc_minor);
+    int cached = 0;
+    tailor_status st = (opts->force || opts->verify_all)
+                           ? TAILOR_OK
+                           : cached_result(ctx, cache, live, opts->rehearse, op, shape, dtype,
+                                           out, &cached);
+    if (st || cached)
+        return st;
     tailor_plan plan;
-    tailor_status st = tailor_plan_build(ctx, budget_dev, op, shape, dtype, &plan);
+    st = tailor_plan_build(ctx, budget_dev, op, shape, dtype, &plan);
     if (st)
         return st;
     out->candidates = plan.count;
@@ -571,22 +609,6 @@ tailor_status tailor_tune(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
                     .budget_dev = budget_dev, .opts = opts, .out = out};
     t.key = (tailor_cache_key){fp, op, shape_text, tailor_dtype_name(dtype), plan.space_hash};
 
-    if (!opts->force && !opts->verify_all) {
-        tailor_cache_winner w;
-        int found = 0;
-        st = tailor_cache_get_winner(ctx, cache, &t.key, &w, &found);
-        if (st == TAILOR_OK && found) {
-            out->from_cache = 1;
-            fill_result_from_winner(out, &w);
-            tailor_cache_winner_free(&w);
-            tailor_plan_free(&plan);
-            return TAILOR_OK;
-        }
-        if (st) {
-            tailor_plan_free(&plan);
-            return st;
-        }
-    }
     if (tune_no_compile()) {
         tailor_plan_free(&plan);
         return tailor_set_error(ctx, TAILOR_ERR_NO_COMPILE,
