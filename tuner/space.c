@@ -1211,7 +1211,8 @@ static tailor_status declared_op(tailor_ctx *ctx, const char *name, const char l
 {
     char file[80];
     size_t n = strlen(name);
-    snprintf(file, sizeof file, "%s%s", name, n > 4 && strcmp(name + n - 4, ".lua") == 0 ? "" : ".lua");
+    int has_ext = n > 4 && strcmp(name + n - 4, ".lua") == 0;
+    snprintf(file, sizeof file, "%s%s", name, has_ext ? "" : ".lua");
     tailor_template_file f;
     tailor_status st = tailor_template_read(ctx, file, &f);
     if (st)
