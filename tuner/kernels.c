@@ -11,7 +11,7 @@
 #include "tuner.h"
 
 #define MEMO_SIZE 32
-#define KERNELS_MAX_OPS 64 /* ops whose space hash a set keeps */
+#define KERNELS_MAX_OPS 64 /* ops whose space hash a set keeps (by index in tailor_op_list) */
 
 typedef struct memo_entry {
     char shape[256];
@@ -65,11 +65,7 @@ struct tailor_kernels {
     int pdl;              /* tailor_kernels_set_pdl */
     int trace;            /* tailor_kernels_set_trace: winners recompiled with TAILOR_TRACE */
     unsigned generation;  /* bumped whenever a launch would differ (tailor_kernels_generation) */
-    struct {
-        char op[64];
-        char hex[65];
-    } hashes[KERNELS_MAX_OPS]; /* each op's space hash, computed at its first lookup */
-    int nhashes;
+    char hashes[KERNELS_MAX_OPS][65]; /* each op's space hash ("" until its first lookup) */
 };
 
 tailor_status tailor_kernels_create(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
@@ -174,28 +170,19 @@ static tailor_status lookup_key(tailor_ctx *ctx, tailor_kernels *set, const char
                                 const tailor_shape *completed, tailor_dtype dtype,
                                 const char *shape_text, char fp[600], tailor_cache_key *key)
 {
-    int slot = 0;
-    while (slot < set->nhashes && strcmp(set->hashes[slot].op, op) != 0)
-        slot++;
-    if (slot == KERNELS_MAX_OPS)
-        slot = KERNELS_MAX_OPS - 1; /* full: the last slot serves the rest in turn */
-    int known = slot < set->nhashes && strcmp(set->hashes[slot].op, op) == 0;
-    if (!known)
-        set->hashes[slot].hex[0] = '\0';
+    const tailor_op *const *ops = tailor_op_list();
+    int i = 0;
+    while (ops[i] && strcmp(ops[i]->name, op) != 0)
+        i++;
+    if (i >= KERNELS_MAX_OPS)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "op '%s' is past the %d ops "
+                                "a kernel set keeps", op, KERNELS_MAX_OPS);
     tailor_shape again;
-    tailor_status st = tailor_plan_key(ctx, op, completed, dtype, &again, set->hashes[slot].hex);
-    if (st) {
-        set->hashes[slot].op[0] = '\0';
+    tailor_status st = tailor_plan_key(ctx, op, completed, dtype, &again, set->hashes[i]);
+    if (st)
         return st;
-    }
-    if (!known) {
-        snprintf(set->hashes[slot].op, sizeof set->hashes[slot].op, "%s", op);
-        if (slot == set->nhashes)
-            set->nhashes++;
-    }
     tailor_tuner_fingerprint(tailor_gpu_info(set->gpu), set->rehearse, fp, 600);
-    *key = (tailor_cache_key){fp, op, shape_text, tailor_dtype_name(dtype),
-                              set->hashes[slot].hex};
+    *key = (tailor_cache_key){fp, op, shape_text, tailor_dtype_name(dtype), set->hashes[i]};
     return TAILOR_OK;
 }
 

@@ -250,16 +250,20 @@ float tailor_ref_dot(const float *x, const float *y, size_t k)
     return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 
+/* The LCG of tailor_fill_uniform01: x -> FILL_LCG_A x + FILL_LCG_C (mod 2^64). */
+#define FILL_LCG_A 6364136223846793005ull
+#define FILL_LCG_C 1442695040888963407ull
+
 float tailor_fill_uniform01(uint64_t *s)
 {
-    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    *s = *s * FILL_LCG_A + FILL_LCG_C;
     return (float)((*s >> 40) & 0xffffff) / 16777216.0f;
 }
 
 uint64_t tailor_fill_uniform01_skip(uint64_t state, uint64_t n)
 {
     /* x -> a x + c applied n times is x -> A x + C; square the map for each bit of n */
-    uint64_t a = 6364136223846793005ull, c = 1442695040888963407ull;
+    uint64_t a = FILL_LCG_A, c = FILL_LCG_C;
     uint64_t acc_a = 1, acc_c = 0;
     for (; n; n >>= 1) {
         if (n & 1) {
