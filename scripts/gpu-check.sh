@@ -50,7 +50,8 @@
 # test_gpu_step_tune, then the E2B decode before and after `bench model --step-tune` (W4A16 +
 # int4 head by default; STEP_W=bf16 for bf16) and plain benches of the caches before and after,
 # alternating (step-tune.txt). queue: greedy decode queued ahead against --one-by-one and
-# --ple-host, alternating on one cache (QUEUE_W, QUEUE_STEP_TUNE=1 adds --step-tune; queue.txt).
+# --ple-host, alternating on one cache (QUEUE_W, QUEUE_VARIANTS="queued,--one-by-one,--ple-host"
+# by default, QUEUE_STEP_TUNE=1 adds --step-tune; queue.txt).
 # cards: what a 99 KB sm_86 card (A10G, L4, RTX 3090/4090) runs, rehearsed here: its head_dim 512
 # attention tiles verified survivor by survivor, test_gpu_gemma4's rehearse-a10g mode (cards.txt).
 # sample: the op topk verified, then the E2B decode sampled from whole rows against from the
@@ -583,9 +584,12 @@ if [[ $what == queue ]]; then
     B="$T bench model --preset gemma-4-e2b $q --prompt-len 512 --decode 128 --cache /tmp/queue-$w.sqlite"
     echo "== $w: tune (a plain bench from an empty cache)" >>"$Q"
     timeout 330 $B 2>&1 | grep -E '^(prefill|decode|tuning)' >>"$Q"
+    IFS=, read -ra variants <<<"${QUEUE_VARIANTS:-queued,--one-by-one,--ple-host}"
     for rep in 1 2; do
-      for flags in "" "--one-by-one" "--ple-host"; do
-        echo "== $w ${flags:-queued}" >>"$Q"
+      for v in "${variants[@]}"; do
+        flags=$v
+        [[ $v == queued ]] && flags=""
+        echo "== $w $v" >>"$Q"
         timeout 60 $B $flags 2>&1 | grep -E '^(prefill|decode)' >>"$Q"
       done
     done
