@@ -1,7 +1,10 @@
 // matmul_gemv.cu — dense 16-bit matmul for decode (m up to ~16): out[m, n] = a[m, k] · w[n, k]^T
 // with CUDA cores. Bound by reading w once: each warp owns ROWS weight rows and a 1/KWARPS share
 // of k; every lane streams 16-byte pieces (8 values) of each row, UNROLL pieces per row in flight
-// before any math, so a warp reads 512 contiguous bytes of a row per load instruction. MT
+// before any math, so a warp reads 512 contiguous bytes of a row per load instruction; the
+// pieces left after the last full step are requested together. Where one step covers a lane's
+// whole share of k (e.g. k = 1536, KWARPS = 2, UNROLL = 3) every weight byte of the warp is
+// requested before the grid wait. MT
 // activation rows share each weight load (they come from L1/L2, 16 bytes per row and piece).
 // fp32 products and sums; a warp reduction, then (KWARPS > 1) a shared-memory one; one rounding.
 // Rows of w past N read row N - 1 again and rows of a past M read as zeros: computed, never
@@ -180,15 +183,20 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const T *__restrict_
         if (step)
             dn::load_step<STRIDE>(wv, w, n0, nlast, N, K, c);
     }
-    // what is left: fewer than UNROLL pieces per lane
+    // what is left: fewer than UNROLL pieces per lane, all requested before any of their math
+    // (one DRAM round trip, not one per piece)
 #if UNROLL > 1
-    for (; c < pieces; c += STRIDE) {
-        uint4 wr[DN_NR];
 #pragma unroll
-        for (int r = 0; r < DN_NR; r++)
-            wr[r] = tc_load_stream(dn::row_of(w, n0, nlast, N, K, r) + (size_t)c * 8);
-        dn::dot_piece<MT, DN_NR>(acc, wr, abase, mlast, K, c);
-    }
+    for (int uu = 0; uu < UNROLL - 1; uu++)
+        if (c + uu * STRIDE < pieces)
+#pragma unroll
+            for (int r = 0; r < DN_NR; r++)
+                wv[uu][r] = tc_load_stream(dn::row_of(w, n0, nlast, N, K, r) +
+                                           (size_t)(c + uu * STRIDE) * 8);
+#pragma unroll
+    for (int uu = 0; uu < UNROLL - 1; uu++)
+        if (c + uu * STRIDE < pieces)
+            dn::dot_piece<MT, DN_NR>(acc, wv[uu], abase, mlast, K, c + uu * STRIDE);
 #endif
 
     gemv_warp_sums(acc);

@@ -14,7 +14,7 @@ return {
     KWARPS = { 1, 2, 4, 8 },
     ROWS = { 1, 2, 4 },
     MT = { 1, 2, 4, 8 }, -- 16 makes ptxas spill on sm_90; m = 9..16 runs as two blocks of 8
-    UNROLL = { 1, 2, 4 }, -- 4: 16-byte pieces per row in flight, for more bytes per SM
+    UNROLL = { 1, 2, 3, 4 }, -- 16-byte pieces per row in flight (3: k = 1536 in one step at KWARPS = 2)
   },
 
   valid = function(p, shape, dtype, device, purpose)

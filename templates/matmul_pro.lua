@@ -15,7 +15,7 @@ return {
     KWARPS = { 1, 2, 4, 8 },
     ROWS = { 1, 2, 4 },
     MT = { 1 },
-    UNROLL = { 1, 2, 4 },
+    UNROLL = { 1, 2, 3, 4 }, -- as matmul_gemv.lua
   },
 
   defines = function(p, shape, dtype, device)
