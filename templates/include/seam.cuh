@@ -152,7 +152,8 @@ __device__ __forceinline__ void seam_row(T *__restrict__ yrow, const float *xin,
                 xv[it][j] = i < SN_NVEC ? f.v[j] : 0.f;
         }
     } else {
-        // the sublayer output a, normalised with w_post and added to the residual
+        // the sublayer output a, normalised with w_post and added to the residual; the
+        // residual is read with a, so that its round trip overlaps a's and the reduction's
         const TVec<SN_VEC> *wp = reinterpret_cast<const TVec<SN_VEC> *>(w_post);
         float av[SN_NIT][SN_VEC];
         float ss = 0.f;
@@ -161,15 +162,17 @@ __device__ __forceinline__ void seam_row(T *__restrict__ yrow, const float *xin,
             const int i = it * SN_NT + threadIdx.x;
             if (i < SN_NVEC) {
                 const TVec<SN_VEC> t = seam_load<SN_VEC, SN_CG>(arow + (size_t)i * SN_VEC);
+                const FVec<SN_VEC> f = xr[i];
 #pragma unroll
                 for (int j = 0; j < SN_VEC; j++) {
                     av[it][j] = to_f32(t.v[j]);
+                    xv[it][j] = f.v[j];
                     ss += av[it][j] * av[it][j];
                 }
             } else {
 #pragma unroll
                 for (int j = 0; j < SN_VEC; j++)
-                    av[it][j] = 0.f;
+                    av[it][j] = xv[it][j] = 0.f;
             }
         }
         if (SN_STAGED) // the row is in; the weights were requested before the grid wait
@@ -182,10 +185,10 @@ __device__ __forceinline__ void seam_row(T *__restrict__ yrow, const float *xin,
             const int i = it * SN_NT + threadIdx.x;
             if (i < SN_NVEC) {
                 const TVec<SN_VEC> g = wp[i];
-                FVec<SN_VEC> f = xr[i];
+                FVec<SN_VEC> f;
 #pragma unroll
                 for (int j = 0; j < SN_VEC; j++) {
-                    float v = f.v[j] + av[it][j] * inv_a * to_f32(g.v[j]);
+                    float v = xv[it][j] + av[it][j] * inv_a * to_f32(g.v[j]);
                     if (SN_MODE == 1)
                         v *= s;
                     xv[it][j] = v;
@@ -193,10 +196,6 @@ __device__ __forceinline__ void seam_row(T *__restrict__ yrow, const float *xin,
                 }
                 if (xw)
                     xw[i] = f;
-            } else {
-#pragma unroll
-                for (int j = 0; j < SN_VEC; j++)
-                    xv[it][j] = 0.f;
             }
         }
     }
