@@ -97,8 +97,10 @@ __device__ __forceinline__ TVec<SN_VEC> seam_load(const T *p)
 #endif
 __device__ __forceinline__ void seam_stage_wait()
 {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && SEAM_STAGE_PENDING
     asm volatile("cp.async.wait_group %0;\n" ::"n"(SEAM_STAGE_PENDING) : "memory");
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
 #endif
 }
 
