@@ -587,6 +587,10 @@ if [[ $what == experimental-gemv ]]; then
     "m=1,n=256,k=1536,mode=2,glu=2,u_ld=8960 fp16" "m=1,n=1001,k=1536,mode=0,glu=1 fp16"
   rm -rf /tmp/xg-new && mkdir -p /tmp/xg-new
   grep -v '^  experimental = ' templates/matmul_pro_staged.lua >/tmp/xg-new/matmul_pro_staged.lua
+  if grep -q 'experimental =' /tmp/xg-new/matmul_pro_staged.lua; then # else the A/B compares nothing
+    echo "experimental-gemv: matmul_pro_staged.lua's experimental line was not removed" | tee -a "$X"
+    exit 1
+  fi
   AB_NEW_PATH=/tmp/xg-new REPS=2 timeout 420 bash scripts/probe/ab_model.sh bf16 >/dev/null 2>&1
   cat "$OUT/ab.txt" >>"$X"
   summary+=("experimental-gemv: $(grep -c '^rc=0' "$X") of 4 verify-all runs passed, $(grep -c 'decode 128' "$X") decode figures; experimental-gemv.txt")
