@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu-check.sh — on the GPU machine: build, run every GPU test, then the benchmarks; logs go to
 # $OUT (ctest.txt, bench.txt, model.txt, ...) and a short summary is printed last.
-#   bash scripts/gpu-check.sh [tests|quick|gemma4|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|experimental|experimental-attn|experimental-gemv|attn-wg|wgmma|boot|decode-scale|decode-wg|decode-merge|decode-linear|trace|spacer|seams|step-tune|queue|sample|cards|all] [ctest -R regex]
+#   bash scripts/gpu-check.sh [tests|quick|gemma4|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|experimental|experimental-attn|attn-wg|wgmma|boot|decode-scale|decode-wg|decode-merge|decode-linear|trace|spacer|seams|step-tune|queue|sample|cards|all] [ctest -R regex]
 # quick: the GPU tests but test_gpu_gemma4 with the long scripts in their smoke subsets
 # (MATMUL_QUICK, W4A16_QUICK, ATTN_QUICK); on an H100 (session 25) cli_gpu_attention 85 s,
 # cli_gpu_matmul 113, cli_gpu_run 132, cli_gpu_small_ops over 170: plan two calls, split by the
@@ -30,9 +30,7 @@
 # head_dim 256 and 512: five prefill
 # verify-all shapes (window, full causal, chunked GQA fp16, window 1, head_dim 512) and three
 # decode ones (8k MQA, GQA batch 3 fp16 at head_dim 512, a 3,000-slot ring), then the 8k and
-# 512-token prefills and the 8k / 32k decodes with and without them (experimental-attn.txt).
-# experimental-gemv: the staged decode GEMV (matmul_pro_staged.lua) verified at four shapes,
-# then the E2B bf16 decode with and without it (ab_model.sh; experimental-gemv.txt; ~7 minutes). boot: `tailor tune --preset
+# 512-token prefills and the 8k / 32k decodes with and without them (experimental-attn.txt). boot: `tailor tune --preset
 # gemma-4-e2b` from an empty cache under `time` (the first-boot cost), then the E2B W4A16 and bf16
 # benches on that cache (boot.txt). wgmma: every w4a16_matmul survivor (experimental ones included)
 # verified at two shapes, test_gpu_gemma4 with the default spaces (g4.txt), the m = 2048 benches
@@ -572,28 +570,6 @@ if [[ $what == wgmma ]]; then
   echo "== trials (w4a16_wgmma, fastest first)" >>"$W"
   "$T" cache trials --cache /tmp/wg-verify.sqlite 2>&1 | grep -E "^[^ ]|wgmma" | head -150 >>"$W"
   summary+=("wgmma: $(grep -c '^rc=0' "$W") of 2 verify-all runs passed; $(grep 'gemma4 rc' "$W")")
-fi
-if [[ $what == experimental-gemv ]]; then
-  # the experimental staged decode GEMV (templates/matmul_pro_staged.lua: WSTAGE weight steps
-  # requested into shared memory with cp.async before the grid wait) verified survivor by
-  # survivor at four shapes (gated, plain, the PLE gate, an odd n in fp16), then the E2B bf16
-  # decode with it against without it (scripts/probe/ab_model.sh: the new side's template path
-  # holds the space without its experimental line, its cache a copy of the base's, so only
-  # matmul_pro is tuned again; experimental-gemv.txt, ab-trace.txt)
-  X="$OUT/experimental-gemv.txt"
-  : >"$X"
-  TAILOR_EXPERIMENTAL=1 verify_all "$X" matmul_pro /tmp/xg.sqlite \
-    "m=1,n=6144,k=1536,mode=0,glu=1 bf16" "m=1,n=2560,k=1536,mode=1,glu=0 bf16" \
-    "m=1,n=256,k=1536,mode=2,glu=2,u_ld=8960 fp16" "m=1,n=1001,k=1536,mode=0,glu=1 fp16"
-  rm -rf /tmp/xg-new && mkdir -p /tmp/xg-new
-  grep -v '^  experimental = ' templates/matmul_pro_staged.lua >/tmp/xg-new/matmul_pro_staged.lua
-  if grep -q 'experimental =' /tmp/xg-new/matmul_pro_staged.lua; then # else the A/B compares nothing
-    echo "experimental-gemv: matmul_pro_staged.lua's experimental line was not removed" | tee -a "$X"
-    exit 1
-  fi
-  AB_NEW_PATH=/tmp/xg-new REPS=2 timeout 420 bash scripts/probe/ab_model.sh bf16 >/dev/null 2>&1
-  cat "$OUT/ab.txt" >>"$X"
-  summary+=("experimental-gemv: $(grep -c '^rc=0' "$X") of 4 verify-all runs passed, $(grep -c 'decode 128' "$X") decode figures; experimental-gemv.txt")
 fi
 if [[ $what == queue ]]; then
   # greedy decode queued ahead (the argmax feeds the next step on the GPU; the PLE table on the

@@ -34,17 +34,6 @@
 // warp), MT (activation rows per block), UNROLL (16-byte pieces per row in flight per lane),
 // GLU (0 plain, 1 stacked gate|up, 2 gate with u from a buffer), SEAM (0/1) with SEAM_COLS (= N),
 // SEAM_MODE (0, 1, 2 as residual_norm) and SEAM_VEC (elements per load of the seam).
-// WSTAGE (experimental, matmul_pro_staged.lua; sm_80+): the WSTAGE full steps after the first
-// are requested too before the grid wait, with cp.async into the warp's slots of dynamic shared
-// memory (a lane copies, and later reads back, only its own pieces: no barrier), so that more of
-// the block's weights are in flight while the predecessor ends and the prologue runs than the
-// registers of one step hold.
-#ifndef WSTAGE
-#define WSTAGE 0
-#endif
-#if WSTAGE // the seam's staged norm weights are waited for while the weight steps stay in flight
-#define SEAM_STAGE_PENDING 1
-#endif
 #include "dense_common.cuh"
 #include "seam.cuh"
 
@@ -113,59 +102,6 @@ __device__ __forceinline__ void load_step(uint4 (&wv)[UNROLL][DN_NR], const T *w
         for (int r = 0; r < DN_NR; r++)
             wv[uu][r] = tc_load_stream(row_of(w, n0, nlast, N, K, r) + (size_t)(c + uu * STRIDE) * 8);
 }
-
-#if WSTAGE
-// A lane's slot for piece uu of row r in staged step s (1 .. WSTAGE) of its warp's region:
-// [step][piece][row][lane] 16-byte slots, so that a warp's 32 slots of one piece are 512
-// contiguous bytes.
-__device__ __forceinline__ int slot_of(int s, int uu, int r, int lane)
-{
-    return (((s - 1) * UNROLL + uu) * DN_NR + r) * 32 + lane;
-}
-
-// Steps 1 .. WSTAGE after the one at c, those that are full steps, requested into the warp's
-// slots; one cp.async group.
-template <int STRIDE>
-__device__ __forceinline__ void stage_steps(uint4 *slots, const T *w, int n0, int nlast, int N,
-                                            int K, int c, int pieces, int lane)
-{
-#pragma unroll
-    for (int s = 1; s <= WSTAGE; s++) {
-        const int cs = c + s * UNROLL * STRIDE;
-        if (cs + (UNROLL - 1) * STRIDE < pieces)
-#pragma unroll
-            for (int uu = 0; uu < UNROLL; uu++)
-#pragma unroll
-                for (int r = 0; r < DN_NR; r++)
-                    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(
-                                     (unsigned)__cvta_generic_to_shared(slots + slot_of(s, uu, r, lane))),
-                                 "l"(row_of(w, n0, nlast, N, K, r) + (size_t)(cs + uu * STRIDE) * 8));
-    }
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-#endif
-
-// Step s's weights from the warp's slots when it was staged (1 <= s <= WSTAGE): true; else
-// false (the caller loads them from global memory). The first staged step waits for the copies.
-__device__ __forceinline__ bool take_staged(uint4 (&wv)[UNROLL][DN_NR], const uint4 *slots, int s,
-                                            int lane)
-{
-#if WSTAGE
-    if (s > WSTAGE)
-        return false;
-    if (s == 1)
-        asm volatile("cp.async.wait_all;\n" ::: "memory");
-#pragma unroll
-    for (int uu = 0; uu < UNROLL; uu++)
-#pragma unroll
-        for (int r = 0; r < DN_NR; r++)
-            wv[uu][r] = slots[slot_of(s, uu, r, lane)];
-    return true;
-#else
-    (void)wv, (void)slots, (void)s, (void)lane;
-    return false;
-#endif
-}
 } // namespace dn
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
@@ -219,13 +155,6 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const T *__restrict_
     seam_stage_weights<THREADS, PRO_COLS, PRO_MODE>(pro_w, pro_w + PRO_COLS, pro_sc, w_post,
                                                     w_next, scalar);
 #endif
-#if WSTAGE // after the seam's group: its wait leaves this one in flight
-    extern __shared__ __align__(16) uint4 wstage[];
-    uint4 *slots = wstage + (size_t)warp * WSTAGE * UNROLL * DN_NR * 32;
-    dn::stage_steps<STRIDE>(slots, w, n0, nlast, N, K, c, pieces, lane);
-#else
-    const uint4 *slots = nullptr;
-#endif
 
     tailor_grid_begin();
 #if PRO && PRO_STAGE
@@ -244,15 +173,14 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const T *__restrict_
         for (int r = 0; r < DN_NR; r++)
             acc[mi][r] = 0.f;
 
-    // UNROLL pieces of every row in flight, then their math; step s (0: the one loaded before
-    // the wait) comes from the warp's slots where it was staged
-    for (int s = 1; step; s++) {
+    // UNROLL pieces of every row in flight, then their math
+    while (step) {
 #pragma unroll
         for (int uu = 0; uu < UNROLL; uu++)
             dn::dot_piece<MT, DN_NR>(acc, wv[uu], abase, mlast, K, c + uu * STRIDE);
         c += UNROLL * STRIDE;
         step = c + (UNROLL - 1) * STRIDE < pieces;
-        if (step && !dn::take_staged(wv, slots, s, lane))
+        if (step)
             dn::load_step<STRIDE>(wv, w, n0, nlast, N, K, c);
     }
     // what is left: fewer than UNROLL pieces per lane, all requested before any of their math

@@ -205,21 +205,6 @@ for op_shape in "matmul_pro m=1,n=2560,k=1536,mode=1,glu=0" "residual_norm rows=
     test "$(grep -c '"kernel"' "$tmp/json")" -gt 0 -a "$(grep -Ec '_(PRO_STAGE|RN_ASYNC)1_' "$tmp/json")" -eq 0
 done
 
-# matmul_pro_staged (experimental: matmul_gemv.cu WSTAGE, weight steps staged with cp.async before
-# the grid wait): refused without TAILOR_EXPERIMENTAL, planned with it (its survivors compiled
-# above with the matmul_pro shapes), a WSTAGE past a lane's steps refused with the count
-shape=m=1,n=2560,k=1536,mode=1,glu=0
-TAILOR_EXPERIMENTAL=0 "$T" plan --device h200 --op matmul_pro --shape $shape >"$tmp/out" 2>&1
-check "matmul_pro_staged is refused as experimental by default" \
-  grep -q "refused-experimental\] matmul_pro/matmul_pro_staged" "$tmp/out"
-"$T" plan --device h200 --op matmul_pro --shape $shape >"$tmp/out" 2>&1
-check "with TAILOR_EXPERIMENTAL=1 matmul_pro_staged survives" grep -qE "^  matmul_pro_staged " "$tmp/out"
-check "a WSTAGE past a lane's steps is refused with the count" \
-  grep -q "WSTAGE=3 needs 4 full steps of UNROLL=2 a lane; k=1536 gives 3" "$tmp/out"
-"$T" plan --device t4 --dtype fp16 --op matmul_pro --shape $shape >"$tmp/out" 2>&1
-check "the T4 refuses matmul_pro_staged (no cp.async)" \
-  grep -q "refused-feature\] matmul_pro/matmul_pro_staged.*needs cp.async" "$tmp/out"
-
 # the early-trigger probe variant (scripts/probe/pdl_variants.sh, run on the GPU by gpu-check.sh
 # pdl): its files compile on the H200 with the committed spaces, and its machine code is not the
 # committed one (the trigger is really in it)

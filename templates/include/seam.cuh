@@ -90,16 +90,9 @@ __device__ __forceinline__ TVec<SN_VEC> seam_load(const T *p)
 // them after the row's first reads. sw_post and sw_next: SN_COLS values each, 16-byte aligned
 // (w_post unless SN_MODE 3, w_next unless SN_MODE 2); sscalar: the layer scalar (SN_MODE 1).
 // The global weights must be 16-byte aligned (every tensor allocation is). sm_80+.
-// SEAM_STAGE_PENDING: cp.async groups committed after the seam's own that may stay in flight
-// (a GEMV that stages its weights after the seam's, matmul_gemv.cu WSTAGE); 0 by default.
-#ifndef SEAM_STAGE_PENDING
-#define SEAM_STAGE_PENDING 0
-#endif
 __device__ __forceinline__ void seam_stage_wait()
 {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && SEAM_STAGE_PENDING
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(SEAM_STAGE_PENDING) : "memory");
-#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     asm volatile("cp.async.wait_all;\n" ::: "memory");
 #endif
 }
