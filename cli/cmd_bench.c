@@ -125,26 +125,22 @@ static tailor_status time_op(bench_env *e, const char *op, const tailor_shape *s
     tailor_status st = tailor_tune(e->ctx, e->gpu, e->cache, op, shape, e->dtype, &o, &r);
     if (st)
         return st;
-    const tailor_device_info *live = tailor_gpu_info(e->gpu);
-    char fp[600], shape_text[256], hash[65];
-    tailor_tuner_fingerprint(live, e->rehearse, fp, sizeof fp);
-    /* the key's shape and space hash as tailor_tune computed them */
-    tailor_plan plan;
-    st = tailor_plan_build(e->ctx, e->rehearse ? e->rehearse : live, op, shape, e->dtype, &plan);
-    if (st)
+    f->bytes = r.bytes;
+    f->flops = r.flops;
+    /* the key tailor_tune wrote, found without enumerating the space again */
+    tailor_shape completed;
+    char hash[65] = "";
+    if ((st = tailor_plan_key(e->ctx, op, shape, e->dtype, &completed, hash)))
         return st;
-    tailor_shape_format(&plan.shape, shape_text, sizeof shape_text);
-    memcpy(hash, plan.space_hash, sizeof hash);
-    f->bytes = plan.op->bytes(&plan.shape, e->dtype);
-    f->flops = plan.op->flops(&plan.shape, e->dtype);
-    tailor_plan_free(&plan);
-    tailor_cache_key key = {fp, op, shape_text, tailor_dtype_name(e->dtype), hash};
+    tailor_winner_key_text text;
+    tailor_cache_key key = tailor_winner_key(tailor_gpu_info(e->gpu), e->rehearse, op, &completed,
+                                             e->dtype, hash, &text);
     tailor_cache_winner w;
     int found = 0;
     st = tailor_cache_get_winner(e->ctx, e->cache, &key, &w, &found);
     if (st == TAILOR_OK && !found)
         st = tailor_set_error(e->ctx, TAILOR_ERR_NOT_FOUND, "no winner cached for %s %s", op,
-                              shape_text);
+                              text.shape);
     if (st)
         return st;
     snprintf(f->winner, sizeof f->winner, "%s %s", r.template_name, r.params);

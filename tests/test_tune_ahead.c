@@ -138,10 +138,26 @@ int main(void)
     CHECK_OK(ctx, tailor_cache_open(ctx, path, &cache));
     tailor_plan plan;
     CHECK_OK(ctx, tailor_plan_build(ctx, h200, t[0].op, &t[0].shape, TAILOR_DTYPE_BF16, &plan));
+    /* the one key tailor_tune writes and every lookup reads: its fields as the cache stores them */
     char fp[600], shape_text[256];
     tailor_tuner_fingerprint(h200, NULL, fp, sizeof fp);
     tailor_shape_format(&plan.shape, shape_text, sizeof shape_text);
-    tailor_cache_key key = {fp, t[0].op, shape_text, "bf16", plan.space_hash};
+    tailor_winner_key_text kt;
+    tailor_cache_key key = tailor_winner_key(h200, NULL, t[0].op, &plan.shape, TAILOR_DTYPE_BF16,
+                                             plan.space_hash, &kt);
+    CHECKF(strcmp(key.fingerprint, fp) == 0 && strcmp(key.op, t[0].op) == 0 &&
+           strcmp(key.shape, shape_text) == 0 && strcmp(key.dtype, "bf16") == 0 &&
+           strcmp(key.space_hash, plan.space_hash) == 0,
+           "winner key %s | %s | %s | %s | %s", key.fingerprint, key.op, key.shape, key.dtype,
+           key.space_hash);
+    const tailor_device_info *t4 = tailor_device_profile_find("t4");
+    tailor_winner_key_text rt;
+    tailor_cache_key rkey = tailor_winner_key(h200, t4, t[0].op, &plan.shape, TAILOR_DTYPE_F16,
+                                              plan.space_hash, &rt);
+    char rfp[700];
+    snprintf(rfp, sizeof rfp, "rehearse:%s@%s", t4->short_name, fp);
+    CHECKF(strcmp(rkey.fingerprint, rfp) == 0 && strcmp(rkey.dtype, "fp16") == 0,
+           "rehearsed winner key %s %s", rkey.fingerprint, rkey.dtype);
     static unsigned char bin[16] = {1};
     tailor_cache_winner w = {.template_name = "rmsnorm", .kernel_name = "k",
                              .params_json = "{}", .launch_json = "{}", .binary_kind = "cubin",

@@ -118,10 +118,9 @@ static int cached(tailor_ctx *ctx, tailor_compile_ahead *a, tailor_cache *cache,
     const char *hash = space_hash_of(ctx, memo, nmemo, t->op);
     if (!op || !hash || tailor_op_complete_shape(ctx, op, &shape) != TAILOR_OK)
         return 0;
-    char fp[600], shape_text[256];
-    tailor_tuner_fingerprint(&a->live, a->has_rehearse ? &a->rehearse : NULL, fp, sizeof fp);
-    tailor_shape_format(&shape, shape_text, sizeof shape_text);
-    tailor_cache_key key = {fp, t->op, shape_text, tailor_dtype_name(a->dtype), hash};
+    tailor_winner_key_text text;
+    tailor_cache_key key = tailor_winner_key(&a->live, a->has_rehearse ? &a->rehearse : NULL,
+                                             t->op, &shape, a->dtype, hash, &text);
     tailor_cache_winner w;
     int found = 0;
     if (tailor_cache_get_winner(ctx, cache, &key, &w, &found) != TAILOR_OK)

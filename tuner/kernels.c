@@ -164,11 +164,11 @@ const char *tailor_op_kernel_describe(const tailor_op_kernel *k) { return k->des
 
 /* The cache key of (op, completed shape, dtype) on this set's device, found without
  * enumerating a configuration (tailor_plan_key); the op's space hash is computed at the op's
- * first lookup in this set and kept (the templates do not change under a running model). fp
- * backs the key's fingerprint. */
+ * first lookup in this set and kept (the templates do not change under a running model). text
+ * backs the key's strings. */
 static tailor_status lookup_key(tailor_ctx *ctx, tailor_kernels *set, const char *op,
                                 const tailor_shape *completed, tailor_dtype dtype,
-                                const char *shape_text, char fp[600], tailor_cache_key *key)
+                                tailor_winner_key_text *text, tailor_cache_key *key)
 {
     const tailor_op *const *ops = tailor_op_list();
     int i = 0;
@@ -181,8 +181,8 @@ static tailor_status lookup_key(tailor_ctx *ctx, tailor_kernels *set, const char
     tailor_status st = tailor_plan_key(ctx, op, completed, dtype, &again, set->hashes[i]);
     if (st)
         return st;
-    tailor_tuner_fingerprint(tailor_gpu_info(set->gpu), set->rehearse, fp, 600);
-    *key = (tailor_cache_key){fp, op, shape_text, tailor_dtype_name(dtype), set->hashes[i]};
+    *key = tailor_winner_key(tailor_gpu_info(set->gpu), set->rehearse, op, completed, dtype,
+                             set->hashes[i], text);
     return TAILOR_OK;
 }
 
@@ -192,10 +192,10 @@ static tailor_status winner_lookup(tailor_ctx *ctx, tailor_kernels *set, const c
                                    tailor_cache_winner *w, int *found, char *shape_text,
                                    size_t shape_size)
 {
-    char fp[600];
+    tailor_winner_key_text text;
     tailor_cache_key key;
     tailor_shape_format(shape, shape_text, shape_size);
-    tailor_status st = lookup_key(ctx, set, op, shape, dtype, shape_text, fp, &key);
+    tailor_status st = lookup_key(ctx, set, op, shape, dtype, &text, &key);
     return st ? st : tailor_cache_get_winner(ctx, set->cache, &key, w, found);
 }
 
@@ -460,16 +460,8 @@ tailor_status tailor_op_kernel_key(tailor_ctx *ctx, tailor_kernels *set, const t
                                    tailor_op_kernel_keybuf *out)
 {
     tailor_shape shape;
-    tailor_cache_key key;
     tailor_status st = tailor_shape_parse(ctx, k->shape, &shape);
-    if (st == TAILOR_OK)
-        st = lookup_key(ctx, set, k->op, &shape, k->dtype, k->shape, out->fingerprint, &key);
-    if (st)
-        return st;
-    snprintf(out->space_hash, sizeof out->space_hash, "%s", key.space_hash);
-    out->key = (tailor_cache_key){out->fingerprint, k->op, k->shape, tailor_dtype_name(k->dtype),
-                                  out->space_hash};
-    return TAILOR_OK;
+    return st ? st : lookup_key(ctx, set, k->op, &shape, k->dtype, &out->text, &out->key);
 }
 
 const char *tailor_op_kernel_op(const tailor_op_kernel *k) { return k->op; }

@@ -10,6 +10,7 @@
 #include "op.h"
 #include "tailor.h"
 #include "tune_targets.h"
+#include "tuner.h"
 
 typedef struct tailor_kernels tailor_kernels;
 typedef struct tailor_op_kernel tailor_op_kernel;
@@ -115,11 +116,10 @@ const char *tailor_op_kernel_describe(const tailor_op_kernel *k);
 
 /* ---- another configuration in place of a winner (step tuning, tuner/step_tune.h) ----------- */
 
-/* A loaded kernel's cache key, with the storage its strings point into (op, shape and dtype
- * point into the kernel). */
+/* A loaded kernel's cache key, with the storage its strings point into (op points into the
+ * kernel). */
 typedef struct tailor_op_kernel_keybuf {
-    char fingerprint[600];
-    char space_hash[65];
+    tailor_winner_key_text text;
     tailor_cache_key key;
 } tailor_op_kernel_keybuf;
 tailor_status tailor_op_kernel_key(tailor_ctx *ctx, tailor_kernels *set, const tailor_op_kernel *k,

@@ -40,6 +40,18 @@ void tailor_tuner_fingerprint(const tailor_device_info *live, const tailor_devic
         snprintf(buf, size, "%s", fp);
 }
 
+tailor_cache_key tailor_winner_key(const tailor_device_info *live,
+                                   const tailor_device_info *rehearse, const char *op,
+                                   const tailor_shape *completed, tailor_dtype dtype,
+                                   const char *space_hash, tailor_winner_key_text *text)
+{
+    tailor_tuner_fingerprint(live, rehearse, text->fingerprint, sizeof text->fingerprint);
+    tailor_shape_format(completed, text->shape, sizeof text->shape);
+    snprintf(text->space_hash, sizeof text->space_hash, "%s", space_hash);
+    return (tailor_cache_key){text->fingerprint, op, text->shape, tailor_dtype_name(dtype),
+                              text->space_hash};
+}
+
 static double now_seconds(void)
 {
     struct timespec ts;
@@ -458,13 +470,12 @@ static tailor_status cached_result(tailor_ctx *ctx, tailor_cache *cache,
 {
     *found = 0;
     tailor_shape completed;
-    char hex[65] = "", fp[600], shape_text[256];
+    char hex[65] = "";
     tailor_status st = tailor_plan_key(ctx, op, shape, dtype, &completed, hex);
     if (st)
         return st;
-    tailor_tuner_fingerprint(live, rehearse, fp, sizeof fp);
-    tailor_shape_format(&completed, shape_text, sizeof shape_text);
-    tailor_cache_key key = {fp, op, shape_text, tailor_dtype_name(dtype), hex};
+    tailor_winner_key_text text;
+    tailor_cache_key key = tailor_winner_key(live, rehearse, op, &completed, dtype, hex, &text);
     tailor_cache_winner w;
     st = tailor_cache_get_winner(ctx, cache, &key, &w, found);
     if (st || !*found)
@@ -602,25 +613,24 @@ tailor_status tailor_tune(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
     out->survivors = plan.survivors;
     out->bytes = plan.op->bytes(&plan.shape, dtype);
     out->flops = plan.op->flops(&plan.shape, dtype);
-    char fp[600], shape_text[256];
-    tailor_tuner_fingerprint(live, opts->rehearse, fp, sizeof fp);
-    tailor_shape_format(&plan.shape, shape_text, sizeof shape_text);
+    tailor_winner_key_text key_text;
     tune_state t = {.ctx = ctx, .gpu = gpu, .cache = cache, .plan = &plan,
                     .budget_dev = budget_dev, .opts = opts, .out = out};
-    t.key = (tailor_cache_key){fp, op, shape_text, tailor_dtype_name(dtype), plan.space_hash};
+    t.key = tailor_winner_key(live, opts->rehearse, op, &plan.shape, dtype, plan.space_hash,
+                              &key_text);
 
     if (tune_no_compile()) {
         tailor_plan_free(&plan);
         return tailor_set_error(ctx, TAILOR_ERR_NO_COMPILE,
                                 "%s %s %s is not in the cache and TAILOR_NO_COMPILE=1 forbids "
                                 "compiling its %d survivors",
-                                op, shape_text, tailor_dtype_name(dtype), plan.survivors);
+                                op, key_text.shape, tailor_dtype_name(dtype), plan.survivors);
     }
     if (plan.survivors == 0) {
         tailor_plan_free(&plan);
         return tailor_set_error(ctx, TAILOR_ERR_BUDGET,
                                 "no configuration of %s %s %s fits %s (%d refused; see tailor plan)",
-                                op, shape_text, tailor_dtype_name(dtype), budget_dev->name,
+                                op, key_text.shape, tailor_dtype_name(dtype), budget_dev->name,
                                 plan.count);
     }
     /* the candidates: survivors, sampled for the random strategy */
@@ -648,7 +658,7 @@ tailor_status tailor_tune(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
     t.n = n;
     free(idx);
     tailor_log(ctx, TAILOR_LOG_INFO, "tuning %s %s %s on %s%s%s: %d candidates, %d survive, %d to try",
-               op, shape_text, tailor_dtype_name(dtype), live->name,
+               op, key_text.shape, tailor_dtype_name(dtype), live->name,
                opts->rehearse ? " rehearsing " : "", opts->rehearse ? opts->rehearse->name : "",
                plan.count, plan.survivors, n);
     st = tailor_instance_create(ctx, gpu, plan.op, &plan.shape, dtype, opts->seed, 1, &t.inst);

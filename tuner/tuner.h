@@ -90,6 +90,22 @@ const char *tailor_tuner_check_entry(const tailor_cache_key *key, const char *pa
 void tailor_tuner_fingerprint(const tailor_device_info *live, const tailor_device_info *rehearse,
                               char *buf, size_t size);
 
+/* The strings a winner's cache key points into (but the op's name). */
+typedef struct tailor_winner_key_text {
+    char fingerprint[600];
+    char shape[256];
+    char space_hash[65];
+} tailor_winner_key_text;
+
+/* The cache key of the winner of (op, completed shape, dtype) tuned on live, under the rehearsed
+ * profile when rehearse is not NULL, for the op's space hash: the key tailor_tune writes and
+ * every lookup (the kernel set, the ahead planner, the bench) reads. op must outlive the key; the
+ * other strings are copied into *text. */
+tailor_cache_key tailor_winner_key(const tailor_device_info *live,
+                                   const tailor_device_info *rehearse, const char *op,
+                                   const tailor_shape *completed, tailor_dtype dtype,
+                                   const char *space_hash, tailor_winner_key_text *text);
+
 
 /* Compiling ahead of a run that tunes targets one after another (tune --preset, a model's
  * on-demand tuning): a planner thread plans the targets in order, skips those whose winner the
