@@ -382,8 +382,8 @@ static tailor_status resolve_path(tailor_ctx *ctx, const char **path, char *def,
     return s;
 }
 
-/* A read-only connection: no WAL switch (that writes), no schema; a file without the schema is
- * refused rather than read as empty. */
+/* A read-only connection: SQL cannot write through it (query_only), no WAL switch (that
+ * writes), no schema; a file without the schema is refused rather than read as empty. */
 static tailor_status setup_readonly(tailor_ctx *ctx, tailor_cache *c)
 {
     sqlite3_busy_timeout(c->db, TCACHE_BUSY_TIMEOUT_MS);
@@ -393,10 +393,15 @@ static tailor_status setup_readonly(tailor_ctx *ctx, tailor_cache *c)
         s = tailor_set_error(ctx, TAILOR_ERR_MISMATCH,
                              "cache file '%s' holds no tailor cache (no schema: an empty file?)",
                              c->path);
-    if (s == TAILOR_OK && version == 1) {
+    if (s == TAILOR_OK && version == 1) { /* a temp view: before query_only, which refuses it */
         int rc = sqlite3_exec(c->db, v1_winners_view_sql, NULL, NULL, NULL);
         if (rc != SQLITE_OK)
             s = tcache_sqlite_fail(ctx, c, rc, "reading a version-1 schema");
+    }
+    if (s == TAILOR_OK) {
+        int rc = sqlite3_exec(c->db, "PRAGMA query_only = 1", NULL, NULL, NULL);
+        if (rc != SQLITE_OK)
+            s = tcache_sqlite_fail(ctx, c, rc, "opening read-only");
     }
     return s;
 }
@@ -428,7 +433,12 @@ static tailor_status open_connection(tailor_ctx *ctx, const char *path, int read
         free(c);
         return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory opening cache '%s'", path);
     }
-    int flags = readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+    /* A read-only open asks for a read-write handle all the same (query_only keeps SQL from
+     * writing, setup_readonly): as the last connection to a WAL file it removes the -wal and
+     * -shm files on close, which a SQLITE_OPEN_READONLY handle leaves beside the cache. SQLite
+     * opens a write-protected file read-only by itself; a folder we may not write is read
+     * through the immutable URI below. */
+    int flags = readonly ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
     int rc = sqlite3_open_v2(path, &c->db, flags, NULL);
     tailor_status s = rc != SQLITE_OK ? tcache_sqlite_fail(ctx, c, rc, "opening")
                       : readonly      ? setup_readonly(ctx, c)

@@ -810,6 +810,23 @@ static void test_readonly(tailor_ctx *ctx)
     CHECK(before && after && n0 == n1 && memcmp(before, after, n0) == 0);
     free(before);
     free(after);
+
+    /* a WAL file (as tailor writes every cache) read and closed leaves no -wal or -shm beside it */
+    sql_exec(path, "PRAGMA journal_mode = WAL");
+    char wal[600], shm[600];
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    snprintf(shm, sizeof shm, "%s-shm", path);
+    CHECK(stat(wal, &st) != 0 && stat(shm, &st) != 0);
+    c = NULL;
+    CHECK_OK(ctx, tailor_cache_open_readonly(ctx, path, &c));
+    if (c) {
+        CHECK(count_winners(ctx, c, FP_H200) == 2);
+        CHECKF(stat(wal, &st) == 0, "reading a WAL cache made no %s (the check below proves nothing)",
+               wal);
+        tailor_cache_close(c);
+    }
+    CHECKF(stat(wal, &st) != 0 && stat(shm, &st) != 0,
+           "a read-only open of a WAL cache left %s or %s behind", wal, shm);
 }
 
 /* PRAGMA user_version of the file at path. */
