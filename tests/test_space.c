@@ -122,6 +122,83 @@ static void expect_broken(tailor_ctx *ctx, const char *name, const char *frag1, 
     "  threads = function(p) return 32 end,\n  smem_static = 0, smem_dynamic = 0,\n"               \
     "  grid = function(p, s) return { s.rows } end,\n  args = { \"out\" },\n}\n"
 
+/* One pass over a space's whole life (load, enumerate, evaluate every configuration, destroy);
+ * the first status other than OK, or OK. */
+static tailor_status space_life(tailor_ctx *ctx, const char *name, const tailor_shape *shape,
+                                int *configs)
+{
+    tailor_space *s = NULL;
+    tailor_status st = tailor_space_load(ctx, name, &s);
+    tailor_config *cfgs = NULL;
+    int n = 0;
+    if (st == TAILOR_OK)
+        st = tailor_space_enumerate(ctx, s, shape, TAILOR_DTYPE_BF16,
+                                    tailor_device_profile_find("h200"), &cfgs, &n);
+    for (int i = 0; st == TAILOR_OK && i < n; i++) {
+        tailor_launch l;
+        st = tailor_space_evaluate(ctx, s, &cfgs[i], shape, TAILOR_DTYPE_BF16,
+                                   tailor_device_profile_find("h200"), 0, &l);
+    }
+    *configs = n;
+    free(cfgs);
+    tailor_space_destroy(s);
+    return st;
+}
+
+/* The host's allocator failing from any one of a space's Lua allocations on — the sandbox and
+ * the space library set up, the script run, the C side's pushes of a shape or a device, the
+ * calls of every field — gives a status, never Lua's panic (which aborts the process: this test
+ * would die), and the next pass runs whole again. rmsnorm's own space, and one whose params are
+ * functions (enumerating then calls them with a pushed shape and device). */
+static void test_out_of_memory(tailor_ctx *ctx)
+{
+    write_file("oomfn.lua",
+               "return { op = 'rmsnorm', source = 'rmsnorm.cu',\n"
+               "  params = { T = function(s, d, dev) return { 32, dev.sm >= 80 and 64 or 32 } end,\n"
+               "             V = function(s) return { 1, s.cols % 2 == 0 and 2 or 1 } end },\n"
+               "  threads = function(p) return p.T end, grid = function(p, s) return { s.rows } end,\n"
+               "  smem_static = 0, smem_dynamic = 0,\n"
+               "  args = function(p, s) return { 'out', { i32 = s.cols } } end }\n");
+    static const struct {
+        const char *space;
+        int configs, stride;
+    } cases[] = {{"rmsnorm", 24, 1}, {"oomfn", 4, 3}};
+    tailor_shape shape;
+    CHECK_OK(ctx, tailor_shape_parse(ctx, "rows=3,cols=1536,weight=1", &shape));
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int configs = 0, nomem = 0, other = 0, whole = 0;
+        long n = 1;
+        for (; n < 200000; n += n < 4000 ? cases[c].stride : 13) {
+            tailor_space_fail_allocations_from(n);
+            tailor_status st = space_life(ctx, cases[c].space, &shape, &configs);
+            tailor_space_fail_allocations_from(0);
+            if (st == TAILOR_OK && configs == cases[c].configs) {
+                whole = 1; /* the nth allocation never came: past the whole life */
+                break;
+            }
+            if (st == TAILOR_ERR_NOMEM)
+                nomem++;
+            else if (other++ == 0)
+                printf("%s: out of memory at allocation %ld read as: %s\n", cases[c].space, n,
+                       st ? tailor_ctx_message(ctx) : "(no error)");
+            if (st == TAILOR_ERR_NOMEM && nomem == 1)
+                CHECKF(strstr(tailor_ctx_message(ctx), "out of memory") ||
+                           strstr(tailor_ctx_message(ctx), "not enough memory"),
+                       "%s", tailor_ctx_message(ctx));
+            CHECKF(space_life(ctx, cases[c].space, &shape, &configs) == TAILOR_OK &&
+                       configs == cases[c].configs,
+                   "%s: after a failure at allocation %ld the next pass failed: %s",
+                   cases[c].space, n, tailor_ctx_message(ctx));
+        }
+        printf("%s: out of memory from each of %ld allocations: %d out-of-memory statuses, %d "
+               "others\n", cases[c].space, n, nomem, other);
+        CHECKF(whole && nomem > 1000 / cases[c].stride && other == 0,
+               "%s: %ld allocations walked, %d read as out of memory, %d as something else",
+               cases[c].space, n, nomem, other);
+    }
+    remove_file("oomfn.lua");
+}
+
 static void test_sandbox(tailor_ctx *ctx)
 {
     write_file("syntax.lua", "return {\n  op = \"rmsnorm\",\n  params = { A = {1, 2 },\n");
@@ -1006,6 +1083,7 @@ int main(void)
                   "not a directory") != NULL, "%s", tailor_ctx_message(ctx));
     setenv("TAILOR_TEMPLATE_PATH", dir, 1);
     test_enumerate(ctx);
+    test_out_of_memory(ctx);
     test_sandbox(ctx);
     test_ranges(ctx);
     /* the broken files must not disturb the plans below */

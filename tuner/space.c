@@ -26,14 +26,20 @@
 
 /* The Lua state's allocator: at most SPACE_MEMORY_LIMIT bytes while a space's code runs (a
  * script that builds a string or table without end fails with a memory error instead of taking
- * the host's memory); the C side's own pushes between calls are not limited, so that they never
- * raise outside a protected call. */
+ * the host's memory); the C side's own pushes between calls are not limited, and run protected
+ * all the same (space_protected), for when the host itself is out of memory. */
 #define SPACE_MEMORY_LIMIT ((size_t)256 << 20)
 
 typedef struct space_alloc {
     size_t used;
-    int enforce; /* inside space_pcall_n */
+    int enforce;      /* inside space_pcall_n */
+    int host_refused; /* an allocation the host's allocator failed (not the limit) */
 } space_alloc;
+
+/* Testing: from the nth Lua allocation on, every one fails as if the host were out of memory
+ * (tailor_space_fail_allocations_from; 0: off). */
+static long fail_countdown;
+static int failing;
 
 struct tailor_space {
     lua_State *L;
@@ -73,10 +79,20 @@ static void *limited_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
     }
     if (a->enforce && nsize > old && a->used - old + nsize > SPACE_MEMORY_LIMIT)
         return NULL;
-    void *q = realloc(ptr, nsize);
+    if (fail_countdown > 0 && --fail_countdown == 0)
+        failing = 1;
+    void *q = failing ? NULL : realloc(ptr, nsize);
     if (q)
         a->used = a->used - old + nsize;
+    else
+        a->host_refused = 1;
     return q;
+}
+
+void tailor_space_fail_allocations_from(long n)
+{
+    fail_countdown = n;
+    failing = 0;
 }
 
 /* t[key] without metamethods: what a space returned is read raw, so that a table with an
@@ -209,9 +225,16 @@ static tailor_status space_pcall_n(tailor_ctx *ctx, tailor_space *s, int nargs, 
     lua_insert(L, base);
     lua_sethook(L, instruction_hook, LUA_MASKCOUNT, SPACE_INSTRUCTION_LIMIT); /* count anew */
     s->alloc.enforce = 1;
+    s->alloc.host_refused = 0; /* a refusal the allocator's retry got past is forgotten */
     int r = lua_pcall(L, nargs, nresults, base);
     s->alloc.enforce = 0;
     lua_remove(L, base); /* the hook stays: a space's __gc functions may run at any allocation */
+    if (r == LUA_ERRMEM && s->alloc.host_refused) {
+        tailor_set_error(ctx, TAILOR_ERR_NOMEM, "search space %s (%s), %s: out of memory",
+                         s->name, s->origin, what);
+        lua_pop(L, 1);
+        return TAILOR_ERR_NOMEM;
+    }
     if (r == LUA_ERRMEM) {
         tailor_set_error(ctx, TAILOR_ERR_LUA, "search space %s (%s), %s: past its %zu MB of "
                          "memory", s->name, s->origin, what, SPACE_MEMORY_LIMIT >> 20);
@@ -231,6 +254,47 @@ static tailor_status space_pcall_n(tailor_ctx *ctx, tailor_space *s, int nargs, 
 static tailor_status space_pcall(tailor_ctx *ctx, tailor_space *s, int nargs, const char *what)
 {
     return space_pcall_n(ctx, s, nargs, 1, what);
+}
+
+/* The C side's own work on the state — the sandbox set up, a space's fields read, the shape and
+ * device pushed as a call's arguments — allocates too, and a memory error raised outside a
+ * protected call makes Lua abort the process. Every entry point that touches the state runs its
+ * body through space_protected, so that such an error becomes a status. */
+typedef struct protected_body {
+    tailor_status (*fn)(void *arg);
+    void *arg;
+    tailor_status st;
+} protected_body;
+
+enum { BODY_STACK = 40 }; /* stack slots a body may use (a C function is promised only 20) */
+
+static int run_protected_body(lua_State *L)
+{
+    protected_body *b = lua_touserdata(L, 1);
+    lua_pop(L, 1);
+    luaL_checkstack(L, BODY_STACK, "the C side's work");
+    b->st = b->fn(b->arg);
+    return 0;
+}
+
+static tailor_status space_protected(tailor_ctx *ctx, tailor_space *s, const char *what,
+                                     tailor_status (*fn)(void *arg), void *arg)
+{
+    lua_State *L = s->L;
+    int top = lua_gettop(L);
+    protected_body b = {fn, arg, TAILOR_OK};
+    lua_pushcfunction(L, run_protected_body); /* a light function and a light userdata: */
+    lua_pushlightuserdata(L, &b);             /* neither allocates */
+    int r = lua_pcall(L, 1, 0, 0);
+    if (r == LUA_OK)
+        return b.st;
+    tailor_status st = r == LUA_ERRMEM
+        ? tailor_set_error(ctx, TAILOR_ERR_NOMEM, "search space %s (%s), %s: out of memory",
+                           s->name, s->origin, what)
+        : tailor_set_error(ctx, TAILOR_ERR_LUA, "search space %s (%s), %s: %s", s->name,
+                           s->origin, what, lua_tostring(L, -1));
+    lua_settop(L, top);
+    return st;
 }
 
 /* ---- loading ------------------------------------------------------------------------------ */
@@ -375,8 +439,8 @@ static tailor_status open_space_lib(tailor_ctx *ctx, tailor_space *s)
     int r = luaL_loadbufferx(s->L, f.text, f.size, chunkname, "t");
     tailor_template_file_free(&f);
     if (r != LUA_OK) {
-        st = tailor_set_error(ctx, TAILOR_ERR_LUA, "search space library %s: %s", SPACE_LIB,
-                              lua_tostring(s->L, -1));
+        st = tailor_set_error(ctx, r == LUA_ERRMEM ? TAILOR_ERR_NOMEM : TAILOR_ERR_LUA,
+                              "search space library %s: %s", SPACE_LIB, lua_tostring(s->L, -1));
         lua_pop(s->L, 1);
         return st;
     }
@@ -388,6 +452,48 @@ static tailor_status open_space_lib(tailor_ctx *ctx, tailor_space *s)
                                 SPACE_LIB);
     }
     lua_setglobal(s->L, "tailor");
+    return TAILOR_OK;
+}
+
+typedef struct load_args {
+    tailor_ctx *ctx;
+    tailor_space *s;
+    const char *file, *origin, *text;
+    size_t size;
+} load_args;
+
+/* The sandbox, the space library, the script run and its fixed fields read (protected). */
+static tailor_status load_body(void *arg)
+{
+    load_args *a = arg;
+    tailor_ctx *ctx = a->ctx;
+    tailor_space *s = a->s;
+    open_sandbox(s->L);
+    tailor_status st = open_space_lib(ctx, s);
+    if (st)
+        return st;
+    lock_globals(s->L);
+    char chunkname[1100];
+    snprintf(chunkname, sizeof chunkname, "@%s", a->origin);
+    int r = luaL_loadbufferx(s->L, a->text, a->size, chunkname, "t");
+    if (r != LUA_OK) {
+        st = tailor_set_error(ctx, r == LUA_ERRMEM ? TAILOR_ERR_NOMEM : TAILOR_ERR_LUA,
+                              "search space %s: %s", a->file, lua_tostring(s->L, -1));
+        lua_pop(s->L, 1);
+        return st;
+    }
+    if ((st = space_pcall(ctx, s, 0, "running the script")))
+        return st;
+    if (!lua_istable(s->L, -1)) {
+        lua_pop(s->L, 1);
+        return tailor_set_error(ctx, TAILOR_ERR_LUA, "search space %s must return a table",
+                                a->file);
+    }
+    if ((st = read_header_fields(ctx, s))) {
+        lua_pop(s->L, 1);
+        return st;
+    }
+    s->table_ref = luaL_ref(s->L, LUA_REGISTRYINDEX);
     return TAILOR_OK;
 }
 
@@ -409,36 +515,12 @@ static tailor_status space_from_text(tailor_ctx *ctx, const char *file, const ch
         return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory creating a Lua state");
     }
     lua_sethook(s->L, instruction_hook, LUA_MASKCOUNT, SPACE_INSTRUCTION_LIMIT);
-    open_sandbox(s->L);
-    tailor_status st = open_space_lib(ctx, s);
+    load_args a = {ctx, s, file, origin, text, size};
+    tailor_status st = space_protected(ctx, s, "loading", load_body, &a);
     if (st) {
         tailor_space_destroy(s);
         return st;
     }
-    lock_globals(s->L);
-    char chunkname[1100];
-    snprintf(chunkname, sizeof chunkname, "@%s", origin);
-    int r = luaL_loadbufferx(s->L, text, size, chunkname, "t");
-    if (r != LUA_OK) {
-        tailor_set_error(ctx, TAILOR_ERR_LUA, "search space %s: %s", file, lua_tostring(s->L, -1));
-        tailor_space_destroy(s);
-        return TAILOR_ERR_LUA;
-    }
-    st = space_pcall(ctx, s, 0, "running the script");
-    if (st) {
-        tailor_space_destroy(s);
-        return st;
-    }
-    if (!lua_istable(s->L, -1)) {
-        tailor_space_destroy(s);
-        return tailor_set_error(ctx, TAILOR_ERR_LUA, "search space %s must return a table", file);
-    }
-    st = read_header_fields(ctx, s);
-    if (st) {
-        tailor_space_destroy(s);
-        return st;
-    }
-    s->table_ref = luaL_ref(s->L, LUA_REGISTRYINDEX);
     *out = s;
     return TAILOR_OK;
 }
@@ -666,13 +748,27 @@ static int value_to_string(lua_State *L, int idx, char *buf, size_t size)
 
 /* ---- enumeration --------------------------------------------------------------------------- */
 
-tailor_status tailor_space_enumerate(tailor_ctx *ctx, tailor_space *s, const tailor_shape *shape,
-                                     tailor_dtype dtype, const tailor_device_info *dev,
-                                     tailor_config **configs, int *count)
+typedef struct enumerate_args {
+    tailor_ctx *ctx;
+    tailor_space *s;
+    const tailor_shape *shape;
+    tailor_dtype dtype;
+    const tailor_device_info *dev;
+    tailor_config **configs;
+    int *count;
+} enumerate_args;
+
+static tailor_status enumerate_body(void *arg)
 {
+    const enumerate_args *ea = arg;
+    tailor_ctx *ctx = ea->ctx;
+    tailor_space *s = ea->s;
+    const tailor_shape *shape = ea->shape;
+    tailor_dtype dtype = ea->dtype;
+    const tailor_device_info *dev = ea->dev;
+    tailor_config **configs = ea->configs;
+    int *count = ea->count;
     lua_State *L = s->L;
-    *configs = NULL;
-    *count = 0;
     char values[TAILOR_SPACE_MAX_PARAMS][64][64];
     int nvalues[TAILOR_SPACE_MAX_PARAMS];
     for (int p = 0; p < s->nparams; p++) {
@@ -746,6 +842,16 @@ tailor_status tailor_space_enumerate(tailor_ctx *ctx, tailor_space *s, const tai
     *configs = list;
     *count = (int)total;
     return TAILOR_OK;
+}
+
+tailor_status tailor_space_enumerate(tailor_ctx *ctx, tailor_space *s, const tailor_shape *shape,
+                                     tailor_dtype dtype, const tailor_device_info *dev,
+                                     tailor_config **configs, int *count)
+{
+    *configs = NULL;
+    *count = 0;
+    enumerate_args a = {ctx, s, shape, dtype, dev, configs, count};
+    return space_protected(ctx, s, "enumerating", enumerate_body, &a);
 }
 
 /* ---- evaluation ---------------------------------------------------------------------------- */
@@ -1034,13 +1140,20 @@ static tailor_status read_args(tailor_ctx *ctx, tailor_space *s, const call_args
     return TAILOR_OK;
 }
 
-tailor_status tailor_space_evaluate(tailor_ctx *ctx, tailor_space *s, const tailor_config *cfg,
-                                    const tailor_shape *shape, tailor_dtype dtype,
-                                    const tailor_device_info *dev, int at_launch,
-                                    tailor_launch *out)
+typedef struct evaluate_args {
+    tailor_ctx *ctx;
+    tailor_space *s;
+    call_args a;
+    tailor_launch *out;
+} evaluate_args;
+
+static tailor_status evaluate_body(void *arg)
 {
-    memset(out, 0, sizeof *out);
-    call_args a = {cfg, shape, dtype, dev, at_launch ? "launch" : "plan"};
+    evaluate_args *ea = arg;
+    tailor_ctx *ctx = ea->ctx;
+    tailor_space *s = ea->s;
+    const call_args a = ea->a;
+    tailor_launch *out = ea->out;
     long long threads = 0;
     tailor_status st;
     if ((st = read_valid(ctx, s, &a, out)) || (st = read_defines(ctx, s, &a, out)))
@@ -1072,6 +1185,16 @@ tailor_status tailor_space_evaluate(tailor_ctx *ctx, tailor_space *s, const tail
         return st;
     }
     return TAILOR_OK;
+}
+
+tailor_status tailor_space_evaluate(tailor_ctx *ctx, tailor_space *s, const tailor_config *cfg,
+                                    const tailor_shape *shape, tailor_dtype dtype,
+                                    const tailor_device_info *dev, int at_launch,
+                                    tailor_launch *out)
+{
+    memset(out, 0, sizeof *out);
+    evaluate_args a = {ctx, s, {cfg, shape, dtype, dev, at_launch ? "launch" : "plan"}, out};
+    return space_protected(ctx, s, "evaluating a configuration", evaluate_body, &a);
 }
 
 /* ---- formatting ----------------------------------------------------------------------------- */

@@ -60,6 +60,10 @@ typedef struct tailor_launch {
  * embedded set. A broken script fails with TAILOR_ERR_LUA naming the file and line; a missing
  * field (op, source, params, threads, smem_static, smem_dynamic, grid, args) names the field. */
 tailor_status tailor_space_load(tailor_ctx *ctx, const char *name, tailor_space **out);
+/* Testing: from the nth allocation any space's Lua state makes from now on, every allocation
+ * fails as if the host were out of memory (0: off again); not thread-safe. Every entry point
+ * then returns a status, never aborting (tests/test_space.c walks n over a space's whole life). */
+void tailor_space_fail_allocations_from(long n);
 void tailor_space_destroy(tailor_space *s);
 
 const char *tailor_space_name(const tailor_space *s);   /* "rmsnorm" */
