@@ -338,34 +338,6 @@ tailor_status tailor_cache_export(tailor_ctx *ctx, tailor_cache *c, const char *
 
 /* ---- import ------------------------------------------------------------------------------------ */
 
-/* Reads the whole file, NUL-terminated; caller frees. */
-static tailor_status read_file(tailor_ctx *ctx, const char *file, char **out, size_t *size)
-{
-    FILE *f = fopen(file, "rb");
-    if (!f)
-        return tailor_set_error(ctx, TAILOR_ERR_IO, "cannot read import file '%s': %s", file,
-                                strerror(errno));
-    sbuf b = {0};
-    char chunk[65536];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0 && !b.oom &&
-           (long long)b.len <= EXPORT_MAX_BYTES)
-        sb_add(&b, chunk, n);
-    int err = ferror(f);
-    fclose(f);
-    if (err || b.oom || (long long)b.len > EXPORT_MAX_BYTES) {
-        free(b.p);
-        return tailor_set_error(ctx, b.oom ? TAILOR_ERR_NOMEM : TAILOR_ERR_IO,
-                                "cannot read import file '%s'%s", file,
-                                b.oom ? ": out of memory" : " (read error or over 4 GiB)");
-    }
-    if (!b.p)
-        sb_add(&b, "", 0);
-    *out = b.p;
-    *size = b.len;
-    return b.p ? TAILOR_OK : tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory");
-}
-
 static int is_hex64(const char *s)
 {
     for (int i = 0; i < 64; i++)
@@ -684,7 +656,7 @@ tailor_status tailor_cache_import(tailor_ctx *ctx, tailor_cache *c, const char *
         *n_entries = 0;
     char *data = NULL;
     size_t size = 0;
-    tailor_status s = read_file(ctx, file, &data, &size);
+    tailor_status s = tailor_read_file(ctx, file, EXPORT_MAX_BYTES, &data, &size);
     if (s == TAILOR_OK)
         s = check_checksum(ctx, file, data, size);
     cJSON *doc = NULL;

@@ -8,33 +8,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static tailor_status read_file(tailor_ctx *ctx, const char *path, char **text, size_t *size)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return tailor_set_error(ctx, TAILOR_ERR_IO, "%s: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0 || st.st_size < 0) {
-        fclose(f);
-        return tailor_set_error(ctx, TAILOR_ERR_IO, "%s: cannot stat", path);
-    }
-    size_t n = (size_t)st.st_size;
-    char *buf = malloc(n + 1);
-    if (!buf) {
-        fclose(f);
-        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "%s: out of memory", path);
-    }
-    size_t got = fread(buf, 1, n, f);
-    fclose(f);
-    if (got != n) {
-        free(buf);
-        return tailor_set_error(ctx, TAILOR_ERR_IO, "%s: short read", path);
-    }
-    buf[n] = '\0';
-    *text = buf;
-    *size = n;
-    return TAILOR_OK;
-}
+/* A template or space file larger than this is refused unread. */
+#define TEMPLATE_MAX_BYTES ((size_t)64 << 20)
 
 /* Calls fn(dir) for each non-empty entry of TAILOR_TEMPLATE_PATH until it returns non-zero. */
 static int foreach_path_dir(int (*fn)(void *user, const char *dir), void *user)
@@ -105,7 +80,7 @@ tailor_status tailor_template_read(tailor_ctx *ctx, const char *name, tailor_tem
     find_state s = {.name = name};
     if (foreach_path_dir(try_dir, &s)) {
         snprintf(out->origin, sizeof out->origin, "%s", s.found);
-        return read_file(ctx, s.found, &out->text, &out->size);
+        return tailor_read_file(ctx, s.found, TEMPLATE_MAX_BYTES, &out->text, &out->size);
     }
     for (size_t i = 0; i < tailor_embedded_count; i++) {
         if (strcmp(tailor_embedded_files[i].path, name) == 0) {

@@ -397,42 +397,12 @@ static tailor_status add_file(tailor_ctx *ctx, tailor_st *st, const char *path)
     return parse_header(ctx, st, f);
 }
 
-/* The whole of a small text file (an index), NUL-terminated; NULL and *s set on failure. A
- * directory, or a file larger than an index of any real checkpoint, is refused unread. */
-static char *read_text(tailor_ctx *ctx, const char *path, tailor_status *s)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
-        *s = tailor_set_error(ctx, TAILOR_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    struct stat sb;
-    if (fstat(fileno(fp), &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size > ST_MAX_HEADER) {
-        fclose(fp);
-        *s = tailor_set_error(ctx, TAILOR_ERR_IO,
-                              "%s: not a regular file of at most %u bytes", path, ST_MAX_HEADER);
-        return NULL;
-    }
-    size_t n = (size_t)sb.st_size;
-    char *buf = malloc(n + 1);
-    if (!buf || fread(buf, 1, n, fp) != n) {
-        free(buf);
-        fclose(fp);
-        *s = tailor_set_error(ctx, TAILOR_ERR_IO, "%s: cannot read", path);
-        return NULL;
-    }
-    buf[n] = 0;
-    fclose(fp);
-    *s = TAILOR_OK;
-    return buf;
-}
-
 /* Opens every shard an index names and checks that each listed tensor is where it says. */
 static tailor_status open_index(tailor_ctx *ctx, tailor_st *st, const char *index_path)
 {
-    tailor_status s;
-    char *text = read_text(ctx, index_path, &s);
-    if (!text)
+    char *text;
+    tailor_status s = tailor_read_file(ctx, index_path, ST_MAX_HEADER, &text, NULL);
+    if (s)
         return s;
     const char *endp = NULL;
     cJSON *root = cJSON_ParseWithOpts(text, &endp, 0);

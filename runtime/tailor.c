@@ -1,9 +1,11 @@
 /* tailor.c — the context: last error message and log sink. */
 #include "tailor.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define TAILOR_MSG_MAX 16384
 
@@ -112,4 +114,45 @@ char *tailor_fmt_int(char *buf, size_t size, long long n)
     }
     buf[o] = '\0';
     return buf;
+}
+
+tailor_status tailor_read_file(tailor_ctx *ctx, const char *path, size_t max_bytes, char **text,
+                               size_t *size)
+{
+    *text = NULL;
+    if (size)
+        *size = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return tailor_set_error(ctx, TAILOR_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    tailor_status st = TAILOR_OK;
+    char have[32], most[32];
+    if (fstat(fileno(f), &sb) != 0)
+        st = tailor_set_error(ctx, TAILOR_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
+    else if (!S_ISREG(sb.st_mode))
+        st = tailor_set_error(ctx, TAILOR_ERR_IO, "%s: not a regular file%s", path,
+                              S_ISDIR(sb.st_mode) ? " (a directory)" : "");
+    else if ((unsigned long long)sb.st_size > max_bytes)
+        st = tailor_set_error(ctx, TAILOR_ERR_IO, "%s: %s bytes, more than the %s it may hold",
+                              path, tailor_fmt_int(have, sizeof have, (long long)sb.st_size),
+                              tailor_fmt_int(most, sizeof most, (long long)max_bytes));
+    size_t n = st ? 0 : (size_t)sb.st_size;
+    char *buf = st ? NULL : malloc(n + 1);
+    if (!st && !buf)
+        st = tailor_set_error(ctx, TAILOR_ERR_NOMEM, "%s: out of memory for its %zu bytes", path,
+                              n);
+    if (!st && fread(buf, 1, n, f) != n)
+        st = tailor_set_error(ctx, TAILOR_ERR_IO, "%s: cannot read: %s", path,
+                              ferror(f) ? strerror(errno) : "shorter than its size");
+    fclose(f);
+    if (st) {
+        free(buf);
+        return st;
+    }
+    buf[n] = '\0';
+    *text = buf;
+    if (size)
+        *size = n;
+    return TAILOR_OK;
 }

@@ -80,6 +80,12 @@ tailor_status tailor_wrap_error(tailor_ctx *ctx, const char *fmt, ...)
 void tailor_log(tailor_ctx *ctx, tailor_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* The whole of the file at path in *text, NUL-terminated after its *size bytes (size may be
+ * NULL); the caller frees *text. Fails naming the file when it cannot be opened or read, is not
+ * a regular file (a directory), or holds more than max_bytes; *text is NULL then. */
+tailor_status tailor_read_file(tailor_ctx *ctx, const char *path, size_t max_bytes, char **text,
+                               size_t *size);
+
 /* Formats n with thousands separators ("98,304") into buf (at least 32 bytes); returns buf. */
 char *tailor_fmt_int(char *buf, size_t size, long long n);
 

@@ -8,6 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A tokenizer.json larger than this is refused unread (the largest real ones are ~35 MB). */
+#define TOKENIZER_MAX_BYTES ((size_t)1 << 30)
+
 /* Defined in tokenizer_encode.c: the normalizer applied to s, malloc'd, NULL when out of memory. */
 char *tok_normalize_alloc(const tailor_tokenizer *tok, const char *s, size_t len, size_t *out_len);
 
@@ -188,42 +191,6 @@ static tailor_status fail(loader *L, tailor_status code, const char *fmt, ...)
 static tailor_status nomem(loader *L)
 {
     return fail(L, TAILOR_ERR_NOMEM, "out of memory while loading the tokenizer");
-}
-
-static tailor_status read_file(loader *L, char **data, size_t *size)
-{
-    FILE *f = fopen(L->path, "rb");
-    if (!f)
-        return fail(L, TAILOR_ERR_IO, "cannot open the tokenizer file (%s)", strerror(errno));
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (cap - len < 65536) {
-            size_t ncap = cap ? cap * 2 : 1 << 20;
-            char *p = realloc(buf, ncap + 1);
-            if (!p) {
-                free(buf);
-                fclose(f);
-                return nomem(L);
-            }
-            buf = p;
-            cap = ncap;
-        }
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (got == 0)
-            break;
-    }
-    int err = ferror(f);
-    fclose(f);
-    if (err) {
-        free(buf);
-        return fail(L, TAILOR_ERR_IO, "cannot read the tokenizer file");
-    }
-    buf[len] = '\0';
-    *data = buf;
-    *size = len;
-    return TAILOR_OK;
 }
 
 /* The member `name` of obj, or NULL. */
@@ -879,7 +846,7 @@ tailor_status tailor_tokenizer_open(tailor_ctx *ctx, const char *path, tailor_to
     char *data = NULL;
     size_t size = 0;
     cJSON *root = NULL;
-    tailor_status st = read_file(&L, &data, &size);
+    tailor_status st = tailor_read_file(ctx, path, TOKENIZER_MAX_BYTES, &data, &size);
     if (st == TAILOR_OK)
         st = parse_root(&L, data, size, &root);
     free(data);

@@ -172,6 +172,40 @@ static void test_bad(tailor_ctx *ctx)
     expect_fail(ctx, "absent.safetensors", TAILOR_ERR_IO, "cannot open", NULL);
 }
 
+/* tailor_read_file (runtime/tailor.h), the reader of every whole file the project takes in: the
+ * bytes and their count, NUL-terminated; an empty file; and one sentence naming the file for a
+ * missing one, a directory and one past the size allowed, with *text NULL. */
+static void test_whole_file(tailor_ctx *ctx)
+{
+    char p[400], *text = (char *)0x1;
+    size_t n = 7;
+    path_of(p, sizeof p, "five.txt");
+    FILE *f = fopen(p, "wb");
+    fwrite("a\0bcd", 1, 5, f);
+    fclose(f);
+    CHECK_OK(ctx, tailor_read_file(ctx, p, 5, &text, &n));
+    CHECK(text && n == 5 && memcmp(text, "a\0bcd", 5) == 0 && text[5] == '\0');
+    free(text);
+    CHECK(tailor_read_file(ctx, p, 4, &text, &n) == TAILOR_ERR_IO && !text && n == 0);
+    CHECKF(strstr(tailor_ctx_message(ctx), p) &&
+               strstr(tailor_ctx_message(ctx), "5 bytes, more than the 4 it may hold"),
+           "%s", tailor_ctx_message(ctx));
+    path_of(p, sizeof p, "empty.txt");
+    tw_write_text(p, "");
+    CHECK_OK(ctx, tailor_read_file(ctx, p, 5, &text, NULL));
+    CHECK(text && text[0] == '\0');
+    free(text);
+    CHECK(tailor_read_file(ctx, dir, 1 << 20, &text, &n) == TAILOR_ERR_IO && !text);
+    CHECKF(strstr(tailor_ctx_message(ctx), dir) &&
+               strstr(tailor_ctx_message(ctx), "not a regular file (a directory)"),
+           "%s", tailor_ctx_message(ctx));
+    path_of(p, sizeof p, "absent.txt");
+    CHECK(tailor_read_file(ctx, p, 1 << 20, &text, &n) == TAILOR_ERR_IO && !text);
+    CHECKF(strstr(tailor_ctx_message(ctx), p) &&
+               strstr(tailor_ctx_message(ctx), "cannot open: No such file"),
+           "%s", tailor_ctx_message(ctx));
+}
+
 /* RssFile of this process in KiB (-1 when /proc is not there). */
 static long rss_file_kib(void)
 {
@@ -238,6 +272,7 @@ int main(void)
     test_good(ctx);
     test_sharded(ctx);
     test_bad(ctx);
+    test_whole_file(ctx);
     test_release(ctx);
     tw_rmdir(dir);
     tailor_ctx_destroy(ctx);

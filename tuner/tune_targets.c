@@ -74,21 +74,11 @@ static tailor_status load_config(tailor_ctx *ctx, const char *dir, tailor_gemma4
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/config.json", dir);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return tailor_set_error(ctx, TAILOR_ERR_IO, "%s: cannot open", path);
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *text = size > 0 ? malloc((size_t)size + 1) : NULL;
-    if (!text || fread(text, 1, (size_t)size, f) != (size_t)size) {
-        fclose(f);
-        free(text);
-        return tailor_set_error(ctx, TAILOR_ERR_IO, "%s: cannot read", path);
-    }
-    fclose(f);
-    text[size] = '\0';
-    tailor_status st = tailor_gemma4_config_parse(ctx, text, path, cfg);
+    char *text;
+    tailor_status st = tailor_read_file(ctx, path, (size_t)64 << 20, &text, NULL);
+    if (st)
+        return st;
+    st = tailor_gemma4_config_parse(ctx, text, path, cfg);
     free(text);
     return st;
 }

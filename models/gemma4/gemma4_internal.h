@@ -12,9 +12,9 @@
  * inside one. */
 #define G4_DIM_MAX 1000000000
 
-/* A text file read whole (NUL-terminated, under 64 MiB; free()), or NULL with *s set and one
- * sentence naming the file (TAILOR_ERR_IO: cannot open, with errno's words, or cannot read). */
-char *g4_read_text(tailor_ctx *ctx, const char *path, tailor_status *s);
+/* The most a checkpoint's text file (config.json, generation_config.json, the chat template)
+ * may hold: read whole with tailor_read_file. */
+#define G4_MAX_TEXT ((size_t)64 << 20)
 
 /* A [n, k] matrix left in the mapped file: dense (F32/F16/BF16) or compressed-tensors int4. */
 typedef struct g4_mat {

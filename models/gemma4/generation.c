@@ -75,8 +75,8 @@ static const char *template_text(const cJSON *tpl, int *bad)
 /* The JSON object in the file at `path` (cJSON_Delete it), or NULL with one sentence. */
 static cJSON *read_object(tailor_ctx *ctx, const char *path, tailor_status *s)
 {
-    char *text = g4_read_text(ctx, path, s);
-    if (!text)
+    char *text;
+    if ((*s = tailor_read_file(ctx, path, G4_MAX_TEXT, &text, NULL)))
         return NULL;
     cJSON *root = cJSON_Parse(text);
     free(text);
@@ -114,9 +114,9 @@ tailor_status tailor_gemma4_chat_empty_thought(tailor_ctx *ctx, const char *dir,
     *empty_thought = 0;
     snprintf(path, sizeof path, "%s/chat_template.jinja", dir);
     if (exists(path)) {
-        tailor_status s;
-        char *text = g4_read_text(ctx, path, &s);
-        if (!text)
+        char *text;
+        tailor_status s = tailor_read_file(ctx, path, G4_MAX_TEXT, &text, NULL);
+        if (s)
             return s;
         *empty_thought = has_empty_thought(text);
         free(text);

@@ -15,31 +15,6 @@ typedef struct binder {
     char cfg_path[600];
 } binder;
 
-char *g4_read_text(tailor_ctx *ctx, const char *path, tailor_status *s)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
-        *s = tailor_set_error(ctx, TAILOR_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    char *buf = NULL;
-    long n = -1;
-    if (fseek(fp, 0, SEEK_END) == 0)
-        n = ftell(fp);
-    if (n >= 0 && n < (1L << 26) && fseek(fp, 0, SEEK_SET) == 0)
-        buf = malloc((size_t)n + 1);
-    if (!buf || fread(buf, 1, (size_t)n, fp) != (size_t)n) {
-        free(buf);
-        fclose(fp);
-        *s = tailor_set_error(ctx, TAILOR_ERR_IO, "%s: cannot read", path);
-        return NULL;
-    }
-    buf[n] = 0;
-    fclose(fp);
-    *s = TAILOR_OK;
-    return buf;
-}
-
 /* ---- tensors --------------------------------------------------------------------------------------- */
 
 static const tailor_st_tensor *find(binder *b, const char *suffix)
@@ -388,9 +363,9 @@ static tailor_status open_bound(binder *b, const char *dir)
 {
     tailor_gemma4 *m = b->m;
     snprintf(b->cfg_path, sizeof b->cfg_path, "%s/config.json", dir);
-    tailor_status s;
-    char *json = g4_read_text(b->ctx, b->cfg_path, &s);
-    if (!json)
+    char *json;
+    tailor_status s = tailor_read_file(b->ctx, b->cfg_path, G4_MAX_TEXT, &json, NULL);
+    if (s)
         return s;
     s = tailor_gemma4_config_parse(b->ctx, json, b->cfg_path, &m->cfg);
     if (s == TAILOR_OK && m->cfg.moe)
