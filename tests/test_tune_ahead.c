@@ -119,6 +119,13 @@ int main(void)
         tailor_shape_format(&pl.shape, plans, sizeof plans);
         CHECKF(strcmp(hex, pl.space_hash) == 0 && strcmp(mine, plans) == 0,
                "%s: key %s %s, the plan's %s %s", all[i].op, mine, hex, plans, pl.space_hash);
+        /* a loaded kernel keeps its shape as text; its key (tailor_op_kernel_key) parses and
+         * formats it again, which must give the text the tuner stored */
+        tailor_shape back;
+        char again[256] = "";
+        CHECK_OK(ctx, tailor_shape_parse(ctx, mine, &back));
+        tailor_shape_format(&back, again, sizeof again);
+        CHECKF(strcmp(again, mine) == 0, "%s: shape %s reads back as %s", all[i].op, mine, again);
         tailor_plan_free(&pl);
         ops++;
     }
