@@ -427,6 +427,30 @@ static tailor_status read_header_fields(tailor_ctx *ctx, tailor_space *s)
  * found like a template: TAILOR_TEMPLATE_PATH first, then embedded). */
 #define SPACE_LIB "include/spacelib.lua"
 
+/* Loads text as a chunk named after origin and runs it, leaving on the stack the table it must
+ * return; label names it in messages ("search space rmsnorm.lua"). */
+static tailor_status run_chunk(tailor_ctx *ctx, tailor_space *s, const char *text, size_t size,
+                               const char *origin, const char *label, const char *what)
+{
+    char chunkname[1100];
+    snprintf(chunkname, sizeof chunkname, "@%s", origin);
+    int r = luaL_loadbufferx(s->L, text, size, chunkname, "t");
+    tailor_status st = TAILOR_OK;
+    if (r != LUA_OK) {
+        st = tailor_set_error(ctx, r == LUA_ERRMEM ? TAILOR_ERR_NOMEM : TAILOR_ERR_LUA, "%s: %s",
+                              label, lua_tostring(s->L, -1));
+        lua_pop(s->L, 1);
+        return st;
+    }
+    if ((st = space_pcall(ctx, s, 0, what)))
+        return st;
+    if (!lua_istable(s->L, -1)) {
+        lua_pop(s->L, 1);
+        return tailor_set_error(ctx, TAILOR_ERR_LUA, "%s must return a table", label);
+    }
+    return TAILOR_OK;
+}
+
 /* Runs the helper library in L (sandboxed, globals not yet locked) and sets global `tailor`. */
 static tailor_status open_space_lib(tailor_ctx *ctx, tailor_space *s)
 {
@@ -434,25 +458,12 @@ static tailor_status open_space_lib(tailor_ctx *ctx, tailor_space *s)
     tailor_status st = tailor_template_read(ctx, SPACE_LIB, &f);
     if (st)
         return st;
-    char chunkname[1100];
-    snprintf(chunkname, sizeof chunkname, "@%s", f.origin);
-    int r = luaL_loadbufferx(s->L, f.text, f.size, chunkname, "t");
+    st = run_chunk(ctx, s, f.text, f.size, f.origin, "search space library " SPACE_LIB,
+                   "running the space library");
     tailor_template_file_free(&f);
-    if (r != LUA_OK) {
-        st = tailor_set_error(ctx, r == LUA_ERRMEM ? TAILOR_ERR_NOMEM : TAILOR_ERR_LUA,
-                              "search space library %s: %s", SPACE_LIB, lua_tostring(s->L, -1));
-        lua_pop(s->L, 1);
-        return st;
-    }
-    if ((st = space_pcall(ctx, s, 0, "running the space library")))
-        return st;
-    if (!lua_istable(s->L, -1)) {
-        lua_pop(s->L, 1);
-        return tailor_set_error(ctx, TAILOR_ERR_LUA, "search space library %s must return a table",
-                                SPACE_LIB);
-    }
-    lua_setglobal(s->L, "tailor");
-    return TAILOR_OK;
+    if (st == TAILOR_OK)
+        lua_setglobal(s->L, "tailor");
+    return st;
 }
 
 typedef struct load_args {
@@ -473,22 +484,10 @@ static tailor_status load_body(void *arg)
     if (st)
         return st;
     lock_globals(s->L);
-    char chunkname[1100];
-    snprintf(chunkname, sizeof chunkname, "@%s", a->origin);
-    int r = luaL_loadbufferx(s->L, a->text, a->size, chunkname, "t");
-    if (r != LUA_OK) {
-        st = tailor_set_error(ctx, r == LUA_ERRMEM ? TAILOR_ERR_NOMEM : TAILOR_ERR_LUA,
-                              "search space %s: %s", a->file, lua_tostring(s->L, -1));
-        lua_pop(s->L, 1);
+    char label[128];
+    snprintf(label, sizeof label, "search space %s", a->file);
+    if ((st = run_chunk(ctx, s, a->text, a->size, a->origin, label, "running the script")))
         return st;
-    }
-    if ((st = space_pcall(ctx, s, 0, "running the script")))
-        return st;
-    if (!lua_istable(s->L, -1)) {
-        lua_pop(s->L, 1);
-        return tailor_set_error(ctx, TAILOR_ERR_LUA, "search space %s must return a table",
-                                a->file);
-    }
     if ((st = read_header_fields(ctx, s))) {
         lua_pop(s->L, 1);
         return st;
