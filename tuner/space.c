@@ -259,7 +259,9 @@ static tailor_status space_pcall(tailor_ctx *ctx, tailor_space *s, int nargs, co
 /* The C side's own work on the state — the sandbox set up, a space's fields read, the shape and
  * device pushed as a call's arguments — allocates too, and a memory error raised outside a
  * protected call makes Lua abort the process. Every entry point that touches the state runs its
- * body through space_protected, so that such an error becomes a status. */
+ * body through space_protected, so that such an error becomes a status. Such an error unwinds
+ * the body at once: a body holds no malloc'd memory across a Lua call (test_space's walk under
+ * LeakSanitizer checks it). */
 typedef struct protected_body {
     tailor_status (*fn)(void *arg);
     void *arg;
@@ -427,22 +429,28 @@ static tailor_status read_header_fields(tailor_ctx *ctx, tailor_space *s)
  * found like a template: TAILOR_TEMPLATE_PATH first, then embedded). */
 #define SPACE_LIB "include/spacelib.lua"
 
-/* Loads text as a chunk named after origin and runs it, leaving on the stack the table it must
- * return; label names it in messages ("search space rmsnorm.lua"). */
-static tailor_status run_chunk(tailor_ctx *ctx, tailor_space *s, const char *text, size_t size,
-                               const char *origin, const char *label, const char *what)
+/* Loads text as a chunk named after origin (pushing the function); label names it in messages
+ * ("search space rmsnorm.lua"). */
+static tailor_status load_chunk(tailor_ctx *ctx, tailor_space *s, const char *text, size_t size,
+                                const char *origin, const char *label)
 {
     char chunkname[1100];
     snprintf(chunkname, sizeof chunkname, "@%s", origin);
     int r = luaL_loadbufferx(s->L, text, size, chunkname, "t");
-    tailor_status st = TAILOR_OK;
-    if (r != LUA_OK) {
-        st = tailor_set_error(ctx, r == LUA_ERRMEM ? TAILOR_ERR_NOMEM : TAILOR_ERR_LUA, "%s: %s",
-                              label, lua_tostring(s->L, -1));
-        lua_pop(s->L, 1);
-        return st;
-    }
-    if ((st = space_pcall(ctx, s, 0, what)))
+    if (r == LUA_OK)
+        return TAILOR_OK;
+    tailor_status st = tailor_set_error(ctx, r == LUA_ERRMEM ? TAILOR_ERR_NOMEM : TAILOR_ERR_LUA,
+                                        "%s: %s", label, lua_tostring(s->L, -1));
+    lua_pop(s->L, 1);
+    return st;
+}
+
+/* Runs the chunk load_chunk pushed, leaving on the stack the table it must return. */
+static tailor_status run_chunk(tailor_ctx *ctx, tailor_space *s, const char *label,
+                               const char *what)
+{
+    tailor_status st = space_pcall(ctx, s, 0, what);
+    if (st)
         return st;
     if (!lua_istable(s->L, -1)) {
         lua_pop(s->L, 1);
@@ -451,16 +459,20 @@ static tailor_status run_chunk(tailor_ctx *ctx, tailor_space *s, const char *tex
     return TAILOR_OK;
 }
 
-/* Runs the helper library in L (sandboxed, globals not yet locked) and sets global `tailor`. */
+/* Runs the helper library in L (sandboxed, globals not yet locked) and sets global `tailor`.
+ * The file's text is freed before the library runs: a memory error raised by the run (outside
+ * the space's own pcall) unwinds past this function. */
 static tailor_status open_space_lib(tailor_ctx *ctx, tailor_space *s)
 {
+    static const char label[] = "search space library " SPACE_LIB;
     tailor_template_file f;
     tailor_status st = tailor_template_read(ctx, SPACE_LIB, &f);
     if (st)
         return st;
-    st = run_chunk(ctx, s, f.text, f.size, f.origin, "search space library " SPACE_LIB,
-                   "running the space library");
+    st = load_chunk(ctx, s, f.text, f.size, f.origin, label);
     tailor_template_file_free(&f);
+    if (st == TAILOR_OK)
+        st = run_chunk(ctx, s, label, "running the space library");
     if (st == TAILOR_OK)
         lua_setglobal(s->L, "tailor");
     return st;
@@ -486,7 +498,8 @@ static tailor_status load_body(void *arg)
     lock_globals(s->L);
     char label[128];
     snprintf(label, sizeof label, "search space %s", a->file);
-    if ((st = run_chunk(ctx, s, a->text, a->size, a->origin, label, "running the script")))
+    if ((st = load_chunk(ctx, s, a->text, a->size, a->origin, label)) ||
+        (st = run_chunk(ctx, s, label, "running the script")))
         return st;
     if ((st = read_header_fields(ctx, s))) {
         lua_pop(s->L, 1);
