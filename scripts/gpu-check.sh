@@ -3,10 +3,11 @@
 # $OUT (ctest.txt, bench.txt, model.txt, ...) and a short summary is printed last.
 #   bash scripts/gpu-check.sh [tests|quick|gemma4|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|experimental|experimental-attn|attn-wg|wgmma|boot|decode-scale|decode-wg|decode-merge|decode-linear|trace|spacer|seams|step-tune|queue|sample|cards|all] [ctest -R regex]
 # quick: the GPU tests but test_gpu_gemma4 with the long scripts in their smoke subsets
-# (MATMUL_QUICK, W4A16_QUICK, ATTN_QUICK); on an H100 (session 25) cli_gpu_attention 85 s,
-# cli_gpu_matmul 113, cli_gpu_run 132, cli_gpu_small_ops over 170: plan two calls, split by the
-# second argument (a ctest -R regex); gemma4:
-# test_gpu_gemma4 alone (GEMMA4_FIXTURES=a,b picks fixtures; all five, eight modes each, take
+# (MATMUL_QUICK, W4A16_QUICK, ATTN_QUICK); on an H100 (session 27) cli_gpu_small_ops 241 s,
+# cli_gpu_w4a16 202, test_gpu_gemma4_load 95, cli_gpu_matmul 94, cli_gpu_run 70,
+# cli_gpu_attention 67, cli_gpu_tune 41: plan two calls, split by the second argument (a ctest
+# -R regex: 'cli_gpu_w4a16|cli_gpu_small_ops' and the rest); gemma4: test_gpu_gemma4 alone
+# (GEMMA4_FIXTURES=a,b picks fixtures: two fixtures ~85-110 s on an H100; all five, eight modes each, take
 # about a call; e2b_w4a16_asym alone ~3 minutes on an H100); model: Gemma 4 E2B decode and prefill figures
 # with the same-run comparisons (PDL off, gating kernels, each place of the seams, q prepared
 # inside attention, W4A16 with and without int4 prologues, the int4 LM head, 31B); knockout:
