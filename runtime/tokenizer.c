@@ -2,7 +2,6 @@
 #include "tokenizer_internal.h"
 
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,5 @@
 /* weights.c — opens a Gemma 4 checkpoint folder and binds its text tensors to the layer plan,
  * geometry taken from tensor shapes and cross-checked against config.json. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
