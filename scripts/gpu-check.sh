@@ -23,10 +23,11 @@
 # attention survivor verified (cli_gpu_attention), then prefill and decode at 8k/32k timed with
 # the working tree's templates and with probe-variants/base's (scripts/probe/base_templates.sh
 # REV) in the same run, plus the int4 gated GEMV against the 2N GEMV + gelu_gate (attn.txt);
-# experimental: the experimental W4A16 templates (TAILOR_EXPERIMENTAL=1; none at present)
+# experimental: the experimental W4A16 templates (TAILOR_EXPERIMENTAL=1; w4a16_gemv_t_touch)
 # verified survivor by survivor (tune --verify-all) over both dtypes, zero
-# points, odd m and n, group 32..128, a stack stride; then benched with them and without
-# them in the same run, cuBLAS beside (experimental.txt). experimental-attn: the same for the
+# points, odd m and n, group 32..128, a split k, a stack stride; then m = 16 and m = 1 at the
+# E2B MLP shapes benched with them and without them in the same run, cuBLAS beside, and every
+# configuration's time (experimental.txt). experimental-attn: the same for the
 # experimental attention templates (none at present; session 13 promoted the last two) at
 # head_dim 256 and 512: five prefill
 # verify-all shapes (window, full causal, chunked GQA fp16, window 1, head_dim 512) and three
@@ -424,19 +425,22 @@ if [[ $what == experimental ]]; then
       --verify-all --cache /tmp/exp-verify.sqlite "$@" >>"$W" 2>&1
     echo "rc=$?" >>"$W"
   }
-  verify w4a16_matmul m=2048,n=6144,k=1536,group=128 bf16
-  verify w4a16_matmul m=300,n=1000,k=352,group=32,zp=1 fp16
-  verify w4a16_matmul m=512,n=256,k=1536,group=64,zp=1,s_ld=2560 bf16
-  for s in m=2048,n=6144,k=1536 m=2048,n=1536,k=6144 m=512,n=6144,k=1536; do
+  # w4a16_gemv_t_touch (session 28): m = 16 and 1 at E2B's MLP shapes, odd m and n, zero
+  # points, group 32 and 64 (PRESCALE), a split k, fp16, a stack stride
+  verify w4a16_matmul m=16,n=12288,k=1536,group=128 bf16
+  verify w4a16_matmul m=13,n=1000,k=12288,group=64,zp=1 fp16
+  verify w4a16_matmul m=9,n=2056,k=1536,group=32,zp=1 bf16
+  verify w4a16_matmul m=1,n=6144,k=1536,group=128,s_ld=12288 bf16
+  for s in m=16,n=12288,k=1536 m=16,n=1536,k=12288 m=1,n=12288,k=1536 m=1,n=1536,k=12288; do
     for x in 0 1; do
       echo "== bench TAILOR_EXPERIMENTAL=$x w4a16 $s" >>"$W"
       TAILOR_EXPERIMENTAL=$x timeout 90 "$T" bench w4a16 --shape "$s,group=128" \
         --cache "/tmp/exp-bench-$x.sqlite" >>"$W" 2>&1
     done
   done
-  echo "== trials with the experimental templates (wgmma configurations, fastest first)" >>"$W"
-  "$T" cache trials --cache /tmp/exp-bench-1.sqlite 2>&1 | grep -E "^[^ ]|wgmma" | head -120 >>"$W"
-  summary+=("experimental: $(grep -c '^rc=0' "$W") of 3 verify-all runs passed; figures in experimental.txt")
+  echo "== trials with the experimental templates (fastest first)" >>"$W"
+  "$T" cache trials --cache /tmp/exp-bench-1.sqlite 2>&1 | head -160 >>"$W"
+  summary+=("experimental: $(grep -c '^rc=0' "$W") of 4 verify-all runs passed; figures in experimental.txt")
 fi
 if [[ $what == experimental-attn ]]; then
   W="$OUT/experimental-attn.txt"

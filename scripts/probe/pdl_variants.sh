@@ -9,6 +9,8 @@
 # and its seam's norm weights, while the GEMV before it still runs: one kernel ahead at most.
 # Session 18's trace shows why it may pay: a GEMV after a short kernel is released almost as soon
 # as it launches (0-0.5 µs early), so the weights it requests before its wait do not overlap.
+# Measured (session 28, H100, W4A16 + int4 head): small -2.5 % (750 / 746 against 774 / 760
+# tok/s); attn unrun.
 #
 #   bash scripts/probe/pdl_variants.sh write DIR small|attn
 #       (any machine) the variant's changed .cu files into DIR, for TAILOR_TEMPLATE_PATH: each
