@@ -53,6 +53,11 @@ return {
     end
     local ok, why = tailor.w4t_valid(p, shape, device, purpose, false)
     if not ok then return false, why end
+    if p.TOUCHED == 1 and device.sm < 80 then
+      -- ptxas holds some of them at 128 registers for sm_75 and spills (cli_plan_compile)
+      return false, string.format("TOUCH on sm_%d: spills there, untried (sm_80 and later)",
+                                  device.sm)
+    end
     if p.TOUCHED == 1 then
       local n = touch_loads(p, shape)
       if n > TOUCH_MAX then
