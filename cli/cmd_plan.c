@@ -145,11 +145,11 @@ static void compile_entry(void *user, int i)
 }
 
 /* --compile: every survivor through NVRTC for the device's architecture. Returns the number
- * that failed to compile; *out (plan->count entries) says what each gave. */
+ * that failed to compile; *out (plan->nentries entries) says what each gave. */
 static int compile_survivors(tailor_ctx *ctx, tailor_plan *plan, const char *dump_dir,
                              int dump_ptx, compiled_entry **out)
 {
-    *out = calloc((size_t)plan->count, sizeof **out);
+    *out = calloc((size_t)plan->nentries, sizeof **out);
     int sm = plan->dev.cc_major * 10 + plan->dev.cc_minor;
     if (!*out) {
         tailor_set_error(ctx, TAILOR_ERR_NOMEM, "plan --compile: out of memory");
@@ -158,10 +158,10 @@ static int compile_survivors(tailor_ctx *ctx, tailor_plan *plan, const char *dum
     if (tailor_gen_check_arch(ctx, sm) != TAILOR_OK)
         return -1;
     compile_all_job job = {plan, *out, sm, dump_dir, dump_ptx};
-    tailor_parallel_for(plan->count, compile_entry, &job);
+    tailor_parallel_for(plan->nentries, compile_entry, &job);
     int failed = 0;
     plan->survivors = 0;
-    for (int i = 0; i < plan->count; i++) {
+    for (int i = 0; i < plan->nentries; i++) {
         failed += (*out)[i].failed;
         plan->survivors += plan->entries[i].verdict == TAILOR_FITS;
     }
@@ -190,7 +190,7 @@ static void print_json(const tailor_plan *plan, const compiled_entry *comp)
     cJSON_AddNumberToObject(o, "candidates", plan->count);
     cJSON *surv = cJSON_AddArrayToObject(o, "survivors");
     cJSON *ref = cJSON_AddArrayToObject(o, "refused");
-    for (int i = 0; i < plan->count; i++) {
+    for (int i = 0; i < plan->nentries; i++) {
         const tailor_plan_entry *e = &plan->entries[i];
         cJSON *item = cJSON_CreateObject();
         cJSON_AddStringToObject(item, "template", e->template_name);
@@ -231,7 +231,7 @@ static void print_json(const tailor_plan *plan, const compiled_entry *comp)
 static int template_column(const tailor_plan *plan)
 {
     int width = 22;
-    for (int i = 0; i < plan->count; i++) {
+    for (int i = 0; i < plan->nentries; i++) {
         int n = (int)strlen(plan->entries[i].template_name);
         if (plan->entries[i].verdict == TAILOR_FITS && n > width)
             width = n;
@@ -247,7 +247,7 @@ static void print_text(const tailor_plan *plan, const compiled_entry *comp, int 
            tailor_dtype_name(plan->dtype), plan->dev.name, plan->count, plan->survivors);
     printf("\nsurvivors:\n");
     int width = template_column(plan);
-    for (int i = 0; i < plan->count; i++) {
+    for (int i = 0; i < plan->nentries; i++) {
         const tailor_plan_entry *e = &plan->entries[i];
         if (e->verdict != TAILOR_FITS)
             continue;
@@ -267,7 +267,7 @@ static void print_text(const tailor_plan *plan, const compiled_entry *comp, int 
     if (quiet)
         return;
     printf("\nrefused:\n");
-    for (int i = 0; i < plan->count; i++) {
+    for (int i = 0; i < plan->nentries; i++) {
         const tailor_plan_entry *e = &plan->entries[i];
         if (e->verdict != TAILOR_FITS)
             printf("  [%s] %s\n", tailor_verdict_name(e->verdict), e->reason);
@@ -276,7 +276,7 @@ static void print_text(const tailor_plan *plan, const compiled_entry *comp, int 
 
 /* ---- --preset / --model: every kernel shape of a model planned on one device ---- */
 
-#define PLAN_CLASSES (TAILOR_REFUSED_EXPERIMENTAL + 1)
+#define PLAN_CLASSES TAILOR_VERDICTS
 
 /* What planning one shape of a model found. */
 typedef struct shape_plan {
@@ -295,7 +295,7 @@ static void pick_example(const tailor_plan *plan, const int refused[PLAN_CLASSES
     for (int v = 1; v < PLAN_CLASSES; v++)
         if (refused[v] > refused[most])
             most = v;
-    for (int i = 0; i < plan->count; i++) {
+    for (int i = 0; i < plan->nentries; i++) {
         const tailor_plan_entry *e = &plan->entries[i];
         long long bytes = e->launch.smem_static + e->launch.smem_dynamic;
         if (e->verdict == TAILOR_REFUSED_SMEM &&
@@ -347,19 +347,24 @@ static tailor_status plan_one_shape(tailor_ctx *ctx, const tailor_device_info *d
 {
     tailor_plan plan;
     memset(out, 0, sizeof *out);
-    tailor_status st = tailor_plan_build(ctx, dev, t->op, &t->shape, dtype, &plan);
+    /* the survivors' entries only (a model's shapes refuse hundreds of thousands of candidates);
+     * the refusals as counts, and all of them again only for a shape where none survives */
+    tailor_status st = tailor_plan_build_survivors(ctx, dev, t->op, &t->shape, dtype, &plan);
+    if (st == TAILOR_OK && plan.survivors == 0) {
+        tailor_plan_free(&plan);
+        st = tailor_plan_build(ctx, dev, t->op, &t->shape, dtype, &plan);
+    }
     if (st)
         return st;
     out->candidates = plan.count;
     out->survivors = plan.survivors;
+    for (int v = 1; v < PLAN_CLASSES; v++)
+        out->refused[v] = plan.by_verdict[v];
     int sm = plan.dev.cc_major * 10 + plan.dev.cc_minor;
-    for (int i = 0; i < plan.count && st == TAILOR_OK; i++) {
+    for (int i = 0; i < plan.nentries && st == TAILOR_OK; i++) {
         const tailor_plan_entry *e = &plan.entries[i];
-        if (e->verdict != TAILOR_FITS) {
-            if (e->verdict < PLAN_CLASSES)
-                out->refused[e->verdict]++;
+        if (e->verdict != TAILOR_FITS)
             continue;
-        }
         char name[256];
         tailor_gen_kernel_name(plan.op->name, e->template_name, sm, tailor_dtype_name(dtype),
                                e->launch.defines, e->launch.ndefines, name, sizeof name);

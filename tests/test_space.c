@@ -405,7 +405,7 @@ static void test_arg_names(tailor_ctx *ctx)
 
 static const tailor_plan_entry *find_entry(const tailor_plan *p, const char *tmpl, const char *cfg)
 {
-    for (int i = 0; i < p->count; i++) {
+    for (int i = 0; i < p->nentries; i++) {
         char text[256];
         tailor_config_format(&p->entries[i].cfg, text, sizeof text);
         if (strcmp(p->entries[i].template_name, tmpl) == 0 && strcmp(text, cfg) == 0)
@@ -820,7 +820,7 @@ static void test_decode_cluster(tailor_ctx *ctx)
     tailor_plan p;
     CHECK_OK(ctx, plan_for(ctx, "h200", "attention_decode", ring, TAILOR_DTYPE_BF16, &p));
     int fit = 0, one = 0, sixteen = 0;
-    for (int i = 0; i < p.count; i++) {
+    for (int i = 0; i < p.nentries; i++) {
         const tailor_plan_entry *e = &p.entries[i];
         if (strcmp(e->template_name, "attention_decode") != 0 ||
             define_int(&e->launch, "CLUSTER") != 1)
@@ -853,7 +853,7 @@ static void test_decode_cluster(tailor_ctx *ctx)
     /* the T4: no CLUSTER=1 candidate at all, survivors still */
     CHECK_OK(ctx, plan_for(ctx, "t4", "attention_decode", ring, TAILOR_DTYPE_F16, &p));
     int t4_cluster = 0;
-    for (int i = 0; i < p.count; i++)
+    for (int i = 0; i < p.nentries; i++)
         t4_cluster += define_int(&p.entries[i].launch, "CLUSTER") == 1;
     CHECKF(p.survivors > 0 && t4_cluster == 0, "t4 ring: %d survivors, %d CLUSTER=1 candidates",
            p.survivors, t4_cluster);
@@ -1006,10 +1006,10 @@ static void test_trace_compile(tailor_ctx *ctx)
     tailor_plan plan;
     CHECK_OK(ctx, plan_for(ctx, "h200", "rmsnorm", "rows=8,cols=512", TAILOR_DTYPE_BF16, &plan));
     int i = 0;
-    while (i < plan.count && plan.entries[i].verdict != TAILOR_FITS)
+    while (i < plan.nentries && plan.entries[i].verdict != TAILOR_FITS)
         i++;
-    CHECK(i < plan.count);
-    if (i < plan.count) {
+    CHECK(i < plan.nentries);
+    if (i < plan.nentries) {
         const tailor_plan_entry *e = &plan.entries[i];
         tailor_define trace = {"TAILOR_TRACE", "1"};
         tailor_compile_result plain, traced, planned;

@@ -3,6 +3,7 @@
  * one then answered by the memo), skips a target whose winner the cache has (found by the key
  * alone: tailor_plan_space_hash equals the plan's), and starts nothing
  * under TAILOR_NO_COMPILE=1 or without a memo. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -54,10 +55,59 @@ static int picks_answered(tailor_ctx *ctx, const tailor_device_info *dev,
     return n;
 }
 
+/* tailor_plan_build_survivors (what tailor_tune and the ahead planner build) holds exactly the
+ * survivors of tailor_plan_build, in its order, entry for entry, with the same counts. */
+static void check_survivors_only(tailor_ctx *ctx, const tailor_device_info *dev, const char *op,
+                                 const char *shape_text, tailor_dtype dtype)
+{
+    tailor_shape shape;
+    CHECK_OK(ctx, tailor_shape_parse(ctx, shape_text, &shape));
+    tailor_plan all, fit;
+    CHECK_OK(ctx, tailor_plan_build(ctx, dev, op, &shape, dtype, &all));
+    CHECK_OK(ctx, tailor_plan_build_survivors(ctx, dev, op, &shape, dtype, &fit));
+    CHECKF(all.nentries == all.count && fit.count == all.count &&
+               fit.survivors == all.survivors && fit.nentries == fit.survivors &&
+               fit.survivors > 0 && fit.survivors < fit.count,
+           "%s %s: all %d entries of %d (%d fit), survivors-only %d entries of %d (%d fit)", op,
+           shape_text, all.nentries, all.count, all.survivors, fit.nentries, fit.count,
+           fit.survivors);
+    CHECKF(strcmp(all.space_hash, fit.space_hash) == 0, "%s %s: space hashes differ", op,
+           shape_text);
+    /* the defines compared through the kernel name (sorted there) and the workspace by count:
+     * a space's `defines` and `workspace` tables come out of Lua in no fixed order */
+    int j = 0, same = 1;
+    for (int i = 0; i < all.nentries && j < fit.nentries; i++) {
+        const tailor_plan_entry *a = &all.entries[i], *f = &fit.entries[j];
+        if (a->verdict != TAILOR_FITS)
+            continue;
+        char na[256], nf[256];
+        tailor_gen_kernel_name(op, a->template_name, 90, "bf16", a->launch.defines,
+                               a->launch.ndefines, na, sizeof na);
+        tailor_gen_kernel_name(op, f->template_name, 90, "bf16", f->launch.defines,
+                               f->launch.ndefines, nf, sizeof nf);
+        same &= f->verdict == TAILOR_FITS && strcmp(na, nf) == 0 &&
+                memcmp(&a->cfg, &f->cfg, sizeof a->cfg) == 0 &&
+                memcmp(&a->launch, &f->launch, offsetof(tailor_launch, nworkspace)) == 0 &&
+                a->launch.nworkspace == f->launch.nworkspace &&
+                memcmp(&a->launch.nfeatures, &f->launch.nfeatures,
+                       offsetof(tailor_launch, ndefines) - offsetof(tailor_launch, nfeatures)) == 0;
+        j++;
+    }
+    CHECKF(same && j == fit.nentries, "%s %s: the survivors-only entries differ from the full "
+           "plan's survivors (%d of %d compared)", op, shape_text, j, fit.nentries);
+    tailor_plan_free(&all);
+    tailor_plan_free(&fit);
+}
+
 int main(void)
 {
     tailor_ctx *ctx = test_ctx();
     const tailor_device_info *h200 = tailor_device_profile_find("h200");
+    check_survivors_only(ctx, h200, "w4a16_matmul", "m=16,n=12288,k=1536,group=128",
+                         TAILOR_DTYPE_BF16);
+    check_survivors_only(ctx, tailor_device_profile_find("t4"), "attention_decode",
+                         "kv_len=4096,head_dim=512,heads=8,kv_heads=1,window=0,batch=1",
+                         TAILOR_DTYPE_F16);
     CHECK(h200 != NULL);
     tailor_tune_target t[NTARGETS];
     make_targets(ctx, t);

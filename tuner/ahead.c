@@ -138,7 +138,7 @@ static void plan_target(tailor_ctx *ctx, tailor_compile_ahead *a, tailor_cache *
         return;
     const tailor_device_info *dev = a->has_rehearse ? &a->rehearse : &a->live;
     tailor_plan plan;
-    if (tailor_plan_build(ctx, dev, t->op, &t->shape, a->dtype, &plan) != TAILOR_OK)
+    if (tailor_plan_build_survivors(ctx, dev, t->op, &t->shape, a->dtype, &plan) != TAILOR_OK)
         return; /* tailor_tune reports it */
     int *idx = plan.survivors ? calloc((size_t)plan.survivors, sizeof *idx) : NULL;
     if (idx) {

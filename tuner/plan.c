@@ -190,8 +190,27 @@ static tailor_status check_buffer_args(tailor_ctx *ctx, const tailor_plan *plan,
     return TAILOR_OK;
 }
 
+/* Appends *e to plan->entries, growing them (doubling) as needed. */
+static tailor_status keep_entry(tailor_ctx *ctx, tailor_plan *plan, const tailor_plan_entry *e,
+                                int *cap)
+{
+    if (plan->nentries == *cap) {
+        int newcap = *cap ? 2 * *cap : 64;
+        tailor_plan_entry *grown = realloc(plan->entries, (size_t)newcap * sizeof *grown);
+        if (!grown)
+            return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory planning");
+        plan->entries = grown;
+        *cap = newcap;
+    }
+    plan->entries[plan->nentries++] = *e;
+    return TAILOR_OK;
+}
+
+/* Evaluates every configuration of one space into `scratch` and keeps it as an entry when it
+ * fits or keep_refused is set. */
 static tailor_status add_entries(tailor_ctx *ctx, tailor_plan *plan, tailor_space *space,
-                                 const tailor_op_buffers *bufs, int *cap)
+                                 const tailor_op_buffers *bufs, int *cap, int keep_refused,
+                                 tailor_plan_entry *scratch)
 {
     tailor_config *configs = NULL;
     int n = 0;
@@ -199,18 +218,8 @@ static tailor_status add_entries(tailor_ctx *ctx, tailor_plan *plan, tailor_spac
                                               &configs, &n);
     if (st)
         return st;
-    if (plan->count + n > *cap) {
-        int newcap = (plan->count + n) * 2;
-        tailor_plan_entry *e = realloc(plan->entries, (size_t)newcap * sizeof *e);
-        if (!e) {
-            free(configs);
-            return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory planning");
-        }
-        plan->entries = e;
-        *cap = newcap;
-    }
-    for (int i = 0; i < n; i++) {
-        tailor_plan_entry *e = &plan->entries[plan->count];
+    for (int i = 0; i < n && st == TAILOR_OK; i++) {
+        tailor_plan_entry *e = scratch;
         memset(e, 0, sizeof *e);
         snprintf(e->template_name, sizeof e->template_name, "%s", tailor_space_name(space));
         e->cfg = configs[i];
@@ -218,18 +227,20 @@ static tailor_status add_entries(tailor_ctx *ctx, tailor_plan *plan, tailor_spac
                                    0, &e->launch);
         if (st == TAILOR_OK && e->launch.valid)
             st = check_buffer_args(ctx, plan, space, bufs, &e->launch);
-        if (st) {
-            free(configs);
-            return st;
-        }
+        if (st)
+            break;
         e->verdict = tailor_budget_check(&plan->dev, plan->op->name, space, &e->cfg, plan->dtype,
                                          &e->launch, e->reason, sizeof e->reason);
+        plan->count++;
         if (e->verdict == TAILOR_FITS)
             plan->survivors++;
-        plan->count++;
+        if ((unsigned)e->verdict < TAILOR_VERDICTS)
+            plan->by_verdict[e->verdict]++;
+        if (e->verdict == TAILOR_FITS || keep_refused)
+            st = keep_entry(ctx, plan, e, cap);
     }
     free(configs);
-    return TAILOR_OK;
+    return st;
 }
 
 tailor_status tailor_plan_space_hash(tailor_ctx *ctx, const char *op_name, char hex[65])
@@ -278,8 +289,9 @@ tailor_status tailor_plan_key(tailor_ctx *ctx, const char *op_name, const tailor
     return st;
 }
 
-tailor_status tailor_plan_build(tailor_ctx *ctx, const tailor_device_info *dev, const char *op_name,
-                                const tailor_shape *shape, tailor_dtype dtype, tailor_plan *out)
+static tailor_status build(tailor_ctx *ctx, const tailor_device_info *dev, const char *op_name,
+                           const tailor_shape *shape, tailor_dtype dtype, int keep_refused,
+                           tailor_plan *out)
 {
     memset(out, 0, sizeof *out);
     out->dev = *dev;
@@ -301,6 +313,9 @@ tailor_status tailor_plan_build(tailor_ctx *ctx, const tailor_device_info *dev, 
     tailor_sha256 h;
     tailor_sha256_init(&h);
     int cap = 0;
+    tailor_plan_entry *scratch = malloc(sizeof *scratch); /* one candidate at a time */
+    if (!scratch)
+        st = tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory planning");
     for (int i = 0; i < n && st == TAILOR_OK; i++) {
         tailor_space *space = NULL;
         if ((st = tailor_space_load(ctx, names[i], &space)))
@@ -311,10 +326,11 @@ tailor_status tailor_plan_build(tailor_ctx *ctx, const tailor_device_info *dev, 
             tailor_sha256_update(&h, hex, 64);
             if (out->ntemplates < 16)
                 snprintf(out->templates[out->ntemplates++], 64, "%s", names[i]);
-            st = add_entries(ctx, out, space, &bufs, &cap);
+            st = add_entries(ctx, out, space, &bufs, &cap, keep_refused, scratch);
         }
         tailor_space_destroy(space);
     }
+    free(scratch);
     for (int i = 0; i < n; i++)
         free(names[i]);
     free(names);
@@ -328,13 +344,26 @@ tailor_status tailor_plan_build(tailor_ctx *ctx, const tailor_device_info *dev, 
     return TAILOR_OK;
 }
 
+tailor_status tailor_plan_build(tailor_ctx *ctx, const tailor_device_info *dev, const char *op_name,
+                                const tailor_shape *shape, tailor_dtype dtype, tailor_plan *out)
+{
+    return build(ctx, dev, op_name, shape, dtype, 1, out);
+}
+
+tailor_status tailor_plan_build_survivors(tailor_ctx *ctx, const tailor_device_info *dev,
+                                          const char *op_name, const tailor_shape *shape,
+                                          tailor_dtype dtype, tailor_plan *out)
+{
+    return build(ctx, dev, op_name, shape, dtype, 0, out);
+}
+
 void tailor_plan_free(tailor_plan *plan)
 {
     if (!plan)
         return;
     free(plan->entries);
     plan->entries = NULL;
-    plan->count = 0;
+    plan->count = plan->nentries = 0;
 }
 
 tailor_status tailor_launch_compile(tailor_ctx *ctx, const char *template_name,

@@ -21,6 +21,8 @@ typedef enum tailor_verdict {
     TAILOR_REFUSED_EXPERIMENTAL /* the template is experimental and TAILOR_EXPERIMENTAL is unset */
 } tailor_verdict;
 
+#define TAILOR_VERDICTS (TAILOR_REFUSED_EXPERIMENTAL + 1)
+
 /* "fits", "refused-shape", "refused-dtype", "refused-feature", "refused-threads",
  * "refused-smem", "refused-registers", "space-defect". */
 const char *tailor_verdict_name(tailor_verdict v);
@@ -65,14 +67,25 @@ typedef struct tailor_plan {
     char space_hash[65];    /* over every template of the op: what cached winners depend on */
     int ntemplates;
     char templates[16][64];
-    int count, survivors;
+    int count, survivors;   /* candidates evaluated, and those of them that fit */
+    int by_verdict[TAILOR_VERDICTS]; /* the candidates of each verdict (FITS: survivors) */
+    int nentries;           /* entries held: all count, or (tailor_plan_build_survivors) the
+                             * survivors alone, in the same order */
     tailor_plan_entry *entries;
 } tailor_plan;
 
-/* Builds the plan of `op_name` for (shape, dtype) on dev. Fails for an unknown op (listing the
- * known ones), a bad shape, or a broken space (file and line). Free with tailor_plan_free. */
+/* Builds the plan of `op_name` for (shape, dtype) on dev: an entry for every candidate, with its
+ * verdict and reason. Fails for an unknown op (listing the known ones), a bad shape, or a broken
+ * space (file and line). Free with tailor_plan_free. */
 tailor_status tailor_plan_build(tailor_ctx *ctx, const tailor_device_info *dev, const char *op_name,
                                 const tailor_shape *shape, tailor_dtype dtype, tailor_plan *out);
+
+/* tailor_plan_build keeping entries for the survivors only (count and survivors as there): what
+ * tuning needs, without an entry of ~10 KB for each of the thousands of refused candidates an op
+ * like w4a16_matmul enumerates. */
+tailor_status tailor_plan_build_survivors(tailor_ctx *ctx, const tailor_device_info *dev,
+                                          const char *op_name, const tailor_shape *shape,
+                                          tailor_dtype dtype, tailor_plan *out);
 void tailor_plan_free(tailor_plan *plan);
 
 /* The space hash tailor_plan_build gives every plan of op_name (over each of its templates),

@@ -215,7 +215,7 @@ static void shuffle(int *idx, int n, uint64_t seed)
 int tune_pick(const tailor_plan *plan, const tailor_tune_options *o, int *idx)
 {
     int ns = 0;
-    for (int i = 0; i < plan->count; i++)
+    for (int i = 0; i < plan->nentries; i++)
         if (plan->entries[i].verdict == TAILOR_FITS)
             idx[ns++] = i;
     int random = o->strategy == TAILOR_STRATEGY_RANDOM && !o->verify_all;
@@ -606,7 +606,7 @@ tailor_status tailor_tune(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
     if (st || cached)
         return st;
     tailor_plan plan;
-    st = tailor_plan_build(ctx, budget_dev, op, shape, dtype, &plan);
+    st = tailor_plan_build_survivors(ctx, budget_dev, op, shape, dtype, &plan);
     if (st)
         return st;
     out->candidates = plan.count;
