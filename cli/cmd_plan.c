@@ -159,12 +159,15 @@ static int compile_survivors(tailor_ctx *ctx, tailor_plan *plan, const char *dum
         return -1;
     compile_all_job job = {plan, *out, sm, dump_dir, dump_ptx};
     tailor_parallel_for(plan->nentries, compile_entry, &job);
+    /* the compiler's report may have refused survivors: the counts follow the verdicts */
     int failed = 0;
-    plan->survivors = 0;
+    memset(plan->by_verdict, 0, sizeof plan->by_verdict);
     for (int i = 0; i < plan->nentries; i++) {
         failed += (*out)[i].failed;
-        plan->survivors += plan->entries[i].verdict == TAILOR_FITS;
+        if ((unsigned)plan->entries[i].verdict < TAILOR_VERDICTS)
+            plan->by_verdict[plan->entries[i].verdict]++;
     }
+    plan->survivors = plan->by_verdict[TAILOR_FITS];
     return failed;
 }
 
