@@ -89,10 +89,13 @@ static char *make_text(const bench_opts *o, size_t bytes, size_t *len)
     size_t slen = sizeof builtin_sample - 1;
     char *filebuf = NULL;
     if (o->file) {
-        if (!(filebuf = cli_read_file(o->file, &slen))) {
-            fprintf(stderr, "tailor bench tokenizer: cannot read '%s' (%s)\n", o->file, strerror(errno));
+        tailor_ctx *ctx = cli_ctx();
+        tailor_status st = cli_read_text(ctx, o->file, &filebuf, &slen);
+        if (st != TAILOR_OK)
+            cli_fail(ctx, st);
+        tailor_ctx_destroy(ctx);
+        if (st != TAILOR_OK)
             return NULL;
-        }
         if (slen == 0) {
             fprintf(stderr, "tailor bench tokenizer: '%s' is empty\n", o->file);
             free(filebuf);

@@ -60,9 +60,12 @@ int cli_parse_number(const char *cmd, const char *flag, const char *text, double
 /* Seconds on a monotonic clock (for the commands' own timings). */
 double cli_now_s(void);
 
-/* All of `path` ("-" = standard input), NUL-terminated beyond *len bytes; malloc'd. NULL with
- * errno set on failure. */
-char *cli_read_file(const char *path, size_t *len);
+/* The most a text file given on the command line may hold (--prompt-file, --file). */
+#define CLI_MAX_TEXT_BYTES ((size_t)1 << 30)
+
+/* All of `path` ("-" = standard input) in *text, NUL-terminated beyond *len bytes (malloc'd):
+ * tailor_read_file's rules and messages, with "standard input" naming "-". */
+tailor_status cli_read_text(tailor_ctx *ctx, const char *path, char **text, size_t *len);
 
 /* qsort's comparison of doubles, ascending. */
 int cli_cmp_double(const void *a, const void *b);

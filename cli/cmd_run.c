@@ -266,7 +266,7 @@ static tailor_status emit(tailor_ctx *ctx, run_io *io, int32_t id)
         printf("%s%d", io->first ? "" : ",", (int)id);
         io->first = 0;
     } else {
-        char buf[256];
+        char buf[512];
         size_t n = 0;
         if (tailor_tokenizer_decode_step(ctx, io->tok, &io->stream, id, buf, sizeof buf, &n))
             return tailor_wrap_error(ctx, "decoding generated token %d", (int)id);
@@ -285,12 +285,12 @@ static tailor_status emit_or_stop(tailor_ctx *ctx, run_io *io, int32_t id, int *
     return emit(ctx, io, id);
 }
 
-/* The end of the text: byte-fallback bytes the decoder still holds (generation stopped inside
- * a character) come out as U+FFFD each, then the newline. */
+/* The end of the text: the run of byte-fallback bytes the decoder still holds (U+FFFD each
+ * when generation stopped inside a character), then the newline. */
 static tailor_status emit_end(tailor_ctx *ctx, run_io *io)
 {
     if (!io->print_ids && io->tok) {
-        char buf[64];
+        char buf[3 * TAILOR_DETOK_MAX_RUN + 64];
         size_t n = 0;
         if (tailor_tokenizer_decode_flush(ctx, io->tok, &io->stream, buf, sizeof buf, &n))
             return tailor_wrap_error(ctx, "decoding the end of the generated text");
@@ -630,10 +630,7 @@ int cmd_run(int argc, char **argv)
     size_t n = 0;
     char *file_text = NULL;
     tailor_status s = TAILOR_OK;
-    if (a.prompt_file && !(file_text = cli_read_file(a.prompt_file, &a.prompt_len)))
-        s = tailor_set_error(ctx, TAILOR_ERR_IO, "%s: cannot read: %s", a.prompt_file,
-                             strerror(errno));
-    else if (a.prompt_file)
+    if (a.prompt_file && !(s = cli_read_text(ctx, a.prompt_file, &file_text, &a.prompt_len)))
         a.prompt = file_text;
     else if (a.prompt)
         a.prompt_len = strlen(a.prompt);

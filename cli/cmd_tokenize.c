@@ -69,14 +69,6 @@ int cmd_tokenize(int argc, char **argv)
         return rc;
     char *text = NULL;
     size_t len = 0;
-    if (o.file) {
-        text = cli_read_file(o.file, &len);
-        if (!text) {
-            fprintf(stderr, "tailor tokenize: cannot read the text file '%s' (%s)\n", o.file,
-                    strerror(errno));
-            return 1;
-        }
-    }
     char path[4096];
     if (o.model_dir)
         snprintf(path, sizeof path, "%s/tokenizer.json", o.model_dir);
@@ -86,7 +78,9 @@ int cmd_tokenize(int argc, char **argv)
     tailor_tokenizer *tok = NULL;
     int32_t *ids = NULL;
     size_t n = 0;
-    tailor_status st = tailor_tokenizer_open(ctx, path, &tok);
+    tailor_status st = o.file ? cli_read_text(ctx, o.file, &text, &len) : TAILOR_OK;
+    if (st == TAILOR_OK)
+        st = tailor_tokenizer_open(ctx, path, &tok);
     if (st == TAILOR_OK)
         st = tailor_tokenizer_encode(ctx, tok, o.file ? text : o.text, o.file ? len : strlen(o.text),
                                      o.add_bos, &ids, &n);

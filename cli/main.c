@@ -155,47 +155,9 @@ int main(int argc, char **argv)
     return 2;
 }
 
-/* All of `path` ("-" = standard input), NUL-terminated beyond *len bytes; malloc'd. NULL with
- * errno set on failure. */
-char *cli_read_file(const char *path, size_t *len)
+tailor_status cli_read_text(tailor_ctx *ctx, const char *path, char **text, size_t *len)
 {
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    if (!f)
-        return NULL;
-    struct stat st;
-    if (f != stdin && fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-        fclose(f);
-        errno = EISDIR;
-        return NULL;
-    }
-    int bad = 0;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - 1 - n, f);
-        if (n < cap - 1)
-            break;
-        char *p = realloc(buf, cap * 2);
-        if (!p) {
-            free(buf);
-            buf = NULL;
-            errno = ENOMEM;
-            break;
-        }
-        buf = p;
-        cap *= 2;
-    }
-    bad = ferror(f);
-    if (f != stdin)
-        fclose(f);
-    if (bad && buf) {
-        free(buf);
-        errno = EIO;
-        return NULL;
-    }
-    if (buf) {
-        buf[n] = '\0';
-        *len = n;
-    }
-    return buf;
+    if (strcmp(path, "-") == 0)
+        return tailor_read_stream(ctx, stdin, "standard input", CLI_MAX_TEXT_BYTES, text, len);
+    return tailor_read_file(ctx, path, CLI_MAX_TEXT_BYTES, text, len);
 }

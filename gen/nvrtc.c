@@ -231,9 +231,10 @@ static tailor_status compile_once(tailor_ctx *ctx, const tailor_compile_request 
     r = nvrtcCompileProgram(prog, n, opts);
     char *log = program_log(prog);
     if (r != NVRTC_SUCCESS) {
-        tailor_set_error(ctx, TAILOR_ERR_NVRTC, "%s (kernel %s) failed to compile for %s_%d: %s\n%s",
-                         req->source_name, req->kernel_name, want_ptx ? "compute" : "sm", req->sm,
-                         nvrtcGetErrorString(r), log ? log : "(no log)");
+        tailor_set_error_detail(ctx, TAILOR_ERR_NVRTC, log ? log : "(no log)",
+                                "%s (kernel %s) failed to compile for %s_%d: %s",
+                                req->source_name, req->kernel_name, want_ptx ? "compute" : "sm",
+                                req->sm, nvrtcGetErrorString(r));
         free(log);
         nvrtcDestroyProgram(&prog);
         return TAILOR_ERR_NVRTC;

@@ -58,15 +58,62 @@ const char *tailor_status_name(tailor_status status)
     return names[status];
 }
 
+/* src into dst (size bytes, NUL-terminated, cut short where it does not fit) with every control
+ * character escaped: \n, \r, \t by name, the rest as \xNN. Returns the bytes written. */
+static size_t copy_one_line(char *dst, size_t size, const char *src)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)src; *p && o + 1 < size; p++) {
+        char esc[5] = {0};
+        if (*p == '\n' || *p == '\r' || *p == '\t')
+            esc[0] = '\\', esc[1] = *p == '\n' ? 'n' : *p == '\r' ? 'r' : 't';
+        else if (*p < 0x20 || *p == 0x7f)
+            esc[0] = '\\', esc[1] = 'x', esc[2] = hex[*p >> 4], esc[3] = hex[*p & 15];
+        else
+            esc[0] = (char)*p;
+        size_t len = strlen(esc);
+        if (o + len >= size)
+            break;
+        memcpy(dst + o, esc, len);
+        o += len;
+    }
+    dst[o] = '\0';
+    return o;
+}
+
+static tailor_status set_error_v(tailor_ctx *ctx, tailor_status code, const char *detail,
+                                 const char *fmt, va_list ap)
+{
+    char sentence[TAILOR_MSG_MAX];
+    vsnprintf(sentence, sizeof sentence, fmt, ap);
+    size_t n = copy_one_line(ctx->message, sizeof ctx->message, sentence);
+    if (detail)
+        snprintf(ctx->message + n, sizeof ctx->message - n, "\n%s", detail);
+    ctx->status = code;
+    return code;
+}
+
 tailor_status tailor_set_error(tailor_ctx *ctx, tailor_status code, const char *fmt, ...)
 {
     if (!ctx)
         return code;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(ctx->message, sizeof ctx->message, fmt, ap);
+    set_error_v(ctx, code, NULL, fmt, ap);
     va_end(ap);
-    ctx->status = code;
+    return code;
+}
+
+tailor_status tailor_set_error_detail(tailor_ctx *ctx, tailor_status code, const char *detail,
+                                      const char *fmt, ...)
+{
+    if (!ctx)
+        return code;
+    va_list ap;
+    va_start(ap, fmt);
+    set_error_v(ctx, code, detail, fmt, ap);
+    va_end(ap);
     return code;
 }
 
@@ -74,14 +121,15 @@ tailor_status tailor_wrap_error(tailor_ctx *ctx, const char *fmt, ...)
 {
     if (!ctx)
         return TAILOR_ERR_MISUSE;
-    char prefix[1024];
+    char prefix[1024], line[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
+    copy_one_line(line, sizeof line, prefix);
     char *old = strdup(ctx->message);
     if (old) {
-        snprintf(ctx->message, sizeof ctx->message, "%s: %s", prefix, old);
+        snprintf(ctx->message, sizeof ctx->message, "%s: %s", line, old);
         free(old);
     }
     return ctx->status;
@@ -91,11 +139,12 @@ void tailor_log(tailor_ctx *ctx, tailor_log_level level, const char *fmt, ...)
 {
     if (!ctx || !ctx->log_fn || level < ctx->log_min)
         return;
-    char line[4096];
+    char text[4096], line[4096];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
+    vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
+    copy_one_line(line, sizeof line, text);
     ctx->log_fn(ctx->log_user, level, line);
 }
 
@@ -116,6 +165,57 @@ char *tailor_fmt_int(char *buf, size_t size, long long n)
     return buf;
 }
 
+/* "NAME: N bytes, more than the M it may hold"; have = 0: the size of a stream is unknown. */
+static tailor_status too_big(tailor_ctx *ctx, const char *name, unsigned long long have,
+                             size_t max_bytes)
+{
+    char h[32], m[32];
+    tailor_fmt_int(m, sizeof m, (long long)max_bytes);
+    if (!have)
+        return tailor_set_error(ctx, TAILOR_ERR_IO, "%s: more than the %s bytes it may hold",
+                                name, m);
+    return tailor_set_error(ctx, TAILOR_ERR_IO, "%s: %s bytes, more than the %s it may hold",
+                            name, tailor_fmt_int(h, sizeof h, (long long)have), m);
+}
+
+tailor_status tailor_read_stream(tailor_ctx *ctx, FILE *f, const char *name, size_t max_bytes,
+                                 char **text, size_t *size)
+{
+    *text = NULL;
+    if (size)
+        *size = 0;
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    tailor_status st = buf ? TAILOR_OK
+                           : tailor_set_error(ctx, TAILOR_ERR_NOMEM, "%s: out of memory", name);
+    while (!st) {
+        n += fread(buf + n, 1, cap - 1 - n, f);
+        if (ferror(f))
+            st = tailor_set_error(ctx, TAILOR_ERR_IO, "%s: cannot read: %s", name, strerror(errno));
+        else if (n > max_bytes)
+            st = too_big(ctx, name, 0, max_bytes);
+        if (st || n < cap - 1)
+            break;
+        char *p = realloc(buf, cap * 2);
+        if (!p)
+            st = tailor_set_error(ctx, TAILOR_ERR_NOMEM, "%s: out of memory past %zu bytes", name,
+                                  n);
+        else {
+            buf = p;
+            cap *= 2;
+        }
+    }
+    if (st) {
+        free(buf);
+        return st;
+    }
+    buf[n] = '\0';
+    *text = buf;
+    if (size)
+        *size = n;
+    return TAILOR_OK;
+}
+
 tailor_status tailor_read_file(tailor_ctx *ctx, const char *path, size_t max_bytes, char **text,
                                size_t *size)
 {
@@ -127,16 +227,16 @@ tailor_status tailor_read_file(tailor_ctx *ctx, const char *path, size_t max_byt
         return tailor_set_error(ctx, TAILOR_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
     tailor_status st = TAILOR_OK;
-    char have[32], most[32];
     if (fstat(fileno(f), &sb) != 0)
         st = tailor_set_error(ctx, TAILOR_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
-    else if (!S_ISREG(sb.st_mode))
-        st = tailor_set_error(ctx, TAILOR_ERR_IO, "%s: not a regular file%s", path,
-                              S_ISDIR(sb.st_mode) ? " (a directory)" : "");
-    else if ((unsigned long long)sb.st_size > max_bytes)
-        st = tailor_set_error(ctx, TAILOR_ERR_IO, "%s: %s bytes, more than the %s it may hold",
-                              path, tailor_fmt_int(have, sizeof have, (long long)sb.st_size),
-                              tailor_fmt_int(most, sizeof most, (long long)max_bytes));
+    else if (S_ISDIR(sb.st_mode))
+        st = tailor_set_error(ctx, TAILOR_ERR_IO, "%s: not a regular file (a directory)", path);
+    else if (!S_ISREG(sb.st_mode)) { /* a pipe or a device: its size says nothing */
+        st = tailor_read_stream(ctx, f, path, max_bytes, text, size);
+        fclose(f);
+        return st;
+    } else if ((unsigned long long)sb.st_size > max_bytes)
+        st = too_big(ctx, path, (unsigned long long)sb.st_size, max_bytes);
     size_t n = st ? 0 : (size_t)sb.st_size;
     char *buf = st ? NULL : malloc(n + 1);
     if (!st && !buf)

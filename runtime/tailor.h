@@ -4,6 +4,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 
 /* Every public call returns a status. 0 is success; the rest come in families. */
 typedef enum tailor_status {
@@ -67,24 +68,38 @@ const char *tailor_status_name(tailor_status status);
 /* ---- for use inside the library ---- */
 
 /* Records `code` and a formatted message on ctx; returns `code` so that
- * `return tailor_set_error(ctx, ...)` is one line. ctx may be NULL (then only the code). */
+ * `return tailor_set_error(ctx, ...)` is one line. ctx may be NULL (then only the code). The
+ * message stays one line whatever a file put into it: a control character is written as an
+ * escape (a newline as \n, others as \xNN). */
 tailor_status tailor_set_error(tailor_ctx *ctx, tailor_status code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* As tailor_set_error, with `detail` (e.g. a compiler's log, many lines) kept as it is on the
+ * lines after the sentence; NULL: none. */
+tailor_status tailor_set_error_detail(tailor_ctx *ctx, tailor_status code, const char *detail,
+                                      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 /* Prefixes the current message with a formatted context ("loading x.safetensors: ...");
  * returns the current status. */
 tailor_status tailor_wrap_error(tailor_ctx *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* Logs a formatted line through the context's sink, if any. */
+/* Logs a formatted line through the context's sink, if any; control characters escaped as in
+ * tailor_set_error, so a line is one line. */
 void tailor_log(tailor_ctx *ctx, tailor_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* The whole of the file at path in *text, NUL-terminated after its *size bytes (size may be
- * NULL); the caller frees *text. Fails naming the file when it cannot be opened or read, is not
- * a regular file (a directory), or holds more than max_bytes; *text is NULL then. */
+ * NULL); the caller frees *text. A pipe or other stream (a FIFO, /dev/stdin) is read to its end.
+ * Fails naming the file when it cannot be opened or read, is a directory, or holds more than
+ * max_bytes; *text is NULL then. */
 tailor_status tailor_read_file(tailor_ctx *ctx, const char *path, size_t max_bytes, char **text,
                                size_t *size);
+
+/* As tailor_read_file, from an open stream f (read to its end; not closed), named `name` in
+ * messages (e.g. "standard input"). */
+tailor_status tailor_read_stream(tailor_ctx *ctx, FILE *f, const char *name, size_t max_bytes,
+                                 char **text, size_t *size);
 
 /* Formats n with thousands separators ("98,304") into buf (at least 32 bytes); returns buf. */
 char *tailor_fmt_int(char *buf, size_t size, long long n);

@@ -215,7 +215,7 @@ check "--prompt-file gives the same" cmp -s "$TMP/want.f32" "$TMP/file.f32"
 check "--prompt-file - reads standard input" cmp -s "$TMP/want.f32" "$TMP/stdin.f32"
 "$BIN" run --device cpu --model "$TMP/p" --prompt-file "$TMP/none.txt" >/dev/null 2>"$TMP/err"; rc=$?
 check "a missing --prompt-file fails naming it (rc=$rc: $(cat "$TMP/err"))" \
-  test $rc -eq 1 -a -n "$(grep "$TMP/none.txt: cannot read: No such file or directory" "$TMP/err")"
+  test $rc -eq 1 -a -n "$(grep "$TMP/none.txt: cannot open: No such file or directory" "$TMP/err")"
 "$BIN" run --device cpu --model "$TMP/p" --prompt abc --prompt-file "$TMP/prompt.txt" >/dev/null 2>"$TMP/err"; rc=$?
 check "--prompt with --prompt-file is a usage error (rc=$rc)" \
   test $rc -eq 2 -a -n "$(grep "give exactly one of --ids, --prompt and --prompt-file" "$TMP/err")"
@@ -250,11 +250,11 @@ write_tokenizer "<0xC3>"
 check "a held byte at max tokens: exit 0 ($(cat "$TMP/err"))" test $rc -eq 0
 check "a held byte at max tokens comes out as U+FFFD ($(od -An -tx1 "$TMP/out"))" \
   test "$(od -An -tx1 "$TMP/out" | tr -d ' \n')" = "efbfbd0a"
-write_tokenizer "$(printf 'x%.0s' $(seq 300))"
+write_tokenizer "$(printf 'x%.0s' $(seq 600))"
 "$BIN" run --device cpu --model "$TMP/t" --ids 2,3 --max-tokens 2 >/dev/null 2>"$TMP/err"; rc=$?
 check "a token the decoder cannot stream fails the run (rc $rc)" test $rc -eq 1
 check "the failed decode is named ($(cat "$TMP/err"))" \
-  grep -q "decoding generated token $first: the output buffer of 256 bytes is too small for token $first (300 bytes)" "$TMP/err"
+  grep -q "decoding generated token $first: the output buffer of 512 bytes is too small for token $first (600 bytes)" "$TMP/err"
 check "the failed decode is one line" test "$(wc -l <"$TMP/err")" -eq 1
 # a tokenizer.json that cannot be read fails a run whose output is text, naming it; with
 # --print-ids (no text) it is not needed

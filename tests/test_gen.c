@@ -172,6 +172,10 @@ static void test_errors(tailor_ctx *ctx)
     CHECK(st == TAILOR_ERR_NVRTC);
     CHECK(strstr(tailor_ctx_message(ctx), "broken.cu") != NULL);
     CHECK(strstr(tailor_ctx_message(ctx), "identifier \"y\" is undefined") != NULL); /* the log */
+    /* the sentence is one line; the compiler's log follows it as it is, on lines of its own */
+    const char *nl = strchr(tailor_ctx_message(ctx), '\n');
+    CHECK(nl && memmem(tailor_ctx_message(ctx), (size_t)(nl - tailor_ctx_message(ctx)),
+                       "failed to compile", 17) && strstr(nl, "identifier \"y\""));
     tailor_compile_result_free(&r);
 
     tailor_template_file f;

@@ -1,6 +1,7 @@
 /* test_safetensors.c — safetensors loading: a good file and a sharded index load and read back;
  * every malformed input fails with one sentence naming the file and the tensor or field. */
 #include <string.h>
+#include <unistd.h>
 
 #include "safetensors.h"
 #include "test_gemma4_writer.h"
@@ -39,6 +40,7 @@ static void expect_fail(tailor_ctx *ctx, const char *name, tailor_status code, c
     CHECKF(strstr(msg, name) != NULL, "%s: message does not name the file: %s", name, msg);
     CHECKF(!n1 || strstr(msg, n1), "%s: message lacks '%s': %s", name, n1, msg);
     CHECKF(!n2 || strstr(msg, n2), "%s: message lacks '%s': %s", name, n2, msg);
+    CHECKF(!strpbrk(msg, "\n\r\t"), "%s: message is not one line: %s", name, msg);
     printf("  %-22s -> %s\n", name, msg);
 }
 
@@ -134,6 +136,11 @@ static void test_bad(tailor_ctx *ctx)
     write_raw("dtsize.safetensors",
               "{\"w\":{\"dtype\":\"BF16\",\"shape\":[2,3],\"data_offsets\":[0,24]}}", 24);
     expect_fail(ctx, "dtsize.safetensors", TAILOR_ERR_PARSE, "'w'", "12 bytes");
+    /* a dtype and a tensor name holding control characters: the message stays one line, the
+     * characters escaped (found by mutating headers: a raw newline split the sentence) */
+    write_raw("ctrl.safetensors",
+              "{\"w\\n\\u0001\":{\"dtype\":\"I\\n6\",\"shape\":[2],\"data_offsets\":[0,2]}}", 2);
+    expect_fail(ctx, "ctrl.safetensors", TAILOR_ERR_PARSE, "'w\\n\\x01'", "'I\\n6'");
     /* unknown dtype */
     write_raw("dtype.safetensors",
               "{\"w\":{\"dtype\":\"Q4_K\",\"shape\":[2],\"data_offsets\":[0,2]}}", 2);
@@ -206,6 +213,79 @@ static void test_whole_file(tailor_ctx *ctx)
            "%s", tailor_ctx_message(ctx));
 }
 
+/* tailor_read_stream and tailor_read_file on a pipe: a stream is read to its end past the first
+ * buffer (64 KiB) and at its edge, refused one byte past the size allowed (its size unknown
+ * until then), and a pipe given by path (/dev/fd/N) is read as a stream, not refused as "not a
+ * regular file". */
+static void test_stream(tailor_ctx *ctx)
+{
+    static const size_t sizes[] = {0, 3, 65535, 65536, 200000};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        size_t len = sizes[i], n = 7;
+        FILE *f = tmpfile();
+        CHECK(f != NULL);
+        if (!f)
+            return;
+        for (size_t j = 0; j < len; j++)
+            fputc('a' + (int)(j % 26), f);
+        char *text = NULL;
+        rewind(f);
+        CHECK_OK(ctx, tailor_read_stream(ctx, f, "the stream", len, &text, &n));
+        int same = text && n == len && text[len] == '\0';
+        for (size_t j = 0; same && j < len; j++)
+            same = text[j] == 'a' + (int)(j % 26);
+        CHECKF(same, "a stream of %zu bytes reads back whole (got %zu)", len, n);
+        free(text);
+        if (len) {
+            rewind(f);
+            CHECK(tailor_read_stream(ctx, f, "the stream", len - 1, &text, &n) == TAILOR_ERR_IO &&
+                  !text && n == 0);
+            CHECKF(strstr(tailor_ctx_message(ctx), "the stream: more than the"),
+                   "%s", tailor_ctx_message(ctx));
+        }
+        fclose(f);
+    }
+    int fd[2];
+    CHECK(pipe(fd) == 0);
+    CHECK(write(fd[1], "piped", 5) == 5);
+    close(fd[1]);
+    char p[64], *text = NULL;
+    size_t n = 0;
+    snprintf(p, sizeof p, "/dev/fd/%d", fd[0]);
+    CHECK_OK(ctx, tailor_read_file(ctx, p, 100, &text, &n));
+    CHECK(text && n == 5 && strcmp(text, "piped") == 0);
+    free(text);
+    close(fd[0]);
+}
+
+static void keep_line(void *user, tailor_log_level level, const char *line)
+{
+    (void)level;
+    snprintf((char *)user, 256, "%s", line);
+}
+
+/* runtime/tailor.h's messages and log lines stay one line whatever a file puts into them:
+ * control characters escaped; a detail (a compiler's log) kept on the lines after; a wrapped
+ * message's prefix escaped too. */
+static void test_one_line(void)
+{
+    tailor_ctx *c = tailor_ctx_create();
+    CHECK(tailor_set_error(c, TAILOR_ERR_PARSE, "f: '%s'", "a\nb\tc\x01\x7f") == TAILOR_ERR_PARSE);
+    CHECKF(strcmp(tailor_ctx_message(c), "f: 'a\\nb\\tc\\x01\\x7f'") == 0, "%s",
+           tailor_ctx_message(c));
+    tailor_wrap_error(c, "in %s", "x\ry");
+    CHECKF(strcmp(tailor_ctx_message(c), "in x\\ry: f: 'a\\nb\\tc\\x01\\x7f'") == 0, "%s",
+           tailor_ctx_message(c));
+    tailor_set_error_detail(c, TAILOR_ERR_NVRTC, "line 1\nline 2", "k\n failed");
+    CHECKF(strcmp(tailor_ctx_message(c), "k\\n failed\nline 1\nline 2") == 0, "%s",
+           tailor_ctx_message(c));
+    char line[256] = "";
+    tailor_ctx_set_log(c, keep_line, line, TAILOR_LOG_INFO);
+    tailor_log(c, TAILOR_LOG_INFO, "tokenizer '%s'", "t\n.json");
+    CHECKF(strcmp(line, "tokenizer 't\\n.json'") == 0, "%s", line);
+    tailor_ctx_destroy(c);
+}
+
 /* RssFile of this process in KiB (-1 when /proc is not there). */
 static long rss_file_kib(void)
 {
@@ -273,6 +353,8 @@ int main(void)
     test_sharded(ctx);
     test_bad(ctx);
     test_whole_file(ctx);
+    test_stream(ctx);
+    test_one_line();
     test_release(ctx);
     tw_rmdir(dir);
     tailor_ctx_destroy(ctx);
