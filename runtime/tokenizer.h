@@ -38,28 +38,36 @@ tailor_status tailor_tokenizer_encode(tailor_ctx *ctx, const tailor_tokenizer *t
 tailor_status tailor_tokenizer_decode(tailor_ctx *ctx, const tailor_tokenizer *tok, const int32_t *ids,
                                       size_t n, int skip_special, char **text, size_t *len);
 
-/* State of a streaming decode: byte-fallback bytes not yet forming a whole UTF-8 character.
+/* State of a streaming decode: the bytes of a run of byte-fallback tokens not yet released.
  * Zero it ({0}) before the first step. */
+#define TAILOR_DETOK_MAX_RUN 64
 typedef struct tailor_detok_stream {
-    unsigned char pending[8];
+    unsigned char pending[TAILOR_DETOK_MAX_RUN];
     int npending;
+    int broken; /* the current run can no longer be valid UTF-8: its bytes come out as U+FFFD */
 } tailor_detok_stream;
 
-/* Feeds one id; writes to `out` the text it completes (NUL-terminated when room allows) and its
- * length to *out_len. Byte-fallback pieces are held in `st` until they form a whole character; a
- * held run that can no longer become valid UTF-8 comes out as U+FFFD per byte. Special tokens
- * come out as their text (callers stop on them first). An `out` of 16 bytes more than the longest
- * token always suffices (128 bytes for Gemma). Fails with TAILOR_ERR_MISUSE when out_size is too
- * small (nothing is consumed then). Ids outside the vocabulary produce no text. */
+/* Feeds one id; writes to `out` the text it releases (NUL-terminated when room allows) and its
+ * length to *out_len. The text streamed over a whole generation and its flush is what
+ * tailor_tokenizer_decode gives for the same ids, as Hugging Face's ByteFallback decides a run of
+ * byte tokens as a whole (its bytes when the run is valid UTF-8, else U+FFFD per byte): a run is
+ * held until the next other token ends it, and once it can no longer be valid every byte of it
+ * so far and after comes out as U+FFFD at once. (A valid run longer than TAILOR_DETOK_MAX_RUN
+ * bytes releases its whole characters early, so the one case that can differ is such a run
+ * followed by a byte that breaks it.) Special tokens come out as their text (callers stop on
+ * them first). An `out` of 3 x TAILOR_DETOK_MAX_RUN bytes more than the longest token always
+ * suffices (320 bytes for Gemma). Fails with TAILOR_ERR_MISUSE when out_size is too small
+ * (nothing is consumed then). Ids outside the vocabulary produce no text. */
 tailor_status tailor_tokenizer_decode_step(tailor_ctx *ctx, const tailor_tokenizer *tok,
                                            tailor_detok_stream *st, int32_t id, char *out,
                                            size_t out_size, size_t *out_len);
 
-/* Ends a streaming decode: the byte-fallback bytes still held in `st` (a character cut short, as
- * when generation stops inside one) come out as U+FFFD per byte, as tailor_tokenizer_decode
- * writes an incomplete run at the end of its ids; nothing (*out_len 0) when none is held. Then
- * st is empty again, ready for another stream. Output as for decode_step (32 bytes always
- * suffice for Gemma's decoder); TAILOR_ERR_MISUSE when out_size is too small (st kept). */
+/* Ends a streaming decode: the run of byte-fallback bytes still held in `st` comes out as
+ * tailor_tokenizer_decode writes a run at the end of its ids (its bytes when valid UTF-8, else
+ * U+FFFD per byte: a character cut short, as when generation stops inside one); nothing
+ * (*out_len 0) when none is held. Then st is empty again, ready for another stream. Output as for
+ * decode_step (3 x TAILOR_DETOK_MAX_RUN bytes always suffice); TAILOR_ERR_MISUSE when out_size
+ * is too small (st kept). */
 tailor_status tailor_tokenizer_decode_flush(tailor_ctx *ctx, const tailor_tokenizer *tok,
                                             tailor_detok_stream *st, char *out, size_t out_size,
                                             size_t *out_len);

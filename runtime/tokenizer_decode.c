@@ -301,38 +301,72 @@ static int sb_prepend(sbuf *b, const char *s, size_t n)
     return 0;
 }
 
-/* U+FFFD for each byte the stream holds, into rep (3 bytes each); returns the length. */
-static size_t held_replacement(const tailor_detok_stream *st, char rep[3 * sizeof st->pending])
+/* How much of a run of bytes is whole characters: the length of its longest prefix of whole
+ * valid UTF-8 characters into *whole; UTF8_COMPLETE when that is all of it, UTF8_INCOMPLETE when
+ * the rest is the start of a valid character, UTF8_INVALID when the run cannot become valid. */
+static utf8_state utf8_run_state(const unsigned char *p, size_t n, size_t *whole)
 {
-    size_t n = 0;
-    for (int i = 0; i < st->npending; i++, n += 3)
-        memcpy(rep + n, replacement_char, 3);
-    return n;
+    size_t i = 0;
+    *whole = 0;
+    while (i < n) {
+        size_t len = 1;
+        utf8_state s = utf8_prefix_state(p + i, 1);
+        while (s == UTF8_INCOMPLETE && i + len < n)
+            s = utf8_prefix_state(p + i, ++len);
+        if (s != UTF8_COMPLETE)
+            return s;
+        i += len;
+        *whole = i;
+    }
+    return UTF8_COMPLETE;
 }
 
-/* Applies the byte-fallback step to one token in streaming fashion; 1 when output is held back. */
+/* What ByteFallback makes of the run the stream holds, as a whole run ended here: its bytes when
+ * they are valid UTF-8, else U+FFFD per byte, into rep; returns the length. */
+static size_t held_release(const tailor_detok_stream *st, char rep[3 * sizeof st->pending])
+{
+    size_t whole, n = (size_t)st->npending;
+    if (utf8_run_state(st->pending, n, &whole) == UTF8_COMPLETE) {
+        memcpy(rep, st->pending, n);
+        return n;
+    }
+    for (size_t i = 0; i < n; i++)
+        memcpy(rep + 3 * i, replacement_char, 3);
+    return 3 * n;
+}
+
+/* Applies the byte-fallback step to one token in streaming fashion, deciding each run of byte
+ * tokens as a whole as the whole decode does; 1 when output is held back. */
 static int stream_bytes(tailor_detok_stream *st, sbuf *cur, int *oom)
 {
     int b = piece_byte(cur->p, cur->len);
     char rep[3 * sizeof st->pending];
-    if (b < 0) {
-        size_t nrep = held_replacement(st, rep);
-        st->npending = 0;
+    if (b < 0) { /* the run ends: release it before the token's text */
+        size_t nrep = held_release(st, rep);
+        st->npending = st->broken = 0;
         if (nrep && sb_prepend(cur, rep, nrep))
             *oom = 1;
         return 0;
     }
-    st->pending[st->npending++] = (unsigned char)b;
-    utf8_state s = utf8_prefix_state(st->pending, (size_t)st->npending);
-    if (s == UTF8_INCOMPLETE)
-        return 1;
-    if (s == UTF8_COMPLETE) {
-        if (sb_set(cur, (const char *)st->pending, (size_t)st->npending))
-            *oom = 1;
-    } else if (sb_set(cur, rep, held_replacement(st, rep))) {
-        *oom = 1;
+    if (st->broken) { /* the run is U+FFFD per byte whatever follows */
+        *oom |= sb_set(cur, replacement_char, 3) != 0;
+        return 0;
     }
-    st->npending = 0;
+    st->pending[st->npending++] = (unsigned char)b;
+    size_t whole;
+    utf8_state s = utf8_run_state(st->pending, (size_t)st->npending, &whole);
+    if (s == UTF8_INVALID) {
+        st->broken = 1;
+        *oom |= sb_set(cur, rep, held_release(st, rep)) != 0;
+        st->npending = 0;
+        return 0;
+    }
+    if (st->npending < (int)sizeof st->pending)
+        return 1;
+    /* a valid run longer than the stream can hold: its whole characters go out now */
+    *oom |= sb_set(cur, (const char *)st->pending, whole) != 0;
+    memmove(st->pending, st->pending + whole, (size_t)st->npending - whole);
+    st->npending -= (int)whole;
     return 0;
 }
 
@@ -359,7 +393,7 @@ static int stream_args_ok(const tailor_tokenizer *tok, const tailor_detok_stream
                           const char *out, size_t out_size, const size_t *out_len)
 {
     return tok && st && out_len && (out || !out_size) && st->npending >= 0 &&
-           st->npending < (int)sizeof st->pending;
+           st->npending < (int)sizeof st->pending && (st->broken == 0 || st->broken == 1);
 }
 
 /* Copies the decoded text to out (NUL-terminated when room allows) and its length to *out_len;
@@ -428,7 +462,7 @@ tailor_status tailor_tokenizer_decode_flush(tailor_ctx *ctx, const tailor_tokeni
                                 "tokenizer, a stream and an output buffer");
     *out_len = 0;
     char rep[3 * sizeof st->pending] = {0}, stack[64];
-    size_t nrep = held_replacement(st, rep);
+    size_t nrep = held_release(st, rep);
     sbuf cur = {stack, 0, sizeof stack, NULL};
     int oom = sb_set(&cur, rep, nrep), after = 0;
     /* the held bytes stopped at ByteFallback: the Replace steps after it apply to what they
@@ -441,7 +475,7 @@ tailor_status tailor_tokenizer_decode_flush(tailor_ctx *ctx, const tailor_tokeni
     }
     tailor_status rc = copy_out(ctx, &cur, oom, -1, out, out_size, out_len);
     if (rc == TAILOR_OK)
-        st->npending = 0;
+        st->npending = st->broken = 0;
     free(cur.heap);
     return rc;
 }
