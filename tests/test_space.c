@@ -429,6 +429,42 @@ static int op_lists(tailor_ctx *ctx, const char *op, const char *name)
     return found;
 }
 
+/* A launch's defines (after the parameters) and workspaces come sorted by name, whatever order
+ * the Lua tables give them in (hash order, which may differ between runs). */
+static void test_launch_order(tailor_ctx *ctx)
+{
+    write_file("order.lua",
+               "return { op = 'rmsnorm', source = 'rmsnorm.cu', params = { Q = {1}, B = {2} },\n"
+               "  threads = 32, grid = {1}, smem_static = 0, smem_dynamic = 0,\n"
+               "  defines = function() return { ZED = 1, ALPHA = 2, MID = 3, KAPPA = 4, DELTA = 5,\n"
+               "    OMEGA = 6, GAMMA = 7, YOTA = 8, EPS = 9, NU = 10 } end,\n"
+               "  workspace = function() return { zz = 64, aa = 32, mm = 16, bb = 4 } end,\n"
+               "  args = { 'out', 'zz', 'aa', 'mm', 'bb' } }\n");
+    tailor_plan p;
+    tailor_status st = plan_for(ctx, "t4", "rmsnorm", "rows=8,cols=512", TAILOR_DTYPE_F16, &p);
+    CHECKF(st == TAILOR_OK, "%s", tailor_ctx_message(ctx));
+    const tailor_plan_entry *e = st == TAILOR_OK ? find_entry(&p, "order", "B=2 Q=1") : NULL;
+    CHECK(e != NULL);
+    if (e) {
+        static const char *const want[] = {"ALPHA", "DELTA", "EPS", "GAMMA", "KAPPA", "MID", "NU",
+                                           "OMEGA", "YOTA", "ZED"};
+        static const char *const ws[] = {"aa", "bb", "mm", "zz"};
+        const tailor_launch *l = &e->launch;
+        CHECK(l->ndefines == 12 && strcmp(l->defines[0].name, "B") == 0 &&
+              strcmp(l->defines[1].name, "Q") == 0);
+        for (int i = 0; i < 10 && l->ndefines == 12; i++)
+            CHECKF(strcmp(l->defines[2 + i].name, want[i]) == 0, "define %d is %s, want %s", 2 + i,
+                   l->defines[2 + i].name, want[i]);
+        CHECK(l->nworkspace == 4);
+        for (int i = 0; i < 4 && l->nworkspace == 4; i++)
+            CHECKF(strcmp(l->workspace[i].name, ws[i]) == 0, "workspace %d is %s, want %s", i,
+                   l->workspace[i].name, ws[i]);
+    }
+    if (st == TAILOR_OK)
+        tailor_plan_free(&p);
+    remove_file("order.lua");
+}
+
 /* The ops spaces declare are remembered by their text: a file rewritten to declare another op
  * is found under the new one at once, and no longer under the old. */
 static void test_find_for_op_follows_text(tailor_ctx *ctx)
@@ -1098,6 +1134,7 @@ int main(void)
         unlink(path);
     }
     test_arg_names(ctx);
+    test_launch_order(ctx);
     test_variant_and_budget(ctx);
     test_experimental(ctx);
     test_find_for_op_follows_text(ctx);

@@ -1000,6 +1000,18 @@ static tailor_status read_define(tailor_ctx *ctx, tailor_space *s, const call_ar
     return TAILOR_OK;
 }
 
+static int cmp_define_name(const void *a, const void *b)
+{
+    return strcmp(((const tailor_define *)a)->name, ((const tailor_define *)b)->name);
+}
+
+static int cmp_workspace_name(const void *a, const void *b)
+{
+    return strcmp(((const tailor_workspace_need *)a)->name, ((const tailor_workspace_need *)b)->name);
+}
+
+/* The parameters as defines, then the space's `defines` sorted by name: a Lua table comes out in
+ * hash order, which may differ between runs, and a launch must not. */
 static tailor_status read_defines(tailor_ctx *ctx, tailor_space *s, const call_args *a,
                                   tailor_launch *out)
 {
@@ -1024,6 +1036,8 @@ static tailor_status read_defines(tailor_ctx *ctx, tailor_space *s, const call_a
                                 s->origin);
     }
     lua_pop(L, 1);
+    int np = a->cfg->nparams < out->ndefines ? a->cfg->nparams : out->ndefines;
+    qsort(out->defines + np, (size_t)(out->ndefines - np), sizeof *out->defines, cmp_define_name);
     return TAILOR_OK;
 }
 
@@ -1059,6 +1073,7 @@ static tailor_status read_workspace(tailor_ctx *ctx, tailor_space *s, const call
         }
     }
     lua_pop(L, 1);
+    qsort(out->workspace, (size_t)out->nworkspace, sizeof *out->workspace, cmp_workspace_name);
     return TAILOR_OK;
 }
 

@@ -37,6 +37,12 @@ typedef struct tailor_arg {
 } tailor_arg;
 
 /* Everything a space says about one configuration for one (shape, dtype, device). */
+/* A scratch buffer a launch needs (a space's `workspace`: name -> bytes). */
+typedef struct tailor_workspace_need {
+    char name[32];
+    long long bytes;
+} tailor_workspace_need;
+
 typedef struct tailor_launch {
     int valid;                    /* 0: refused by the space's `valid` */
     char invalid_reason[256];
@@ -45,14 +51,11 @@ typedef struct tailor_launch {
     unsigned grid[3], block[3];
     int nargs;
     tailor_arg args[TAILOR_SPACE_MAX_ARGS];
-    int nworkspace;
-    struct {
-        char name[32];
-        long long bytes;
-    } workspace[TAILOR_SPACE_MAX_WORKSPACE];
+    int nworkspace;               /* sorted by name */
+    tailor_workspace_need workspace[TAILOR_SPACE_MAX_WORKSPACE];
     int nfeatures;
     char features[TAILOR_SPACE_MAX_FEATURES][24];
-    int ndefines;                 /* params + the space's shape-derived defines */
+    int ndefines;                 /* params, then the space's shape-derived defines by name */
     tailor_define defines[TAILOR_GEN_MAX_DEFINES];
 } tailor_launch;
 
