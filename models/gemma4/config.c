@@ -39,8 +39,8 @@ static tailor_status get_int(const jsrc *j, const cJSON *obj, const char *key, i
         return field_error(j, key, "a non-negative integer");
     if (v->valuedouble > G4_DIM_MAX)
         return tailor_set_error(j->ctx, TAILOR_ERR_PARSE,
-                                "%s: field %s%s is %g, too large (at most %d)", j->file, j->prefix,
-                                key, v->valuedouble, G4_DIM_MAX);
+                                "%s: field %s%s is %.17g, too large (at most %d)", j->file,
+                                j->prefix, key, v->valuedouble, G4_DIM_MAX);
     *out = (int)v->valuedouble;
     return TAILOR_OK;
 }
