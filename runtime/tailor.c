@@ -178,16 +178,16 @@ static tailor_status too_big(tailor_ctx *ctx, const char *name, unsigned long lo
                             name, tailor_fmt_int(h, sizeof h, (long long)have), m);
 }
 
-tailor_status tailor_read_stream(tailor_ctx *ctx, FILE *f, const char *name, size_t max_bytes,
-                                 char **text, size_t *size)
+/* All of f from where it stands to its end, at most max_bytes; `expect` (0: unknown) sizes the
+ * first buffer, so a regular file of that size is read with no reallocation. */
+static tailor_status read_to_end(tailor_ctx *ctx, FILE *f, const char *name, size_t max_bytes,
+                                 size_t expect, char **text, size_t *size)
 {
-    *text = NULL;
-    if (size)
-        *size = 0;
-    size_t cap = 1 << 16, n = 0;
+    size_t cap = expect ? expect + 2 : (size_t)1 << 16, n = 0;
     char *buf = malloc(cap);
     tailor_status st = buf ? TAILOR_OK
-                           : tailor_set_error(ctx, TAILOR_ERR_NOMEM, "%s: out of memory", name);
+                           : tailor_set_error(ctx, TAILOR_ERR_NOMEM, "%s: out of memory for "
+                                              "%zu bytes", name, cap);
     while (!st) {
         n += fread(buf + n, 1, cap - 1 - n, f);
         if (ferror(f))
@@ -216,6 +216,15 @@ tailor_status tailor_read_stream(tailor_ctx *ctx, FILE *f, const char *name, siz
     return TAILOR_OK;
 }
 
+tailor_status tailor_read_stream(tailor_ctx *ctx, FILE *f, const char *name, size_t max_bytes,
+                                 char **text, size_t *size)
+{
+    *text = NULL;
+    if (size)
+        *size = 0;
+    return read_to_end(ctx, f, name, max_bytes, 0, text, size);
+}
+
 tailor_status tailor_read_file(tailor_ctx *ctx, const char *path, size_t max_bytes, char **text,
                                size_t *size)
 {
@@ -226,33 +235,16 @@ tailor_status tailor_read_file(tailor_ctx *ctx, const char *path, size_t max_byt
     if (!f)
         return tailor_set_error(ctx, TAILOR_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
-    tailor_status st = TAILOR_OK;
+    tailor_status st;
     if (fstat(fileno(f), &sb) != 0)
         st = tailor_set_error(ctx, TAILOR_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
     else if (S_ISDIR(sb.st_mode))
         st = tailor_set_error(ctx, TAILOR_ERR_IO, "%s: not a regular file (a directory)", path);
-    else if (!S_ISREG(sb.st_mode)) { /* a pipe or a device: its size says nothing */
-        st = tailor_read_stream(ctx, f, path, max_bytes, text, size);
-        fclose(f);
-        return st;
-    } else if ((unsigned long long)sb.st_size > max_bytes)
+    else if (S_ISREG(sb.st_mode) && (unsigned long long)sb.st_size > max_bytes)
         st = too_big(ctx, path, (unsigned long long)sb.st_size, max_bytes);
-    size_t n = st ? 0 : (size_t)sb.st_size;
-    char *buf = st ? NULL : malloc(n + 1);
-    if (!st && !buf)
-        st = tailor_set_error(ctx, TAILOR_ERR_NOMEM, "%s: out of memory for its %zu bytes", path,
-                              n);
-    if (!st && fread(buf, 1, n, f) != n)
-        st = tailor_set_error(ctx, TAILOR_ERR_IO, "%s: cannot read: %s", path,
-                              ferror(f) ? strerror(errno) : "shorter than its size");
+    else /* a pipe or a device has no size to go by: read to its end */
+        st = read_to_end(ctx, f, path, max_bytes, S_ISREG(sb.st_mode) ? (size_t)sb.st_size : 0,
+                         text, size);
     fclose(f);
-    if (st) {
-        free(buf);
-        return st;
-    }
-    buf[n] = '\0';
-    *text = buf;
-    if (size)
-        *size = n;
-    return TAILOR_OK;
+    return st;
 }
