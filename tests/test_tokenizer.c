@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sha256.h"
 #include "testlib.h"
 #include "tokenizer.h"
 
@@ -691,6 +692,89 @@ static void test_gemma_long_lines(tailor_ctx *ctx, const tailor_tokenizer *tok)
               1u << 18);
 }
 
+/* One line of random_cases.jsonl against tailor: an {"text", "ids"} line encodes to its ids; a
+ * {"dec_ids", "skip", "text"} line decodes to its text, and streams to it when skip is 0. Returns
+ * 1 when all agree (0 with a line on stderr); -1 for a line that is neither. */
+static int random_case_agrees(tailor_ctx *ctx, const tailor_tokenizer *tok, const cJSON *c, int line)
+{
+    const cJSON *text = cJSON_GetObjectItemCaseSensitive(c, "text");
+    const cJSON *ids = cJSON_GetObjectItemCaseSensitive(c, "ids");
+    const cJSON *dec = cJSON_GetObjectItemCaseSensitive(c, "dec_ids");
+    const cJSON *skip = cJSON_GetObjectItemCaseSensitive(c, "skip");
+    if (!cJSON_IsString(text) || (!cJSON_IsArray(ids) && (!cJSON_IsArray(dec) || !cJSON_IsNumber(skip))))
+        return -1;
+    int32_t *want = NULL, *got = NULL;
+    int ok = 1;
+    if (cJSON_IsArray(ids)) {
+        size_t nwant = json_ids(ids, &want), ngot = 0;
+        ok = tailor_tokenizer_encode(ctx, tok, text->valuestring, strlen(text->valuestring), 0, &got,
+                                     &ngot) == TAILOR_OK &&
+             ngot == nwant && (ngot == 0 || memcmp(got, want, ngot * sizeof *got) == 0);
+        if (!ok)
+            fprintf(stderr, "  line %d: encode differs from Hugging Face (%zu ids, want %zu)\n", line,
+                    ngot, nwant);
+    } else {
+        size_t n = json_ids(dec, &want);
+        char *whole = decoded(ctx, tok, want, n, skip->valueint);
+        char *streamed = skip->valueint ? NULL : stream_decoded(ctx, tok, want, n);
+        if (!whole || strcmp(whole, text->valuestring) != 0) {
+            fprintf(stderr, "  line %d: decode differs from Hugging Face\n", line);
+            ok = 0;
+        }
+        if (!skip->valueint && (!streamed || strcmp(streamed, text->valuestring) != 0)) {
+            fprintf(stderr, "  line %d: streaming decode differs from Hugging Face\n", line);
+            ok = 0;
+        }
+        free(whole);
+        free(streamed);
+    }
+    free(want);
+    free(got);
+    return ok;
+}
+
+/* tests/tokenizer/random_cases.jsonl (make_random_cases.mjs: Hugging Face tokenizers over random
+ * texts and random id sequences, half of them byte-fallback tokens): every encoding, decoding and
+ * stream agrees, for the very tokenizer file the cases were made with. */
+static void test_gemma_random_cases(tailor_ctx *ctx, const tailor_tokenizer *tok, const char *tok_path)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/tokenizer/random_cases.jsonl", test_source_dir());
+    size_t len = 0, tlen = 0;
+    char *all = test_read_file(path, &len), *tjs = test_read_file(tok_path, &tlen);
+    CHECKF(all && tjs, "cannot read %s or %s", path, tok_path);
+    char sha[65] = "";
+    if (tjs)
+        tailor_sha256_hex(tjs, tlen, sha);
+    free(tjs);
+    int line = 0, bad = 0, malformed = 0, ncases = 0, header_ok = 0;
+    for (char *p = all, *end; all && p < all + len; p = end + 1) {
+        end = memchr(p, '\n', (size_t)(all + len - p));
+        if (!end)
+            end = all + len;
+        *end = '\0';
+        cJSON *c = cJSON_Parse(p);
+        line++;
+        if (line == 1) {
+            const cJSON *h = cJSON_GetObjectItemCaseSensitive(c, "tokenizer_sha256");
+            header_ok = cJSON_IsString(h) && strcmp(h->valuestring, sha) == 0;
+        } else {
+            int r = c ? random_case_agrees(ctx, tok, c, line) : -1;
+            malformed += r < 0;
+            bad += r == 0;
+            ncases += r >= 0;
+        }
+        cJSON_Delete(c);
+    }
+    CHECKF(header_ok, "%s was made from another tokenizer.json than %s: rerun make_random_cases.mjs",
+           path, tok_path);
+    CHECKF(malformed == 0 && ncases >= 800, "%s: %d malformed lines, %d cases", path, malformed,
+           ncases);
+    CHECKF(bad == 0, "%d of %d random cases differ from Hugging Face", bad, ncases);
+    printf("compared %d random encodings and decodings with Hugging Face\n", ncases);
+    free(all);
+}
+
 static void test_gemma(tailor_ctx *ctx)
 {
     const char *shared = test_shared_dir();
@@ -715,6 +799,7 @@ static void test_gemma(tailor_ctx *ctx)
         test_gemma_expected(ctx, tok, corpus, len);
     }
     test_gemma_random(ctx, tok);
+    test_gemma_random_cases(ctx, tok, path);
     test_gemma_long_lines(ctx, tok);
     free(corpus);
     tailor_tokenizer_close(tok);
