@@ -26,7 +26,7 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: tailor run --model DIR [--device cpu|gpu|gpu:N] (--ids 2,17,... | --prompt TEXT |\n"
-            "                  --prompt-file F) [--chat]\n"
+            "                  --prompt-file F) [--chat] [--system TEXT]\n"
             "                  [--max-tokens N] [--greedy | --temperature T --top-p P --top-k K "
             "--seed S]\n"
             "                  [--print-ids] [--dump-logits FILE] [--dtype fp16|bf16]\n"
@@ -48,6 +48,7 @@ static void usage(FILE *out)
             "  --prompt TEXT     prompt text, tokenized with DIR/tokenizer.json, <bos> prepended\n"
             "  --prompt-file F   the prompt text is F's whole content (- for standard input)\n"
             "  --chat            wrap the prompt text in the Gemma 4 chat turn format\n"
+            "  --system TEXT     a system turn before it (implies --chat)\n"
             "  --max-tokens N    tokens to generate (default 32); stops early on\n"
             "                    generation_config.json's eos_token_id (else 1, 106, 50)\n"
             "  --greedy          argmax decoding (the default)\n"
@@ -62,6 +63,7 @@ static void usage(FILE *out)
 
 typedef struct run_args {
     const char *model, *device, *ids, *prompt, *dump, *dtype, *quantize, *rehearse, *cache;
+    const char *system; /* --system: the chat's system turn */
     const char *prompt_file; /* --prompt-file: read into prompt (owned by cmd_run) */
     size_t prompt_len;       /* bytes of prompt */
     int chat, max_tokens, print_ids, sampling, quantize_head;
@@ -120,7 +122,7 @@ static int parse_args(int argc, char **argv, run_args *a)
 {
     enum { O_MODEL = 1, O_DEVICE, O_IDS, O_PROMPT, O_CHAT, O_MAX, O_GREEDY, O_TEMP, O_TOPP,
            O_TOPK, O_SEED, O_PRINT, O_DUMP, O_HELP, O_DTYPE, O_QUANT, O_REHEARSE, O_CACHE,
-           O_QHEAD, O_PROMPT_FILE };
+           O_QHEAD, O_PROMPT_FILE, O_SYSTEM };
     static const struct option opts[] = {
         {"model", required_argument, 0, O_MODEL},     {"device", required_argument, 0, O_DEVICE},
         {"ids", required_argument, 0, O_IDS},         {"prompt", required_argument, 0, O_PROMPT},
@@ -132,7 +134,7 @@ static int parse_args(int argc, char **argv, run_args *a)
         {"dump-logits", required_argument, 0, O_DUMP}, {"help", no_argument, 0, O_HELP},
         {"dtype", required_argument, 0, O_DTYPE},     {"quantize", required_argument, 0, O_QUANT},
         {"rehearse", required_argument, 0, O_REHEARSE}, {"cache", required_argument, 0, O_CACHE},
-        {"quantize-head", no_argument, 0, O_QHEAD},
+        {"quantize-head", no_argument, 0, O_QHEAD},   {"system", required_argument, 0, O_SYSTEM},
         {0, 0, 0, 0}};
     memset(a, 0, sizeof *a);
     a->device = NULL;
@@ -151,6 +153,7 @@ static int parse_args(int argc, char **argv, run_args *a)
         case O_PROMPT: a->prompt = optarg; break;
         case O_PROMPT_FILE: a->prompt_file = optarg; break;
         case O_CHAT: a->chat = 1; break;
+        case O_SYSTEM: a->system = optarg, a->chat = 1; break;
         case O_MAX:
             if (cli_parse_int("run", "--max-tokens", optarg, 0, 1 << 20, &a->max_tokens))
                 return 2;
@@ -218,7 +221,8 @@ static int parse_args(int argc, char **argv, run_args *a)
                                "(integers from 0)", a->ids);
     free(ids);
     if (a->chat && a->ids)
-        return cli_usage_error("run", "--chat needs --prompt or --prompt-file");
+        return cli_usage_error("run", "%s needs --prompt or --prompt-file",
+                               a->system ? "--system" : "--chat");
     if (a->quantize && strcmp(a->quantize, "w4a16") != 0)
         return cli_usage_error("run", "--quantize '%s': only w4a16 is known", a->quantize);
     if (a->dtype && strcmp(a->dtype, "fp16") != 0 && strcmp(a->dtype, "bf16") != 0)
@@ -397,7 +401,8 @@ static tailor_status prompt_ids(tailor_ctx *ctx, const run_args *a, tailor_token
     if (a->chat) { /* the one size-dependent detail, from the checkpoint's own template */
         int empty_thought = 0;
         tailor_status s = tailor_gemma4_chat_empty_thought(ctx, a->model, &empty_thought);
-        return s ? s : tailor_tokenizer_chat_prompt(ctx, *tok, a->prompt, empty_thought, ids, n);
+        return s ? s : tailor_tokenizer_chat_prompt(ctx, *tok, a->system, a->prompt,
+                                                        empty_thought, ids, n);
     }
     return tailor_tokenizer_encode(ctx, *tok, a->prompt, a->prompt_len, 1, ids, n);
 }

@@ -73,16 +73,17 @@ tailor_status tailor_tokenizer_decode_flush(tailor_ctx *ctx, const tailor_tokeni
                                             size_t *out_len);
 
 /* The Gemma 4 chat prompt for one user turn, as ids:
- * <bos><|turn>user\n{text}<turn|>\n<|turn>model\n (GEMMA4.md §4), and with empty_thought an
- * empty thought channel after it, <|channel>thought\n<channel|> (what the 26B and 31B templates
- * append with thinking off; tailor_gemma4_chat_empty_thought reads it from a checkpoint's
- * template). The user text is trimmed of leading and trailing ASCII whitespace, as the chat
- * template does. With a Gemma 3 tokenizer.json (no <|turn>), <start_of_turn>/<end_of_turn> stand
- * in. *ids is malloc'd, the caller frees it. Fails with TAILOR_ERR_NOT_FOUND when the tokenizer
- * lacks <bos>, the turn tokens or (empty_thought) <|channel> and <channel|>. */
+ * <bos>[<|turn>system\n{system}<turn|>\n]<|turn>user\n{text}<turn|>\n<|turn>model\n (GEMMA4.md
+ * §4; the system turn when system_text is not NULL), and with empty_thought an empty thought
+ * channel after it, <|channel>thought\n<channel|> (what the 26B and 31B templates append with
+ * thinking off; tailor_gemma4_chat_empty_thought reads it from a checkpoint's template). Both
+ * texts are trimmed of leading and trailing ASCII whitespace, as the chat template does. With a
+ * Gemma 3 tokenizer.json (no <|turn>), <start_of_turn>/<end_of_turn> stand in. *ids is malloc'd,
+ * the caller frees it. Fails with TAILOR_ERR_NOT_FOUND when the tokenizer lacks <bos>, the turn
+ * tokens or (empty_thought) <|channel> and <channel|>. */
 tailor_status tailor_tokenizer_chat_prompt(tailor_ctx *ctx, const tailor_tokenizer *tok,
-                                           const char *user_text, int empty_thought,
-                                           int32_t **ids, size_t *n);
+                                           const char *system_text, const char *user_text,
+                                           int empty_thought, int32_t **ids, size_t *n);
 
 /* 1 + the largest id of the vocabulary and the added tokens (Hugging Face's
  * get_vocab_size(with_added_tokens=True)). */

@@ -547,9 +547,34 @@ static tailor_status append_empty_thought(tailor_ctx *ctx, const tailor_tokenize
     return st;
 }
 
+/* Appends one turn, <|turn>{role}\n{text, trimmed}<turn|>\n; sot and eot are the turn tokens. */
+static tailor_status append_turn(tailor_ctx *ctx, const tailor_tokenizer *tok, int32_t sot,
+                                 int32_t eot, const char *role, const char *text, int32_t **v,
+                                 size_t *k)
+{
+    size_t len = strlen(text);
+    while (len && is_space((unsigned char)text[len - 1]))
+        len--;
+    while (len && is_space((unsigned char)*text)) {
+        text++;
+        len--;
+    }
+    char head[16];
+    int hl = snprintf(head, sizeof head, "%s\n", role);
+    (*v)[(*k)++] = sot; /* append_encoded always leaves room for one more */
+    tailor_status st = append_encoded(ctx, tok, head, (size_t)hl, v, k);
+    if (st == TAILOR_OK)
+        st = append_encoded(ctx, tok, text, len, v, k);
+    if (st == TAILOR_OK) {
+        (*v)[(*k)++] = eot;
+        st = append_encoded(ctx, tok, "\n", 1, v, k);
+    }
+    return st;
+}
+
 tailor_status tailor_tokenizer_chat_prompt(tailor_ctx *ctx, const tailor_tokenizer *tok,
-                                           const char *user_text, int empty_thought,
-                                           int32_t **ids, size_t *n)
+                                           const char *system_text, const char *user_text,
+                                           int empty_thought, int32_t **ids, size_t *n)
 {
     if (!tok || !user_text || !ids || !n)
         return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "tailor_tokenizer_chat_prompt needs a "
@@ -561,26 +586,16 @@ tailor_status tailor_tokenizer_chat_prompt(tailor_ctx *ctx, const tailor_tokeniz
     if (tok->bos_id < 0 || sot < 0 || eot < 0)
         return tailor_set_error(ctx, TAILOR_ERR_NOT_FOUND, "the tokenizer lacks %s, needed for the "
                                 "chat prompt", tok->bos_id < 0 ? "<bos>" : sot < 0 ? "<|turn>" : "<turn|>");
-    size_t len = strlen(user_text);
-    while (len && is_space((unsigned char)user_text[len - 1]))
-        len--;
-    while (len && is_space((unsigned char)*user_text)) {
-        user_text++;
-        len--;
-    }
     int32_t *v = malloc(4 * sizeof *v);
     size_t k = 0;
     if (!v)
         return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory building the chat prompt");
     v[k++] = tok->bos_id;
-    v[k++] = sot;
-    tailor_status st = append_encoded(ctx, tok, "user\n", 5, &v, &k);
+    tailor_status st = TAILOR_OK;
+    if (system_text)
+        st = append_turn(ctx, tok, sot, eot, "system", system_text, &v, &k);
     if (st == TAILOR_OK)
-        st = append_encoded(ctx, tok, user_text, len, &v, &k);
-    if (st == TAILOR_OK) {
-        v[k++] = eot; /* append_encoded always leaves room for one more */
-        st = append_encoded(ctx, tok, "\n", 1, &v, &k);
-    }
+        st = append_turn(ctx, tok, sot, eot, "user", user_text, &v, &k);
     if (st == TAILOR_OK) {
         v[k++] = sot;
         st = append_encoded(ctx, tok, "model\n", 6, &v, &k);

@@ -221,6 +221,36 @@ check "--prompt with --prompt-file is a usage error (rc=$rc)" \
   test $rc -eq 2 -a -n "$(grep "give exactly one of --ids, --prompt and --prompt-file" "$TMP/err")"
 "$BIN" run --device cpu --model "$TMP/p" --ids 2,3 --chat >/dev/null 2>"$TMP/err"; rc=$?
 check "--chat with --ids is a usage error (rc=$rc)" test $rc -eq 2
+"$BIN" run --device cpu --model "$TMP/p" --ids 2,3 --system hi >/dev/null 2>"$TMP/err"; rc=$?
+check "--system with --ids is a usage error naming --system ($(cat "$TMP/err"))" \
+  test $rc -eq 2 -a -n "$(grep -- "--system needs --prompt or --prompt-file" "$TMP/err")"
+
+# --chat and --system through a tokenizer with Gemma 4's turn tokens: the prompt's ids, as the
+# logits of every prompt position tell (equal dumps: equal ids)
+mkdir "$TMP/c" && cp "$M/config.json" "$M/model.safetensors" "$TMP/c/"
+python3 - "$TMP/c/tokenizer.json" <<'EOF5'
+import json, sys
+chars = "\nsytemurodlHi"
+vocab = {"<unk>": 0, "<eos>": 1, "<bos>": 2}
+vocab.update({c: 3 + i for i, c in enumerate(chars)})
+vocab.update({"t%d" % i: i for i in range(3 + len(chars), 30)})
+vocab.update({"<|turn>": 30, "<turn|>": 31})
+json.dump({"added_tokens": [{"id": i, "content": t, "special": True}
+                            for t, i in (("<bos>", 2), ("<|turn>", 30), ("<turn|>", 31))],
+           "model": {"type": "BPE", "unk_token": "<unk>", "vocab": vocab, "merges": []}},
+          open(sys.argv[1], "w"))
+EOF5
+run_c() { "$BIN" run --device cpu --model "$TMP/c" --max-tokens 1 --print-ids "$@" >/dev/null 2>"$TMP/err"; }
+# <bos><|turn>user\nHi<turn|>\n<|turn>model\n; with a system turn <|turn>system\nHi<turn|>\n first
+user_ids=30,9,4,7,10,3,14,15,31,3,30,8,11,12,7,13,3
+run_c --ids "2,$user_ids" --dump-logits "$TMP/chat-want.f32"
+run_c --ids "2,30,4,5,4,6,7,8,3,14,15,31,3,$user_ids" --dump-logits "$TMP/sys-want.f32"
+run_c --chat --prompt " Hi " --dump-logits "$TMP/chat.f32"
+check "--chat gives the one-turn prompt ($(cat "$TMP/err"))" cmp -s "$TMP/chat-want.f32" "$TMP/chat.f32"
+run_c --system $'\tHi ' --prompt Hi --dump-logits "$TMP/sys.f32"
+check "--system puts a system turn first, trimmed, and implies --chat ($(cat "$TMP/err"))" \
+  cmp -s "$TMP/sys-want.f32" "$TMP/sys.f32"
+check "... which the logits tell from the one-turn prompt" bash -c "! cmp -s '$TMP/chat.f32' '$TMP/sys.f32'"
 
 # text output through a tokenizer.json: the first greedy id of prompt 2,3 made a byte-fallback
 # lead byte (<0xC3>), so that generation stops inside a character; the held byte comes out as

@@ -284,7 +284,8 @@ static void test_synthetic_decode(tailor_ctx *ctx)
 }
 
 /* The chat prompt with Gemma 4's turn and channel tokens (a character vocabulary, no merges):
- * the one-turn prompt, then with the empty thought channel the 26B/31B templates append. */
+ * the one-turn prompt, then with the empty thought channel the 26B/31B templates append, then
+ * with a system turn before the user's. */
 static void test_chat_prompt(tailor_ctx *ctx)
 {
     static const char json[] =
@@ -296,7 +297,7 @@ static void test_chat_prompt(tailor_ctx *ctx)
         "{\"id\":33,\"content\":\"<channel|>\",\"special\":true}],"
         "\"model\":{\"type\":\"BPE\",\"vocab\":{\"<bos>\":2,\"\\n\":3,\"u\":4,\"s\":5,"
         "\"e\":6,\"r\":7,\"m\":8,\"o\":9,\"d\":10,\"l\":11,\"t\":12,\"h\":13,\"g\":14,"
-        "\"H\":15,\"i\":16,\"<|turn>\":30,\"<turn|>\":31,\"<|channel>\":32,"
+        "\"H\":15,\"i\":16,\"y\":17,\"<|turn>\":30,\"<turn|>\":31,\"<|channel>\":32,"
         "\"<channel|>\":33},\"merges\":[]}}";
     const char *path = write_tmp("chat4.json", json);
     tailor_tokenizer *tok = NULL;
@@ -312,14 +313,23 @@ static void test_chat_prompt(tailor_ctx *ctx)
     int32_t *ids = NULL;
     size_t n = 0;
     const size_t np = sizeof plain / sizeof *plain, nt = sizeof thought / sizeof *thought;
-    CHECK_OK(ctx, tailor_tokenizer_chat_prompt(ctx, tok, " Hi\n", 0, &ids, &n));
+    CHECK_OK(ctx, tailor_tokenizer_chat_prompt(ctx, tok, NULL, " Hi\n", 0, &ids, &n));
     CHECKF(n == np && ids && memcmp(ids, plain, sizeof plain) == 0, "plain chat prompt: %zu ids", n);
     free(ids);
     ids = NULL;
-    CHECK_OK(ctx, tailor_tokenizer_chat_prompt(ctx, tok, " Hi\n", 1, &ids, &n));
+    CHECK_OK(ctx, tailor_tokenizer_chat_prompt(ctx, tok, NULL, " Hi\n", 1, &ids, &n));
     CHECKF(n == np + nt && ids && memcmp(ids, plain, sizeof plain) == 0 &&
                memcmp(ids + np, thought, sizeof thought) == 0,
            "chat prompt with the empty thought channel: %zu ids", n);
+    free(ids);
+    /* a system turn first: <bos><|turn>system\nHi<turn|>\n, then the user turn as above */
+    static const int32_t sys[] = {2, 30, 5, 17, 5, 12, 6, 8, 3, 15, 16, 31, 3};
+    const size_t ns = sizeof sys / sizeof *sys;
+    ids = NULL;
+    CHECK_OK(ctx, tailor_tokenizer_chat_prompt(ctx, tok, " Hi ", " Hi\n", 0, &ids, &n));
+    CHECKF(n == ns + np - 1 && ids && memcmp(ids, sys, sizeof sys) == 0 &&
+               memcmp(ids + ns, plain + 1, sizeof plain - sizeof *plain) == 0,
+           "chat prompt with a system turn: %zu ids", n);
     free(ids);
     tailor_tokenizer_close(tok);
 
@@ -338,11 +348,11 @@ static void test_chat_prompt(tailor_ctx *ctx)
         return;
     }
     ids = NULL;
-    tailor_status st = tailor_tokenizer_chat_prompt(ctx, tok, "Hi", 1, &ids, &n);
+    tailor_status st = tailor_tokenizer_chat_prompt(ctx, tok, NULL, "Hi", 1, &ids, &n);
     CHECKF(st == TAILOR_ERR_NOT_FOUND && ids == NULL &&
                strstr(tailor_ctx_message(ctx), "lacks <|channel>") != NULL,
            "no <|channel>: %s", tailor_ctx_message(ctx));
-    CHECK_OK(ctx, tailor_tokenizer_chat_prompt(ctx, tok, "Hi", 0, &ids, &n));
+    CHECK_OK(ctx, tailor_tokenizer_chat_prompt(ctx, tok, NULL, "Hi", 0, &ids, &n));
     free(ids);
     tailor_tokenizer_close(tok);
 }
@@ -473,8 +483,16 @@ static void test_gemma_ids(tailor_ctx *ctx, const tailor_tokenizer *tok)
     free(ids);
     /* chat prompt: <bos><start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\n, text trimmed */
     static const int32_t want_chat[] = {2, 105, 2364, 107, 10979, 106, 107, 105, 4368, 107};
-    CHECK_OK(ctx, tailor_tokenizer_chat_prompt(ctx, tok, "  Hi \n", 0, &ids, &n));
+    CHECK_OK(ctx, tailor_tokenizer_chat_prompt(ctx, tok, NULL, "  Hi \n", 0, &ids, &n));
     CHECKF(n == 10 && memcmp(ids, want_chat, sizeof want_chat) == 0, "chat prompt of %zu ids", n);
+    free(ids);
+    /* with a system turn, trimmed: Hugging Face tokenizers 0.23.2 on the rendered
+     * "<bos><start_of_turn>system\nBe brief.<end_of_turn>\n<start_of_turn>user\nHi..." */
+    static const int32_t want_sys[] = {2,   105,   9731, 107, 3912, 8652, 236761, 106, 107,
+                                       105, 2364,  107,  10979, 106, 107, 105,   4368, 107};
+    CHECK_OK(ctx, tailor_tokenizer_chat_prompt(ctx, tok, "\tBe brief. ", "Hi", 0, &ids, &n));
+    CHECKF(n == 18 && memcmp(ids, want_sys, sizeof want_sys) == 0, "chat prompt with a system turn "
+           "of %zu ids", n);
     free(ids);
     check_decode(ctx, tok, (const int32_t[]){2, 9259, 1902, 1}, 4, 0, "<bos>Hello world<eos>");
     check_decode(ctx, tok, (const int32_t[]){2, 9259, 1902, 1}, 4, 1, "Hello world");
