@@ -2,11 +2,11 @@
 """fuzz_inputs.py — structure-aware mutation fuzzing of everything tailor reads from a user.
 
 Usage:  python3 scripts/fuzz_inputs.py TARGET [ITERATIONS] [SEED]
-        TARGET: checkpoint | index | tokenizer | cache | space | flags | all
+        TARGET: checkpoint | index | tokenizer | cache | cachefile | space | flags | all
 
 Each iteration writes one mutated input (a JSON leaf replaced by an odd value or deleted: a
-safetensors header, config.json, model.safetensors.index.json, tokenizer.json, a cache export, a
-search space's numbers and names, a command line) and runs the tailor binary on it. The rule it
+safetensors header, config.json, model.safetensors.index.json, tokenizer.json, a cache export, the
+cache's SQLite file, a search space's numbers and names, a command line) and runs the tailor binary on it. The rule it
 checks is DESIGN.md's for bad input: the run exits 0 or with a refusal (1, or 2 for a usage
 error) whose message is exactly one line; nothing crashes, and with the sanitizers (the default
 binary is build-asan/tailor: `make asan` or `cmake --build build-asan`) nothing reads out of
@@ -279,6 +279,44 @@ def fuzz_cache(n, rnd, work):
     return v.summary()
 
 
+def fuzz_cachefile(n, rnd, work):
+    """The cache's SQLite file itself, bytes overwritten or cut short: ls, verify, show, export
+    and trials read it (a damaged file is refused naming it; a damaged binary is named by verify
+    and never exported)."""
+    v = Verdicts("cachefile")
+    doc = {"format": "tailor-cache-export", "version": 1, "fingerprint": FINGERPRINT,
+           "exported_at": 1700000001,
+           "entries": [export_entry("k=%d,m=1" % (1536 + 8 * i), "cubin", bytes(range(256)) * (i + 1),
+                                    12.5) for i in range(20)]}
+    body = json.dumps(doc, indent=2)
+    body = body[:-1].rstrip() + ",\n"
+    export, good = os.path.join(work, "x.tailor"), os.path.join(work, "good.sqlite")
+    with open(export, "w") as f:
+        f.write(body + '  "sha256": "%s"\n}\n' % hashlib.sha256(body.encode()).hexdigest())
+    r = run(["cache", "import", export, "--cache", good, "--fingerprint", FINGERPRINT])
+    if r is None or r.returncode != 0:
+        print("cachefile: could not make the cache to damage: %s" % (r.stderr if r else "timeout"))
+        return 1
+    orig = open(good, "rb").read()
+    commands = [["cache", "ls"], ["cache", "verify"], ["cache", "trials"],
+                ["cache", "show", "--op", "rmsnorm"],
+                ["cache", "export", os.path.join(work, "out.tailor"), "--fingerprint", FINGERPRINT]]
+    for it in range(n):
+        b = bytearray(orig)
+        for _ in range(rnd.randint(1, 20)):
+            b[rnd.randrange(len(b)) if rnd.random() < 0.7 else rnd.randrange(100)] = rnd.randrange(256)
+        if rnd.random() < 0.1:
+            b = b[:rnd.randrange(len(b))]
+        path = os.path.join(work, "c.sqlite")
+        for ext in ("", "-wal", "-shm"):
+            if os.path.exists(path + ext):
+                os.remove(path + ext)
+        open(path, "wb").write(bytes(b))
+        r = run(rnd.choice(commands) + ["--cache", path])
+        v.judge(it, r, {"c.sqlite": path})
+    return v.summary()
+
+
 SPACES = [("rmsnorm.lua", "rmsnorm", "rows=4,cols=1536,weight=1"),
           ("w4a16_gemv.lua", "w4a16_matmul", "m=1,n=1536,k=6144,group=128"),
           ("attention_decode.lua", "attention_decode",
@@ -360,7 +398,8 @@ def fuzz_flags(n, rnd, work):
 
 
 TARGETS = {"checkpoint": fuzz_checkpoint, "index": fuzz_index, "tokenizer": fuzz_tokenizer,
-           "cache": fuzz_cache, "space": fuzz_space, "flags": fuzz_flags}
+           "cache": fuzz_cache, "cachefile": fuzz_cachefile, "space": fuzz_space,
+           "flags": fuzz_flags}
 
 
 def main():
