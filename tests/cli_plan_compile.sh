@@ -28,6 +28,7 @@ while read -r dev dtype op shape; do
   if [[ "$dev $op $shape" == "h200 attention_decode $ring" ]]; then cp "$tmp/out" "$tmp/ring"; fi
   if [[ "$dev $op" == "h200 w4a16_matmul" ]]; then cat "$tmp/out" >>"$tmp/w4h200"; fi
   if [[ "$dev $op" == "h200 attention_prefill" ]]; then cat "$tmp/out" >>"$tmp/prefill_h200"; fi
+  if [[ "$op" == "w4a16_glu" ]]; then cat "$tmp/out" >>"$tmp/glu_$dev"; fi
 done <<'LIST'
 h200 bf16 matmul m=1,n=2048,k=1536
 h200 bf16 matmul_glu m=1,n=6144,k=1536
@@ -157,6 +158,13 @@ check "w4a16_gemv_t_touch refuses TOUCH on the T4, saying why" \
   grep -qE "w4a16_gemv_t_touch .*TOUCHED=1 .*: TOUCH on sm_75: spills there" "$tmp/out"
 check "w4a16_gemv_t_touch leaves the T4 no TOUCHED=1 survivor" \
   bash -c "! grep -qE '^  w4a16_gemv_t_touch .*TOUCHED=1' '$tmp/out'"
+
+# the gated int4 GEMV three quads a batch (w4a16_glu_t_unroll3, experimental): compiled above
+# at E2B's n = 12288 on sm_90 and at an odd zero-point shape on the T4, with no spills
+for dev in h200 t4; do
+  check "w4a16_glu_t_unroll3 (RT=2 UNROLL=3) compiles with no spills on $dev" \
+    grep -qE "^  w4a16_glu_t_unroll3 .*RT=2 .*UNROLL=3 .*regs, spills 0/0 B" "$tmp/glu_$dev"
+done
 
 # JSON carries the report
 "$T" plan --device h200 --op residual_norm --shape rows=1,cols=1536,mode=0 --compile --json \
