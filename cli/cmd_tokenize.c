@@ -6,21 +6,26 @@
 #include <string.h>
 
 #include "cli.h"
+#include "gemma4.h"
 #include "tokenizer.h"
 
 static const char usage_text[] =
     "usage: tailor tokenize (--model DIR | --tokenizer FILE) (--text TEXT | --file F) [--json]\n"
-    "                       [--add-bos]\n"
+    "                       [--add-bos | --chat [--system TEXT]]\n"
     "  --model DIR       use DIR/tokenizer.json\n"
     "  --tokenizer FILE  use FILE (a Hugging Face tokenizer.json)\n"
     "  --text TEXT       the text to encode\n"
     "  --file F          encode the whole content of F (- for standard input)\n"
     "  --json            print a JSON array instead of space-separated ids\n"
-    "  --add-bos         prepend <bos> (off by default, as the chat template adds it itself)\n";
+    "  --add-bos         prepend <bos> (off by default, as the chat template adds it itself)\n"
+    "  --chat            the ids of the Gemma 4 chat prompt of the text, as tailor run --chat\n"
+    "                    gives them (with --model, the empty thought block where DIR's\n"
+    "                    template has one)\n"
+    "  --system TEXT     a system turn first (implies --chat)\n";
 
 typedef struct tokenize_opts {
-    const char *model_dir, *tokenizer, *text, *file;
-    int json, add_bos;
+    const char *model_dir, *tokenizer, *text, *file, *system;
+    int json, add_bos, chat;
 } tokenize_opts;
 
 static int parse_args(int argc, char **argv, tokenize_opts *o)
@@ -29,6 +34,7 @@ static int parse_args(int argc, char **argv, tokenize_opts *o)
         {"model", required_argument, NULL, 'm'}, {"tokenizer", required_argument, NULL, 't'},
         {"text", required_argument, NULL, 'x'},  {"file", required_argument, NULL, 'f'},
         {"json", no_argument, NULL, 'j'},        {"add-bos", no_argument, NULL, 'b'},
+        {"chat", no_argument, NULL, 'c'},        {"system", required_argument, NULL, 's'},
         {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
     };
     int c;
@@ -40,6 +46,8 @@ static int parse_args(int argc, char **argv, tokenize_opts *o)
         case 'f': o->file = optarg; break;
         case 'j': o->json = 1; break;
         case 'b': o->add_bos = 1; break;
+        case 'c': o->chat = 1; break;
+        case 's': o->system = optarg, o->chat = 1; break;
         case 'h': fputs(usage_text, stdout); return 0;
         default: return cli_bad_flag("tokenize", c, argc, argv);
         }
@@ -50,6 +58,9 @@ static int parse_args(int argc, char **argv, tokenize_opts *o)
         return cli_usage_error("tokenize", "give exactly one of --model DIR and --tokenizer FILE");
     if (!o->text == !o->file)
         return cli_usage_error("tokenize", "give exactly one of --text TEXT and --file F");
+    if (o->chat && o->add_bos)
+        return cli_usage_error("tokenize", "--add-bos and %s do not go together (the chat prompt "
+                               "begins with <bos>)", o->system ? "--system" : "--chat");
     return -1;
 }
 
@@ -81,7 +92,13 @@ int cmd_tokenize(int argc, char **argv)
     tailor_status st = o.file ? cli_read_text(ctx, o.file, &text, &len) : TAILOR_OK;
     if (st == TAILOR_OK)
         st = tailor_tokenizer_open(ctx, path, &tok);
-    if (st == TAILOR_OK)
+    int empty_thought = 0;
+    if (st == TAILOR_OK && o.chat && o.model_dir)
+        st = tailor_gemma4_chat_empty_thought(ctx, o.model_dir, &empty_thought);
+    if (st == TAILOR_OK && o.chat)
+        st = tailor_tokenizer_chat_prompt(ctx, tok, o.system, o.file ? text : o.text,
+                                          empty_thought, &ids, &n);
+    else if (st == TAILOR_OK)
         st = tailor_tokenizer_encode(ctx, tok, o.file ? text : o.text, o.file ? len : strlen(o.text),
                                      o.add_bos, &ids, &n);
     rc = st == TAILOR_OK ? 0 : cli_fail(ctx, st);

@@ -49,6 +49,9 @@ out=$("$BIN" tokenize --tokenizer "$TMP/tiny.json" --text abba)
 check "tiny tokenizer: '$out'" $([ "$out" = "2 1 0" ]; echo $?)
 expect_fail "missing text file" 1 "$TMP/none.txt" "$BIN" tokenize --tokenizer "$TMP/tiny.json" --file "$TMP/none.txt"
 expect_fail "add-bos without <bos>" 1 "<bos>" "$BIN" tokenize --tokenizer "$TMP/tiny.json" --text ab --add-bos
+expect_fail "--chat with --add-bos" 2 "--add-bos and --chat do not go together" \
+    "$BIN" tokenize --tokenizer "$TMP/tiny.json" --text ab --chat --add-bos
+expect_fail "--chat without turn tokens" 1 "lacks <bos>" "$BIN" tokenize --tokenizer "$TMP/tiny.json" --text ab --chat
 
 TOK=$SHARED/data/gemma3-tokenizer/tokenizer.json
 if [ ! -f "$TOK" ]; then
@@ -65,6 +68,13 @@ check "json + bos: '$out'" $([ "$out" = "[2,9259,1902]" ]; echo $?)
 ln -s "$TOK" "$TMP/model/tokenizer.json"
 out=$("$BIN" tokenize --model "$TMP/model" --text "<start_of_turn>user")
 check "--model DIR: '$out'" $([ "$out" = "105 2364" ]; echo $?)
+# the chat prompt tailor run --chat / --system uses: Hugging Face tokenizers 0.23.2 on the
+# rendered "<bos><start_of_turn>[system\nBe brief.<end_of_turn>\n<start_of_turn>]user\nHi..."
+out=$("$BIN" tokenize --model "$TMP/model" --chat --text " Hi ")
+check "--chat: '$out'" $([ "$out" = "2 105 2364 107 10979 106 107 105 4368 107" ]; echo $?)
+out=$("$BIN" tokenize --model "$TMP/model" --system "Be brief." --text Hi)
+check "--system: '$out'" \
+    $([ "$out" = "2 105 9731 107 3912 8652 236761 106 107 105 2364 107 10979 106 107 105 4368 107" ]; echo $?)
 out=$("$BIN" tokenize --model "$TMP/model" --text ""); rc=$?
 check "empty text: exit 0 and no ids (rc $rc, '$out')" $([ $rc -eq 0 ] && [ "$out" = "" ]; echo $?)
 if command -v python3 >/dev/null && [ -f "$SRC/tests/tokenizer/expected.json" ]; then
