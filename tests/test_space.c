@@ -487,6 +487,9 @@ static void test_find_for_op_follows_text(tailor_ctx *ctx)
  * `experimental` must be that sentence. */
 static void test_experimental(tailor_ctx *ctx)
 {
+    char before[65] = "", hidden[65] = "", admitted[65] = "";
+    unsetenv("TAILOR_EXPERIMENTAL");
+    CHECK_OK(ctx, tailor_plan_space_hash(ctx, "rmsnorm", before));
     write_file("rmsnorm_exp.lua",
                "return { op = 'rmsnorm', source = 'rmsnorm.cu', params = { THREADS = { 96 }, VEC = { 1 } },\n"
                "  experimental = 'not yet run on a GPU',\n"
@@ -501,11 +504,20 @@ static void test_experimental(tailor_ctx *ctx)
           strstr(e->reason, "template rmsnorm_exp is experimental (not yet run on a GPU); "
                             "TAILOR_EXPERIMENTAL=1 includes it"));
     CHECK(p.survivors > 0); /* the embedded template still plans */
+    /* left out, the experimental template takes no part in the op's hash: the cached winners'
+     * key is the one before it came (and the plan's is the lookup's) */
+    CHECK_OK(ctx, tailor_plan_space_hash(ctx, "rmsnorm", hidden));
+    CHECKF(strcmp(hidden, before) == 0 && strcmp(p.space_hash, hidden) == 0,
+           "an experimental template left out changed rmsnorm's hash");
     tailor_plan_free(&p);
     setenv("TAILOR_EXPERIMENTAL", "1", 1);
     CHECK_OK(ctx, plan_for(ctx, "h200", "rmsnorm", "rows=8,cols=512", TAILOR_DTYPE_BF16, &p));
     e = find_entry(&p, "rmsnorm_exp", "THREADS=96 VEC=1");
     CHECK(e && e->verdict == TAILOR_FITS);
+    /* admitted, it is among the candidates: winners tuned so are kept under another key */
+    CHECK_OK(ctx, tailor_plan_space_hash(ctx, "rmsnorm", admitted));
+    CHECKF(strcmp(admitted, before) != 0 && strcmp(p.space_hash, admitted) == 0,
+           "an admitted experimental template left rmsnorm's hash as it was");
     tailor_plan_free(&p);
     unsetenv("TAILOR_EXPERIMENTAL");
     remove_file("rmsnorm_exp.lua");

@@ -243,6 +243,24 @@ static tailor_status add_entries(tailor_ctx *ctx, tailor_plan *plan, tailor_spac
     return st;
 }
 
+/* One template's part of an op's space hash: its name and its own hash. An experimental template
+ * that TAILOR_EXPERIMENTAL leaves out takes no part, so that adding one changes no cached
+ * winner's key (its survivors are not among the candidates then), and winners tuned with it in
+ * are kept apart from those tuned without. */
+static tailor_status hash_space_into(tailor_ctx *ctx, tailor_sha256 *h, const char *name,
+                                     tailor_space *space)
+{
+    if (tailor_space_experimental(space) && !tailor_experimental_on())
+        return TAILOR_OK;
+    char one[65];
+    tailor_status st = tailor_space_hash(ctx, space, one);
+    if (st == TAILOR_OK) {
+        tailor_sha256_update(h, name, strlen(name) + 1);
+        tailor_sha256_update(h, one, 64);
+    }
+    return st;
+}
+
 tailor_status tailor_plan_space_hash(tailor_ctx *ctx, const char *op_name, char hex[65])
 {
     char **names = NULL;
@@ -254,12 +272,8 @@ tailor_status tailor_plan_space_hash(tailor_ctx *ctx, const char *op_name, char 
     tailor_sha256_init(&h);
     for (int i = 0; i < n && st == TAILOR_OK; i++) {
         tailor_space *space = NULL;
-        char one[65];
-        if ((st = tailor_space_load(ctx, names[i], &space)) == TAILOR_OK &&
-            (st = tailor_space_hash(ctx, space, one)) == TAILOR_OK) {
-            tailor_sha256_update(&h, names[i], strlen(names[i]) + 1);
-            tailor_sha256_update(&h, one, 64);
-        }
+        if ((st = tailor_space_load(ctx, names[i], &space)) == TAILOR_OK)
+            st = hash_space_into(ctx, &h, names[i], space);
         tailor_space_destroy(space);
     }
     for (int i = 0; i < n; i++)
@@ -320,10 +334,7 @@ static tailor_status build(tailor_ctx *ctx, const tailor_device_info *dev, const
         tailor_space *space = NULL;
         if ((st = tailor_space_load(ctx, names[i], &space)))
             break;
-        char hex[65];
-        if ((st = tailor_space_hash(ctx, space, hex)) == TAILOR_OK) {
-            tailor_sha256_update(&h, names[i], strlen(names[i]) + 1);
-            tailor_sha256_update(&h, hex, 64);
+        if ((st = hash_space_into(ctx, &h, names[i], space)) == TAILOR_OK) {
             if (out->ntemplates < 16)
                 snprintf(out->templates[out->ntemplates++], 64, "%s", names[i]);
             st = add_entries(ctx, out, space, &bufs, &cap, keep_refused, scratch);

@@ -88,7 +88,8 @@ tailor_status tailor_plan_build_survivors(tailor_ctx *ctx, const tailor_device_i
                                           tailor_dtype dtype, tailor_plan *out);
 void tailor_plan_free(tailor_plan *plan);
 
-/* The space hash tailor_plan_build gives every plan of op_name (over each of its templates),
+/* The space hash tailor_plan_build gives every plan of op_name (over each of its templates but
+ * the experimental ones TAILOR_EXPERIMENTAL leaves out),
  * without enumerating a configuration: with the completed shape, what a cache lookup needs.
  * It depends on the template files, not on device, shape or dtype. */
 tailor_status tailor_plan_space_hash(tailor_ctx *ctx, const char *op_name, char hex[65]);
