@@ -23,12 +23,10 @@
 # attention survivor verified (cli_gpu_attention), then prefill and decode at 8k/32k timed with
 # the working tree's templates and with probe-variants/base's (scripts/probe/base_templates.sh
 # REV) in the same run, plus the int4 gated GEMV against the 2N GEMV + gelu_gate (attn.txt);
-# experimental: the experimental W4A16 templates (TAILOR_EXPERIMENTAL=1; EXP_PARTS picks, default
-# "touch glu": w4a16_gemv_t_touch, w4a16_glu_t_unroll3) verified survivor by survivor (tune
-# --verify-all) over both dtypes, zero points, odd m and n, group 32..128, a split k, a stack
-# stride; then m = 16 and m = 1 at the E2B MLP shapes (touch) and the gated GEMV at E2B's two
-# gate|up widths (glu) benched with them and without them in the same run, cuBLAS beside, and
-# every configuration's time (experimental.txt; one part a call if both do not fit). experimental-attn: the same for the
+# experimental: the experimental W4A16 templates (TAILOR_EXPERIMENTAL=1; none at present: session
+# 29 dropped the last two after their H200 run) verified survivor by survivor (tune --verify-all),
+# then benched with them and without them in the same run, and every configuration's time
+# (experimental.txt). experimental-attn: the same for the
 # experimental attention templates (none at present; session 13 promoted the last two) at
 # head_dim 256 and 512: five prefill
 # verify-all shapes (window, full causal, chunked GQA fp16, window 1, head_dim 512) and three
@@ -426,37 +424,10 @@ if [[ $what == experimental ]]; then
       --verify-all --cache /tmp/exp-verify.sqlite "$@" >>"$W" 2>&1
     echo "rc=$?" >>"$W"
   }
-  parts=${EXP_PARTS:-touch glu}
-  if [[ " $parts " == *" touch "* ]]; then
-    # w4a16_gemv_t_touch (session 28): m = 16 and 1 at E2B's MLP shapes, odd m and n, zero
-    # points, group 32 and 64 (PRESCALE), a split k, fp16, a stack stride
-    verify w4a16_matmul m=16,n=12288,k=1536,group=128 bf16
-    verify w4a16_matmul m=13,n=1000,k=12288,group=64,zp=1 fp16
-    verify w4a16_matmul m=9,n=2056,k=1536,group=32,zp=1 bf16
-    verify w4a16_matmul m=1,n=6144,k=1536,group=128,s_ld=12288 bf16
-    for s in m=16,n=12288,k=1536 m=16,n=1536,k=12288 m=1,n=12288,k=1536 m=1,n=1536,k=12288; do
-      for x in 0 1; do
-        echo "== bench TAILOR_EXPERIMENTAL=$x w4a16 $s" >>"$W"
-        TAILOR_EXPERIMENTAL=$x timeout 90 "$T" bench w4a16 --shape "$s,group=128" \
-          --cache "/tmp/exp-bench-$x.sqlite" >>"$W" 2>&1
-      done
-    done
-  fi
-  if [[ " $parts " == *" glu "* ]]; then
-    # w4a16_glu_t_unroll3 (session 29): the gated GEMV three quads a batch; E2B's two gate|up
-    # widths, an odd zero-point fp16 shape of 5 quads a warp (one padded batch), a scale stride
-    verify w4a16_glu m=1,n=12288,k=1536,group=128 bf16
-    verify w4a16_glu m=3,n=1000,k=2560,group=64,zp=1 fp16
-    verify w4a16_glu m=1,n=6144,k=1536,group=128,s_ld=12304 bf16
-    for n in 6144 12288; do
-      for x in 0 1; do
-        echo "== kernel TAILOR_EXPERIMENTAL=$x w4a16_glu m=1,n=$n,k=1536,group=128" >>"$W"
-        TAILOR_EXPERIMENTAL=$x timeout 90 "$T" bench kernel --op w4a16_glu \
-          --shape "m=1,n=$n,k=1536,group=128,s_ld=0,zp=0" --cache "/tmp/exp-bench-$x.sqlite" \
-          >>"$W" 2>&1
-      done
-    done
-  fi
+  # none at present: session 29 measured and dropped w4a16_gemv_t_touch (TOUCH, RT = 4) and
+  # w4a16_glu_t_unroll3 on the H200 (docs/perf/w4a16.md); a new experimental W4A16 space adds its
+  # verify-all shapes and its with/without benches here, as those did
+  verify w4a16_matmul m=16,n=12288,k=1536,group=128 bf16
   echo "== trials with the experimental templates (fastest first)" >>"$W"
   "$T" cache trials --cache /tmp/exp-bench-1.sqlite 2>&1 | head -200 >>"$W"
   summary+=("experimental: $(grep -c '^rc=0' "$W") of $(grep -c '^== verify-all' "$W") verify-all runs passed; figures in experimental.txt")
