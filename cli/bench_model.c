@@ -427,20 +427,31 @@ static tailor_status decode_sampled(tailor_ctx *ctx, const model_args *a, model_
     float *row = NULL, vals[TAILOR_GEMMA4_TOP_K]; /* row: pinned */
     int32_t ids[TAILOR_GEMMA4_TOP_K], argmax;
     size_t V = (size_t)r->cfg.vocab;
+    int undecided = 0;
     tailor_status s = tailor_sampler_create(ctx, &gemma, r->cfg.vocab, &smp);
-    if (s == TAILOR_OK && a->sample == SAMPLE_ROWS)
+    if (s == TAILOR_OK) /* the rows, or the row the candidates could not decide */
         s = tailor_gpu_host_alloc(ctx, r->gpu, V * sizeof *row, (void **)&row);
     for (int i = 0; i < a->ndec && s == TAILOR_OK; i++) {
         if (a->sample == SAMPLE_TOP) {
             s = tailor_gemma4_gpu_step_top(ctx, r->g, *next, vals, ids, &argmax);
             if (s == TAILOR_OK)
                 *next = tailor_sampler_next_top(smp, vals, ids, TAILOR_GEMMA4_TOP_K);
+            if (s == TAILOR_OK && *next == TAILOR_SAMPLER_UNDECIDED) { /* ties past the list */
+                undecided++;
+                s = tailor_gemma4_gpu_logits(ctx, r->g, row);
+                if (s == TAILOR_OK)
+                    *next = tailor_sampler_next(smp, row);
+            }
         } else {
             s = tailor_gemma4_gpu_step(ctx, r->g, *next, row, &argmax);
             if (s == TAILOR_OK)
                 *next = tailor_sampler_next(smp, row);
         }
     }
+    if (s == TAILOR_OK && a->sample == SAMPLE_TOP)
+        tailor_log(ctx, TAILOR_LOG_INFO, "sampled: %d of %d steps read their row (the 64th "
+                   "best's ties ran past the %d candidates)", undecided, a->ndec,
+                   TAILOR_GEMMA4_TOP_K);
     tailor_gpu_host_free(r->gpu, row);
     tailor_sampler_destroy(smp);
     return s;

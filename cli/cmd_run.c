@@ -549,7 +549,8 @@ static tailor_status generate_gpu(tailor_ctx *ctx, const run_args *a, tailor_gem
             s = greedy_gpu(ctx, g, next, a->max_tokens - 1, io, &generated);
     }
     /* sampled: after the prompt's row, each step downloads only its best candidates when they
-     * decide the draw (top_k <= TAILOR_GEMMA4_TOP_K: the same ids as from the whole row) */
+     * may decide the draw (top_k < TAILOR_GEMMA4_TOP_K: the same ids as from the whole row),
+     * and the row where the top_k-th best's ties run past them */
     int from_top = smp && tailor_sampler_top_covers(smp, TAILOR_GEMMA4_TOP_K);
     float top_vals[TAILOR_GEMMA4_TOP_K];
     int32_t top_ids[TAILOR_GEMMA4_TOP_K];
@@ -557,6 +558,12 @@ static tailor_status generate_gpu(tailor_ctx *ctx, const run_args *a, tailor_gem
         int32_t id = i > 0 && from_top
                          ? tailor_sampler_next_top(smp, top_vals, top_ids, TAILOR_GEMMA4_TOP_K)
                          : tailor_sampler_next(smp, last);
+        if (id == TAILOR_SAMPLER_UNDECIDED) {
+            s = tailor_gemma4_gpu_logits(ctx, g, logits);
+            if (s)
+                break;
+            id = tailor_sampler_next(smp, logits);
+        }
         generated++;
         s = emit_or_stop(ctx, io, id, &stop);
         if (s == TAILOR_OK && !stop && i + 1 < a->max_tokens)

@@ -231,12 +231,13 @@ static int gather(const float *l, int n, int32_t *idx, float *mx)
     return m;
 }
 
-/* A small top-k's candidates without the whole vocabulary: the ids up to a threshold t in the
- * order, t the r-th best of a strided sample of SAMPLE logits with r = 2 k SAMPLE / vocab + 8
- * (so about 2k + 8 vocab / SAMPLE ids are expected to pass, and fewer than k only where the
- * sample misrepresents the logits). Returns their count (>= k) with *mx their largest logit, or
- * 0 where this does not apply (small vocabulary, large k) or fewer than k passed: then gather
- * them all. Correct on any input; the sample only decides how much the quickselect sees. */
+/* A small top-k's candidates without the whole vocabulary: the ids whose logit is at least a
+ * threshold t's, t the r-th best of a strided sample of SAMPLE logits with r = 2 k SAMPLE /
+ * vocab + 8 (so about 2k + 8 vocab / SAMPLE ids are expected to pass, and fewer than k only
+ * where the sample misrepresents the logits). Every id tied with the k-th best passes with it
+ * (its logit is at least t's when k ids are). Returns their count (>= k) with *mx their largest
+ * logit, or 0 where this does not apply (small vocabulary, large k) or fewer than k passed: then
+ * gather them all. Correct on any input; the sample only decides how much the quickselect sees. */
 static int gather_small_k(tailor_sampler *s, const float *l, int k, float *mx)
 {
     int n = s->vocab, step = n / SAMPLE, ns = 0;
@@ -253,12 +254,24 @@ static int gather_small_k(tailor_sampler *s, const float *l, int k, float *mx)
     float lt = l[t], best = lt;
     int m = 0;
     for (int32_t i = 0; i < n; i++)
-        if (l[i] > lt || (l[i] == lt && i <= t)) { /* i == t or before(l, i, t); NaN fails */
+        if (l[i] >= lt) { /* NaN fails */
             s->idx[m++] = i;
             best = l[i] > best ? l[i] : best;
         }
     *mx = best;
     return m >= k ? m : 0;
+}
+
+/* After select_top_k(l, idx, m, k): moves the ids of idx[k..m) whose logit equals the k-th
+ * best's next to idx[0..k) and returns the new count, so that idx[0..count) is the top-k set as
+ * transformers keeps it (every logit not below the k-th largest: ties at the cut stay). */
+static int take_ties(const float *l, int32_t *idx, int m, int k)
+{
+    float lt = l[worst_of(l, idx, k)];
+    for (int i = k; i < m; i++)
+        if (l[idx[i]] == lt)
+            swap_ids(idx, i, k++);
+    return k;
 }
 
 /* The weight of idx[lo..hi) (four sums, so that the additions do not wait on each other). */
@@ -405,8 +418,10 @@ int32_t tailor_sampler_next(tailor_sampler *s, const float *logits)
         return 0; /* every logit NaN */
     if (k <= 0 || k > m)
         k = m;
-    if (k < m)
+    if (k < m) {
         select_top_k(logits, s->idx, m, k);
+        k = take_ties(logits, s->idx, m, k);
+    }
     /* a small top-k set in the order, as tailor_sampler_next_top receives it: top-p's partial
      * sums (in double, of float weights: exact nearly always, but not by construction) then add
      * the same weights in the same order on both paths (O(k log k), k <= SORTED_TOP) */
@@ -417,19 +432,33 @@ int32_t tailor_sampler_next(tailor_sampler *s, const float *logits)
 
 int tailor_sampler_top_covers(const tailor_sampler *s, int n)
 {
-    return s->p.greedy || (s->p.top_k >= 1 && s->p.top_k <= n && s->p.top_k <= SORTED_TOP);
+    return s->p.greedy || (s->p.top_k >= 1 && s->p.top_k < n && s->p.top_k < SORTED_TOP);
+}
+
+/* Whether candidate i of a top list is one: a valid id (-1 ends the list). */
+static int listed(const tailor_sampler *s, const int32_t *ids, int i)
+{
+    return ids[i] >= 0 && ids[i] < s->vocab;
 }
 
 int32_t tailor_sampler_next_top(tailor_sampler *s, const float *vals, const int32_t *ids, int n)
 {
     if (s->p.greedy)
-        return n > 0 && ids[0] >= 0 && ids[0] < s->vocab ? ids[0] : 0;
+        return n > 0 && listed(s, ids, 0) ? ids[0] : 0;
     int k = 0;
-    for (; k < n && k < s->p.top_k && ids[k] >= 0 && ids[k] < s->vocab; k++) {
+    for (; k < n && k < s->p.top_k && listed(s, ids, k); k++) {
         s->idx[k] = ids[k];
         s->top[ids[k]] = vals[k];
     }
     if (k == 0)
         return 0; /* every logit NaN */
+    if (k == s->p.top_k) { /* the k-th best's ties stay (take_ties) */
+        for (; k < n && listed(s, ids, k) && vals[k] == vals[k - 1]; k++) {
+            s->idx[k] = ids[k];
+            s->top[ids[k]] = vals[k];
+        }
+        if (k == n || k > SORTED_TOP)
+            return TAILOR_SAMPLER_UNDECIDED; /* ties may run past the list */
+    }
     return draw_from_top(s, s->top, k, vals[0]);
 }

@@ -10,7 +10,8 @@
 typedef struct tailor_sampler_params {
     int greedy;        /* 1: argmax (lowest id on ties); the rest is ignored */
     float temperature; /* > 0; logits are divided by it */
-    int top_k;         /* keep the k first tokens in the order (tailor_sampler_next); 0 = all */
+    int top_k;         /* keep the k first tokens in the order (tailor_sampler_next) and every
+                        * token tied with the k-th, as transformers does; 0 = all */
     float top_p;       /* then the shortest prefix of those, in the order, whose probability
                         * (softmax over the top-k set) reaches top_p; 1 = all */
     uint64_t seed;     /* generator seed */
@@ -29,7 +30,8 @@ void tailor_sampler_destroy(tailor_sampler *s);
 
 /* The next token for logits[vocab] (not modified). Candidates are ordered larger logit first,
  * lower id first among equals; a NaN logit is never one (all NaN: 0). The distribution is
- * transformers' warpers in turn: the top_k first candidates; weights exp((logit - max) /
+ * transformers' warpers in turn: the top_k first candidates and those whose logit equals the
+ * top_k-th's (transformers keeps every logit not below the top_k-th largest); weights exp((logit - max) /
  * temperature) over them (+inf logits share all the mass, and where all are -inf, evenly); the
  * shortest prefix of those whose weight reaches top_p of their sum (all of them where rounding
  * leaves it unreached); renormalized. The draw is canonical: r = uniform * the kept weight, then
@@ -40,16 +42,22 @@ void tailor_sampler_destroy(tailor_sampler *s);
  * O(vocab log vocab)). Allocates nothing. One sampler serves one thread at a time. */
 int32_t tailor_sampler_next(tailor_sampler *s, const float *logits);
 
-/* Whether tailor_sampler_next_top can stand in for tailor_sampler_next given a row's n best
- * candidates: greedy, or 1 <= top_k <= n (and top_k <= 1024). */
+/* Whether tailor_sampler_next_top may stand in for tailor_sampler_next given a row's n best
+ * candidates: greedy, or 1 <= top_k < n (and top_k < 1024). It decides unless the top_k-th
+ * best's ties run to the end of the list (TAILOR_SAMPLER_UNDECIDED). */
 int tailor_sampler_top_covers(const tailor_sampler *s, int n);
+
+/* What tailor_sampler_next_top returns when its candidates cannot decide: the top_k-th best's
+ * ties run to the list's end (more may follow), or they make more than 1024 candidates. The
+ * generator has not advanced; call tailor_sampler_next with the whole row. */
+#define TAILOR_SAMPLER_UNDECIDED (-1)
 
 /* The id tailor_sampler_next would draw from the whole row (same seed, same state: the very
  * same id, and the generator advances alike), given only the row's n best candidates in the
  * order above — vals[i] the logit of ids[i], best first, as the op "topk" leaves them; an id of
- * -1 (fewer values than n that are not NaN) ends the list — when tailor_sampler_top_covers(s,
- * n). Both entry points hand the top_k best, sorted in the order, to the same later stages. A
- * list that starts with -1 gives 0 (a row of NaN). Allocates nothing. */
+ * -1 (fewer values than n that are not NaN) ends the list — or TAILOR_SAMPLER_UNDECIDED. Both
+ * entry points hand the same candidates, sorted in the order, to the same later stages. A list
+ * that starts with -1 gives 0 (a row of NaN). Allocates nothing. */
 int32_t tailor_sampler_next_top(tailor_sampler *s, const float *vals, const int32_t *ids, int n);
 
 /* Index of the largest of logits[0..n) (the lowest index among equals; NaN never wins). */

@@ -600,16 +600,17 @@ fi
 if [[ $what == sample ]]; then
   # sampled decoding: the op topk verified survivor by survivor (the candidates a sampled step
   # downloads), then the E2B decode with Gemma's sampling defaults, each step downloading its
-  # whole row (--sample rows) or its 64 best (--sample top), beside greedy, alternating on one
+  # whole row (--sample rows) or its 128 best (--sample top), beside greedy, alternating on one
   # cache (SAMPLE_W: "w4a16" = W4A16 + int4 head, default, and/or "bf16"; the caches live in
   # build-gpu/ so that a later call on the same machine finds them; sample.txt)
   S="$OUT/sample.txt"
   : >"$S"
-  # both templates (topk's network, topk_warp's register lists) at four shapes
+  # both templates (topk's network, topk_warp's register lists of 64 and 128) at seven shapes
   verify_all "$S" topk build-gpu/topk.sqlite "rows=1,n=262144,k=64 bf16" \
-    "rows=3,n=262144,k=64 fp16" "rows=2,n=1000,k=7 bf16" "rows=1,n=512,k=64 bf16"
+    "rows=3,n=262144,k=64 fp16" "rows=2,n=1000,k=7 bf16" "rows=1,n=512,k=64 bf16" \
+    "rows=1,n=262144,k=128 bf16" "rows=3,n=262144,k=128 fp16" "rows=2,n=5000,k=100 bf16"
   echo "== verify-all topk rehearse t4" >>"$S"
-  timeout 120 "$T" tune --op topk --shape rows=1,n=262144,k=64 --dtype fp16 --verify-all \
+  timeout 120 "$T" tune --op topk --shape rows=1,n=262144,k=128 --dtype fp16 --verify-all \
     --rehearse t4 --cache build-gpu/topk.sqlite >>"$S" 2>&1
   echo "rc=$?" >>"$S"
   for w in ${SAMPLE_W:-w4a16}; do
@@ -630,7 +631,7 @@ if [[ $what == sample ]]; then
       done
     done
   done
-  summary+=("sample: $(grep -c '^rc=0' "$S") of 5 topk verifications passed, $(grep -c '^decode [0-9]' "$S") decode figures; sample.txt")
+  summary+=("sample: $(grep -c '^rc=0' "$S") of 8 topk verifications passed, $(grep -c '^decode [0-9]' "$S") decode figures; sample.txt")
 fi
 if [[ $what == step-tune ]]; then
   # step tuning (tuner/step_tune.h): the swap machinery on an rmsnorm shape (test_gpu_step_tune),

@@ -76,6 +76,10 @@ tune topk rows=1,n=262144,k=64 bf16
 tune topk rows=3,n=262144,k=64 fp16
 tune topk rows=2,n=1000,k=7 bf16
 tune topk rows=1,n=512,k=64 bf16
+# k = 128 (TAILOR_GEMMA4_TOP_K: the warps' lists of 128), and k between the two lists' lengths
+tune topk rows=1,n=262144,k=128 bf16
+tune topk rows=3,n=262144,k=128 fp16
+tune topk rows=2,n=5000,k=100 bf16
 
 # gemma4_ple: rows staged per token, and gathered from the table on the device by id
 for t in 1 9; do
@@ -102,6 +106,7 @@ tune softcap_argmax rows=1,vocab=262144 fp16 --rehearse t4
 tune softcap_argmax rows=1,vocab=262144,feed=1 fp16 --rehearse t4
 tune gemma4_ple tokens=1,layers=35,dim=256,hidden=1536,gather=1 fp16 --rehearse t4
 tune topk rows=1,n=262144,k=64 fp16 --rehearse t4
+tune topk rows=1,n=262144,k=128 fp16 --rehearse t4
 
 # a second run of a cached shape compiles nothing
 out=$(TAILOR_NO_COMPILE=1 "$T" tune --op softcap_argmax --shape rows=1,vocab=262144 --dtype bf16 \

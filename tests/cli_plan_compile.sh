@@ -71,6 +71,8 @@ h200 bf16 gemma4_fill words=1048576,mode=1
 h200 bf16 softcap_argmax rows=1,vocab=262144
 h200 bf16 topk rows=1,n=262144,k=64
 t4 fp16 topk rows=1,n=262144,k=64
+h200 bf16 topk rows=1,n=262144,k=128
+t4 fp16 topk rows=3,n=262144,k=128
 t4 fp16 rmsnorm rows=1,cols=1536
 LIST
 

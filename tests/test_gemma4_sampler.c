@@ -24,7 +24,8 @@ static int ref_cmp(const void *a, const void *b)
 }
 
 /* The kept set of sampler.h, computed the slow way: the ids that are not NaN sorted in the order,
- * the first top_k (all for 0), weights expf((l - max) / T) over them into w[id] (the largest
+ * the first top_k (all for 0) and those tied with the top_k-th (transformers' TopKLogitsWarper
+ * keeps every logit not below the top_k-th largest), weights expf((l - max) / T) over them into w[id] (the largest
  * exactly 1), then the shortest prefix whose weight reaches top_p of their sum. Returns its worst
  * id (the boundary), -1 when every id that is not NaN is kept. order[n] is scratch. */
 static int32_t ref_boundary(const float *l, int n, const tailor_sampler_params *p, int32_t *order,
@@ -37,6 +38,8 @@ static int32_t ref_boundary(const float *l, int n, const tailor_sampler_params *
     ref_logits = l;
     qsort(order, (size_t)m, sizeof *order, ref_cmp);
     int k = p->top_k > 0 && p->top_k < m ? p->top_k : m;
+    while (k < m && l[order[k]] == l[order[k - 1]])
+        k++;
     float mx = l[order[0]];
     double sum = 0;
     for (int i = 0; i < k; i++) {
@@ -310,13 +313,16 @@ static void ref_top(const float *l, int n, int cap, int32_t *order, float *vals,
     }
 }
 
-/* tailor_sampler_next_top over a row's 64 best candidates draws, seed for seed, the very id
- * tailor_sampler_next draws from the whole row, whenever top_k <= 64 (what a sampled GPU decode
- * step relies on: it downloads only the candidates). */
+/* tailor_sampler_next_top over a row's 128 best candidates (TAILOR_GEMMA4_TOP_K) draws, seed for
+ * seed, the very id tailor_sampler_next draws from the whole row, or says it cannot decide
+ * (TAILOR_SAMPLER_UNDECIDED: the top_k-th best's ties run to the list's end) without advancing
+ * its generator, and the caller's whole-row draw then equals it too: what a sampled GPU decode
+ * step relies on (it downloads only the candidates, the row when they do not decide).
+ * *undecided counts the draws that needed the row. */
 static void check_top_matches(tailor_ctx *ctx, const char *what, const float *l, int n,
-                              int32_t *order)
+                              int32_t *order, int *undecided)
 {
-    enum { CAP = 64 };
+    enum { CAP = 128 };
     float vals[CAP];
     int32_t ids[CAP];
     ref_top(l, n, CAP, order, vals, ids);
@@ -324,7 +330,8 @@ static void check_top_matches(tailor_ctx *ctx, const char *what, const float *l,
         int k;
         float p, t;
     } cfg[] = {{64, 0.95f, 1.0f}, {64, 1.0f, 1.0f}, {40, 0.9f, 0.7f}, {1, 1.0f, 1.0f},
-               {2, 0.5f, 1.5f},   {17, 0.3f, 2.0f}, {64, 0.999f, 0.3f}};
+               {2, 0.5f, 1.5f},   {17, 0.3f, 2.0f}, {64, 0.999f, 0.3f}, {127, 1.0f, 1.0f}};
+    *undecided = 0;
     for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
         tailor_sampler_params p = {.temperature = cfg[c].t, .top_k = cfg[c].k, .top_p = cfg[c].p,
                                    .seed = 7 + c};
@@ -342,6 +349,10 @@ static void check_top_matches(tailor_ctx *ctx, const char *what, const float *l,
         int32_t first = -1, got = -1, want = -1;
         for (int d = 0; d < 60; d++) {
             int32_t a = tailor_sampler_next(full, l), b = tailor_sampler_next_top(top, vals, ids, CAP);
+            if (b == TAILOR_SAMPLER_UNDECIDED) { /* the caller's fallback: the whole row */
+                ++*undecided;
+                b = tailor_sampler_next(top, l);
+            }
             if (a != b && differ++ == 0)
                 got = b, want = a;
             distinct += d > 0 && a != first;
@@ -359,6 +370,52 @@ static void check_top_matches(tailor_ctx *ctx, const char *what, const float *l,
     }
 }
 
+/* Ties at the top_k-th place stay, as transformers keeps them: logits 5, 4, 3, 3, 3, 0 at top-k
+ * 3 keep ids 0-4 (the two tied with the third included) and never 5; and a list of candidates
+ * whose ties run to its end cannot decide. */
+static void test_top_k_ties(tailor_ctx *ctx)
+{
+    const float l[6] = {5.0f, 4.0f, 3.0f, 3.0f, 3.0f, 0.0f};
+    tailor_sampler_params p = {.temperature = 100.0f, .top_k = 3, .top_p = 1.0f, .seed = 5};
+    tailor_sampler *s = NULL, *t = NULL;
+    CHECK_OK(ctx, tailor_sampler_create(ctx, &p, 6, &s));
+    int cnt[6] = {0};
+    for (int i = 0; i < 2000 && s; i++) {
+        int32_t id = tailor_sampler_next(s, l);
+        cnt[id >= 0 && id < 6 ? id : 5]++;
+    }
+    CHECKF(cnt[3] > 0 && cnt[4] > 0 && cnt[5] == 0, "top-k 3 over 5, 4, 3, 3, 3, 0: ids 3 and 4 "
+           "(tied with the third) drawn %d and %d times, id 5 %d times (want > 0, > 0, 0)",
+           cnt[3], cnt[4], cnt[5]);
+    tailor_sampler_destroy(s);
+
+    /* the 3 best listed (3 is tied with the next): undecided, the generator untouched */
+    const float v3[3] = {5.0f, 4.0f, 3.0f};
+    const int32_t i3[3] = {0, 1, 2}, i3end[4] = {0, 1, 2, -1};
+    const float v4[4] = {5.0f, 4.0f, 3.0f, 0.0f};
+    CHECK_OK(ctx, tailor_sampler_create(ctx, &p, 6, &s));
+    CHECK_OK(ctx, tailor_sampler_create(ctx, &p, 6, &t));
+    if (s && t) {
+        CHECK(!tailor_sampler_top_covers(s, 3) && tailor_sampler_top_covers(s, 4));
+        CHECK(tailor_sampler_next_top(s, v3, i3, 3) == TAILOR_SAMPLER_UNDECIDED);
+        /* four listed, the last tied with the third: still undecided */
+        const float v4t[4] = {5.0f, 4.0f, 3.0f, 3.0f};
+        const int32_t i4t[4] = {0, 1, 2, 3};
+        CHECK(tailor_sampler_next_top(s, v4t, i4t, 4) == TAILOR_SAMPLER_UNDECIDED);
+        /* a list that ends (-1) after the third decides: nothing else is left */
+        int same = 1;
+        for (int i = 0; i < 20; i++) {
+            int32_t a = tailor_sampler_next_top(s, v4, i3end, 4);
+            int32_t b = tailor_sampler_next(t, (const float[6]){5.0f, 4.0f, 3.0f, NAN, NAN, NAN});
+            same &= a == b && a >= 0 && a <= 2;
+        }
+        CHECKF(same, "a list that ends after its third candidate draws as the row of those three "
+               "(and the undecided calls before did not advance the generator)");
+    }
+    tailor_sampler_destroy(s);
+    tailor_sampler_destroy(t);
+}
+
 static void test_top_candidates(tailor_ctx *ctx, uint64_t seed)
 {
     enum { V = 262144 };
@@ -371,11 +428,14 @@ static void test_top_candidates(tailor_ctx *ctx, uint64_t seed)
         l[i] = 1.5f * test_rng_normal(&r);
     for (int i = 0; i < 24; i++)
         l[test_rng_next(&r) % V] = 9.0f + 0.25f * (float)(i % 5);
-    check_top_matches(ctx, "262144 logits", l, V, order);
+    int undecided = 0;
+    check_top_matches(ctx, "262144 logits", l, V, order, &undecided);
+    CHECKF(undecided == 0, "262144 distinct logits: %d draws undecided from 128 candidates",
+           undecided);
     /* soft-capped (30 tanh(x / 30)), on a grid of 1/8 with 1% NaN: ties across the 64th place */
     for (int i = 0; i < V; i++)
         l[i] = test_rng_next(&r) % 100 == 0 ? NAN : roundf(8.0f * 30.0f * tanhf(l[i] / 30.0f)) / 8.0f;
-    check_top_matches(ctx, "ties and NaN", l, V, order);
+    check_top_matches(ctx, "ties and NaN", l, V, order, &undecided);
     /* fewer values than candidates: 32 that are not NaN, so the list ends with ids of -1 */
     int values = 0;
     for (int i = 0; i < 4096; i++) {
@@ -384,7 +444,14 @@ static void test_top_candidates(tailor_ctx *ctx, uint64_t seed)
     }
     CHECKF(values == 32, "%d values in the row of 4096 (want 32, fewer than top-k 40 and 64)",
            values);
-    check_top_matches(ctx, "32 values in 4096", l, 4096, order);
+    check_top_matches(ctx, "32 values in 4096", l, 4096, order, &undecided);
+    CHECKF(undecided == 0, "a list that ends: %d draws undecided", undecided);
+    /* every value tied: each top-k's ties run past any list, so every draw needs the row */
+    for (int i = 0; i < 4096; i++)
+        l[i] = 1.0f;
+    check_top_matches(ctx, "4096 equal values", l, 4096, order, &undecided);
+    CHECKF(undecided == 8 * 60, "4096 equal values: %d of %d draws undecided from 128 "
+           "candidates (want all)", undecided, 8 * 60);
 
     tailor_sampler_params p = {.temperature = 1.0f, .top_k = 0, .top_p = 0.9f, .seed = 1};
     tailor_sampler *s = NULL;
@@ -393,7 +460,7 @@ static void test_top_candidates(tailor_ctx *ctx, uint64_t seed)
     tailor_sampler_destroy(s);
     p.top_k = 65;
     CHECK_OK(ctx, tailor_sampler_create(ctx, &p, 4096, &s));
-    CHECK(s && !tailor_sampler_top_covers(s, 64) && tailor_sampler_top_covers(s, 128));
+    CHECK(s && !tailor_sampler_top_covers(s, 65) && tailor_sampler_top_covers(s, 128));
     tailor_sampler_destroy(s);
     p.greedy = 1;
     CHECK_OK(ctx, tailor_sampler_create(ctx, &p, 4096, &s));
@@ -513,6 +580,7 @@ int main(void)
     test_full_vocabulary(ctx, seed);
     test_adversarial(ctx, seed);
     test_top_candidates(ctx, seed);
+    test_top_k_ties(ctx);
     tailor_ctx_destroy(ctx);
     return test_finish("test_gemma4_sampler");
 }

@@ -301,21 +301,25 @@ static int top_is_row_best(const float *row, int vocab, const float *vals, const
 }
 
 /* Sampled decoding: steps that download only their candidates (tailor_gemma4_gpu_step_top, then
- * tailor_sampler_next_top) draw, seed for seed, the ids that steps downloading the whole row
- * draw with tailor_sampler_next; and each step's candidates are the row's best exactly. */
+ * tailor_sampler_next_top, and the row through tailor_gemma4_gpu_logits where they cannot
+ * decide) draw, seed for seed, the ids that steps downloading the whole row draw with
+ * tailor_sampler_next; each step's candidates are the row's best exactly, and the row
+ * tailor_gemma4_gpu_logits reads again is the step's. */
 static void check_sampled(tailor_ctx *ctx, tailor_gemma4_gpu *g, const char *tag,
                           const int32_t *prompt, int T, int steps, int vocab)
 {
     static const tailor_sampler_params ps[] = {
         {.temperature = 1.0f, .top_k = 64, .top_p = 0.95f, .seed = 11}, /* Gemma's defaults */
         {.temperature = 1.5f, .top_k = 5, .top_p = 1.0f, .seed = 12},
+        {.temperature = 1.0f, .top_k = TAILOR_GEMMA4_TOP_K - 1, .top_p = 1.0f, .seed = 13},
     };
     float *rows = malloc((size_t)T * (size_t)vocab * sizeof *rows);
+    float *again = malloc((size_t)vocab * sizeof *again);
     int32_t *order = malloc((size_t)vocab * sizeof *order);
     float vals[TAILOR_GEMMA4_TOP_K];
     int32_t tids[TAILOR_GEMMA4_TOP_K], want[64], got[64], next;
     steps = steps > 64 ? 64 : steps;
-    for (size_t c = 0; c < sizeof ps / sizeof ps[0] && rows && order; c++) {
+    for (size_t c = 0; c < sizeof ps / sizeof ps[0] && rows && order && again; c++) {
         tailor_sampler *a = NULL, *b = NULL;
         tailor_status st = tailor_sampler_create(ctx, &ps[c], vocab, &a);
         if (st == TAILOR_OK)
@@ -323,7 +327,7 @@ static void check_sampled(tailor_ctx *ctx, tailor_gemma4_gpu *g, const char *tag
         CHECKF(st == TAILOR_OK && tailor_sampler_top_covers(b, TAILOR_GEMMA4_TOP_K),
                "%s: sampler for top-k %d", tag, ps[c].top_k);
         /* the whole row each step; the device's candidates of the same row beside it */
-        int top_ok = 1;
+        int top_ok = 1, row_ok = 1, undecided = 0;
         tailor_gemma4_gpu_reset(g);
         if (st == TAILOR_OK)
             st = tailor_gemma4_gpu_prefill(ctx, g, prompt, T, rows, &next);
@@ -331,6 +335,9 @@ static void check_sampled(tailor_ctx *ctx, tailor_gemma4_gpu *g, const char *tag
         for (int i = 0; st == TAILOR_OK && i < steps; i++) {
             st = tailor_gemma4_gpu_top(ctx, g, vals, tids);
             top_ok &= st == TAILOR_OK && top_is_row_best(row, vocab, vals, tids, order);
+            if (st == TAILOR_OK)
+                st = tailor_gemma4_gpu_logits(ctx, g, again);
+            row_ok &= st == TAILOR_OK && memcmp(again, row, (size_t)vocab * sizeof *row) == 0;
             want[i] = tailor_sampler_next(a, row);
             if (st == TAILOR_OK && i + 1 < steps)
                 st = tailor_gemma4_gpu_step(ctx, g, want[i], rows, &next);
@@ -338,6 +345,8 @@ static void check_sampled(tailor_ctx *ctx, tailor_gemma4_gpu *g, const char *tag
         }
         CHECKF(st == TAILOR_OK && top_ok, "%s: the device's %d candidates %s", tag,
                TAILOR_GEMMA4_TOP_K, st ? tailor_ctx_message(ctx) : "are not the row's best");
+        CHECKF(st == TAILOR_OK && row_ok, "%s: tailor_gemma4_gpu_logits read another row than "
+               "the step's", tag);
         /* candidates only, after the prompt's row */
         tailor_gemma4_gpu_reset(g);
         if (st == TAILOR_OK)
@@ -346,7 +355,12 @@ static void check_sampled(tailor_ctx *ctx, tailor_gemma4_gpu *g, const char *tag
         for (int i = 0; st == TAILOR_OK && i < steps; i++) {
             got[i] = i == 0 ? tailor_sampler_next(b, row)
                             : tailor_sampler_next_top(b, vals, tids, TAILOR_GEMMA4_TOP_K);
-            if (i + 1 < steps)
+            if (got[i] == TAILOR_SAMPLER_UNDECIDED) { /* ties past the list: the row */
+                undecided++;
+                st = tailor_gemma4_gpu_logits(ctx, g, again);
+                got[i] = st == TAILOR_OK ? tailor_sampler_next(b, again) : -1;
+            }
+            if (st == TAILOR_OK && i + 1 < steps)
                 st = tailor_gemma4_gpu_step_top(ctx, g, got[i], vals, tids, &next);
         }
         int same = st == TAILOR_OK, distinct = 0;
@@ -358,14 +372,15 @@ static void check_sampled(tailor_ctx *ctx, tailor_gemma4_gpu *g, const char *tag
          * every draw is one id (test_gemma4_sampler asserts the generator is used) */
         CHECKF(same, "%s: top-k %d: sampled steps from the candidates drew other ids than from "
                "the rows%s%s", tag, ps[c].top_k, st ? ": " : "", st ? tailor_ctx_message(ctx) : "");
-        printf("  %s: sampled (top-k %d, top-p %g, T %g), %d steps from %d candidates: %s "
-               "(%d ids unlike the first)\n", tag, ps[c].top_k, (double)ps[c].top_p,
-               (double)ps[c].temperature, steps, TAILOR_GEMMA4_TOP_K,
-               same ? "the rows' ids" : "DIFFER", distinct);
+        printf("  %s: sampled (top-k %d, top-p %g, T %g), %d steps from %d candidates (%d "
+               "read the row): %s (%d ids unlike the first)\n", tag, ps[c].top_k,
+               (double)ps[c].top_p, (double)ps[c].temperature, steps, TAILOR_GEMMA4_TOP_K,
+               undecided, same ? "the rows' ids" : "DIFFER", distinct);
         tailor_sampler_destroy(a);
         tailor_sampler_destroy(b);
     }
     free(rows);
+    free(again);
     free(order);
 }
 

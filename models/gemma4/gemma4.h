@@ -373,8 +373,10 @@ tailor_status tailor_gemma4_gpu_step(tailor_ctx *ctx, tailor_gemma4_gpu *g, int3
 
 /* The candidates a sampled decode step leaves on the device and downloads instead of the whole
  * row of logits: the row's best TAILOR_GEMMA4_TOP_K soft-capped logits (the op "topk"), enough
- * for tailor_sampler_next_top whenever top_k <= this (tailor_sampler_top_covers). */
-#define TAILOR_GEMMA4_TOP_K 64
+ * for tailor_sampler_next_top whenever top_k < this (tailor_sampler_top_covers) and the
+ * top_k-th best's ties end inside the list (else tailor_gemma4_gpu_logits reads the row). Twice
+ * Gemma's top_k of 64, so that its ties rarely run past the list. */
+#define TAILOR_GEMMA4_TOP_K 128
 
 /* The last processed position's candidates (after a prefill or a step): vals[i] the soft-capped
  * logit of ids[i], best first (larger value, lower id among equals, NaN never; id -1 ends the
@@ -383,6 +385,11 @@ tailor_status tailor_gemma4_gpu_step(tailor_ctx *ctx, tailor_gemma4_gpu *g, int3
  * replaced those logits). The op is loaded (or tuned) at its first use. */
 tailor_status tailor_gemma4_gpu_top(tailor_ctx *ctx, tailor_gemma4_gpu *g, float *vals,
                                     int32_t *ids);
+
+/* The last processed position's [vocab] soft-capped fp32 logits (after a prefill or a step),
+ * downloaded into logits: what a sampled step reads when its candidates cannot decide
+ * (TAILOR_SAMPLER_UNDECIDED). Consumes no position. Errors as tailor_gemma4_gpu_top. */
+tailor_status tailor_gemma4_gpu_logits(tailor_ctx *ctx, tailor_gemma4_gpu *g, float *logits);
 
 /* tailor_gemma4_gpu_step that downloads the step's candidates (as tailor_gemma4_gpu_top) in the
  * same round trip instead of its logits: a sampled decode step. Errors as prefill. */

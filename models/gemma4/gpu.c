@@ -870,16 +870,35 @@ tailor_status tailor_gemma4_gpu_step_top(tailor_ctx *ctx, tailor_gemma4_gpu *g, 
     return step(ctx, g, token, &(g4g_wants){.top_vals = vals, .top_ids = ids, .next = next});
 }
 
-tailor_status tailor_gemma4_gpu_top(tailor_ctx *ctx, tailor_gemma4_gpu *g, float *vals,
-                                    int32_t *ids)
+/* TAILOR_ERR_MISUSE unless capped's row g->top_row holds the last position's logits (`what`
+ * the caller wants of them). */
+static tailor_status check_last_row(tailor_ctx *ctx, const tailor_gemma4_gpu *g, const char *what)
 {
     if (g->pos < 1 || g->top_row < 0)
         return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
-                                "gemma4 gpu: no logits to rank (%s)",
+                                "gemma4 gpu: no logits to %s (%s)", what,
                                 g->pos < 1 ? "no position processed yet"
                                            : "a greedy decode stopped with a step queued past "
                                              "the last kept position");
-    tailor_status st = queue_top_read(ctx, g);
+    return TAILOR_OK;
+}
+
+tailor_status tailor_gemma4_gpu_logits(tailor_ctx *ctx, tailor_gemma4_gpu *g, float *logits)
+{
+    size_t V = (size_t)g->cfg.vocab;
+    tailor_status st = check_last_row(ctx, g, "read");
+    if (st == TAILOR_OK)
+        st = tailor_gpu_download_async(ctx, g->gpu, logits, off(g->capped, (size_t)g->top_row * V, 4),
+                                       V * 4);
+    return st == TAILOR_OK ? tailor_gpu_sync(ctx, g->gpu) : st;
+}
+
+tailor_status tailor_gemma4_gpu_top(tailor_ctx *ctx, tailor_gemma4_gpu *g, float *vals,
+                                    int32_t *ids)
+{
+    tailor_status st = check_last_row(ctx, g, "rank");
+    if (st == TAILOR_OK)
+        st = queue_top_read(ctx, g);
     if (st == TAILOR_OK)
         st = tailor_gpu_sync(ctx, g->gpu);
     if (st == TAILOR_OK)
