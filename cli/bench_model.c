@@ -198,8 +198,8 @@ static void model_usage(void)
            "token), --one-by-one waits for each step before queuing the next (both for\n"
            "comparisons). --sample: decode sampled with Gemma's defaults (top-k 64, top-p 0.95,\n"
            "temperature 1), one step at a time, each step downloading its whole row of logits\n"
-           "for the host sampler (rows) or only the row's 64 best (top: the op topk; the same\n"
-           "ids, as tailor run draws them).\n");
+           "for the host sampler (rows) or only the row's 128 best (top: the op topk; the same\n"
+           "ids, as tailor run draws them; the row where the 64th best's ties run past them).\n");
 }
 
 /* What the command line asked for. */
@@ -545,7 +545,7 @@ static void print_figures(const model_args *a, const model_run *r, const model_f
            (f->rss - f->base_rss) / 1e9, (double)f->gpu_bytes / 1e9, f->load_s,
            info.graph ? "yes" : "no", info.w4a16 ? "W4A16" : "16-bit",
            queued ? "queued ahead (the argmax feeds the next step on the GPU)" : "one at a time",
-           a->sample == SAMPLE_TOP    ? ", sampled from each row's 64 best (downloaded)"
+           a->sample == SAMPLE_TOP    ? ", sampled from each row's 128 best (downloaded)"
            : a->sample == SAMPLE_ROWS ? ", sampled from each whole row (downloaded)"
                                       : "",
            !ple ? "" : info.ple_bytes ? "; PLE table on the GPU" : "; PLE table on the host");

@@ -19,7 +19,7 @@ static const char bench_usage[] =
     "  --json             one JSON object instead of a line of text\n"
     "Logits are N(0, 2), seeded, in sets of 64 MiB in all that the draws take in turn, so that\n"
     "they come from memory as after a forward step; the median of 7 timed runs is reported.\n"
-    "With --top-k from 1 to 64, draws from each row's 64 best alone (what a sampled GPU step\n"
+    "With --top-k from 1 to 127, draws from each row's 128 best alone (what a sampled GPU step\n"
     "downloads) are timed too.\n";
 
 enum { RUNS = 7, CHECKED = 100 };
@@ -96,15 +96,18 @@ static int32_t *sorted_ids(const float *l, int n)
     return order;
 }
 
-/* The kept set of sampler.h for l[n] (no NaN here), the slow way: sort, the first top_k, the
- * shortest prefix whose softmax weight reaches top_p. Returns its worst id, -1 for all ids;
+/* The kept set of sampler.h for l[n] (no NaN here), the slow way: sort, the first top_k and
+ * those tied with the top_k-th, the shortest prefix whose softmax weight reaches top_p. Returns its worst id, -1 for all ids;
  * -2 when out of memory. */
 static int32_t reference_boundary(const float *l, int n, const tailor_sampler_params *p)
 {
     int32_t *order = sorted_ids(l, n);
     if (!order)
         return -2;
-    int k = p->top_k > 0 && p->top_k < n ? p->top_k : n, keep = k;
+    int k = p->top_k > 0 && p->top_k < n ? p->top_k : n;
+    while (k < n && l[order[k]] == l[order[k - 1]])
+        k++;
+    int keep = k;
     double sum = 0, acc = 0;
     for (int i = 0; i < k; i++)
         sum += expf((l[order[i]] - l[order[0]]) / p->temperature);
@@ -150,7 +153,7 @@ static void fill_logits(float *l, size_t n)
 }
 
 /* Candidates a sampled GPU step downloads (the op topk): each set's TOP best, in the order. */
-enum { TOP = 64 };
+enum { TOP = 128 }; /* TAILOR_GEMMA4_TOP_K */
 typedef struct top_sets {
     float *vals;  /* [sets][TOP] */
     int32_t *ids; /* [sets][TOP] */
