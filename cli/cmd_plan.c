@@ -167,7 +167,6 @@ static int compile_survivors(tailor_ctx *ctx, tailor_plan *plan, const char *dum
         if ((unsigned)plan->entries[i].verdict < TAILOR_VERDICTS)
             plan->by_verdict[plan->entries[i].verdict]++;
     }
-    plan->survivors = plan->by_verdict[TAILOR_FITS];
     return failed;
 }
 
@@ -247,7 +246,7 @@ static void print_text(const tailor_plan *plan, const compiled_entry *comp, int 
     char shape[256], a[32];
     tailor_shape_format(&plan->shape, shape, sizeof shape);
     printf("%s %s %s on %s: %d candidates, %d survive\n", plan->op->name, shape,
-           tailor_dtype_name(plan->dtype), plan->dev.name, plan->count, plan->survivors);
+           tailor_dtype_name(plan->dtype), plan->dev.name, plan->count, tailor_plan_survivors(plan));
     printf("\nsurvivors:\n");
     int width = template_column(plan);
     for (int i = 0; i < plan->nentries; i++) {
@@ -353,14 +352,14 @@ static tailor_status plan_one_shape(tailor_ctx *ctx, const tailor_device_info *d
     /* the survivors' entries only (a model's shapes refuse hundreds of thousands of candidates);
      * the refusals as counts, and all of them again only for a shape where none survives */
     tailor_status st = tailor_plan_build_survivors(ctx, dev, t->op, &t->shape, dtype, &plan);
-    if (st == TAILOR_OK && plan.survivors == 0) {
+    if (st == TAILOR_OK && tailor_plan_survivors(&plan) == 0) {
         tailor_plan_free(&plan);
         st = tailor_plan_build(ctx, dev, t->op, &t->shape, dtype, &plan);
     }
     if (st)
         return st;
     out->candidates = plan.count;
-    out->survivors = plan.survivors;
+    out->survivors = tailor_plan_survivors(&plan);
     for (int v = 1; v < PLAN_CLASSES; v++)
         out->refused[v] = plan.by_verdict[v];
     int sm = plan.dev.cc_major * 10 + plan.dev.cc_minor;
@@ -374,7 +373,7 @@ static tailor_status plan_one_shape(tailor_ctx *ctx, const tailor_device_info *d
         if (name_set_add(kernels, name))
             st = tailor_set_error(ctx, TAILOR_ERR_NOMEM, "plan: out of memory");
     }
-    if (plan.survivors == 0)
+    if (tailor_plan_survivors(&plan) == 0)
         pick_example(&plan, out->refused, out->example, sizeof out->example);
     tailor_plan_free(&plan);
     return st;

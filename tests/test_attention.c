@@ -342,7 +342,7 @@ static int plan_survivors(tailor_ctx *ctx, const char *profile, const char *op, 
     CHECKF(st == TAILOR_OK, "plan %s %s on %s: %s", op, shape, profile, tailor_ctx_message(ctx));
     if (st)
         return -1;
-    int n = plan.survivors;
+    int n = tailor_plan_survivors(&plan);
     printf("plan %-4s %-17s %-62s %s: %d of %d survive\n", profile, op, shape,
            tailor_dtype_name(dtype), n, plan.count);
     tailor_plan_free(&plan);

@@ -503,7 +503,7 @@ static void test_experimental(tailor_ctx *ctx)
     CHECK(e && e->verdict == TAILOR_REFUSED_EXPERIMENTAL &&
           strstr(e->reason, "template rmsnorm_exp is experimental (not yet run on a GPU); "
                             "TAILOR_EXPERIMENTAL=1 includes it"));
-    CHECK(p.survivors > 0); /* the embedded template still plans */
+    CHECK(tailor_plan_survivors(&p) > 0); /* the embedded template still plans */
     /* left out, the experimental template takes no part in the op's hash: the cached winners'
      * key is the one before it came (and the plan's is the lookup's) */
     CHECK_OK(ctx, tailor_plan_space_hash(ctx, "rmsnorm", hidden));
@@ -566,7 +566,7 @@ static void test_variant_and_budget(tailor_ctx *ctx)
     CHECK(big && big->verdict == TAILOR_FITS);
     tailor_plan_free(&p);
     CHECK_OK(ctx, plan_for(ctx, "t4", "rmsnorm", "rows=8,cols=512", TAILOR_DTYPE_BF16, &p));
-    CHECK(p.survivors == 0);
+    CHECK(tailor_plan_survivors(&p) == 0);
     small = find_entry(&p, "rmsnorm_tiled", "BM=16 THREADS=128 VEC=2 WIDE=0");
     CHECK(small && small->verdict == TAILOR_REFUSED_FEATURE &&
           strstr(small->reason, "needs bf16 (sm_80 or newer); Tesla T4 (sm_75) lacks it"));
@@ -903,8 +903,8 @@ static void test_decode_cluster(tailor_ctx *ctx)
     int t4_cluster = 0;
     for (int i = 0; i < p.nentries; i++)
         t4_cluster += define_int(&p.entries[i].launch, "CLUSTER") == 1;
-    CHECKF(p.survivors > 0 && t4_cluster == 0, "t4 ring: %d survivors, %d CLUSTER=1 candidates",
-           p.survivors, t4_cluster);
+    CHECKF(tailor_plan_survivors(&p) > 0 && t4_cluster == 0, "t4 ring: %d survivors, %d CLUSTER=1 candidates",
+           tailor_plan_survivors(&p), t4_cluster);
     tailor_plan_free(&p);
 
     /* forced on the T4, the feature refuses it */

@@ -37,7 +37,7 @@ static int picks_answered(tailor_ctx *ctx, const tailor_device_info *dev,
 {
     tailor_plan plan;
     CHECK_OK(ctx, tailor_plan_build(ctx, dev, t->op, &t->shape, TAILOR_DTYPE_BF16, &plan));
-    int *idx = calloc((size_t)plan.survivors + 1, sizeof *idx);
+    int *idx = calloc((size_t)tailor_plan_survivors(&plan) + 1, sizeof *idx);
     int n = tune_pick(&plan, o, idx);
     for (int i = 0; i < n; i++) {
         const tailor_plan_entry *e = &plan.entries[idx[i]];
@@ -66,11 +66,11 @@ static void check_survivors_only(tailor_ctx *ctx, const tailor_device_info *dev,
     CHECK_OK(ctx, tailor_plan_build(ctx, dev, op, &shape, dtype, &all));
     CHECK_OK(ctx, tailor_plan_build_survivors(ctx, dev, op, &shape, dtype, &fit));
     CHECKF(all.nentries == all.count && fit.count == all.count &&
-               fit.survivors == all.survivors && fit.nentries == fit.survivors &&
-               fit.survivors > 0 && fit.survivors < fit.count,
+               tailor_plan_survivors(&fit) == tailor_plan_survivors(&all) && fit.nentries == tailor_plan_survivors(&fit) &&
+               tailor_plan_survivors(&fit) > 0 && tailor_plan_survivors(&fit) < fit.count,
            "%s %s: all %d entries of %d (%d fit), survivors-only %d entries of %d (%d fit)", op,
-           shape_text, all.nentries, all.count, all.survivors, fit.nentries, fit.count,
-           fit.survivors);
+           shape_text, all.nentries, all.count, tailor_plan_survivors(&all), fit.nentries, fit.count,
+           tailor_plan_survivors(&fit));
     CHECKF(strcmp(all.space_hash, fit.space_hash) == 0, "%s %s: space hashes differ", op,
            shape_text);
     /* the defines compared through the kernel name (sorted there) and the workspace by count:

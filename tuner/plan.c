@@ -232,8 +232,6 @@ static tailor_status add_entries(tailor_ctx *ctx, tailor_plan *plan, tailor_spac
         e->verdict = tailor_budget_check(&plan->dev, plan->op->name, space, &e->cfg, plan->dtype,
                                          &e->launch, e->reason, sizeof e->reason);
         plan->count++;
-        if (e->verdict == TAILOR_FITS)
-            plan->survivors++;
         if ((unsigned)e->verdict < TAILOR_VERDICTS)
             plan->by_verdict[e->verdict]++;
         if (e->verdict == TAILOR_FITS || keep_refused)

@@ -67,12 +67,19 @@ typedef struct tailor_plan {
     char space_hash[65];    /* over every template of the op: what cached winners depend on */
     int ntemplates;
     char templates[16][64];
-    int count, survivors;   /* candidates evaluated, and those of them that fit */
-    int by_verdict[TAILOR_VERDICTS]; /* the candidates of each verdict (FITS: survivors) */
+    int count;              /* candidates evaluated */
+    int by_verdict[TAILOR_VERDICTS]; /* the candidates of each verdict (FITS: the survivors,
+                                      * tailor_plan_survivors) */
     int nentries;           /* entries held: all count, or (tailor_plan_build_survivors) the
                              * survivors alone, in the same order */
     tailor_plan_entry *entries;
 } tailor_plan;
+
+/* The plan's survivors: the candidates that fit. */
+static inline int tailor_plan_survivors(const tailor_plan *plan)
+{
+    return plan->by_verdict[TAILOR_FITS];
+}
 
 /* Builds the plan of `op_name` for (shape, dtype) on dev: an entry for every candidate, with its
  * verdict and reason. Fails for an unknown op (listing the known ones), a bad shape, or a broken

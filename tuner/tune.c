@@ -610,7 +610,7 @@ tailor_status tailor_tune(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
     if (st)
         return st;
     out->candidates = plan.count;
-    out->survivors = plan.survivors;
+    out->survivors = tailor_plan_survivors(&plan);
     out->bytes = plan.op->bytes(&plan.shape, dtype);
     out->flops = plan.op->flops(&plan.shape, dtype);
     tailor_winner_key_text key_text;
@@ -624,9 +624,9 @@ tailor_status tailor_tune(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
         return tailor_set_error(ctx, TAILOR_ERR_NO_COMPILE,
                                 "%s %s %s is not in the cache and TAILOR_NO_COMPILE=1 forbids "
                                 "compiling its %d survivors",
-                                op, key_text.shape, tailor_dtype_name(dtype), plan.survivors);
+                                op, key_text.shape, tailor_dtype_name(dtype), tailor_plan_survivors(&plan));
     }
-    if (plan.survivors == 0) {
+    if (tailor_plan_survivors(&plan) == 0) {
         tailor_plan_free(&plan);
         return tailor_set_error(ctx, TAILOR_ERR_BUDGET,
                                 "no configuration of %s %s %s fits %s (%d refused; see tailor plan)",
@@ -634,10 +634,10 @@ tailor_status tailor_tune(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
                                 plan.count);
     }
     /* the candidates: survivors, sampled for the random strategy */
-    int *idx = calloc((size_t)plan.survivors, sizeof *idx);
-    t.cands = calloc((size_t)plan.survivors, sizeof *t.cands);
-    t.kernels = calloc((size_t)plan.survivors, sizeof *t.kernels);
-    t.ws = calloc((size_t)plan.survivors, sizeof *t.ws);
+    int *idx = calloc((size_t)tailor_plan_survivors(&plan), sizeof *idx);
+    t.cands = calloc((size_t)tailor_plan_survivors(&plan), sizeof *t.cands);
+    t.kernels = calloc((size_t)tailor_plan_survivors(&plan), sizeof *t.kernels);
+    t.ws = calloc((size_t)tailor_plan_survivors(&plan), sizeof *t.ws);
     if (!idx || !t.cands || !t.kernels || !t.ws) {
         free(idx);
         free(t.cands);
@@ -660,7 +660,7 @@ tailor_status tailor_tune(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
     tailor_log(ctx, TAILOR_LOG_INFO, "tuning %s %s %s on %s%s%s: %d candidates, %d survive, %d to try",
                op, key_text.shape, tailor_dtype_name(dtype), live->name,
                opts->rehearse ? " rehearsing " : "", opts->rehearse ? opts->rehearse->name : "",
-               plan.count, plan.survivors, n);
+               plan.count, tailor_plan_survivors(&plan), n);
     st = tailor_instance_create(ctx, gpu, plan.op, &plan.shape, dtype, opts->seed, 1, &t.inst);
     if (st == TAILOR_OK)
         st = run_candidates(&t, sm, ptx);

@@ -7,7 +7,7 @@
 #include "tuner.h"
 
 /* The plan entries tailor_tune tries, in order: the survivors, shuffled by o->seed and cut to
- * o->trials for the random strategy (not under verify_all). idx has room for plan->survivors;
+ * o->trials for the random strategy (not under verify_all). idx has room for tailor_plan_survivors(plan);
  * returns how many. */
 int tune_pick(const tailor_plan *plan, const tailor_tune_options *o, int *idx);
 
