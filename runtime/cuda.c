@@ -539,6 +539,26 @@ tailor_status tailor_gpu_mem_info(tailor_ctx *ctx, tailor_gpu *gpu, size_t *free
 
 /* ---- kernels ------------------------------------------------------------------------------- */
 
+/* TAILOR_CARVEOUT=P (0-100, a probe): every kernel loaded prefers P % of the unified L1 /
+ * shared-memory array as shared memory (CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT).
+ * Unset: the driver's choice per kernel. The question it answers: whether kernels of one decode
+ * step that the driver configures differently keep programmatic dependent launch from placing a
+ * kernel's blocks beside its predecessor's (an SM changes its split only when idle). */
+static tailor_status kernel_set_carveout(tailor_ctx *ctx, CUfunction fn)
+{
+    const char *v = getenv("TAILOR_CARVEOUT");
+    if (!v || !*v)
+        return TAILOR_OK;
+    char *end = NULL;
+    long p = strtol(v, &end, 10);
+    if (*end || p < 0 || p > 100)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                                "TAILOR_CARVEOUT='%s' is not a percentage from 0 to 100", v);
+    return tailor_cuda_check(
+        ctx, api.func_set_attribute(fn, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, (int)p),
+        "cuFuncSetAttribute (shared memory carveout)");
+}
+
 static tailor_status kernel_read_attributes(tailor_ctx *ctx, tailor_kernel *k)
 {
     const struct {
@@ -595,6 +615,8 @@ tailor_status tailor_gpu_load_kernel(tailor_ctx *ctx, tailor_gpu *gpu, const voi
     } else {
         st = kernel_read_attributes(ctx, out);
     }
+    if (st == TAILOR_OK)
+        st = kernel_set_carveout(ctx, out->fn);
     if (st != TAILOR_OK) {
         api.module_unload(out->module);
         memset(out, 0, sizeof *out);

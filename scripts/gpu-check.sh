@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu-check.sh — on the GPU machine: build, run every GPU test, then the benchmarks; logs go to
 # $OUT (ctest.txt, bench.txt, model.txt, ...) and a short summary is printed last.
-#   bash scripts/gpu-check.sh [tests|quick|gemma4|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|experimental|experimental-attn|attn-wg|wgmma|boot|decode-scale|decode-wg|decode-merge|decode-linear|trace|spacer|seams|step-tune|queue|sample|cards|all] [ctest -R regex]
+#   bash scripts/gpu-check.sh [tests|quick|gemma4|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|experimental|experimental-attn|attn-wg|wgmma|boot|decode-scale|decode-wg|decode-merge|decode-linear|trace|spacer|seams|step-tune|queue|sample|carveout|cards|all] [ctest -R regex]
 # quick: the GPU tests but test_gpu_gemma4 with the long scripts in their smoke subsets
 # (MATMUL_QUICK, W4A16_QUICK, ATTN_QUICK); on an H100 (session 27) cli_gpu_small_ops 241 s,
 # cli_gpu_w4a16 202, test_gpu_gemma4_load 95, cli_gpu_matmul 94, cli_gpu_run 70,
@@ -632,6 +632,32 @@ if [[ $what == sample ]]; then
     done
   done
   summary+=("sample: $(grep -c '^rc=0' "$S") of 8 topk verifications passed, $(grep -c '^decode [0-9]' "$S") decode figures; sample.txt")
+fi
+if [[ $what == carveout ]]; then
+  # the E2B decode with every kernel preferring one shared-memory carveout (TAILOR_CARVEOUT, a
+  # probe in runtime/cuda.c) against the driver's choice per kernel, alternating on one cache
+  # (CARVE_W: "w4a16" = W4A16 + int4 head, default, and/or "bf16"; CARVE_P: the percentages,
+  # default "100"; carveout.txt)
+  C="$OUT/carveout.txt"
+  : >"$C"
+  for w in ${CARVE_W:-w4a16}; do
+    q=""
+    [[ $w == w4a16 ]] && q="--quantize w4a16 --quantize-head"
+    B="$T bench model --preset gemma-4-e2b $q --prompt-len 512 --decode 128 --cache build-gpu/carve-$w.sqlite"
+    echo "== $w: a plain bench (tunes what the cache lacks)" >>"$C"
+    timeout "${CARVE_TUNE_S:-330}" $B 2>&1 | grep -E '^(prefill|decode|tuning)' >>"$C"
+    for rep in 1 2; do
+      for cv in driver ${CARVE_P:-100}; do
+        echo "== $w carveout $cv" >>"$C"
+        if [[ $cv == driver ]]; then
+          timeout 60 $B 2>&1 | grep -E '^(prefill|decode)|error' >>"$C"
+        else
+          TAILOR_CARVEOUT=$cv timeout 60 $B 2>&1 | grep -E '^(prefill|decode)|error' >>"$C"
+        fi
+      done
+    done
+  done
+  summary+=("carveout: $(grep -c '^decode [0-9]' "$C") decode figures; carveout.txt")
 fi
 if [[ $what == step-tune ]]; then
   # step tuning (tuner/step_tune.h): the swap machinery on an rmsnorm shape (test_gpu_step_tune),
