@@ -21,6 +21,10 @@ return {
       return false, string.format("k=%d > 128: the warps keep lists of 128 at most", shape.k)
     end
     local len = list_len(shape)
+    if len == 128 and p.THREADS > 512 then
+      return false, string.format("THREADS=%d with lists of 128: the compiler spills four keys "
+                                  .. "a lane at 1024 threads", p.THREADS)
+    end
     local slice = (shape.n + p.SPLIT - 1) // p.SPLIT
     if p.SPLIT > 1 and slice < len then
       return false, string.format("SPLIT=%d leaves %d values a block, under a tile of %d",
