@@ -26,7 +26,7 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: tailor run --model DIR [--device cpu|gpu|gpu:N] (--ids 2,17,... | --prompt TEXT |\n"
-            "                  --prompt-file F) [--chat] [--system TEXT]\n"
+            "                  --prompt-file F) [--chat] [--system TEXT] [--think]\n"
             "                  [--max-tokens N] [--greedy | --temperature T --top-p P --top-k K "
             "--seed S]\n"
             "                  [--print-ids] [--dump-logits FILE] [--dtype fp16|bf16]\n"
@@ -49,6 +49,9 @@ static void usage(FILE *out)
             "  --prompt-file F   the prompt text is F's whole content (- for standard input)\n"
             "  --chat            wrap the prompt text in the Gemma 4 chat turn format\n"
             "  --system TEXT     a system turn before it (implies --chat)\n"
+            "  --think           thinking on: the system turn opens with <|think|> (implies\n"
+            "                    --chat); the model thinks in <|channel>thought\\n...<channel|>\n"
+            "                    before its answer, and the text shows it\n"
             "  --max-tokens N    tokens to generate (default 32); stops early on\n"
             "                    generation_config.json's eos_token_id (else 1, 106, 50)\n"
             "  --greedy          argmax decoding (the default)\n"
@@ -66,7 +69,7 @@ typedef struct run_args {
     const char *system; /* --system: the chat's system turn */
     const char *prompt_file; /* --prompt-file: read into prompt (owned by cmd_run) */
     size_t prompt_len;       /* bytes of prompt */
-    int chat, max_tokens, print_ids, sampling, quantize_head;
+    int chat, think, max_tokens, print_ids, sampling, quantize_head;
     int ordinal; /* the GPU (--device gpu, gpu:N, cuda:N), or -1 for the CPU */
     int given_temp, given_topp, given_topk; /* sampling flags given (the rest: the checkpoint's) */
     tailor_sampler_params sp;
@@ -122,7 +125,7 @@ static int parse_args(int argc, char **argv, run_args *a)
 {
     enum { O_MODEL = 1, O_DEVICE, O_IDS, O_PROMPT, O_CHAT, O_MAX, O_GREEDY, O_TEMP, O_TOPP,
            O_TOPK, O_SEED, O_PRINT, O_DUMP, O_HELP, O_DTYPE, O_QUANT, O_REHEARSE, O_CACHE,
-           O_QHEAD, O_PROMPT_FILE, O_SYSTEM };
+           O_QHEAD, O_PROMPT_FILE, O_SYSTEM, O_THINK };
     static const struct option opts[] = {
         {"model", required_argument, 0, O_MODEL},     {"device", required_argument, 0, O_DEVICE},
         {"ids", required_argument, 0, O_IDS},         {"prompt", required_argument, 0, O_PROMPT},
@@ -135,7 +138,7 @@ static int parse_args(int argc, char **argv, run_args *a)
         {"dtype", required_argument, 0, O_DTYPE},     {"quantize", required_argument, 0, O_QUANT},
         {"rehearse", required_argument, 0, O_REHEARSE}, {"cache", required_argument, 0, O_CACHE},
         {"quantize-head", no_argument, 0, O_QHEAD},   {"system", required_argument, 0, O_SYSTEM},
-        {0, 0, 0, 0}};
+        {"think", no_argument, 0, O_THINK},           {0, 0, 0, 0}};
     memset(a, 0, sizeof *a);
     a->device = NULL;
     a->max_tokens = 32;
@@ -154,6 +157,7 @@ static int parse_args(int argc, char **argv, run_args *a)
         case O_PROMPT_FILE: a->prompt_file = optarg; break;
         case O_CHAT: a->chat = 1; break;
         case O_SYSTEM: a->system = optarg, a->chat = 1; break;
+        case O_THINK: a->think = a->chat = 1; break;
         case O_MAX:
             if (cli_parse_int("run", "--max-tokens", optarg, 0, 1 << 20, &a->max_tokens))
                 return 2;
@@ -222,7 +226,7 @@ static int parse_args(int argc, char **argv, run_args *a)
     free(ids);
     if (a->chat && a->ids)
         return cli_usage_error("run", "%s needs --prompt or --prompt-file",
-                               a->system ? "--system" : "--chat");
+                               a->system ? "--system" : a->think ? "--think" : "--chat");
     if (a->quantize && strcmp(a->quantize, "w4a16") != 0)
         return cli_usage_error("run", "--quantize '%s': only w4a16 is known", a->quantize);
     if (a->dtype && strcmp(a->dtype, "fp16") != 0 && strcmp(a->dtype, "bf16") != 0)
@@ -401,8 +405,10 @@ static tailor_status prompt_ids(tailor_ctx *ctx, const run_args *a, tailor_token
     if (a->chat) { /* the one size-dependent detail, from the checkpoint's own template */
         int empty_thought = 0;
         tailor_status s = tailor_gemma4_chat_empty_thought(ctx, a->model, &empty_thought);
-        return s ? s : tailor_tokenizer_chat_prompt(ctx, *tok, a->system, a->prompt,
-                                                        empty_thought, ids, n);
+        unsigned flags = (empty_thought ? TAILOR_CHAT_EMPTY_THOUGHT : 0) |
+                         (a->think ? TAILOR_CHAT_THINK : 0);
+        return s ? s : tailor_tokenizer_chat_prompt(ctx, *tok, a->system, a->prompt, flags, ids,
+                                                        n);
     }
     return tailor_tokenizer_encode(ctx, *tok, a->prompt, a->prompt_len, 1, ids, n);
 }

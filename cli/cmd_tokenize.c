@@ -11,7 +11,7 @@
 
 static const char usage_text[] =
     "usage: tailor tokenize (--model DIR | --tokenizer FILE) (--text TEXT | --file F) [--json]\n"
-    "                       [--add-bos | --chat [--system TEXT]]\n"
+    "                       [--add-bos | --chat [--system TEXT] [--think]]\n"
     "  --model DIR       use DIR/tokenizer.json\n"
     "  --tokenizer FILE  use FILE (a Hugging Face tokenizer.json)\n"
     "  --text TEXT       the text to encode\n"
@@ -21,11 +21,12 @@ static const char usage_text[] =
     "  --chat            the ids of the Gemma 4 chat prompt of the text, as tailor run --chat\n"
     "                    gives them (with --model, the empty thought block where DIR's\n"
     "                    template has one)\n"
-    "  --system TEXT     a system turn first (implies --chat)\n";
+    "  --system TEXT     a system turn first (implies --chat)\n"
+    "  --think           thinking on: the system turn opens with <|think|> (implies --chat)\n";
 
 typedef struct tokenize_opts {
     const char *model_dir, *tokenizer, *text, *file, *system;
-    int json, add_bos, chat;
+    int json, add_bos, chat, think;
 } tokenize_opts;
 
 static int parse_args(int argc, char **argv, tokenize_opts *o)
@@ -35,7 +36,8 @@ static int parse_args(int argc, char **argv, tokenize_opts *o)
         {"text", required_argument, NULL, 'x'},  {"file", required_argument, NULL, 'f'},
         {"json", no_argument, NULL, 'j'},        {"add-bos", no_argument, NULL, 'b'},
         {"chat", no_argument, NULL, 'c'},        {"system", required_argument, NULL, 's'},
-        {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
+        {"think", no_argument, NULL, 'k'},       {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     int c;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
@@ -48,6 +50,7 @@ static int parse_args(int argc, char **argv, tokenize_opts *o)
         case 'b': o->add_bos = 1; break;
         case 'c': o->chat = 1; break;
         case 's': o->system = optarg, o->chat = 1; break;
+        case 'k': o->think = o->chat = 1; break;
         case 'h': fputs(usage_text, stdout); return 0;
         default: return cli_bad_flag("tokenize", c, argc, argv);
         }
@@ -60,7 +63,8 @@ static int parse_args(int argc, char **argv, tokenize_opts *o)
         return cli_usage_error("tokenize", "give exactly one of --text TEXT and --file F");
     if (o->chat && o->add_bos)
         return cli_usage_error("tokenize", "--add-bos and %s do not go together (the chat prompt "
-                               "begins with <bos>)", o->system ? "--system" : "--chat");
+                               "begins with <bos>)",
+                               o->system ? "--system" : o->think ? "--think" : "--chat");
     return -1;
 }
 
@@ -95,9 +99,11 @@ int cmd_tokenize(int argc, char **argv)
     int empty_thought = 0;
     if (st == TAILOR_OK && o.chat && o.model_dir)
         st = tailor_gemma4_chat_empty_thought(ctx, o.model_dir, &empty_thought);
+    unsigned flags = (empty_thought ? TAILOR_CHAT_EMPTY_THOUGHT : 0) |
+                     (o.think ? TAILOR_CHAT_THINK : 0);
     if (st == TAILOR_OK && o.chat)
-        st = tailor_tokenizer_chat_prompt(ctx, tok, o.system, o.file ? text : o.text,
-                                          empty_thought, &ids, &n);
+        st = tailor_tokenizer_chat_prompt(ctx, tok, o.system, o.file ? text : o.text, flags, &ids,
+                                          &n);
     else if (st == TAILOR_OK)
         st = tailor_tokenizer_encode(ctx, tok, o.file ? text : o.text, o.file ? len : strlen(o.text),
                                      o.add_bos, &ids, &n);

@@ -72,18 +72,29 @@ tailor_status tailor_tokenizer_decode_flush(tailor_ctx *ctx, const tailor_tokeni
                                             tailor_detok_stream *st, char *out, size_t out_size,
                                             size_t *out_len);
 
-/* The Gemma 4 chat prompt for one user turn, as ids:
- * <bos>[<|turn>system\n{system}<turn|>\n]<|turn>user\n{text}<turn|>\n<|turn>model\n (GEMMA4.md
- * §4; the system turn when system_text is not NULL), and with empty_thought an empty thought
- * channel after it, <|channel>thought\n<channel|> (what the 26B and 31B templates append with
- * thinking off; tailor_gemma4_chat_empty_thought reads it from a checkpoint's template). Both
- * texts are trimmed of leading and trailing ASCII whitespace, as the chat template does. With a
- * Gemma 3 tokenizer.json (no <|turn>), <start_of_turn>/<end_of_turn> stand in. *ids is malloc'd,
- * the caller frees it. Fails with TAILOR_ERR_NOT_FOUND when the tokenizer lacks <bos>, the turn
- * tokens or (empty_thought) <|channel> and <channel|>. */
+/* tailor_tokenizer_chat_prompt's flags. */
+enum {
+    /* thinking off, the checkpoint's template closing an empty thought channel after the model
+     * turn (tailor_gemma4_chat_empty_thought says whether it does) */
+    TAILOR_CHAT_EMPTY_THOUGHT = 1,
+    /* thinking on (the template's enable_thinking): the system turn opens with <|think|>\n */
+    TAILOR_CHAT_THINK = 2,
+};
+
+/* The Gemma 4 chat prompt for one user turn, as ids, as the checkpoints' chat templates render
+ * it (GEMMA4.md §4): <bos>[<|turn>system\n[<|think|>\n]{system}<turn|>\n]<|turn>user\n{text}
+ * <turn|>\n<|turn>model\n — the system turn when system_text is not NULL or with
+ * TAILOR_CHAT_THINK — then with TAILOR_CHAT_EMPTY_THOUGHT, unless thinking is on, an empty
+ * thought channel, <|channel>thought\n<channel|> (what the 26B and 31B templates append with
+ * thinking off). Both texts are trimmed of leading and trailing ASCII whitespace, as the template
+ * does; each stretch of text between two special tokens is encoded as one, as Hugging Face
+ * encodes the rendered prompt. With a Gemma 3 tokenizer.json (no <|turn>),
+ * <start_of_turn>/<end_of_turn> stand in. *ids is malloc'd, the caller frees it. Fails with
+ * TAILOR_ERR_NOT_FOUND when the tokenizer lacks <bos>, the turn tokens or a token a flag needs
+ * (<|think|>; <|channel>, <channel|>). */
 tailor_status tailor_tokenizer_chat_prompt(tailor_ctx *ctx, const tailor_tokenizer *tok,
                                            const char *system_text, const char *user_text,
-                                           int empty_thought, int32_t **ids, size_t *n);
+                                           unsigned flags, int32_t **ids, size_t *n);
 
 /* 1 + the largest id of the vocabulary and the added tokens (Hugging Face's
  * get_vocab_size(with_added_tokens=True)). */

@@ -547,24 +547,44 @@ static tailor_status append_empty_thought(tailor_ctx *ctx, const tailor_tokenize
     return st;
 }
 
-/* Appends one turn, <|turn>{role}\n{text, trimmed}<turn|>\n; sot and eot are the turn tokens. */
-static tailor_status append_turn(tailor_ctx *ctx, const tailor_tokenizer *tok, int32_t sot,
-                                 int32_t eot, const char *role, const char *text, int32_t **v,
-                                 size_t *k)
+/* Appends the stretch `head` + `text` (trimmed of ASCII white space) as one encoding. */
+static tailor_status append_head_text(tailor_ctx *ctx, const tailor_tokenizer *tok,
+                                      const char *head, const char *text, int32_t **v, size_t *k)
 {
-    size_t len = strlen(text);
+    size_t len = strlen(text), hl = strlen(head);
     while (len && is_space((unsigned char)text[len - 1]))
         len--;
     while (len && is_space((unsigned char)*text)) {
         text++;
         len--;
     }
+    char *s = malloc(hl + len + 1);
+    if (!s)
+        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory building the chat prompt");
+    memcpy(s, head, hl);
+    memcpy(s + hl, text, len);
+    tailor_status st = append_encoded(ctx, tok, s, hl + len, v, k);
+    free(s);
+    return st;
+}
+
+/* Appends one turn, <|turn>{role}\n[<lead>\n]{text, trimmed}<turn|>\n; sot and eot are the turn
+ * tokens, lead (-1: none) a special token that opens the turn's text (<|think|>). */
+static tailor_status append_turn(tailor_ctx *ctx, const tailor_tokenizer *tok, int32_t sot,
+                                 int32_t eot, const char *role, int32_t lead, const char *text,
+                                 int32_t **v, size_t *k)
+{
     char head[16];
-    int hl = snprintf(head, sizeof head, "%s\n", role);
+    snprintf(head, sizeof head, "%s\n", role);
     (*v)[(*k)++] = sot; /* append_encoded always leaves room for one more */
-    tailor_status st = append_encoded(ctx, tok, head, (size_t)hl, v, k);
+    tailor_status st = TAILOR_OK;
+    if (lead >= 0) {
+        st = append_encoded(ctx, tok, head, strlen(head), v, k);
+        if (st == TAILOR_OK)
+            (*v)[(*k)++] = lead;
+    }
     if (st == TAILOR_OK)
-        st = append_encoded(ctx, tok, text, len, v, k);
+        st = append_head_text(ctx, tok, lead >= 0 ? "\n" : head, text, v, k);
     if (st == TAILOR_OK) {
         (*v)[(*k)++] = eot;
         st = append_encoded(ctx, tok, "\n", 1, v, k);
@@ -574,7 +594,7 @@ static tailor_status append_turn(tailor_ctx *ctx, const tailor_tokenizer *tok, i
 
 tailor_status tailor_tokenizer_chat_prompt(tailor_ctx *ctx, const tailor_tokenizer *tok,
                                            const char *system_text, const char *user_text,
-                                           int empty_thought, int32_t **ids, size_t *n)
+                                           unsigned flags, int32_t **ids, size_t *n)
 {
     if (!tok || !user_text || !ids || !n)
         return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "tailor_tokenizer_chat_prompt needs a "
@@ -586,21 +606,27 @@ tailor_status tailor_tokenizer_chat_prompt(tailor_ctx *ctx, const tailor_tokeniz
     if (tok->bos_id < 0 || sot < 0 || eot < 0)
         return tailor_set_error(ctx, TAILOR_ERR_NOT_FOUND, "the tokenizer lacks %s, needed for the "
                                 "chat prompt", tok->bos_id < 0 ? "<bos>" : sot < 0 ? "<|turn>" : "<turn|>");
+    int think = (flags & TAILOR_CHAT_THINK) != 0;
+    int32_t think_id = think ? tailor_tokenizer_token_id(tok, "<|think|>") : -1;
+    if (think && think_id < 0)
+        return tailor_set_error(ctx, TAILOR_ERR_NOT_FOUND, "the tokenizer lacks <|think|>, which "
+                                "opens the system turn with thinking on");
     int32_t *v = malloc(4 * sizeof *v);
     size_t k = 0;
     if (!v)
         return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory building the chat prompt");
     v[k++] = tok->bos_id;
     tailor_status st = TAILOR_OK;
-    if (system_text)
-        st = append_turn(ctx, tok, sot, eot, "system", system_text, &v, &k);
+    if (system_text || think)
+        st = append_turn(ctx, tok, sot, eot, "system", think_id, system_text ? system_text : "",
+                         &v, &k);
     if (st == TAILOR_OK)
-        st = append_turn(ctx, tok, sot, eot, "user", user_text, &v, &k);
+        st = append_turn(ctx, tok, sot, eot, "user", -1, user_text, &v, &k);
     if (st == TAILOR_OK) {
         v[k++] = sot;
         st = append_encoded(ctx, tok, "model\n", 6, &v, &k);
     }
-    if (st == TAILOR_OK && empty_thought)
+    if (st == TAILOR_OK && (flags & TAILOR_CHAT_EMPTY_THOUGHT) && !think)
         st = append_empty_thought(ctx, tok, &v, &k);
     if (st) {
         free(v);

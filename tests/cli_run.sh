@@ -225,18 +225,19 @@ check "--chat with --ids is a usage error (rc=$rc)" test $rc -eq 2
 check "--system with --ids is a usage error naming --system ($(cat "$TMP/err"))" \
   test $rc -eq 2 -a -n "$(grep -- "--system needs --prompt or --prompt-file" "$TMP/err")"
 
-# --chat and --system through a tokenizer with Gemma 4's turn tokens: the prompt's ids, as the
-# logits of every prompt position tell (equal dumps: equal ids)
+# --chat, --system and --think through a tokenizer with Gemma 4's turn and think tokens: the
+# prompt's ids, as the logits of every prompt position tell (equal dumps: equal ids)
 mkdir "$TMP/c" && cp "$M/config.json" "$M/model.safetensors" "$TMP/c/"
 python3 - "$TMP/c/tokenizer.json" <<'EOF5'
 import json, sys
 chars = "\nsytemurodlHi"
 vocab = {"<unk>": 0, "<eos>": 1, "<bos>": 2}
 vocab.update({c: 3 + i for i, c in enumerate(chars)})
-vocab.update({"t%d" % i: i for i in range(3 + len(chars), 30)})
-vocab.update({"<|turn>": 30, "<turn|>": 31})
+vocab.update({"t%d" % i: i for i in range(3 + len(chars), 29)})
+vocab.update({"<|think|>": 29, "<|turn>": 30, "<turn|>": 31})
 json.dump({"added_tokens": [{"id": i, "content": t, "special": True}
-                            for t, i in (("<bos>", 2), ("<|turn>", 30), ("<turn|>", 31))],
+                            for t, i in (("<bos>", 2), ("<|turn>", 30), ("<turn|>", 31),
+                                         ("<|think|>", 29))],
            "model": {"type": "BPE", "unk_token": "<unk>", "vocab": vocab, "merges": []}},
           open(sys.argv[1], "w"))
 EOF5
@@ -251,6 +252,18 @@ run_c --system $'\tHi ' --prompt Hi --dump-logits "$TMP/sys.f32"
 check "--system puts a system turn first, trimmed, and implies --chat ($(cat "$TMP/err"))" \
   cmp -s "$TMP/sys-want.f32" "$TMP/sys.f32"
 check "... which the logits tell from the one-turn prompt" bash -c "! cmp -s '$TMP/chat.f32' '$TMP/sys.f32'"
+# thinking on: <bos><|turn>system\n<|think|>\n[Hi]<turn|>\n, then the user turn
+run_c --ids "2,30,4,5,4,6,7,8,3,29,3,31,3,$user_ids" --dump-logits "$TMP/think-want.f32"
+run_c --think --prompt Hi --dump-logits "$TMP/think.f32"
+check "--think opens a system turn with <|think|> and implies --chat ($(cat "$TMP/err"))" \
+  cmp -s "$TMP/think-want.f32" "$TMP/think.f32"
+run_c --ids "2,30,4,5,4,6,7,8,3,29,3,14,15,31,3,$user_ids" --dump-logits "$TMP/think-sys-want.f32"
+run_c --think --system " Hi" --prompt Hi --dump-logits "$TMP/think-sys.f32"
+check "--think with --system: <|think|>\\n, then the system text ($(cat "$TMP/err"))" \
+  cmp -s "$TMP/think-sys-want.f32" "$TMP/think-sys.f32"
+"$BIN" run --device cpu --model "$TMP/p" --ids 2,3 --think >/dev/null 2>"$TMP/err"; rc=$?
+check "--think with --ids is a usage error naming --think ($(cat "$TMP/err"))" \
+  test $rc -eq 2 -a -n "$(grep -- "--think needs --prompt or --prompt-file" "$TMP/err")"
 
 # text output through a tokenizer.json: the first greedy id of prompt 2,3 made a byte-fallback
 # lead byte (<0xC3>), so that generation stops inside a character; the held byte comes out as

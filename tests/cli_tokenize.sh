@@ -75,6 +75,8 @@ check "--chat: '$out'" $([ "$out" = "2 105 2364 107 10979 106 107 105 4368 107" 
 out=$("$BIN" tokenize --model "$TMP/model" --system "Be brief." --text Hi)
 check "--system: '$out'" \
     $([ "$out" = "2 105 9731 107 3912 8652 236761 106 107 105 2364 107 10979 106 107 105 4368 107" ]; echo $?)
+expect_fail "--think with a tokenizer without <|think|>" 1 "lacks <|think|>" \
+    "$BIN" tokenize --model "$TMP/model" --think --text Hi
 out=$("$BIN" tokenize --model "$TMP/model" --text ""); rc=$?
 check "empty text: exit 0 and no ids (rc $rc, '$out')" $([ $rc -eq 0 ] && [ "$out" = "" ]; echo $?)
 if command -v python3 >/dev/null && [ -f "$SRC/tests/tokenizer/expected.json" ]; then

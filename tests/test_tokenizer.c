@@ -283,9 +283,10 @@ static void test_synthetic_decode(tailor_ctx *ctx)
     tailor_tokenizer_close(tok);
 }
 
-/* The chat prompt with Gemma 4's turn and channel tokens (a character vocabulary, no merges):
- * the one-turn prompt, then with the empty thought channel the 26B/31B templates append, then
- * with a system turn before the user's. */
+/* The chat prompt with Gemma 4's turn, channel and think tokens (a character vocabulary, no
+ * merges): the one-turn prompt, then with the empty thought channel the 26B/31B templates
+ * append, then with a system turn before the user's, then with thinking on (the template's
+ * enable_thinking: <|think|>\n opens the system turn, and no empty thought channel follows). */
 static void test_chat_prompt(tailor_ctx *ctx)
 {
     static const char json[] =
@@ -294,11 +295,12 @@ static void test_chat_prompt(tailor_ctx *ctx)
         "{\"id\":30,\"content\":\"<|turn>\",\"special\":true},"
         "{\"id\":31,\"content\":\"<turn|>\",\"special\":true},"
         "{\"id\":32,\"content\":\"<|channel>\",\"special\":true},"
-        "{\"id\":33,\"content\":\"<channel|>\",\"special\":true}],"
+        "{\"id\":33,\"content\":\"<channel|>\",\"special\":true},"
+        "{\"id\":34,\"content\":\"<|think|>\",\"special\":true}],"
         "\"model\":{\"type\":\"BPE\",\"vocab\":{\"<bos>\":2,\"\\n\":3,\"u\":4,\"s\":5,"
         "\"e\":6,\"r\":7,\"m\":8,\"o\":9,\"d\":10,\"l\":11,\"t\":12,\"h\":13,\"g\":14,"
         "\"H\":15,\"i\":16,\"y\":17,\"<|turn>\":30,\"<turn|>\":31,\"<|channel>\":32,"
-        "\"<channel|>\":33},\"merges\":[]}}";
+        "\"<channel|>\":33,\"<|think|>\":34},\"merges\":[]}}";
     const char *path = write_tmp("chat4.json", json);
     tailor_tokenizer *tok = NULL;
     CHECK(path != NULL);
@@ -317,7 +319,8 @@ static void test_chat_prompt(tailor_ctx *ctx)
     CHECKF(n == np && ids && memcmp(ids, plain, sizeof plain) == 0, "plain chat prompt: %zu ids", n);
     free(ids);
     ids = NULL;
-    CHECK_OK(ctx, tailor_tokenizer_chat_prompt(ctx, tok, NULL, " Hi\n", 1, &ids, &n));
+    CHECK_OK(ctx, tailor_tokenizer_chat_prompt(ctx, tok, NULL, " Hi\n", TAILOR_CHAT_EMPTY_THOUGHT,
+                                               &ids, &n));
     CHECKF(n == np + nt && ids && memcmp(ids, plain, sizeof plain) == 0 &&
                memcmp(ids + np, thought, sizeof thought) == 0,
            "chat prompt with the empty thought channel: %zu ids", n);
@@ -330,6 +333,27 @@ static void test_chat_prompt(tailor_ctx *ctx)
     CHECKF(n == ns + np - 1 && ids && memcmp(ids, sys, sizeof sys) == 0 &&
                memcmp(ids + ns, plain + 1, sizeof plain - sizeof *plain) == 0,
            "chat prompt with a system turn: %zu ids", n);
+    free(ids);
+    /* thinking on: <bos><|turn>system\n<|think|>\n[Hi]<turn|>\n, then the user turn; the empty
+     * thought channel is for thinking off only */
+    static const int32_t think[] = {2, 30, 5, 17, 5, 12, 6, 8, 3, 34, 3, 31, 3};
+    static const int32_t think_sys[] = {2, 30, 5, 17, 5, 12, 6, 8, 3, 34, 3, 15, 16, 31, 3};
+    const size_t nk = sizeof think / sizeof *think, nks = sizeof think_sys / sizeof *think_sys;
+    for (int et = 0; et < 2; et++) {
+        unsigned flags = TAILOR_CHAT_THINK | (et ? TAILOR_CHAT_EMPTY_THOUGHT : 0);
+        ids = NULL;
+        CHECK_OK(ctx, tailor_tokenizer_chat_prompt(ctx, tok, NULL, " Hi\n", flags, &ids, &n));
+        CHECKF(n == nk + np - 1 && ids && memcmp(ids, think, sizeof think) == 0 &&
+                   memcmp(ids + nk, plain + 1, sizeof plain - sizeof *plain) == 0,
+               "chat prompt with thinking on%s: %zu ids", et ? " (empty thought asked)" : "", n);
+        free(ids);
+    }
+    ids = NULL;
+    CHECK_OK(ctx, tailor_tokenizer_chat_prompt(ctx, tok, "\tHi ", "Hi", TAILOR_CHAT_THINK, &ids,
+                                               &n));
+    CHECKF(n == nks + np - 1 && ids && memcmp(ids, think_sys, sizeof think_sys) == 0 &&
+               memcmp(ids + nks, plain + 1, sizeof plain - sizeof *plain) == 0,
+           "chat prompt with thinking on and a system turn: %zu ids", n);
     free(ids);
     tailor_tokenizer_close(tok);
 
@@ -348,10 +372,14 @@ static void test_chat_prompt(tailor_ctx *ctx)
         return;
     }
     ids = NULL;
-    tailor_status st = tailor_tokenizer_chat_prompt(ctx, tok, NULL, "Hi", 1, &ids, &n);
+    tailor_status st = tailor_tokenizer_chat_prompt(ctx, tok, NULL, "Hi", TAILOR_CHAT_EMPTY_THOUGHT, &ids, &n);
     CHECKF(st == TAILOR_ERR_NOT_FOUND && ids == NULL &&
                strstr(tailor_ctx_message(ctx), "lacks <|channel>") != NULL,
            "no <|channel>: %s", tailor_ctx_message(ctx));
+    st = tailor_tokenizer_chat_prompt(ctx, tok, NULL, "Hi", TAILOR_CHAT_THINK, &ids, &n);
+    CHECKF(st == TAILOR_ERR_NOT_FOUND && ids == NULL &&
+               strstr(tailor_ctx_message(ctx), "lacks <|think|>") != NULL,
+           "no <|think|>: %s", tailor_ctx_message(ctx));
     CHECK_OK(ctx, tailor_tokenizer_chat_prompt(ctx, tok, NULL, "Hi", 0, &ids, &n));
     free(ids);
     tailor_tokenizer_close(tok);
