@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu-check.sh — on the GPU machine: build, run every GPU test, then the benchmarks; logs go to
 # $OUT (ctest.txt, bench.txt, model.txt, ...) and a short summary is printed last.
-#   bash scripts/gpu-check.sh [tests|quick|gemma4|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|experimental|experimental-attn|attn-wg|wgmma|boot|decode-scale|decode-wg|decode-merge|decode-linear|trace|spacer|seams|step-tune|queue|sample|carveout|cards|all] [ctest -R regex]
+#   bash scripts/gpu-check.sh [tests|quick|gemma4|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|experimental|experimental-attn|attn-wg|wgmma|boot|decode-scale|decode-wg|decode-merge|decode-linear|trace|spacer|seams|step-tune|queue|sample|topk|carveout|cards|all] [ctest -R regex]
 # quick: the GPU tests but test_gpu_gemma4 with the long scripts in their smoke subsets
 # (MATMUL_QUICK, W4A16_QUICK, ATTN_QUICK); on an H100 (session 27) cli_gpu_small_ops 241 s,
 # cli_gpu_w4a16 202, test_gpu_gemma4_load 95, cli_gpu_matmul 94, cli_gpu_run 70,
@@ -597,6 +597,21 @@ if [[ $what == queue ]]; then
   done
   summary+=("queue: $(grep -c '^decode' "$Q") decode figures; queue.txt")
 fi
+# verify_topk LOG: the op topk verified survivor by survivor: both templates (topk's network,
+# topk_warp's register lists of 64 and 128) at seven shapes, and the T4 rehearsed at k = 128
+verify_topk() {
+  verify_all "$1" topk build-gpu/topk.sqlite "rows=1,n=262144,k=64 bf16" \
+    "rows=3,n=262144,k=64 fp16" "rows=2,n=1000,k=7 bf16" "rows=1,n=512,k=64 bf16" \
+    "rows=1,n=262144,k=128 bf16" "rows=3,n=262144,k=128 fp16" "rows=2,n=5000,k=100 bf16"
+  echo "== verify-all topk rehearse t4" >>"$1"
+  timeout 120 "$T" tune --op topk --shape rows=1,n=262144,k=128 --dtype fp16 --verify-all \
+    --rehearse t4 --cache build-gpu/topk.sqlite >>"$1" 2>&1
+  echo "rc=$?" >>"$1"
+}
+if [[ $what == topk ]]; then # the op topk's survivors verified (topk.txt)
+  verify_topk "$OUT/topk.txt"
+  summary+=("topk: $(grep -c '^rc=0' "$OUT/topk.txt") of 8 verifications passed; topk.txt")
+fi
 if [[ $what == sample ]]; then
   # sampled decoding: the op topk verified survivor by survivor (the candidates a sampled step
   # downloads), then the E2B decode with Gemma's sampling defaults, each step downloading its
@@ -605,14 +620,7 @@ if [[ $what == sample ]]; then
   # build-gpu/ so that a later call on the same machine finds them; sample.txt)
   S="$OUT/sample.txt"
   : >"$S"
-  # both templates (topk's network, topk_warp's register lists of 64 and 128) at seven shapes
-  verify_all "$S" topk build-gpu/topk.sqlite "rows=1,n=262144,k=64 bf16" \
-    "rows=3,n=262144,k=64 fp16" "rows=2,n=1000,k=7 bf16" "rows=1,n=512,k=64 bf16" \
-    "rows=1,n=262144,k=128 bf16" "rows=3,n=262144,k=128 fp16" "rows=2,n=5000,k=100 bf16"
-  echo "== verify-all topk rehearse t4" >>"$S"
-  timeout 120 "$T" tune --op topk --shape rows=1,n=262144,k=128 --dtype fp16 --verify-all \
-    --rehearse t4 --cache build-gpu/topk.sqlite >>"$S" 2>&1
-  echo "rc=$?" >>"$S"
+  verify_topk "$S"
   for w in ${SAMPLE_W:-w4a16}; do
     q=""
     [[ $w == w4a16 ]] && q="--quantize w4a16 --quantize-head"
