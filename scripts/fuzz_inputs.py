@@ -365,8 +365,8 @@ FLAGS = {
              "--temperature --tokenizer --top-k --top-p --vocab",
     "run": "--cache --chat --device --dtype --dump-logits --greedy --ids --max-tokens --model "
            "--print-ids --prompt --prompt-file --quantize --quantize-head --rehearse --seed "
-           "--temperature --top-k --top-p",
-    "tokenize": "--add-bos --file --json --model --text --tokenizer",
+           "--system --temperature --think --top-k --top-p",
+    "tokenize": "--add-bos --chat --file --json --model --system --text --think --tokenizer",
     "devices": "--device --json"}
 SUBCOMMANDS = {"cache": ["ls", "show", "trials", "export", "import", "verify", "clear", "bogus"],
                "bench": ["w4a16", "attention", "model", "tokenizer", "sampler", "x"]}
