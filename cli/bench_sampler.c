@@ -97,8 +97,8 @@ static int32_t *sorted_ids(const float *l, int n)
 }
 
 /* The kept set of sampler.h for l[n] (no NaN here), the slow way: sort, the first top_k and
- * those tied with the top_k-th, the shortest prefix whose softmax weight reaches top_p. Returns its worst id, -1 for all ids;
- * -2 when out of memory. */
+ * those tied with the top_k-th, the shortest prefix whose softmax weight reaches top_p. Returns
+ * its worst id, -1 for all ids; -2 when out of memory. */
 static int32_t reference_boundary(const float *l, int n, const tailor_sampler_params *p)
 {
     int32_t *order = sorted_ids(l, n);

@@ -246,7 +246,8 @@ static void print_text(const tailor_plan *plan, const compiled_entry *comp, int 
     char shape[256], a[32];
     tailor_shape_format(&plan->shape, shape, sizeof shape);
     printf("%s %s %s on %s: %d candidates, %d survive\n", plan->op->name, shape,
-           tailor_dtype_name(plan->dtype), plan->dev.name, plan->count, tailor_plan_survivors(plan));
+           tailor_dtype_name(plan->dtype), plan->dev.name, plan->count,
+           tailor_plan_survivors(plan));
     printf("\nsurvivors:\n");
     int width = template_column(plan);
     for (int i = 0; i < plan->nentries; i++) {

@@ -31,15 +31,15 @@ void tailor_sampler_destroy(tailor_sampler *s);
 /* The next token for logits[vocab] (not modified). Candidates are ordered larger logit first,
  * lower id first among equals; a NaN logit is never one (all NaN: 0). The distribution is
  * transformers' warpers in turn: the top_k first candidates and those whose logit equals the
- * top_k-th's (transformers keeps every logit not below the top_k-th largest); weights exp((logit - max) /
- * temperature) over them (+inf logits share all the mass, and where all are -inf, evenly); the
- * shortest prefix of those whose weight reaches top_p of their sum (all of them where rounding
- * leaves it unreached); renormalized. The draw is canonical: r = uniform * the kept weight, then
- * the kept ids in ascending id order subtract their weights, and the id where r goes below 0
- * comes out (the last kept id where rounding leaves r >= 0), so that the id drawn from a kept
- * set does not depend on the order the selections left it in. Expected O(vocab) time
- * (selections in place; a heapsort fallback bounds inputs that defeat the pivots to
- * O(vocab log vocab)). Allocates nothing. One sampler serves one thread at a time. */
+ * top_k-th's (transformers keeps every logit not below the top_k-th largest); weights
+ * exp((logit - max) / temperature) over them (+inf logits share all the mass, and where all are
+ * -inf, evenly); the shortest prefix of those whose weight reaches top_p of their sum (all of
+ * them where rounding leaves it unreached); renormalized. The draw is canonical: r = uniform *
+ * the kept weight, then the kept ids in ascending id order subtract their weights, and the id
+ * where r goes below 0 comes out (the last kept id where rounding leaves r >= 0), so that the id
+ * drawn from a kept set does not depend on the order the selections left it in. Expected
+ * O(vocab) time (selections in place; a heapsort fallback bounds inputs that defeat the pivots
+ * to O(vocab log vocab)). Allocates nothing. One sampler serves one thread at a time. */
 int32_t tailor_sampler_next(tailor_sampler *s, const float *logits);
 
 /* Whether tailor_sampler_next_top may stand in for tailor_sampler_next given a row's n best

@@ -25,9 +25,10 @@ static int ref_cmp(const void *a, const void *b)
 
 /* The kept set of sampler.h, computed the slow way: the ids that are not NaN sorted in the order,
  * the first top_k (all for 0) and those tied with the top_k-th (transformers' TopKLogitsWarper
- * keeps every logit not below the top_k-th largest), weights expf((l - max) / T) over them into w[id] (the largest
- * exactly 1), then the shortest prefix whose weight reaches top_p of their sum. Returns its worst
- * id (the boundary), -1 when every id that is not NaN is kept. order[n] is scratch. */
+ * keeps every logit not below the top_k-th largest), weights expf((l - max) / T) over them into
+ * w[id] (the largest exactly 1), then the shortest prefix whose weight reaches top_p of their
+ * sum. Returns its worst id (the boundary), -1 when every id that is not NaN is kept. order[n]
+ * is scratch. */
 static int32_t ref_boundary(const float *l, int n, const tailor_sampler_params *p, int32_t *order,
                             float *w)
 {

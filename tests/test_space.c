@@ -903,8 +903,8 @@ static void test_decode_cluster(tailor_ctx *ctx)
     int t4_cluster = 0;
     for (int i = 0; i < p.nentries; i++)
         t4_cluster += define_int(&p.entries[i].launch, "CLUSTER") == 1;
-    CHECKF(tailor_plan_survivors(&p) > 0 && t4_cluster == 0, "t4 ring: %d survivors, %d CLUSTER=1 candidates",
-           tailor_plan_survivors(&p), t4_cluster);
+    CHECKF(tailor_plan_survivors(&p) > 0 && t4_cluster == 0,
+           "t4 ring: %d survivors, %d CLUSTER=1 candidates", tailor_plan_survivors(&p), t4_cluster);
     tailor_plan_free(&p);
 
     /* forced on the T4, the feature refuses it */

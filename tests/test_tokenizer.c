@@ -372,7 +372,8 @@ static void test_chat_prompt(tailor_ctx *ctx)
         return;
     }
     ids = NULL;
-    tailor_status st = tailor_tokenizer_chat_prompt(ctx, tok, NULL, "Hi", TAILOR_CHAT_EMPTY_THOUGHT, &ids, &n);
+    tailor_status st =
+        tailor_tokenizer_chat_prompt(ctx, tok, NULL, "Hi", TAILOR_CHAT_EMPTY_THOUGHT, &ids, &n);
     CHECKF(st == TAILOR_ERR_NOT_FOUND && ids == NULL &&
                strstr(tailor_ctx_message(ctx), "lacks <|channel>") != NULL,
            "no <|channel>: %s", tailor_ctx_message(ctx));

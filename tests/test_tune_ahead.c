@@ -65,12 +65,11 @@ static void check_survivors_only(tailor_ctx *ctx, const tailor_device_info *dev,
     tailor_plan all, fit;
     CHECK_OK(ctx, tailor_plan_build(ctx, dev, op, &shape, dtype, &all));
     CHECK_OK(ctx, tailor_plan_build_survivors(ctx, dev, op, &shape, dtype, &fit));
-    CHECKF(all.nentries == all.count && fit.count == all.count &&
-               tailor_plan_survivors(&fit) == tailor_plan_survivors(&all) && fit.nentries == tailor_plan_survivors(&fit) &&
-               tailor_plan_survivors(&fit) > 0 && tailor_plan_survivors(&fit) < fit.count,
+    int fits = tailor_plan_survivors(&fit), all_fit = tailor_plan_survivors(&all);
+    CHECKF(all.nentries == all.count && fit.count == all.count && fits == all_fit &&
+               fit.nentries == fits && fits > 0 && fits < fit.count,
            "%s %s: all %d entries of %d (%d fit), survivors-only %d entries of %d (%d fit)", op,
-           shape_text, all.nentries, all.count, tailor_plan_survivors(&all), fit.nentries, fit.count,
-           tailor_plan_survivors(&fit));
+           shape_text, all.nentries, all.count, all_fit, fit.nentries, fit.count, fits);
     CHECKF(strcmp(all.space_hash, fit.space_hash) == 0, "%s %s: space hashes differ", op,
            shape_text);
     /* the defines compared through the kernel name (sorted there) and the workspace by count:

@@ -140,7 +140,8 @@ static void plan_target(tailor_ctx *ctx, tailor_compile_ahead *a, tailor_cache *
     tailor_plan plan;
     if (tailor_plan_build_survivors(ctx, dev, t->op, &t->shape, a->dtype, &plan) != TAILOR_OK)
         return; /* tailor_tune reports it */
-    int *idx = tailor_plan_survivors(&plan) ? calloc((size_t)tailor_plan_survivors(&plan), sizeof *idx) : NULL;
+    int survivors = tailor_plan_survivors(&plan);
+    int *idx = survivors ? calloc((size_t)survivors, sizeof *idx) : NULL;
     if (idx) {
         pthread_mutex_lock(&a->lock);
         a->stats.targets++;

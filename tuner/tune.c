@@ -624,7 +624,8 @@ tailor_status tailor_tune(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
         return tailor_set_error(ctx, TAILOR_ERR_NO_COMPILE,
                                 "%s %s %s is not in the cache and TAILOR_NO_COMPILE=1 forbids "
                                 "compiling its %d survivors",
-                                op, key_text.shape, tailor_dtype_name(dtype), tailor_plan_survivors(&plan));
+                                op, key_text.shape, tailor_dtype_name(dtype),
+                                tailor_plan_survivors(&plan));
     }
     if (tailor_plan_survivors(&plan) == 0) {
         tailor_plan_free(&plan);

@@ -7,8 +7,8 @@
 #include "tuner.h"
 
 /* The plan entries tailor_tune tries, in order: the survivors, shuffled by o->seed and cut to
- * o->trials for the random strategy (not under verify_all). idx has room for tailor_plan_survivors(plan);
- * returns how many. */
+ * o->trials for the random strategy (not under verify_all). idx has room for
+ * tailor_plan_survivors(plan); returns how many. */
 int tune_pick(const tailor_plan *plan, const tailor_tune_options *o, int *idx);
 
 /* The target tuning compiles for: the rehearsed profile's arch as PTX, else the live GPU's as

@@ -888,8 +888,8 @@ tailor_status tailor_gemma4_gpu_logits(tailor_ctx *ctx, tailor_gemma4_gpu *g, fl
     size_t V = (size_t)g->cfg.vocab;
     tailor_status st = check_last_row(ctx, g, "read");
     if (st == TAILOR_OK)
-        st = tailor_gpu_download_async(ctx, g->gpu, logits, off(g->capped, (size_t)g->top_row * V, 4),
-                                       V * 4);
+        st = tailor_gpu_download_async(ctx, g->gpu, logits,
+                                       off(g->capped, (size_t)g->top_row * V, 4), V * 4);
     return st == TAILOR_OK ? tailor_gpu_sync(ctx, g->gpu) : st;
 }
 
