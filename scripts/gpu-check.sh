@@ -81,6 +81,14 @@ verify_all() {
     echo "rc=$?" >>"$log"
   done
 }
+# e2b_bench W [FLAGS...]: sets B to the E2B benchmark for weights W ("w4a16": W4A16 + int4
+# head; "bf16"), 512-token prompt and 128 decoded tokens, with FLAGS (a --cache) after it
+e2b_bench() {
+  local w=$1 q=""
+  shift
+  [[ $w == w4a16 ]] && q="--quantize w4a16 --quantize-head"
+  B="$T bench model --preset gemma-4-e2b $q --prompt-len 512 --decode 128${*:+ $*}"
+}
 # bench_attention LOG OP CACHE LIMIT_S SHAPE...: each shape tuned (if new) and benched
 bench_attention() {
   local log=$1 op=$2 cache=$3 limit=$4 s
@@ -574,9 +582,7 @@ if [[ $what == queue ]]; then
   Q="$OUT/queue.txt"
   : >"$Q"
   for w in ${QUEUE_W:-w4a16}; do
-    q=""
-    [[ $w == w4a16 ]] && q="--quantize w4a16 --quantize-head"
-    B="$T bench model --preset gemma-4-e2b $q --prompt-len 512 --decode 128 --cache /tmp/queue-$w.sqlite"
+    e2b_bench "$w" --cache /tmp/queue-$w.sqlite
     echo "== $w: tune (a plain bench from an empty cache)" >>"$Q"
     timeout 330 $B 2>&1 | grep -E '^(prefill|decode|tuning)' >>"$Q"
     IFS=, read -ra variants <<<"${QUEUE_VARIANTS:-queued,--one-by-one,--ple-host}"
@@ -622,9 +628,7 @@ if [[ $what == sample ]]; then
   : >"$S"
   verify_topk "$S"
   for w in ${SAMPLE_W:-w4a16}; do
-    q=""
-    [[ $w == w4a16 ]] && q="--quantize w4a16 --quantize-head"
-    B="$T bench model --preset gemma-4-e2b $q --prompt-len 512 --decode 128 --cache build-gpu/sample-$w.sqlite"
+    e2b_bench "$w" --cache build-gpu/sample-$w.sqlite
     if [[ -n ${SAMPLE_QUICK_TUNE:-} && $w == bf16 ]]; then # 2 random trials a shape: fast picks
       echo "== $w: tune --preset, random, 2 trials" >>"$S"
       timeout 200 "$T" tune --preset gemma-4-e2b --dtype bf16 --strategy random --trials 2 \
@@ -650,9 +654,7 @@ if [[ $what == carveout ]]; then
   C="$OUT/carveout.txt"
   : >"$C"
   for w in ${CARVE_W:-w4a16}; do
-    q=""
-    [[ $w == w4a16 ]] && q="--quantize w4a16 --quantize-head"
-    B="$T bench model --preset gemma-4-e2b $q --prompt-len 512 --decode 128 --cache build-gpu/carve-$w.sqlite"
+    e2b_bench "$w" --cache build-gpu/carve-$w.sqlite
     echo "== $w: a plain bench (tunes what the cache lacks)" >>"$C"
     timeout "${CARVE_TUNE_S:-330}" $B 2>&1 | grep -E '^(prefill|decode|tuning)' >>"$C"
     for rep in 1 2; do
@@ -679,9 +681,7 @@ if [[ $what == step-tune ]]; then
   (cd build-gpu && TAILOR_SOURCE_DIR=$PWD/.. timeout 120 ./tests/test_gpu_step_tune) >>"$P" 2>&1
   echo "test_gpu_step_tune rc=$?" >>"$P"
   for w in ${STEP_W:-w4a16}; do
-    q=""
-    [[ $w == w4a16 ]] && q="--quantize w4a16 --quantize-head"
-    B="$T bench model --preset gemma-4-e2b $q --prompt-len 512 --decode 128"
+    e2b_bench "$w"
     echo "== $w: tune (a plain bench from an empty cache)" >>"$P"
     timeout 330 $B --cache /tmp/step-$w.sqlite 2>&1 | grep -E '^(decode|tuning)' >>"$P"
     cp /tmp/step-$w.sqlite /tmp/step-$w-before.sqlite
