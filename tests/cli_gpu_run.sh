@@ -28,10 +28,11 @@ done
 out=$(TAILOR_NO_COMPILE=1 "$T" run --model "$S/tests/fixtures/e2b_flat" --quantize w4a16 \
       --ids 2,17,33 --max-tokens 4 --print-ids --cache "$tmp/c.db" 2>&1); rc=$?
 check "warm run quantized on load compiles nothing (rc=$rc: $(tail -1 <<<"$out"))" test $rc -eq 0
-# sampling on the GPU path (with top-k from 1 to 64 the row's 64 best downloaded, with top-k 0 the
-# whole row into pinned memory, then the host sampler; flags left out default to transformers'
-# top-k 50 here, the fixture having no generation_config.json): top-k 1 is greedy, so its ids
-# equal the device argmax's; a seed gives the same ids twice, on both paths
+# sampling on the GPU path (with top-k from 1 to 127 the row's 128 best downloaded, with top-k 0
+# the whole row into pinned memory, then the host sampler; flags left out default to
+# transformers' top-k 50 here, the fixture having no generation_config.json): top-k 1 is greedy
+# where no logit ties the maximum (top-k keeps ties, as transformers does; none in these rows),
+# so its ids equal the device argmax's; a seed gives the same ids twice, on both paths
 M=$S/tests/fixtures/e2b_flat
 run_ids() { "$T" run --model "$M" --ids 2,17,33 --max-tokens 6 --print-ids \
               --cache "$tmp/c.db" "$@" 2>/dev/null | grep -E '^([0-9]+,){5}[0-9]+' | head -1; }
