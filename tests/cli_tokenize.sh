@@ -77,6 +77,38 @@ check "--system: '$out'" \
     $([ "$out" = "2 105 9731 107 3912 8652 236761 106 107 105 2364 107 10979 106 107 105 4368 107" ]; echo $?)
 expect_fail "--think with a tokenizer without <|think|>" 1 "lacks <|think|>" \
     "$BIN" tokenize --model "$TMP/model" --think --text Hi
+# the chat prompt with Gemma 4's control tokens: the Gemma tokenizer with its added tokens 98,
+# 100, 101, 105 and 106 named <|think|>, <|channel>, <channel|>, <|turn> and <turn|> as Gemma 4's
+# tokenizer names them (GEMMA4.md §4); the ids are Hugging Face tokenizers 0.23.2 (npm) encoding
+# the rendered prompt without special tokens added, e.g.
+# "<bos><|turn>system\n<|think|>\nBe brief.<turn|>\n<|turn>user\nWhy is the sky blue?<turn|>\n..."
+python3 - "$TOK" "$TMP/g4.json" <<'EOF6'
+import json, sys
+t = json.load(open(sys.argv[1], encoding="utf-8"))
+names = {98: "<|think|>", 100: "<|channel>", 101: "<channel|>", 105: "<|turn>", 106: "<turn|>"}
+for a in t["added_tokens"]:
+    if a["id"] in names:
+        del t["model"]["vocab"][a["content"]]
+        a["content"], a["special"] = names[a["id"]], True
+        t["model"]["vocab"][a["content"]] = a["id"]
+json.dump(t, open(sys.argv[2], "w", encoding="utf-8"), ensure_ascii=False)
+EOF6
+g4() { "$BIN" tokenize --tokenizer "$TMP/g4.json" "$@"; }
+out=$(g4 --think --text Hi)
+check "--think, no system text: '$out'" \
+    $([ "$out" = "2 105 9731 107 98 107 106 107 105 2364 107 10979 106 107 105 4368 107" ]; echo $?)
+out=$(g4 --think --system " Be brief." --text "Why is the sky blue? ")
+check "--think --system: '$out'" $([ "$out" = "2 105 9731 107 98 107 3912 8652 236761 106 107 105 \
+2364 107 11355 563 506 7217 3730 236881 106 107 105 4368 107" ]; echo $?)
+out=$(g4 --system "You answer in French." --text $'\n\nHello\tworld  ')
+check "--system, text trimmed: '$out'" $([ "$out" = "2 105 9731 107 3048 3890 528 7830 236761 106 107 \
+105 2364 107 9259 255968 12392 106 107 105 4368 107" ]; echo $?)
+out=$(g4 --think --system $'- one\n- two\n' --text $'\'quoted\'\n\nnext')
+check "--think with a list for a system text: '$out'" $([ "$out" = "2 105 9731 107 98 107 236772 886 107 \
+236772 1156 106 107 105 2364 107 236789 148758 236789 108 4874 106 107 105 4368 107" ]; echo $?)
+out=$(g4 --chat --text "¿Qué tal? 日本語")
+check "--chat, two scripts: '$out'" $([ "$out" = "2 105 2364 107 237665 24338 5883 236881 33375 238582 \
+106 107 105 4368 107" ]; echo $?)
 out=$("$BIN" tokenize --model "$TMP/model" --text ""); rc=$?
 check "empty text: exit 0 and no ids (rc $rc, '$out')" $([ $rc -eq 0 ] && [ "$out" = "" ]; echo $?)
 if command -v python3 >/dev/null && [ -f "$SRC/tests/tokenizer/expected.json" ]; then
