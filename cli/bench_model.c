@@ -433,15 +433,11 @@ static tailor_status decode_sampled(tailor_ctx *ctx, const model_args *a, model_
         s = tailor_gpu_host_alloc(ctx, r->gpu, V * sizeof *row, (void **)&row);
     for (int i = 0; i < a->ndec && s == TAILOR_OK; i++) {
         if (a->sample == SAMPLE_TOP) {
+            int read_row = 0;
             s = tailor_gemma4_gpu_step_top(ctx, r->g, *next, vals, ids, &argmax);
             if (s == TAILOR_OK)
-                *next = tailor_sampler_next_top(smp, vals, ids, TAILOR_GEMMA4_TOP_K);
-            if (s == TAILOR_OK && *next == TAILOR_SAMPLER_UNDECIDED) { /* ties past the list */
-                undecided++;
-                s = tailor_gemma4_gpu_logits(ctx, r->g, row);
-                if (s == TAILOR_OK)
-                    *next = tailor_sampler_next(smp, row);
-            }
+                s = cli_draw_from_top(ctx, r->g, smp, vals, ids, row, next, &read_row);
+            undecided += read_row;
         } else {
             s = tailor_gemma4_gpu_step(ctx, r->g, *next, row, &argmax);
             if (s == TAILOR_OK)

@@ -402,14 +402,8 @@ static tailor_status prompt_ids(tailor_ctx *ctx, const run_args *a, tailor_token
         return tailor_set_error(ctx, TAILOR_ERR_NOT_FOUND,
                                 "%s: no tokenizer.json, which a text prompt needs (use --ids)",
                                 a->model);
-    if (a->chat) { /* the one size-dependent detail, from the checkpoint's own template */
-        int empty_thought = 0;
-        tailor_status s = tailor_gemma4_chat_empty_thought(ctx, a->model, &empty_thought);
-        unsigned flags = (empty_thought ? TAILOR_CHAT_EMPTY_THOUGHT : 0) |
-                         (a->think ? TAILOR_CHAT_THINK : 0);
-        return s ? s : tailor_tokenizer_chat_prompt(ctx, *tok, a->system, a->prompt, flags, ids,
-                                                        n);
-    }
+    if (a->chat)
+        return cli_chat_prompt(ctx, *tok, a->model, a->system, a->prompt, a->think, ids, n);
     return tailor_tokenizer_encode(ctx, *tok, a->prompt, a->prompt_len, 1, ids, n);
 }
 
@@ -561,15 +555,14 @@ static tailor_status generate_gpu(tailor_ctx *ctx, const run_args *a, tailor_gem
     float top_vals[TAILOR_GEMMA4_TOP_K];
     int32_t top_ids[TAILOR_GEMMA4_TOP_K];
     for (int i = 0; i < a->max_tokens && s == TAILOR_OK && !stop && !a->sp.greedy; i++) {
-        int32_t id = i > 0 && from_top
-                         ? tailor_sampler_next_top(smp, top_vals, top_ids, TAILOR_GEMMA4_TOP_K)
-                         : tailor_sampler_next(smp, last);
-        if (id == TAILOR_SAMPLER_UNDECIDED) {
-            s = tailor_gemma4_gpu_logits(ctx, g, logits);
-            if (s)
-                break;
-            id = tailor_sampler_next(smp, logits);
-        }
+        int32_t id;
+        int read_row = 0;
+        if (i > 0 && from_top)
+            s = cli_draw_from_top(ctx, g, smp, top_vals, top_ids, logits, &id, &read_row);
+        else
+            id = tailor_sampler_next(smp, last);
+        if (s)
+            break;
         generated++;
         s = emit_or_stop(ctx, io, id, &stop);
         if (s == TAILOR_OK && !stop && i + 1 < a->max_tokens)

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "gemma4.h"
 #include "tokenizer.h"
 
 static const char usage_text[] =
@@ -96,14 +95,9 @@ int cmd_tokenize(int argc, char **argv)
     tailor_status st = o.file ? cli_read_text(ctx, o.file, &text, &len) : TAILOR_OK;
     if (st == TAILOR_OK)
         st = tailor_tokenizer_open(ctx, path, &tok);
-    int empty_thought = 0;
-    if (st == TAILOR_OK && o.chat && o.model_dir)
-        st = tailor_gemma4_chat_empty_thought(ctx, o.model_dir, &empty_thought);
-    unsigned flags = (empty_thought ? TAILOR_CHAT_EMPTY_THOUGHT : 0) |
-                     (o.think ? TAILOR_CHAT_THINK : 0);
     if (st == TAILOR_OK && o.chat)
-        st = tailor_tokenizer_chat_prompt(ctx, tok, o.system, o.file ? text : o.text, flags, &ids,
-                                          &n);
+        st = cli_chat_prompt(ctx, tok, o.model_dir, o.system, o.file ? text : o.text, o.think, &ids,
+                             &n);
     else if (st == TAILOR_OK)
         st = tailor_tokenizer_encode(ctx, tok, o.file ? text : o.text, o.file ? len : strlen(o.text),
                                      o.add_bos, &ids, &n);
