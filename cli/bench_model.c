@@ -436,7 +436,7 @@ static tailor_status decode_sampled(tailor_ctx *ctx, const model_args *a, model_
             int read_row = 0;
             s = tailor_gemma4_gpu_step_top(ctx, r->g, *next, vals, ids, &argmax);
             if (s == TAILOR_OK)
-                s = cli_draw_from_top(ctx, r->g, smp, vals, ids, row, next, &read_row);
+                s = tailor_gemma4_gpu_draw(ctx, r->g, smp, vals, ids, row, next, &read_row);
             undecided += read_row;
         } else {
             s = tailor_gemma4_gpu_step(ctx, r->g, *next, row, &argmax);

@@ -75,14 +75,6 @@ tailor_status cli_chat_prompt(tailor_ctx *ctx, const struct tailor_tokenizer *to
                               const char *model_dir, const char *system_text, const char *text,
                               int think, int32_t **ids, size_t *n);
 
-/* A sampled GPU step's draw from its TAILOR_GEMMA4_TOP_K candidates (tailor_sampler_next_top),
- * or, where they cannot decide, from the step's row read into row[vocab]
- * (tailor_gemma4_gpu_logits); *read_row says which. */
-struct tailor_sampler;
-tailor_status cli_draw_from_top(tailor_ctx *ctx, struct tailor_gemma4_gpu *g,
-                                struct tailor_sampler *smp, const float *vals,
-                                const int32_t *ids, float *row, int32_t *id, int *read_row);
-
 /* qsort's comparison of doubles, ascending. */
 int cli_cmp_double(const void *a, const void *b);
 

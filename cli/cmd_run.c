@@ -558,7 +558,7 @@ static tailor_status generate_gpu(tailor_ctx *ctx, const run_args *a, tailor_gem
         int32_t id;
         int read_row = 0;
         if (i > 0 && from_top)
-            s = cli_draw_from_top(ctx, g, smp, top_vals, top_ids, logits, &id, &read_row);
+            s = tailor_gemma4_gpu_draw(ctx, g, smp, top_vals, top_ids, logits, &id, &read_row);
         else
             id = tailor_sampler_next(smp, last);
         if (s)

@@ -11,7 +11,6 @@
 
 #include "cli.h"
 #include "gemma4.h"
-#include "sampler.h"
 #include "tokenizer.h"
 
 typedef struct command {
@@ -168,20 +167,6 @@ tailor_status cli_chat_prompt(tailor_ctx *ctx, const tailor_tokenizer *tok, cons
     unsigned flags = (empty_thought ? TAILOR_CHAT_EMPTY_THOUGHT : 0) |
                      (think ? TAILOR_CHAT_THINK : 0);
     return st ? st : tailor_tokenizer_chat_prompt(ctx, tok, system_text, text, flags, ids, n);
-}
-
-tailor_status cli_draw_from_top(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_sampler *smp,
-                                const float *vals, const int32_t *ids, float *row, int32_t *id,
-                                int *read_row)
-{
-    *id = tailor_sampler_next_top(smp, vals, ids, TAILOR_GEMMA4_TOP_K);
-    *read_row = *id == TAILOR_SAMPLER_UNDECIDED; /* ties past the list */
-    if (!*read_row)
-        return TAILOR_OK;
-    tailor_status st = tailor_gemma4_gpu_logits(ctx, g, row);
-    if (st == TAILOR_OK)
-        *id = tailor_sampler_next(smp, row);
-    return st;
 }
 
 tailor_status cli_read_text(tailor_ctx *ctx, const char *path, char **text, size_t *len)

@@ -445,20 +445,18 @@ int32_t tailor_sampler_next_top(tailor_sampler *s, const float *vals, const int3
 {
     if (s->p.greedy)
         return n > 0 && listed(s, ids, 0) ? ids[0] : 0;
-    int k = 0;
-    for (; k < n && k < s->p.top_k && listed(s, ids, k); k++) {
+    /* the first top_k, then the k-th best's ties (take_ties): the list is sorted, so they
+     * follow it */
+    int top_k = s->p.top_k, k = 0;
+    if (top_k < 1)
+        return TAILOR_SAMPLER_UNDECIDED; /* the whole vocabulary: no list of the best decides */
+    for (; k < n && listed(s, ids, k) && (k < top_k || vals[k] == vals[top_k - 1]); k++) {
         s->idx[k] = ids[k];
         s->top[ids[k]] = vals[k];
     }
     if (k == 0)
         return 0; /* every logit NaN */
-    if (k == s->p.top_k) { /* the k-th best's ties stay (take_ties) */
-        for (; k < n && listed(s, ids, k) && vals[k] == vals[k - 1]; k++) {
-            s->idx[k] = ids[k];
-            s->top[ids[k]] = vals[k];
-        }
-        if (k == n || k > SORTED_TOP)
-            return TAILOR_SAMPLER_UNDECIDED; /* ties may run past the list */
-    }
+    if (k >= top_k && (k == n || k > SORTED_TOP))
+        return TAILOR_SAMPLER_UNDECIDED; /* ties may run past the list */
     return draw_from_top(s, s->top, k, vals[0]);
 }

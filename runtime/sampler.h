@@ -48,8 +48,8 @@ int32_t tailor_sampler_next(tailor_sampler *s, const float *logits);
 int tailor_sampler_top_covers(const tailor_sampler *s, int n);
 
 /* What tailor_sampler_next_top returns when its candidates cannot decide: the top_k-th best's
- * ties run to the list's end (more may follow), or they make more than 1024 candidates. The
- * generator has not advanced; call tailor_sampler_next with the whole row. */
+ * ties run to the list's end (more may follow), or they make more than 1024 candidates, or no
+ * top_k bounds the candidates. The generator has not advanced; call tailor_sampler_next with the whole row. */
 #define TAILOR_SAMPLER_UNDECIDED (-1)
 
 /* The id tailor_sampler_next would draw from the whole row (same seed, same state: the very

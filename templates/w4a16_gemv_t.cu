@@ -33,11 +33,6 @@
 // ahead of the math, which costs an L2 round trip per quad whenever the quad's columns are not
 // in the SM's L1 yet (each warp's first touch of them): measured ~1.5 µs of a 5 µs launch at
 // n=6144 k=1536 (docs/perf/w4a16.md, session 8).
-// TOUCH (ASMEM 0 only; 0 = off, the default): right after the grid wait every lane reads one
-// 32-bit word of TOUCH 32-byte sectors of the activations its warp's quads will read (TOUCH_SPR
-// sectors per row: 8 per quad), so that the warp's L1 misses on them overlap in one L2 round
-// trip instead of one round trip per quad as load_a first touches each quad (ncu at m = 16,
-// session 28: half of the warps' stalls waiting on L1TEX, 80 % hits), then waits for them.
 // PDL: the first batch of weights, scales and zero points is requested before
 // griddepcontrol.wait (no kernel of a forward writes them); activations after it.
 // Each lane issues UNROLL quads x RT tiles x 2 rows of 16-byte loads per batch, and the next
@@ -56,12 +51,6 @@
 
 #ifndef GLU
 #define GLU 0
-#endif
-#ifndef TOUCH
-#define TOUCH 0
-#endif
-#if TOUCH && ASMEM
-#error "w4a16_gemv_t: TOUCH fills L1 for activations read from global memory (ASMEM 0)"
 #endif
 #if GLU && (RT != 2 || SPLITK != 1)
 #error "w4a16_gemv_t: GLU takes RT = 2 (a gate tile, an up tile) and SPLITK = 1"
@@ -186,41 +175,6 @@ __device__ __forceinline__ void load_a(uint4 (&av)[MT][4], const ASrc &src, int 
     }
 }
 
-#if TOUCH
-// One 32-bit word of each 32-byte sector of the activations the warp's quads [qb, qe) cover:
-// rows 0 .. min(M, MC) - 1 (the rows load_a reads), columns [128 qb, min(K, 128 qe)), TOUCH_SPR
-// sectors a row; lane l reads sectors l, l + 32, ... All TOUCH loads are issued before any is
-// used; the XOR of their words, which waits for them all, is returned for touch_wait.
-__device__ __forceinline__ u32 touch_a(const T *__restrict__ a, int qb, int qe, int M, int K,
-                                       int lane)
-{
-    const int rows = min(M, MC), c0 = 128 * qb, c1 = min(K, 128 * qe);
-    u32 v[TOUCH];
-#pragma unroll
-    for (int j = 0; j < TOUCH; j++) {
-        const int i = lane + 32 * j, r = i / TOUCH_SPR, c = c0 + 16 * (i % TOUCH_SPR);
-        v[j] = 0;
-        if (r < rows && c < c1)
-            asm volatile("ld.global.u32 %0, [%1];\n"
-                         : "=r"(v[j])
-                         : "l"(a + (size_t)r * K + c));
-    }
-    u32 x = 0;
-#pragma unroll
-    for (int j = 0; j < TOUCH; j++)
-        x ^= v[j];
-    return x;
-}
-
-// Waits for touch_a's loads: their XOR stored to a shared word nothing reads (volatile, so that
-// the store, and with it the loads and the wait, stays), once, here.
-__device__ __forceinline__ void touch_wait(u32 x)
-{
-    __shared__ volatile u32 w4t_touched;
-    w4t_touched = x;
-}
-#endif
-
 // tot += this quad (u of the batch) for every row tile; av holds its activations.
 __device__ __forceinline__ void compute_quad(const Batch &b, int u, const uint4 (&av)[MT][4],
                                              float (&tot)[RT][MT][4])
@@ -336,13 +290,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
 #endif
     // activations one quad ahead of the math, across batches
     uint4 av[MT][4];
-#if TOUCH
-    const u32 touched = touch_a(a, qb, qe, M, K, lane);
-#endif
     load_a(av, src, qb, qe, M, C, lane);
-#if TOUCH
-    touch_wait(touched);
-#endif
     for (int q = qb; q < qe; q += UNROLL) {
         Batch nxt; // past qe: zeros, no load
         load_batch(nxt, qweight, scales, zeros, row0, q + UNROLL, qe, N, C, ld, lane);

@@ -458,6 +458,11 @@ static void test_top_candidates(tailor_ctx *ctx, uint64_t seed)
     tailor_sampler *s = NULL;
     CHECK_OK(ctx, tailor_sampler_create(ctx, &p, 4096, &s));
     CHECK(s && !tailor_sampler_top_covers(s, 64)); /* top-k 0: the whole row is needed */
+    if (s) { /* and a list of candidates cannot stand in for it */
+        const float v3[3] = {5.0f, 4.0f, 3.0f};
+        const int32_t i3[4] = {0, 1, 2, -1};
+        CHECK(tailor_sampler_next_top(s, v3, i3, 3) == TAILOR_SAMPLER_UNDECIDED);
+    }
     tailor_sampler_destroy(s);
     p.top_k = 65;
     CHECK_OK(ctx, tailor_sampler_create(ctx, &p, 4096, &s));

@@ -353,13 +353,13 @@ static void check_sampled(tailor_ctx *ctx, tailor_gemma4_gpu *g, const char *tag
             st = tailor_gemma4_gpu_prefill(ctx, g, prompt, T, rows, &next);
         row = rows + (size_t)(T - 1) * (size_t)vocab;
         for (int i = 0; st == TAILOR_OK && i < steps; i++) {
-            got[i] = i == 0 ? tailor_sampler_next(b, row)
-                            : tailor_sampler_next_top(b, vals, tids, TAILOR_GEMMA4_TOP_K);
-            if (got[i] == TAILOR_SAMPLER_UNDECIDED) { /* ties past the list: the row */
-                undecided++;
-                st = tailor_gemma4_gpu_logits(ctx, g, again);
-                got[i] = st == TAILOR_OK ? tailor_sampler_next(b, again) : -1;
-            }
+            int read_row = 0; /* ties past the list: the row */
+            if (i == 0)
+                got[i] = tailor_sampler_next(b, row);
+            else if ((st = tailor_gemma4_gpu_draw(ctx, g, b, vals, tids, again, &got[i],
+                                                  &read_row)) != TAILOR_OK)
+                got[i] = -1;
+            undecided += read_row;
             if (st == TAILOR_OK && i + 1 < steps)
                 st = tailor_gemma4_gpu_step_top(ctx, g, got[i], vals, tids, &next);
         }

@@ -391,6 +391,16 @@ tailor_status tailor_gemma4_gpu_top(tailor_ctx *ctx, tailor_gemma4_gpu *g, float
  * (TAILOR_SAMPLER_UNDECIDED). Consumes no position. Errors as tailor_gemma4_gpu_top. */
 tailor_status tailor_gemma4_gpu_logits(tailor_ctx *ctx, tailor_gemma4_gpu *g, float *logits);
 
+/* A sampled step's draw: from the last position's TAILOR_GEMMA4_TOP_K candidates vals/ids (as
+ * tailor_gemma4_gpu_top or _step_top left them) by tailor_sampler_next_top, or, where they cannot
+ * decide (TAILOR_SAMPLER_UNDECIDED), from the whole row read into row[vocab]
+ * (tailor_gemma4_gpu_logits) by tailor_sampler_next. *read_row says which. The same id, seed for
+ * seed, as tailor_sampler_next on the row. Errors as tailor_gemma4_gpu_logits. */
+struct tailor_sampler;
+tailor_status tailor_gemma4_gpu_draw(tailor_ctx *ctx, tailor_gemma4_gpu *g,
+                                     struct tailor_sampler *smp, const float *vals,
+                                     const int32_t *ids, float *row, int32_t *id, int *read_row);
+
 /* tailor_gemma4_gpu_step that downloads the step's candidates (as tailor_gemma4_gpu_top) in the
  * same round trip instead of its logits: a sampled decode step. Errors as prefill. */
 tailor_status tailor_gemma4_gpu_step_top(tailor_ctx *ctx, tailor_gemma4_gpu *g, int32_t token,

@@ -8,6 +8,7 @@
 
 #include "gemma4_gpu.h"
 #include "half.h"
+#include "sampler.h"
 
 /* ---- launching ops ------------------------------------------------------------------------------- */
 
@@ -891,6 +892,20 @@ tailor_status tailor_gemma4_gpu_logits(tailor_ctx *ctx, tailor_gemma4_gpu *g, fl
         st = tailor_gpu_download_async(ctx, g->gpu, logits,
                                        off(g->capped, (size_t)g->top_row * V, 4), V * 4);
     return st == TAILOR_OK ? tailor_gpu_sync(ctx, g->gpu) : st;
+}
+
+tailor_status tailor_gemma4_gpu_draw(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_sampler *smp,
+                                     const float *vals, const int32_t *ids, float *row, int32_t *id,
+                                     int *read_row)
+{
+    *id = tailor_sampler_next_top(smp, vals, ids, TAILOR_GEMMA4_TOP_K);
+    *read_row = *id == TAILOR_SAMPLER_UNDECIDED; /* ties past the list */
+    if (!*read_row)
+        return TAILOR_OK;
+    tailor_status st = tailor_gemma4_gpu_logits(ctx, g, row);
+    if (st == TAILOR_OK)
+        *id = tailor_sampler_next(smp, row);
+    return st;
 }
 
 tailor_status tailor_gemma4_gpu_top(tailor_ctx *ctx, tailor_gemma4_gpu *g, float *vals,
