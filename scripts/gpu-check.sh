@@ -432,12 +432,29 @@ if [[ $what == experimental ]]; then
       --verify-all --cache /tmp/exp-verify.sqlite "$@" >>"$W" 2>&1
     echo "rc=$?" >>"$W"
   }
-  # none at present: session 29 measured and dropped w4a16_gemv_t_touch (TOUCH, RT = 4) and
-  # w4a16_glu_t_unroll3 on the H200 (docs/perf/w4a16.md); a new experimental W4A16 space adds its
-  # verify-all shapes and its with/without benches here, as those did
-  verify w4a16_matmul m=16,n=12288,k=1536,group=128 bf16
-  echo "== trials with the experimental templates (fastest first)" >>"$W"
-  "$T" cache trials --cache /tmp/exp-bench-1.sqlite 2>&1 | head -200 >>"$W"
+  # w4a16_wgmma_dec (session 31): the decode wgmma tiles (BM = 8, 16, 32, split k). EXP_STEP:
+  # "verify" (every survivor at six shapes: m = 16 wide and split, odd m with zero points and
+  # group 32 in fp16, m = 1, m = 32, a stack stride), "bench" (m = 16 and m = 1 at the MLP shapes
+  # with and without it, cuBLAS in the same process), or both (default; ~10 minutes)
+  if [[ ${EXP_STEP:-verify bench} == *verify* ]]; then
+    verify w4a16_matmul m=16,n=12288,k=1536,group=128 bf16
+    verify w4a16_matmul m=16,n=1536,k=12288,group=128 bf16
+    verify w4a16_matmul m=13,n=1000,k=352,group=32,zp=1 fp16
+    verify w4a16_matmul m=1,n=6144,k=1536,group=128 bf16
+    verify w4a16_matmul m=32,n=1536,k=6144,group=64,zp=1 bf16
+    verify w4a16_matmul m=9,n=256,k=1536,group=64,s_ld=512 fp16
+  fi
+  if [[ ${EXP_STEP:-verify bench} == *bench* ]]; then
+    for s in m=16,n=12288,k=1536 m=16,n=1536,k=12288 m=1,n=12288,k=1536 m=1,n=1536,k=12288; do
+      for x in 0 1; do
+        echo "== bench TAILOR_EXPERIMENTAL=$x w4a16 $s,group=128" >>"$W"
+        TAILOR_EXPERIMENTAL=$x timeout 100 "$T" bench w4a16 --shape "$s,group=128" \
+          --cache "/tmp/exp-bench-$x.sqlite" >>"$W" 2>&1
+      done
+    done
+    echo "== trials with the experimental templates (fastest first)" >>"$W"
+    "$T" cache trials --cache /tmp/exp-bench-1.sqlite 2>&1 | head -200 >>"$W"
+  fi
   summary+=("experimental: $(grep -c '^rc=0' "$W") of $(grep -c '^== verify-all' "$W") verify-all runs passed; figures in experimental.txt")
 fi
 if [[ $what == experimental-attn ]]; then

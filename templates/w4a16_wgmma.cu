@@ -15,14 +15,20 @@
 // fragment then feeds BM tokens (no dequantization per token tile, unlike mma.sync).
 // After the last tile, the fp32 accumulators are rounded once and staged through shared memory
 // as [BM tokens][BN + 8] so that the stores to out are 16-byte rows of n.
-// Defines: BM (64, 128, 192, 256), BK (64, 128), WG (1-3), STAGES, INFLIGHT (0, 1: k_loop_inflight),
-// GROUP, HAS_ZP. Needs n % 8 == 0.
+// Decode (BM = 8, 16, 32: a handful of tokens, one token tile): SPLITK > 1 splits the k tiles
+// over blockIdx.z; each split writes fp32 partials [SPLITK, M, N] and the last block of a column
+// tile sums them in z order (w4_splitk_finish), so that narrow n still fills the SMs.
+// Defines: BM (8, 16, 32, 64, 128, 192, 256), BK (64, 128), WG (1-3), STAGES, INFLIGHT (0, 1:
+// k_loop_inflight), SPLITK (1: none; > 1 needs M <= BM), GROUP, HAS_ZP. Needs n % 8 == 0.
 // Dynamic shared memory: 1024 (alignment slack) + STAGES · stage bytes (the epilogue's staging
 // reuses the ring; the space checks it fits).
 #include "w4a16_common.cuh"
 #include "wgmma.cuh"
 
 #define W4G_THREADS (WG * 128)
+#ifndef SPLITK
+#define SPLITK 1
+#endif
 
 namespace w4g {
 constexpr int BN = 64 * WG;                                  // weight rows per block
@@ -34,7 +40,8 @@ constexpr int S_BYTES = SROWS * BN * 2;
 constexpr int Z_BYTES = HAS_ZP ? SROWS * BN : 0;
 constexpr int STAGE_BYTES = (A_BYTES + W_BYTES + S_BYTES + Z_BYTES + 1023) / 1024 * 1024;
 constexpr int O_LD = BN + 8;                                 // epilogue staging row (T)
-static_assert(BM == 64 || BM == 128 || BM == 192 || BM == 256, "BM is a wgmma N: 64, 128, 192 or 256");
+static_assert(BM == 8 || BM == 16 || BM == 32 || BM == 64 || BM == 128 || BM == 192 || BM == 256,
+              "BM is a wgmma N: 8, 16, 32, 64, 128, 192 or 256");
 static_assert(BK % 64 == 0 && GROUP % 32 == 0, "BK is whole swizzle atoms; GROUP a multiple of 32");
 static_assert(BK % GROUP == 0 || GROUP % BK == 0, "BK and GROUP must nest");
 static_assert(STAGES >= 2 + INFLIGHT, "at least 2 stages (3 with a tile in flight)");
@@ -140,13 +147,12 @@ __device__ __forceinline__ void mma_tile(float (&acc)[BM / 2], const Stage &st, 
 __device__ __forceinline__ void k_loop_inflight(float (&acc)[BM / 2], u8 *ring, const T *a,
                                                 const u32 *qweight, const T *scales,
                                                 const u8 *zeros, int M, int N, int K, int n_pad,
-                                                int m0, int n0, int r0, int t)
+                                                int m0, int n0, int r0, int t, int kb, int ktiles)
 {
-    const int ktiles = (K + BK - 1) / BK;
 #pragma unroll
     for (int s = 0; s < STAGES - 2; s++) {
         if (s < ktiles)
-            load_tile(stage_at(ring, s), s, a, qweight, scales, zeros, M, N, K, n_pad, m0, n0);
+            load_tile(stage_at(ring, s), kb + s, a, qweight, scales, zeros, M, N, K, n_pad, m0, n0);
         tc_copy_commit();
     }
     u32 af0[BK / 32][2][4], af1[BK / 32][2][4];
@@ -161,8 +167,8 @@ __device__ __forceinline__ void k_loop_inflight(float (&acc)[BM / 2], u8 *ring, 
                 __syncthreads();
                 const int nk = kk + STAGES - 2;
                 if (nk < ktiles)
-                    load_tile(stage_at(ring, nk % STAGES), nk, a, qweight, scales, zeros, M, N, K,
-                              n_pad, m0, n0);
+                    load_tile(stage_at(ring, nk % STAGES), kb + nk, a, qweight, scales, zeros, M, N,
+                              K, n_pad, m0, n0);
                 tc_copy_commit();
                 if (half == 0)
                     mma_issue(acc, stage_at(ring, kk % STAGES), r0, t, af0);
@@ -182,6 +188,9 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
               const T *__restrict__ scales,
 #if HAS_ZP
               const u8 *__restrict__ zeros,
+#endif
+#if SPLITK > 1
+              float *__restrict__ partial, int *__restrict__ counters,
 #endif
               int M, int N, int K, int n_pad)
 {
@@ -205,14 +214,20 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
     for (int i = 0; i < BM / 2; i++)
         acc[i] = 0.f;
 
-#if INFLIGHT
-    k_loop_inflight(acc, ring, a, qweight, scales, zeros, M, N, K, n_pad, m0, n0, r0, t);
+    // this block's k tiles: [kb, kb + ktiles)
+#if SPLITK > 1
+    const int kper = ((K + BK - 1) / BK + SPLITK - 1) / SPLITK, kb = blockIdx.z * kper;
+    const int ktiles = max(0, min((K + BK - 1) / BK - kb, kper));
 #else
-    const int ktiles = (K + BK - 1) / BK;
+    const int kb = 0, ktiles = (K + BK - 1) / BK;
+#endif
+#if INFLIGHT
+    k_loop_inflight(acc, ring, a, qweight, scales, zeros, M, N, K, n_pad, m0, n0, r0, t, kb, ktiles);
+#else
 #pragma unroll
     for (int s = 0; s < STAGES - 1; s++) {
         if (s < ktiles)
-            load_tile(stage_at(ring, s), s, a, qweight, scales, zeros, M, N, K, n_pad, m0, n0);
+            load_tile(stage_at(ring, s), kb + s, a, qweight, scales, zeros, M, N, K, n_pad, m0, n0);
         tc_copy_commit();
     }
     for (int kt = 0; kt < ktiles; kt++) {
@@ -221,14 +236,29 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
         __syncthreads(); // tile kt landed; every warpgroup finished the tile of the stage refilled
         const int nk = kt + STAGES - 1;
         if (nk < ktiles)
-            load_tile(stage_at(ring, nk % STAGES), nk, a, qweight, scales, zeros, M, N, K, n_pad,
-                      m0, n0);
+            load_tile(stage_at(ring, nk % STAGES), kb + nk, a, qweight, scales, zeros, M, N, K,
+                      n_pad, m0, n0);
         tc_copy_commit();
 
         mma_tile(acc, stage_at(ring, kt % STAGES), r0, t);
     }
 #endif
     tc_copy_wait<0>();
+#if SPLITK > 1
+    // this split's fp32 partials (acc[4j + e]: token 8j + 2t + (e & 1), row r0 + 8 (e >> 1)),
+    // then the column tile's last block sums the splits (M <= BM: one token tile)
+    float *mine = partial + (size_t)blockIdx.z * M * N;
+#pragma unroll
+    for (int j = 0; j < BM / 8; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int gm = 8 * j + 2 * t + (e & 1), gn = n0 + r0 + 8 * (e >> 1);
+            if (gm < M && gn < N)
+                mine[(size_t)gm * N + gn] = acc[4 * j + e];
+        }
+    __shared__ int w4g_last;
+    w4_splitk_finish(out, partial, counters, SPLITK, M, N, n0, BN, &w4g_last);
+#else
     __syncthreads(); // every warpgroup is done with the ring: it becomes the staging tile
 
     // acc[4j + e]: weight row r0 + 8 (e >> 1), token 8j + 2t + (e & 1)
@@ -245,4 +275,5 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
             *reinterpret_cast<uint4 *>(out + (size_t)gm * N + gn) =
                 *reinterpret_cast<const uint4 *>(stage_o + r * O_LD + c);
     }
+#endif
 }

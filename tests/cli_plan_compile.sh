@@ -105,6 +105,10 @@ check "attention_prefill_wg (P·V retired per tile, RETIRE=1) compiles unseriali
            ! grep -E '^  attention_prefill_wg ' '$tmp/prefill_h200' | grep -q 'serialized'"
 check "w4a16_wgmma survivors with the in-flight k loop (INFLIGHT=1) compile" \
   grep -qE "^  w4a16_wgmma .*INFLIGHT=1 .*regs, spills 0/0 B" "$tmp/w4h200"
+# its decode tiles (w4a16_wgmma_dec, experimental: m64n16k16, split k) at m = 16 with zero points
+check "w4a16_wgmma_dec survivors (BM=16, split k) compile for sm_90a with no spills, unserialized" \
+  bash -c "grep -qE '^  w4a16_wgmma_dec +BK=64 BM=16 .*SPLITK=8 .*regs, spills 0/0 B' '$tmp/w4h200' &&
+           ! grep -E '^  w4a16_wgmma_dec ' '$tmp/w4h200' | grep -q serialized"
 
 # the warpgroup GEMM's register budget refuses with its arithmetic (zero points take more)
 "$T" plan --device h200 --op w4a16_matmul --shape m=2048,n=6144,k=1536,group=128 >"$tmp/out" 2>&1

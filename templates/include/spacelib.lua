@@ -693,12 +693,18 @@ function lib.w4g_stage_bytes(p, shape)
   return (bytes + 1023) // 1024 * 1024
 end
 
--- The space of w4a16_wgmma.cu over `params` (BM, BK, WG, STAGES, INFLIGHT lists); opts.experimental
--- (optional) is the sentence that keeps it out of the default space. A builder, so that a variant
--- space over the same kernel (a test's one-configuration copy, an experimental tile) is a few
--- lines.
+-- The space of w4a16_wgmma.cu over `params` (BM, BK, WG, STAGES, INFLIGHT lists, and SPLITK for
+-- a decode space); opts.experimental (optional) is the sentence that keeps it out of the default
+-- space; opts.decode plans the few-token shapes (m <= 32: BM = 8, 16 or 32 holds every token,
+-- SPLITK splits k) instead of the prefill ones (m >= 64). A builder, so that a variant space
+-- over the same kernel (a test's one-configuration copy, an experimental tile) is a few lines.
 function lib.w4g_space(params, opts)
   opts = opts or {}
+  local function splitk(p) return p.SPLITK or 1 end
+  -- k tiles a block streams: all of them, or a split's share
+  local function block_ktiles(p, shape)
+    return lib.ceil_div(lib.ceil_div(shape.k, p.BK), splitk(p))
+  end
   return {
     op = "w4a16_matmul",
     source = "w4a16_wgmma.cu",
@@ -716,12 +722,35 @@ function lib.w4g_space(params, opts)
         return false, string.format("n=%d: the epilogue stores 8 columns at a time (n %% 8 == 0)",
                                     shape.n)
       end
-      -- a prefill template: the tokens fill the wgmma's N (pruning only; any m runs)
-      if purpose ~= "launch" and shape.m < 64 then
-        return false, string.format("m=%d < 64: a decode shape (the GEMV templates)", shape.m)
+      if splitk(p) > 1 and shape.m > p.BM then
+        return false, string.format("SPLITK=%d sums one token tile: m=%d > BM=%d", splitk(p),
+                                    shape.m, p.BM)
       end
-      if purpose ~= "launch" and p.BM > math.max(64, lib.pow2_at_least(shape.m)) then
-        return false, string.format("BM=%d > m=%d rounded up", p.BM, shape.m)
+      local kt = lib.ceil_div(shape.k, p.BK)
+      if splitk(p) > 1 and (splitk(p) - 1) * block_ktiles(p, shape) >= kt then
+        return false, string.format("SPLITK=%d leaves a split without k tiles (%d tiles of BK=%d)",
+                                    splitk(p), kt, p.BK)
+      end
+      if opts.decode then
+        -- a decode template: a handful of tokens in one narrow wgmma N (pruning only)
+        if purpose ~= "launch" and shape.m > 32 then
+          return false, string.format("m=%d > 32: a prefill shape (w4a16_wgmma.lua)", shape.m)
+        end
+        if purpose ~= "launch" and p.BM > math.max(8, lib.pow2_at_least(shape.m)) then
+          return false, string.format("BM=%d > m=%d rounded up", p.BM, shape.m)
+        end
+        if purpose ~= "launch" and p.BM < shape.m then
+          return false, string.format("BM=%d < m=%d: each token tile would read the weights again",
+                                      p.BM, shape.m)
+        end
+      else
+        -- a prefill template: the tokens fill the wgmma's N (pruning only; any m runs)
+        if purpose ~= "launch" and shape.m < 64 then
+          return false, string.format("m=%d < 64: a decode shape (the GEMV templates)", shape.m)
+        end
+        if purpose ~= "launch" and p.BM > math.max(64, lib.pow2_at_least(shape.m)) then
+          return false, string.format("BM=%d > m=%d rounded up", p.BM, shape.m)
+        end
       end
       if 64 * p.WG > math.max(64, lib.pow2_at_least(shape.n)) then
         return false, string.format("%d weight rows per block > n=%d rounded up", 64 * p.WG, shape.n)
@@ -730,15 +759,16 @@ function lib.w4g_space(params, opts)
       -- accumulators, the fragments, addresses): 64 K registers in all
       -- (BM = 128 wants 172: three warpgroups of it spilled; zero points take ~4 more, which
       -- three warpgroups of BM = 192 do not have)
-      local per_thread = ({ [64] = 130, [128] = 172, [192] = 168, [256] = 192 })[p.BM] +
-                         4 * shape.zp
+      local per_thread = ({ [8] = 96, [16] = 96, [32] = 104, [64] = 130, [128] = 172, [192] = 168,
+                            [256] = 192 })[p.BM] + 4 * shape.zp
       if per_thread * 128 * p.WG > 65536 then
         return false, string.format("%d threads x ~%d registers (BM=%d) > 65536", 128 * p.WG,
                                     per_thread, p.BM)
       end
-      local ktiles = lib.ceil_div(shape.k, p.BK)
+      local ktiles = block_ktiles(p, shape)
       if p.STAGES > ktiles then
-        return false, string.format("STAGES=%d > %d k tiles", p.STAGES, ktiles)
+        return false, string.format("STAGES=%d > %d k tiles%s", p.STAGES, ktiles,
+                                    splitk(p) > 1 and " a split" or "")
       end
       -- the epilogue stages the output tile [BM][64 WG + 8] in the ring
       local ring, staging = p.STAGES * lib.w4g_stage_bytes(p, shape), p.BM * (64 * p.WG + 8) * 2
@@ -751,16 +781,21 @@ function lib.w4g_space(params, opts)
     requires = function(p, shape, dtype, device) return lib.wgmma_requires(dtype) end,
 
     threads = function(p, shape, dtype, device) return 128 * p.WG end,
-    smem_static = function(p, shape, dtype, device) return 0 end,
+    -- split k's last-block flag: one int, which ptxas reports as 16 B (the dynamic ring after it
+    -- is 16-byte aligned)
+    smem_static = function(p, shape, dtype, device) return splitk(p) > 1 and 16 or 0 end,
     smem_dynamic = function(p, shape, dtype, device)
       return 1024 + p.STAGES * lib.w4g_stage_bytes(p, shape) -- + the slack that aligns the ring to 1024
     end,
+    workspace = function(p, shape, dtype, device)
+      return lib.splitk_workspace({ SPLITK = splitk(p) }, shape, lib.ceil_div(shape.n, 64 * p.WG))
+    end,
     grid = function(p, shape, dtype, device)
-      return { lib.ceil_div(shape.n, 64 * p.WG), lib.ceil_div(shape.m, p.BM), 1 }
+      return { lib.ceil_div(shape.n, 64 * p.WG), lib.ceil_div(shape.m, p.BM), splitk(p) }
     end,
 
     args = function(p, shape, dtype, device)
-      return lib.w4a16_args({ SPLITK = 1 }, shape)
+      return lib.w4a16_args({ SPLITK = splitk(p) }, shape)
     end,
 
   }

@@ -158,9 +158,53 @@ __device__ __forceinline__ void wg_mma_rs_n256(float (&d)[128], const wg_u32 a[4
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1), "n"(TB));
 }
 
-// One m64nBMk16 step for BM in {64, 128, 192, 256}.
+// The narrow tiles of the decode configurations (a handful of tokens): m64n8k16, m64n16k16,
+// m64n32k16 with A in registers.
+__device__ __forceinline__ void wg_mma_rs_n8(float (&d)[4], const wg_u32 a[4], unsigned long long b)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n8k16.f32." WG_AB "." WG_AB " "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, p, 1, 1, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
+}
+__device__ __forceinline__ void wg_mma_rs_n16(float (&d)[8], const wg_u32 a[4], unsigned long long b)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n16k16.f32." WG_AB "." WG_AB " "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, %12, p, 1, 1, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
+}
+__device__ __forceinline__ void wg_mma_rs_n32(float (&d)[16], const wg_u32 a[4], unsigned long long b)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n32k16.f32." WG_AB "." WG_AB " "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
+                 "{%16, %17, %18, %19}, %20, p, 1, 1, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
+}
+
+// One m64nBMk16 step for BM in {8, 16, 32, 64, 128, 192, 256}.
 template <int N>
 __device__ __forceinline__ void wg_mma_rs(float (&d)[N / 2], const wg_u32 a[4], unsigned long long b);
+template <>
+__device__ __forceinline__ void wg_mma_rs<8>(float (&d)[4], const wg_u32 a[4], unsigned long long b)
+{
+    wg_mma_rs_n8(d, a, b);
+}
+template <>
+__device__ __forceinline__ void wg_mma_rs<16>(float (&d)[8], const wg_u32 a[4], unsigned long long b)
+{
+    wg_mma_rs_n16(d, a, b);
+}
+template <>
+__device__ __forceinline__ void wg_mma_rs<32>(float (&d)[16], const wg_u32 a[4], unsigned long long b)
+{
+    wg_mma_rs_n32(d, a, b);
+}
 template <>
 __device__ __forceinline__ void wg_mma_rs<64>(float (&d)[32], const wg_u32 a[4], unsigned long long b)
 {
