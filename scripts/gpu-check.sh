@@ -436,6 +436,23 @@ if [[ $what == experimental ]]; then
   # "verify" (every survivor at six shapes: m = 16 wide and split, odd m with zero points and
   # group 32 in fp16, m = 1, m = 32, a stack stride), "bench" (m = 16 and m = 1 at the MLP shapes
   # with and without it, cuBLAS in the same process), or both (default; ~10 minutes)
+  # "pairs": shape by shape, most telling first, each verified then benched (exp 1 and 0, and
+  # m = 1 beside it), so that a call cut short still leaves whole comparisons
+  if [[ ${EXP_STEP:-} == pairs ]]; then
+    for s in m=16,n=12288,k=1536 m=16,n=1536,k=12288; do
+      verify w4a16_matmul "$s,group=128" bf16
+      for x in 1 0; do
+        echo "== bench TAILOR_EXPERIMENTAL=$x w4a16 $s,group=128" >>"$W"
+        TAILOR_EXPERIMENTAL=$x timeout 90 "$T" bench w4a16 --shape "$s,group=128" \
+          --cache "/tmp/exp-bench-$x.sqlite" >>"$W" 2>&1
+      done
+      echo "== bench TAILOR_EXPERIMENTAL=0 w4a16 ${s/m=16/m=1},group=128" >>"$W"
+      TAILOR_EXPERIMENTAL=0 timeout 60 "$T" bench w4a16 --shape "${s/m=16/m=1},group=128" \
+        --cache /tmp/exp-bench-0.sqlite >>"$W" 2>&1
+    done
+    verify w4a16_matmul m=13,n=1000,k=352,group=32,zp=1 fp16
+    verify w4a16_matmul m=9,n=256,k=1536,group=64,s_ld=512 fp16
+  fi
   if [[ ${EXP_STEP:-verify bench} == *verify* ]]; then
     verify w4a16_matmul m=16,n=12288,k=1536,group=128 bf16
     verify w4a16_matmul m=16,n=1536,k=12288,group=128 bf16

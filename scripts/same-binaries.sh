@@ -26,6 +26,14 @@ for f in "$here"/templates/*.lua; do
   new_templates+=("${b%.lua}")
   op=$(sed -n 's/^  op = "\([a-z0-9_]*\)",$/\1/p' "$f" | head -1)
   src=$(sed -n 's/^  source = "\([a-z0-9_.]*\)",$/\1/p' "$f" | head -1)
+  if [[ -z $op || -z $src ]]; then
+    # a space made by a spacelib builder (`return tailor.w4g_space(...)`): the file itself, its
+    # every configuration refused
+    { echo "local space = (function()"; cat "$f"; echo "end)()"
+      echo 'space.valid = function() return false, "not in this revision" end'
+      echo "return space"; } >"$tmp/templates/$b"
+    continue
+  fi
   cat >"$tmp/templates/$b" <<STUB
 return { op = "$op", source = "$src", params = { STUB = { 0 } },
   valid = function() return false, "not in this revision" end,
