@@ -19,7 +19,8 @@
 // over blockIdx.z; each split writes fp32 partials [SPLITK, M, N] and the last block of a column
 // tile sums them in z order (w4_splitk_finish), so that narrow n still fills the SMs.
 // Defines: BM (8, 16, 32, 64, 128, 192, 256), BK (64, 128), WG (1-3), STAGES, INFLIGHT (0, 1:
-// k_loop_inflight), SPLITK (1: none; > 1 needs M <= BM), GROUP, HAS_ZP. Needs n % 8 == 0.
+// k_loop_inflight), SPLITK (1: none; > 1 needs M <= BM), EARLY_W (1: the first stages' weights
+// requested before the grid wait), GROUP, HAS_ZP. Needs n % 8 == 0.
 // Dynamic shared memory: 1024 (alignment slack) + STAGES · stage bytes (the epilogue's staging
 // reuses the ring; the space checks it fits).
 #include "w4a16_common.cuh"
@@ -28,6 +29,9 @@
 #define W4G_THREADS (WG * 128)
 #ifndef SPLITK
 #define SPLITK 1
+#endif
+#ifndef EARLY_W
+#define EARLY_W 0
 #endif
 
 namespace w4g {
@@ -71,10 +75,8 @@ __device__ __forceinline__ int a_offset(int r, int c)
     return (c >> 3) * (BM * 128) + r * 128 + (((c & 7) ^ (r & 7)) << 4);
 }
 
-// Issues the copies of k tile kt into stage s; pieces outside m, n, k or the groups are zeros.
-__device__ __forceinline__ void load_tile(const Stage &s, int kt, const T *a, const u32 *qw,
-                                          const T *scales, const u8 *zeros, int M, int N, int K,
-                                          int n_pad, int m0, int n0)
+// Issues the copies of k tile kt's activations into stage s (rows past m, columns past k: zeros).
+__device__ __forceinline__ void load_acts(const Stage &s, int kt, const T *a, int M, int K, int m0)
 {
     const int tid = threadIdx.x, k0 = kt * BK;
     for (int i = tid; i < BM * (BK / 8); i += W4G_THREADS) {
@@ -82,8 +84,36 @@ __device__ __forceinline__ void load_tile(const Stage &s, int kt, const T *a, co
         const bool ok = gm < M && gk < K;
         tc_copy16(s.a + a_offset(r, c), ok ? a + (size_t)gm * K + gk : a, ok);
     }
+}
+
+// Issues the copies of k tile kt's weights, scales and zero points into stage s.
+__device__ __forceinline__ void load_weights(const Stage &s, int kt, const u32 *qw, const T *scales,
+                                             const u8 *zeros, int N, int K, int n_pad, int n0)
+{
     w4_load_weight_tile<BN, BK, B_LD, SROWS, GROUP, W4G_THREADS>(s.w, s.s, s.z, kt, qw, scales,
                                                               zeros, N, K, n_pad, n0);
+}
+
+// Issues the copies of k tile kt into stage s; pieces outside m, n, k or the groups are zeros.
+__device__ __forceinline__ void load_tile(const Stage &s, int kt, const T *a, const u32 *qw,
+                                          const T *scales, const u8 *zeros, int M, int N, int K,
+                                          int n_pad, int m0, int n0)
+{
+    load_acts(s, kt, a, M, K, m0);
+    load_weights(s, kt, qw, scales, zeros, N, K, n_pad, n0);
+}
+
+// A prologue stage: the whole tile, or with EARLY_W its activations only (its weights were
+// requested before the grid wait).
+__device__ __forceinline__ void load_first(const Stage &s, int kt, const T *a, const u32 *qw,
+                                           const T *scales, const u8 *zeros, int M, int N, int K,
+                                           int n_pad, int m0, int n0)
+{
+#if EARLY_W
+    load_acts(s, kt, a, M, K, m0);
+#else
+    load_tile(s, kt, a, qw, scales, zeros, M, N, K, n_pad, m0, n0);
+#endif
 }
 
 // The A fragments of k16 steps 2 kc and 2 kc + 1 for this thread: weight rows r0 and r0 + 8
@@ -152,7 +182,7 @@ __device__ __forceinline__ void k_loop_inflight(float (&acc)[BM / 2], u8 *ring, 
 #pragma unroll
     for (int s = 0; s < STAGES - 2; s++) {
         if (s < ktiles)
-            load_tile(stage_at(ring, s), kb + s, a, qweight, scales, zeros, M, N, K, n_pad, m0, n0);
+            load_first(stage_at(ring, s), kb + s, a, qweight, scales, zeros, M, N, K, n_pad, m0, n0);
         tc_copy_commit();
     }
     u32 af0[BK / 32][2][4], af1[BK / 32][2][4];
@@ -194,7 +224,9 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
 #endif
               int M, int N, int K, int n_pad)
 {
+#if !EARLY_W
     tailor_grid_begin();
+#endif
     using namespace w4g;
     extern __shared__ __align__(16) u8 smem_raw[];
     // the swizzled tiles need 1024-byte alignment of the shared address
@@ -221,13 +253,23 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
 #else
     const int kb = 0, ktiles = (K + BK - 1) / BK;
 #endif
+#if EARLY_W
+    // the prologue stages' weights, scales and zero points before the grid wait (no kernel of a
+    // forward writes them: tailor_common.cuh), their activations after it; they join the first
+    // stage's copy group, so the ring's group counts are unchanged
+#pragma unroll
+    for (int s = 0; s < STAGES - 1 - INFLIGHT; s++)
+        if (s < ktiles)
+            load_weights(stage_at(ring, s), kb + s, qweight, scales, zeros, N, K, n_pad, n0);
+    tailor_grid_begin();
+#endif
 #if INFLIGHT
     k_loop_inflight(acc, ring, a, qweight, scales, zeros, M, N, K, n_pad, m0, n0, r0, t, kb, ktiles);
 #else
 #pragma unroll
     for (int s = 0; s < STAGES - 1; s++) {
         if (s < ktiles)
-            load_tile(stage_at(ring, s), kb + s, a, qweight, scales, zeros, M, N, K, n_pad, m0, n0);
+            load_first(stage_at(ring, s), kb + s, a, qweight, scales, zeros, M, N, K, n_pad, m0, n0);
         tc_copy_commit();
     }
     for (int kt = 0; kt < ktiles; kt++) {

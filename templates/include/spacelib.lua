@@ -712,7 +712,8 @@ function lib.w4g_space(params, opts)
     dtypes = { "fp16", "bf16" },
     params = params,
     defines = function(p, shape, dtype, device)
-      return { GROUP = shape.group, HAS_ZP = shape.zp }
+      -- decode: the first stages' weights are requested before the grid wait (EARLY_W)
+      return { GROUP = shape.group, HAS_ZP = shape.zp, EARLY_W = opts.decode and 1 or nil }
     end,
 
     valid = function(p, shape, dtype, device, purpose)
