@@ -23,10 +23,10 @@
 # attention survivor verified (cli_gpu_attention), then prefill and decode at 8k/32k timed with
 # the working tree's templates and with probe-variants/base's (scripts/probe/base_templates.sh
 # REV) in the same run, plus the int4 gated GEMV against the 2N GEMV + gelu_gate (attn.txt);
-# experimental: the experimental W4A16 templates (TAILOR_EXPERIMENTAL=1; none at present: session
-# 29 dropped the last two after their H200 run) verified survivor by survivor (tune --verify-all),
-# then benched with them and without them in the same run, and every configuration's time
-# (experimental.txt). experimental-attn: the same for the
+# experimental: the experimental W4A16 templates (TAILOR_EXPERIMENTAL=1; w4a16_wgmma_dec, session
+# 31) verified survivor by survivor (tune --verify-all), then benched with them and without them
+# in the same run, and every configuration's time (experimental.txt; EXP_STEP=pairs: shape by
+# shape, verify then bench, for a call that may be cut short). experimental-attn: the same for the
 # experimental attention templates (none at present; session 13 promoted the last two) at
 # head_dim 256 and 512: five prefill
 # verify-all shapes (window, full causal, chunked GQA fp16, window 1, head_dim 512) and three
