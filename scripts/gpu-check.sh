@@ -680,8 +680,9 @@ if [[ $what == sample ]]; then
   summary+=("sample: $(grep -c '^rc=0' "$S") of 8 topk verifications passed, $(grep -c '^decode [0-9]' "$S") decode figures; sample.txt")
 fi
 if [[ $what == carveout ]]; then
-  # the E2B decode with every kernel preferring one shared-memory carveout (TAILOR_CARVEOUT, a
-  # probe in runtime/cuda.c) against the driver's choice per kernel, alternating on one cache
+  # the E2B decode with every kernel preferring one shared-memory carveout (TAILOR_CARVEOUT;
+  # runtime/cuda.c, 25 % by default since session 31) against the driver's choice per kernel
+  # (TAILOR_CARVEOUT=driver), alternating on one cache
   # (CARVE_W: "w4a16" = W4A16 + int4 head, default, and/or "bf16"; CARVE_P: the percentages,
   # default "25 50"; session 30 on an H100: prefill +19-23 % at 25-75 %, decode flat at 25-50 %,
   # -6 % at 100, -13 % at 0; carveout.txt).
@@ -702,11 +703,7 @@ if [[ $what == carveout ]]; then
     for rep in 1 2; do
       for cv in driver ${CARVE_P:-25 50}; do
         echo "== $w carveout $cv" >>"$C"
-        if [[ $cv == driver ]]; then
-          timeout 60 $B 2>&1 | grep -E '^(prefill|decode)|error' >>"$C"
-        else
-          TAILOR_CARVEOUT=$cv timeout 60 $B 2>&1 | grep -E '^(prefill|decode)|error' >>"$C"
-        fi
+        TAILOR_CARVEOUT=$cv timeout 60 $B 2>&1 | grep -E '^(prefill|decode)|error' >>"$C"
       done
     done
   done

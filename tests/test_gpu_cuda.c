@@ -306,6 +306,27 @@ static void test_bad_kernels(tailor_ctx *ctx, tailor_gpu *gpu)
     CHECK(strstr(tailor_ctx_message(ctx), "JIT log") != NULL);
 }
 
+/* The shared-memory carveout every kernel prefers (runtime/cuda.c: 25 % unless TAILOR_CARVEOUT
+ * says otherwise): a percentage or "driver" loads, anything else is refused naming the value. */
+static void test_carveout(tailor_ctx *ctx, tailor_gpu *gpu)
+{
+    static const char *const good[] = {"0", "50", "100", "driver"};
+    tailor_kernel k;
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        setenv("TAILOR_CARVEOUT", good[i], 1);
+        tailor_status st = tailor_gpu_load_kernel(ctx, gpu, kernels_ptx, "saxpb", &k);
+        CHECKF(st == TAILOR_OK, "TAILOR_CARVEOUT=%s: %s", good[i], tailor_ctx_message(ctx));
+        if (st == TAILOR_OK)
+            tailor_gpu_unload_kernel(gpu, &k);
+    }
+    setenv("TAILOR_CARVEOUT", "half", 1);
+    tailor_status st = tailor_gpu_load_kernel(ctx, gpu, kernels_ptx, "saxpb", &k);
+    CHECKF(st == TAILOR_ERR_MISUSE && strstr(tailor_ctx_message(ctx), "TAILOR_CARVEOUT='half'"),
+           "TAILOR_CARVEOUT=half: %s", tailor_ctx_message(ctx));
+    CHECK(k.module == NULL && k.fn == NULL);
+    unsetenv("TAILOR_CARVEOUT");
+}
+
 static void test_bandwidth(tailor_ctx *ctx, tailor_gpu *gpu)
 {
     double bw = 0.0;
@@ -341,6 +362,7 @@ int main(void)
     test_saxpb(ctx, gpu, &rng);
     test_dynamic_smem(ctx, gpu);
     test_bad_kernels(ctx, gpu);
+    test_carveout(ctx, gpu);
     test_bandwidth(ctx, gpu);
     CHECK_OK(ctx, tailor_gpu_sync(ctx, gpu));
     tailor_gpu_close(gpu);
