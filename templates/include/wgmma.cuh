@@ -189,41 +189,24 @@ __device__ __forceinline__ void wg_mma_rs_n32(float (&d)[16], const wg_u32 a[4],
 
 // One m64nBMk16 step for BM in {8, 16, 32, 64, 128, 192, 256}.
 template <int N>
-__device__ __forceinline__ void wg_mma_rs(float (&d)[N / 2], const wg_u32 a[4], unsigned long long b);
-template <>
-__device__ __forceinline__ void wg_mma_rs<8>(float (&d)[4], const wg_u32 a[4], unsigned long long b)
+__device__ __forceinline__ void wg_mma_rs(float (&d)[N / 2], const wg_u32 a[4], unsigned long long b)
 {
-    wg_mma_rs_n8(d, a, b);
-}
-template <>
-__device__ __forceinline__ void wg_mma_rs<16>(float (&d)[8], const wg_u32 a[4], unsigned long long b)
-{
-    wg_mma_rs_n16(d, a, b);
-}
-template <>
-__device__ __forceinline__ void wg_mma_rs<32>(float (&d)[16], const wg_u32 a[4], unsigned long long b)
-{
-    wg_mma_rs_n32(d, a, b);
-}
-template <>
-__device__ __forceinline__ void wg_mma_rs<64>(float (&d)[32], const wg_u32 a[4], unsigned long long b)
-{
-    wg_mma_rs_n64(d, a, b);
-}
-template <>
-__device__ __forceinline__ void wg_mma_rs<128>(float (&d)[64], const wg_u32 a[4], unsigned long long b)
-{
-    wg_mma_rs_n128(d, a, b);
-}
-template <>
-__device__ __forceinline__ void wg_mma_rs<192>(float (&d)[96], const wg_u32 a[4], unsigned long long b)
-{
-    wg_mma_rs_n192(d, a, b);
-}
-template <>
-__device__ __forceinline__ void wg_mma_rs<256>(float (&d)[128], const wg_u32 a[4], unsigned long long b)
-{
-    wg_mma_rs_n256<0>(d, a, b);
+    static_assert(N == 8 || N == 16 || N == 32 || N == 64 || N == 128 || N == 192 || N == 256,
+                  "wg_mma_rs: N is 8, 16, 32, 64, 128, 192 or 256");
+    if constexpr (N == 8)
+        wg_mma_rs_n8(d, a, b);
+    else if constexpr (N == 16)
+        wg_mma_rs_n16(d, a, b);
+    else if constexpr (N == 32)
+        wg_mma_rs_n32(d, a, b);
+    else if constexpr (N == 64)
+        wg_mma_rs_n64(d, a, b);
+    else if constexpr (N == 128)
+        wg_mma_rs_n128(d, a, b);
+    else if constexpr (N == 192)
+        wg_mma_rs_n192(d, a, b);
+    else
+        wg_mma_rs_n256<0>(d, a, b);
 }
 
 // ---- both operands in shared memory (SS form): D[64 x N] (+)= A[64 x 16] · B[16 x N], A and B
