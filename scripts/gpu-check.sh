@@ -217,10 +217,18 @@ if [[ $what == profile ]]; then
       --section WarpStateStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
       --section SchedulerStats "$@" >>"$N" 2>&1
   }
-  for s in m=1,n=6144,k=1536,group=128 m=1,n=262144,k=1536,group=128; do
+  # PROFILE_W4A16="SHAPE ...": these int4 shapes instead (say the m = 16 and m = 1 winners at one
+  # MLP shape side by side: "m=16,n=12288,k=1536,group=128 m=1,n=12288,k=1536,group=128");
+  # PROFILE_ONLY=w4a16: nothing else
+  for s in ${PROFILE_W4A16:-m=1,n=6144,k=1536,group=128 m=1,n=262144,k=1536,group=128}; do
     "$T" tune --op w4a16_matmul --shape "$s" --dtype bf16 --cache "$cache" >/dev/null 2>&1
     prof "w4a16 winner $s" "w4a16_matmul__" "$T" bench w4a16 --shape "$s" --cache "$cache"
   done
+  [[ ${PROFILE_ONLY:-} == w4a16 ]] && summary+=("profile: $(grep -c '^== ' "$N") ncu sections in ncu.txt")
+fi
+if [[ $what == profile && ${PROFILE_ONLY:-} != w4a16 ]]; then
+  N="$OUT/ncu.txt"
+  cache=/tmp/profile.sqlite
   "$T" tune --op matmul --shape m=1,n=6144,k=1536 --dtype bf16 --cache "$cache" >/dev/null 2>&1
   prof "matmul (bf16 GEMV) winner m=1,n=6144,k=1536" "matmul__" \
     "$T" bench kernel --op matmul --shape m=1,n=6144,k=1536 --cache "$cache"
