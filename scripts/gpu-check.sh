@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu-check.sh — on the GPU machine: build, run every GPU test, then the benchmarks; logs go to
 # $OUT (ctest.txt, bench.txt, model.txt, ...) and a short summary is printed last.
-#   bash scripts/gpu-check.sh [tests|quick|gemma4|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|experimental|experimental-attn|attn-wg|wgmma|boot|decode-scale|decode-wg|decode-merge|decode-linear|trace|spacer|seams|step-tune|queue|sample|topk|carveout|cards|all] [ctest -R regex]
+#   bash scripts/gpu-check.sh [tests|quick|gemma4|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|experimental|experimental-attn|attn-wg|wgmma|boot|decode-scale|decode-wg|decode-merge|decode-linear|trace|spacer|seams|step-tune|queue|sample|topk|carveout|cards|w4-base-new|all] [ctest -R regex]
 # quick: the GPU tests but test_gpu_gemma4 with the long scripts in their smoke subsets
 # (MATMUL_QUICK, W4A16_QUICK, ATTN_QUICK); on an H100 (session 27) cli_gpu_small_ops 241 s,
 # cli_gpu_w4a16 202, test_gpu_gemma4_load 95, cli_gpu_matmul 94, cli_gpu_run 70,
@@ -58,6 +58,9 @@
 # sample: the op topk verified, then the E2B decode sampled from whole rows against from the
 # 64 best, beside greedy (SAMPLE_W; SAMPLE_QUICK_TUNE=1: bf16 tuned with 2 random trials a
 # shape first, for a quick comparison; sample.txt).
+# w4-base-new: an int4 template edit against probe-variants/base's templates in the same run
+# (scripts/probe/base_templates.sh REV; carry probe-variants): every survivor verified at
+# W4_VERIFY's shapes, then W4_SHAPES benched base, new, base, new (w4-base-new.txt).
 set -uo pipefail
 what=${1:-all}
 filter=${2:-}
@@ -768,6 +771,35 @@ if [[ $what == cards ]]; then
     --cache build-gpu/cards.sqlite >>"$C" 2>&1
   echo "rc=$? after $((SECONDS - t0)) s" >>"$C"
   summary+=("cards: $(grep -c '^rc=0' "$C") of 6 a10g verifications passed; memory check: $(grep -c 'of GPU memory' "$C") refusal; $(grep 'test_gpu_gemma4' "$C" | tail -2 | tr '\n' ' '); cards.txt")
+fi
+if [[ $what == w4-base-new ]]; then
+  # an int4 template edit timed against probe-variants/base's templates (scripts/probe/
+  # base_templates.sh REV) in the same run: every survivor verified at W4_VERIFY's shapes (op
+  # w4a16_matmul, or w4a16_glu with a "glu:" prefix), then each of W4_SHAPES benched base, new,
+  # base, new (own caches: the template hashes differ); w4-base-new.txt
+  W="$OUT/w4-base-new.txt"
+  : >"$W"
+  for sd in ${W4_VERIFY:-m=16,n=12288,k=1536,group=128:bf16 m=1,n=12288,k=1536,group=128:bf16 m=3,n=200,k=352,group=32,zp=1:fp16 glu:m=1,n=6144,k=1536,group=128:bf16}; do
+    op=w4a16_matmul
+    [[ $sd == glu:* ]] && op=w4a16_glu && sd=${sd#glu:}
+    verify_all "$W" "$op" /tmp/w4-verify.sqlite "${sd%:*} ${sd##*:}"
+  done
+  for round in 1 2; do
+    for side in base new; do
+      if [[ $side == base ]]; then
+        [[ -d probe-variants/base/templates ]] || continue
+        export TAILOR_TEMPLATE_PATH=$PWD/probe-variants/base/templates
+      else
+        unset TAILOR_TEMPLATE_PATH
+      fi
+      for s in ${W4_SHAPES:-m=1,n=12288,k=1536,group=128 m=16,n=12288,k=1536,group=128 m=1,n=1536,k=12288,group=128 m=16,n=1536,k=12288,group=128 m=1,n=262144,k=1536,group=128}; do
+        echo "== round $round $side $s" >>"$W"
+        timeout 90 "$T" bench w4a16 --shape "$s" --cache "/tmp/w4-$side.sqlite" >>"$W" 2>&1
+      done
+    done
+  done
+  unset TAILOR_TEMPLATE_PATH
+  summary+=("w4-base-new: $(grep -c '^rc=0' "$W") verify-all runs passed of $(grep -c '^rc=' "$W"); $(grep -c 'cuBLAS' "$W") bench lines; w4-base-new.txt")
 fi
 if [[ $what == pdl ]]; then
   # one variant a call (~7 minutes with the build): PDL_NAMES="attn" for the second

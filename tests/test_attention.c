@@ -394,6 +394,10 @@ static void check_budgets(tailor_ctx *ctx)
         /* sMax 4*2*64 + 2 * (sQ 64*520 + sK,sV 2*32*520 + sP 64*40) */
         CHECKF(launch.smem_dynamic == 512 + 2 * (64 * 520 + 2 * 32 * 520 + 64 * 40),
                "shared memory formula (%lld)", launch.smem_dynamic);
+        /* the refusal says why, with the numbers: what the block needs and what the card has */
+        CHECKF(strstr(reason, "needs 138,752 B shared memory per block") &&
+                   strstr(reason, "allows 65,536 B"),
+               "the refusal names both sizes: %s", reason);
         printf("refused on t4: %s\n", reason);
     } else {
         CHECKF(0, "evaluate the vLLM-like configuration: %s", tailor_ctx_message(ctx));

@@ -418,14 +418,16 @@ static void decode_prep_reference(tailor_dtype dtype, float *q, long long rows, 
 
 /* Position of sequence b's new query: sequence 0 is the longest (kv_len - 1: with a window much
  * shorter than kv_len its ring has wrapped many times), sequence 1 is short (a partly filled ring,
- * single-key rows when it is 0), the others random. */
-static long long decode_qpos(long long b, long long kv_len, uint64_t *s)
+ * single-key rows when it is 0, drawn from 0..2), the others spread evenly below kv_len - 1
+ * (kv_len - 1 - (b - 1) kv_len / batch: set by the shape alone, so that decode_bytes can count
+ * what the kernels stream). */
+static long long decode_qpos(long long b, long long batch, long long kv_len, uint64_t *s)
 {
     if (b == 0)
         return kv_len - 1;
     if (b == 1)
         return (long long)(attn_next(s) % (uint64_t)(kv_len < 3 ? kv_len : 3));
-    return (long long)(attn_next(s) % (uint64_t)kv_len);
+    return kv_len - 1 - (b - 1) * kv_len / batch;
 }
 
 /* What slot `slot` of sequence b holds when its query is at t. Ring (window W): the latest
@@ -462,7 +464,7 @@ static void decode_fill(const tailor_shape *shape, tailor_dtype dtype,
     attn_fill_v(dtype, host[2], bufs->b[2].count, &s);
     int32_t *pos = host[3], *qpos = host[4];
     for (long long b = 0; b < batch; b++) {
-        long long t = decode_qpos(b, kl, &s);
+        long long t = decode_qpos(b, batch, kl, &s);
         qpos[b] = (int32_t)t;
         for (long long slot = 0; slot < slots; slot++)
             pos[b * slots + slot] = decode_slot_position(slot, t, window, &s);
@@ -519,7 +521,20 @@ done:
     return st;
 }
 
-/* K and V of every slot (what a decode kernel streams), plus q, out and the position arrays. */
+/* Slots the kernels stream, summed over the sequences: min(slots, qpos + 1) each, sequence 1
+ * counted with one (its qpos is drawn from 0..2). */
+static double decode_live_slots(const tailor_shape *shape)
+{
+    long long kl = tailor_shape_get(shape, "kv_len", 0), batch = tailor_shape_get(shape, "batch", 1);
+    long long slots = decode_slots(shape), live = 0;
+    for (long long b = 0; b < batch; b++) {
+        long long t = b == 1 ? 0 : decode_qpos(b, batch, kl, NULL);
+        live += t + 1 < slots ? t + 1 : slots;
+    }
+    return (double)live;
+}
+
+/* K and V of the live slots, plus q, out, the positions of every slot and qpos. */
 static double decode_bytes(const tailor_shape *shape, tailor_dtype dtype)
 {
     double hd = (double)tailor_shape_get(shape, "head_dim", 0);
@@ -527,15 +542,16 @@ static double decode_bytes(const tailor_shape *shape, tailor_dtype dtype)
     double kvh = (double)tailor_shape_get(shape, "kv_heads", 0);
     double b = (double)tailor_shape_get(shape, "batch", 1), slots = (double)decode_slots(shape);
     double es = (double)tailor_dtype_size(dtype);
-    return b * (2 * kvh * slots * hd * es + 2 * heads * hd * es + 4 * (slots + 1));
+    return 2 * kvh * hd * es * decode_live_slots(shape) +
+           b * (2 * heads * hd * es + 4 * (slots + 1));
 }
 
+/* q·k and p·v over the live slots */
 static double decode_flops(const tailor_shape *shape, tailor_dtype dtype)
 {
     (void)dtype;
-    return 4.0 * (double)tailor_shape_get(shape, "batch", 1) *
-           (double)tailor_shape_get(shape, "heads", 0) * (double)decode_slots(shape) *
-           (double)tailor_shape_get(shape, "head_dim", 0);
+    return 4.0 * (double)tailor_shape_get(shape, "heads", 0) *
+           (double)tailor_shape_get(shape, "head_dim", 0) * decode_live_slots(shape);
 }
 
 const tailor_op tailor_op_attention_decode = {
