@@ -256,7 +256,17 @@ typedef struct run_io {
     int print_ids;
     int first;
     tailor_gemma4_stops stops; /* the ids that end the generation */
+    /* what the run chose from the checkpoint's files (sampling defaults, stop ids), logged once
+     * the model is ready so that the GPU's line (device, dtype, cached kernels) comes first */
+    char notes[2][384];
 } run_io;
+
+static void log_notes(tailor_ctx *ctx, const run_io *io)
+{
+    for (int i = 0; i < 2; i++)
+        if (io->notes[i][0])
+            tailor_log(ctx, TAILOR_LOG_INFO, "%s", io->notes[i]);
+}
 
 static int is_stop(const run_io *io, int32_t id)
 {
@@ -417,6 +427,8 @@ static tailor_status generate(tailor_ctx *ctx, const run_args *a, tailor_gemma4 
     tailor_gemma4_cpu_opts o = {.max_tokens = (int)n + a->max_tokens};
     tailor_status s = tailor_gemma4_cpu_create(ctx, m, &o, &st);
     if (s == TAILOR_OK)
+        log_notes(ctx, io);
+    if (s == TAILOR_OK)
         s = tailor_sampler_create(ctx, &a->sp, cfg->vocab, &smp);
     if (s == TAILOR_OK)
         s = dump_open(ctx, &dump, a->dump);
@@ -511,6 +523,8 @@ static tailor_status generate_gpu(tailor_ctx *ctx, const run_args *a, tailor_gem
     if (s == TAILOR_OK)
         s = tailor_gemma4_gpu_create(ctx, m, gpu, ks, &o, &g);
     if (s == TAILOR_OK)
+        log_notes(ctx, io);
+    if (s == TAILOR_OK)
         s = tailor_sampler_create(ctx, &a->sp, cfg->vocab, &smp);
     /* one row a step, pinned (a pageable download is staged by the driver); the prompt's rows
      * for --dump-logits apart, freed once written */
@@ -589,8 +603,9 @@ static tailor_status generate_gpu(tailor_ctx *ctx, const run_args *a, tailor_gem
 }
 
 /* Sampling: the flags left out take the checkpoint's generation_config.json defaults (else
- * transformers'), as generate() would; the log line says which came from where. */
-static tailor_status sampling_defaults(tailor_ctx *ctx, run_args *a)
+ * transformers'), as generate() would; the note (note_size bytes, for the log) says which came
+ * from where. */
+static tailor_status sampling_defaults(tailor_ctx *ctx, run_args *a, char *note, size_t note_size)
 {
     if (!a->sampling)
         return TAILOR_OK;
@@ -605,16 +620,17 @@ static tailor_status sampling_defaults(tailor_ctx *ctx, run_args *a)
     if (!a->given_topp)
         a->sp.top_p = d.top_p;
     const char *dflt = d.from_file ? "generation_config.json" : "transformers' default";
-    tailor_log(ctx, TAILOR_LOG_INFO, "sampling: temperature %g (%s), top-k %d (%s), top-p %g (%s)",
-               (double)a->sp.temperature, a->given_temp ? "--temperature" : dflt, a->sp.top_k,
-               a->given_topk ? "--top-k" : dflt, (double)a->sp.top_p,
-               a->given_topp ? "--top-p" : dflt);
+    snprintf(note, note_size, "sampling: temperature %g (%s), top-k %d (%s), top-p %g (%s)",
+             (double)a->sp.temperature, a->given_temp ? "--temperature" : dflt, a->sp.top_k,
+             a->given_topk ? "--top-k" : dflt, (double)a->sp.top_p,
+             a->given_topp ? "--top-p" : dflt);
     return TAILOR_OK;
 }
 
-/* The stop ids: generation_config.json's eos_token_id, logged, else Gemma 4's -it stops (what
- * --help says, so not logged). */
-static tailor_status stop_ids(tailor_ctx *ctx, const char *dir, tailor_gemma4_stops *out)
+/* The stop ids: generation_config.json's eos_token_id, noted for the log, else Gemma 4's -it
+ * stops (what --help says, so not noted). */
+static tailor_status stop_ids(tailor_ctx *ctx, const char *dir, tailor_gemma4_stops *out,
+                              char *note, size_t note_size)
 {
     tailor_status s = tailor_gemma4_stop_ids(ctx, dir, out);
     if (s || !out->from_file)
@@ -623,8 +639,7 @@ static tailor_status stop_ids(tailor_ctx *ctx, const char *dir, tailor_gemma4_st
     for (int i = 0, at = 0; i < out->n; i++)
         at += snprintf(list + at, sizeof list - (size_t)at, "%s%d", i ? ", " : "",
                        (int)out->ids[i]);
-    tailor_log(ctx, TAILOR_LOG_INFO, "stops at ids %s (generation_config.json's eos_token_id)",
-               list);
+    snprintf(note, note_size, "stops at ids %s (generation_config.json's eos_token_id)", list);
     return TAILOR_OK;
 }
 
@@ -647,11 +662,11 @@ int cmd_run(int argc, char **argv)
         a.prompt_len = strlen(a.prompt);
     if (s == TAILOR_OK)
         s = tailor_gemma4_open(ctx, a.model, &m);
-    if (s == TAILOR_OK)
-        s = sampling_defaults(ctx, &a);
     run_io io = {.print_ids = a.print_ids, .first = 1};
     if (s == TAILOR_OK)
-        s = stop_ids(ctx, a.model, &io.stops);
+        s = sampling_defaults(ctx, &a, io.notes[0], sizeof io.notes[0]);
+    if (s == TAILOR_OK)
+        s = stop_ids(ctx, a.model, &io.stops, io.notes[1], sizeof io.notes[1]);
     if (s == TAILOR_OK)
         s = prompt_ids(ctx, &a, &tok, &ids, &n);
     if (s == TAILOR_OK)

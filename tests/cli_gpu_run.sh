@@ -19,10 +19,15 @@ for fx in e2b_flat e2b_w4a16_asym; do
   check "tune --model $fx" "$T" tune --model "$M" --cache "$tmp/c.db"
   for ids in 2,17,33 2,17,33,5,9,11,40,41,42,43,44,45,46; do
     out=$(TAILOR_NO_COMPILE=1 "$T" run --model "$M" --ids "$ids" --max-tokens 6 --print-ids \
-          --cache "$tmp/c.db" 2>&1); rc=$?
-    check "warm run of $fx with prompt $ids compiles nothing (rc=$rc: $(tail -1 <<<"$out"))" \
+          --cache "$tmp/c.db" 2>"$tmp/err"); rc=$?
+    check "warm run of $fx with prompt $ids compiles nothing (rc=$rc: $(tail -1 "$tmp/err"))" \
       test $rc -eq 0
     check "$fx prints 6 ids" grep -qE '^([0-9]+,){5}[0-9]+' <<<"$out"
+    # item 3: the first log line states the device, its capability, the compute dtype and
+    # whether the kernels came from the cache (after the first boot: all of them)
+    check "the first log line of $fx names device, sm, dtype and the cache ($(head -1 "$tmp/err"))" \
+      grep -qE '^tailor: gemma4 gpu: .+, sm_[0-9]+, compute (bf16|fp16) \(follows the device\), weights .+; all [0-9]+ kernels in the cache$' \
+      <(head -1 "$tmp/err")
   done
 done
 out=$(TAILOR_NO_COMPILE=1 "$T" run --model "$S/tests/fixtures/e2b_flat" --quantize w4a16 \

@@ -199,6 +199,31 @@ static tailor_status winner_lookup(tailor_ctx *ctx, tailor_kernels *set, const c
     return st ? st : tailor_cache_get_winner(ctx, set->cache, &key, w, found);
 }
 
+void tailor_kernels_count_cached(tailor_kernels *set, const tailor_tune_target *targets, int n,
+                                 tailor_dtype dtype, int *cached, int *known)
+{
+    *cached = *known = 0;
+    tailor_ctx *scratch = tailor_ctx_create(); /* a target it cannot key is not an error here */
+    for (int i = 0; scratch && i < n; i++) {
+        const tailor_op *opdef = tailor_op_find(targets[i].op);
+        tailor_shape completed = targets[i].shape;
+        if (!opdef || tailor_op_complete_shape(scratch, opdef, &completed) != TAILOR_OK)
+            continue;
+        tailor_cache_winner w;
+        char text[256];
+        int found = 0;
+        if (winner_lookup(scratch, set, targets[i].op, &completed, dtype, &w, &found, text,
+                          sizeof text) != TAILOR_OK)
+            continue;
+        (*known)++;
+        if (found) {
+            (*cached)++;
+            tailor_cache_winner_free(&w);
+        }
+    }
+    tailor_ctx_destroy(scratch);
+}
+
 /* The device the set's kernels are compiled and their launches evaluated for: the rehearsed
  * profile, else the live GPU. */
 static const tailor_device_info *target_device(const tailor_kernels *set)

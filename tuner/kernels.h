@@ -38,6 +38,13 @@ tailor_status tailor_kernels_get(tailor_ctx *ctx, tailor_kernels *set, const cha
 int tailor_kernels_expect(tailor_kernels *set, const tailor_tune_target *targets, int n,
                           tailor_dtype dtype);
 
+/* How many of the n targets (op, tuned shape) have a winner in the set's cache for dtype on
+ * this device (what a program's first log line can say before it loads anything): *cached of
+ * *known, where known leaves out the targets whose op or shape the set cannot key (those fail
+ * later, at tailor_kernels_get, with their own message). Loads and tunes nothing. */
+void tailor_kernels_count_cached(tailor_kernels *set, const tailor_tune_target *targets, int n,
+                                 tailor_dtype dtype, int *cached, int *known);
+
 /* On-demand tuning from now on uses `strategy` (a tailor_strategy value from tuner.h:
  * 0 exhaustive, the default; 1 random) with at most `trials` candidates (0: no cap). Tests use
  * random with a few trials so that many tiny shapes tune fast. */

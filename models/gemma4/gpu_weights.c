@@ -997,28 +997,24 @@ tailor_status tailor_gemma4_gpu_kernels(tailor_ctx *ctx, const tailor_gemma4_con
     return st;
 }
 
-/* The model's kernels handed to the set before the upload (tailor_kernels_expect): the missing
- * winners' candidates compile on the host's CPUs while the weights stream and while the first
- * kernels tune. Failing to list them changes nothing but the wait. */
-static void expect_kernels(tailor_kernels *ks, const tailor_gemma4_config *cfg,
-                           const tailor_gemma4 *m, const tailor_gemma4_gpu_opts *o,
-                           tailor_dtype dt)
+/* The (op, tuned shape) list the model will launch (tailor_gemma4_gpu_kernels), as tune
+ * targets; *t malloc'd (NULL, 0 when it cannot be made: nothing then depends on it). */
+static void model_targets(const tailor_gemma4_config *cfg, const tailor_gemma4 *m,
+                          const tailor_gemma4_gpu_opts *o, tailor_tune_target **t, int *nt)
 {
+    *t = NULL;
+    *nt = 0;
     tailor_ctx *scratch = tailor_ctx_create(); /* errors here are not the caller's */
     tailor_gemma4_kernel_use *uses = NULL;
     int n = 0;
-    tailor_tune_target *t = NULL;
     if (scratch && tailor_gemma4_gpu_kernels(scratch, cfg, m, o, &uses, &n) == TAILOR_OK && n > 0)
-        t = calloc((size_t)n, sizeof *t);
-    int nt = 0;
-    for (int i = 0; t && i < n; i++) {
-        snprintf(t[nt].op, sizeof t[nt].op, "%s", uses[i].op);
-        if (tailor_shape_parse(scratch, uses[i].shape, &t[nt].shape) == TAILOR_OK)
-            nt++;
+        *t = calloc((size_t)n, sizeof **t);
+    for (int i = 0; *t && i < n; i++) {
+        tailor_tune_target *x = &(*t)[*nt];
+        snprintf(x->op, sizeof x->op, "%s", uses[i].op);
+        if (tailor_shape_parse(scratch, uses[i].shape, &x->shape) == TAILOR_OK)
+            (*nt)++;
     }
-    if (nt > 0)
-        tailor_kernels_expect(ks, t, nt, dt);
-    free(t);
     free(uses);
     tailor_ctx_destroy(scratch);
 }
@@ -1042,24 +1038,38 @@ static tailor_status create(tailor_ctx *ctx, const tailor_gemma4 *m, const tailo
     g->model = m;
     g->seed = (uint32_t)seed;
     configure(g, cfg, o, dev->cc_major >= 8 ? TAILOR_DTYPE_BF16 : TAILOR_DTYPE_F16);
-    tailor_log(ctx, TAILOR_LOG_INFO,
-               "gemma4 gpu: %s, sm_%d, compute %s (%s), weights %s%s%s; kernels from the cache, "
-               "tuned on demand when missing", dev->name, dev->cc_major * 10 + dev->cc_minor,
-               tailor_dtype_name(g->dt),
+    tailor_gemma4_gpu_opts od = *o;
+    od.dtype = (int)g->dt;
+    /* the kernels it will launch: how many the cache holds (the first log line says), and the
+     * missing winners' candidates compiling on the host's CPUs while the weights stream
+     * (tailor_kernels_expect; failing to list them changes nothing but the wait) */
+    tailor_tune_target *targets = NULL;
+    int ntargets = 0, in_cache = 0, known = 0;
+    model_targets(cfg, m, &od, &targets, &ntargets);
+    tailor_kernels_count_cached(ks, targets, ntargets, g->dt, &in_cache, &known);
+    char kernels[96];
+    if (known == 0)
+        snprintf(kernels, sizeof kernels, "kernels from the cache, tuned on demand when missing");
+    else if (in_cache == known)
+        snprintf(kernels, sizeof kernels, "all %d kernels in the cache", known);
+    else
+        snprintf(kernels, sizeof kernels, "%d of %d kernels in the cache, the rest tuned on demand",
+                 in_cache, known);
+    tailor_log(ctx, TAILOR_LOG_INFO, "gemma4 gpu: %s, sm_%d, compute %s (%s), weights %s%s%s; %s",
+               dev->name, dev->cc_major * 10 + dev->cc_minor, tailor_dtype_name(g->dt),
                o->dtype == TAILOR_DTYPE_F16 || o->dtype == TAILOR_DTYPE_BF16 ? "--dtype"
                                                                              : "follows the device",
                m ? (tailor_gemma4_is_w4a16(m) ? "W4A16 checkpoint" : "16-bit checkpoint")
                  : "random (made on the GPU)",
                o->quantize ? ", quantized to W4A16 on load" : "",
-               o->quantize_head ? ", an int4 copy of the embedding as the LM head" : "");
+               o->quantize_head ? ", an int4 copy of the embedding as the LM head" : "", kernels);
     size_t free_b = 0, total_b = 0; /* before a byte is uploaded: does it fit at all? */
-    tailor_gemma4_gpu_opts od = *o;
-    od.dtype = (int)g->dt;
     tailor_status st = tailor_gpu_mem_info(ctx, gpu, &free_b, &total_b);
     if (st == TAILOR_OK)
         st = tailor_gemma4_gpu_memory_check(ctx, cfg, m, &od, free_b, dev->name);
-    if (st == TAILOR_OK)
-        expect_kernels(ks, cfg, m, &od, g->dt);
+    if (st == TAILOR_OK && ntargets > 0)
+        tailor_kernels_expect(ks, targets, ntargets, g->dt);
+    free(targets);
     if (st == TAILOR_OK)
         st = m ? up_model(ctx, g) : rnd_model(ctx, g);
     if (st == TAILOR_OK)
