@@ -60,7 +60,8 @@
 # shape first, for a quick comparison; sample.txt).
 # w4-base-new: an int4 template edit against probe-variants/base's templates in the same run
 # (scripts/probe/base_templates.sh REV; carry probe-variants): every survivor verified at
-# W4_VERIFY's shapes, then W4_SHAPES benched base, new, base, new (w4-base-new.txt).
+# W4_VERIFY's shapes, then W4_SHAPES benched base, new, base, new (w4-base-new.txt; the new
+# cache's trials in w4-trials.txt; export TAILOR_EXPERIMENTAL=1 for an experimental space).
 set -uo pipefail
 what=${1:-all}
 filter=${2:-}
@@ -779,6 +780,9 @@ if [[ $what == w4-base-new ]]; then
   # base, new (own caches: the template hashes differ); w4-base-new.txt
   W="$OUT/w4-base-new.txt"
   : >"$W"
+  # W4_NEW_EXPERIMENTAL=1: the new side (verify-all included) with TAILOR_EXPERIMENTAL=1, the
+  # base side without (an experimental space of the working tree against the default spaces)
+  [[ -n ${W4_NEW_EXPERIMENTAL:-} ]] && export TAILOR_EXPERIMENTAL=1
   for sd in ${W4_VERIFY:-m=16,n=12288,k=1536,group=128:bf16 m=1,n=12288,k=1536,group=128:bf16 m=3,n=200,k=352,group=32,zp=1:fp16 glu:m=1,n=6144,k=1536,group=128:bf16}; do
     op=w4a16_matmul
     [[ $sd == glu:* ]] && op=w4a16_glu && sd=${sd#glu:}
@@ -789,8 +793,10 @@ if [[ $what == w4-base-new ]]; then
       if [[ $side == base ]]; then
         [[ -d probe-variants/base/templates ]] || continue
         export TAILOR_TEMPLATE_PATH=$PWD/probe-variants/base/templates
+        [[ -n ${W4_NEW_EXPERIMENTAL:-} ]] && unset TAILOR_EXPERIMENTAL
       else
         unset TAILOR_TEMPLATE_PATH
+        [[ -n ${W4_NEW_EXPERIMENTAL:-} ]] && export TAILOR_EXPERIMENTAL=1
       fi
       for s in ${W4_SHAPES:-m=1,n=12288,k=1536,group=128 m=16,n=12288,k=1536,group=128 m=1,n=1536,k=12288,group=128 m=16,n=1536,k=12288,group=128 m=1,n=262144,k=1536,group=128}; do
         echo "== round $round $side $s" >>"$W"
@@ -799,6 +805,7 @@ if [[ $what == w4-base-new ]]; then
     done
   done
   unset TAILOR_TEMPLATE_PATH
+  "$T" cache trials --cache /tmp/w4-new.sqlite >"$OUT/w4-trials.txt" 2>&1 # every configuration's time
   summary+=("w4-base-new: $(grep -c '^rc=0' "$W") verify-all runs passed of $(grep -c '^rc=' "$W"); $(grep -c 'cuBLAS' "$W") bench lines; w4-base-new.txt")
 fi
 if [[ $what == pdl ]]; then

@@ -27,9 +27,11 @@
 // Rows past m read row m - 1 (their columns are not stored), so for m = 1 every column of the
 // accumulator is the result.
 //
-// Activations: ASMEM 1 stages the block's slice of them, [M][quads x 128 (+ 8 padding)], in
-// shared memory right after the wait (one L2 round trip, while the first weights are in flight)
-// and the lanes read their B fragments there; ASMEM 0 reads them from global memory (L1) one quad
+// Activations: ASMEM 1 stages the block's slice of them, [M][quads x 128 + 8], in shared memory
+// right after the wait (one L2 round trip, while the first weights are in flight) and the lanes
+// read their B fragments there (ASMEM 2, experimental: [M][quads x 128 + 16], each row's 16-byte
+// pieces swizzled so that no 128-bit read phase has a bank conflict, w4t::swz); ASMEM 0 reads
+// them from global memory (L1) one quad
 // ahead of the math, which costs an L2 round trip per quad whenever the quad's columns are not
 // in the SM's L1 yet (each warp's first touch of them): measured ~1.5 µs of a 5 µs launch at
 // n=6144 k=1536 (docs/perf/w4a16.md, session 8).
@@ -42,7 +44,7 @@
 // rows; a warp's row tile 0 holds 16 gate rows o.. and tile 1 the matching up rows N + o.., and
 // the block stores gelu_tanh(gate) * up for its WR·16 outputs (gemv_finish, tailor_common.cuh).
 // Defines: WR, WK, RT, UNROLL, SPLITK, MT (n8 tiles of activation rows: m <= 8·MT), ASMEM, GROUP,
-// HAS_ZP, PRESCALE, GLU. Dynamic shared memory (ASMEM 1): T sA[M][qps·128 + 8], qps = the block's
+// HAS_ZP, PRESCALE, GLU. Dynamic shared memory (ASMEM 1, 2): T sA[M][qps·128 + ROW_PAD], qps = the block's
 // quads.
 #include "w4a16_common.cuh"
 
@@ -116,6 +118,16 @@ __device__ __forceinline__ u32 word_of(const uint4 &w, int i)
 // 16 bytes of activations (L1-cached: every warp reads them). Volatile, like the weight loads
 // and the mma, so that the compiler keeps them where they are written: one quad ahead, not
 // every quad of a batch hoisted into registers at once.
+#if ASMEM == 2
+__device__ __forceinline__ uint4 load_a16(u32 s) // s: a shared-memory address
+{
+    uint4 v;
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "r"(s));
+    return v;
+}
+#else
 __device__ __forceinline__ uint4 load_a16(const void *p)
 {
     uint4 v;
@@ -130,6 +142,7 @@ __device__ __forceinline__ uint4 load_a16(const void *p)
 #endif
     return v;
 }
+#endif
 
 // Where load_a reads the activations: `base` row r at column c is base[r * stride + c - col0]
 // (global memory: a, K, 0; ASMEM: the block's slice in shared memory).
@@ -138,15 +151,29 @@ struct ASrc {
     int stride, col0;
 };
 
+// ASMEM = 2 (experimental, w4a16_gemv_t_swz.lua): where 16-byte piece u of a row lies in its row
+// of sA: u with bit 0 flipped by bit 3. A lane (g, t) reads pieces 4t .. 4t + 3 of its quad's 256
+// bytes (16 pieces) of row 8j + g, and a 128-bit shared read is served eight lanes a phase, g in
+// {2p, 2p + 1} and t = 0..3. With ASMEM = 1 (pieces in order, rows 16 bytes longer than their
+// pieces) t and t + 2 fall 128 bytes apart, in one bank group: two wavefronts a phase, at m = 1
+// too. With the flip they fall in neighbouring groups, and rows 32 bytes longer than their
+// pieces (two groups) put rows 2p and 2p + 1 in the other four: the eight lanes fill the eight
+// groups. The flip stays inside a 64-byte chunk, so a lane's four pieces stay its own, only in
+// another order.
+__device__ __forceinline__ int swz(int u) { return (u >> 3) & 1; }
+constexpr int ROW_PAD = ASMEM == 2 ? 16 : 8; // elements past each row's pieces
+
 // ASMEM: copies the valid columns [128 q0, min(K, 128 q1)) of the M activation rows into sA
-// (row stride `stride`) and makes them visible to the block. Every thread calls it.
+// (row stride `stride`: the pieces and ROW_PAD; pieces swizzled) and makes them visible to the
+// block. Every thread calls it.
 __device__ __forceinline__ void stage_a(T *sA, const T *__restrict__ a, int q0, int q1, int M,
                                        int K, int stride)
 {
     const int c0 = 128 * q0, pieces = (min(K, 128 * q1) - c0) / 8; // 16-byte pieces per row
     for (int i = threadIdx.x; i < M * pieces; i += W4T_THREADS) {
-        const int r = i / pieces, c = (i % pieces) * 8;
-        tc_copy16(sA + r * stride + c, a + (size_t)r * K + c0 + c, true);
+        const int r = i / pieces, u = i % pieces;
+        tc_copy16(sA + r * stride + 8 * (ASMEM == 2 ? u ^ swz(u) : u), a + (size_t)r * K + c0 + 8 * u,
+                  true);
     }
     tc_copy_commit();
     tc_copy_wait<0>();
@@ -164,13 +191,21 @@ __device__ __forceinline__ void load_a(uint4 (&av)[MT][4], const ASrc &src, int 
         const int r = min(8 * j + g, M - 1);
         const uint4 *p = reinterpret_cast<const uint4 *>(src.base + (size_t)r * src.stride +
                                                          (32 * c - src.col0));
+#if ASMEM == 2 // piece i of the chunk lies at i ^ x, x = swz(4 (c - 4 q0)) = t / 2: even
+               // pieces from se, odd ones from so, each at fixed offsets
+        const u32 s = tc_smem_addr(p), se = s + 16 * (t >> 1), so = s + 16 - 16 * (t >> 1);
+#endif
 #pragma unroll
         for (int i = 0; i < 4; i++)
             av[j][i] = make_uint4(0, 0, 0, 0);
         if (q < qe && c < C) {
 #pragma unroll
             for (int i = 0; i < 4; i++)
+#if ASMEM == 2
+                av[j][i] = load_a16((i & 1 ? so : se) + 16 * (i & 2));
+#else
                 av[j][i] = load_a16(p + i);
+#endif
         }
     }
 }
@@ -281,7 +316,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
 
 #if ASMEM
     extern __shared__ __align__(16) unsigned char w4t_smem[];
-    const int q0 = min(QT, (int)blockIdx.y * qps), stride = 128 * qps + 8;
+    const int q0 = min(QT, (int)blockIdx.y * qps), stride = 128 * qps + ROW_PAD;
     T *sA = reinterpret_cast<T *>(w4t_smem);
     stage_a(sA, a, q0, min(QT, q0 + qps), M, K, stride);
     const ASrc src = {sA, stride, 128 * q0};

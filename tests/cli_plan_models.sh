@@ -51,6 +51,21 @@ for dev in h200 a100-40gb; do
              ! grep -Eq '^  attention_prefill +ASYNC=1 BN=16 ' <<<\"\$0\"" "$out"
 done
 
+# issue 4's rehearsal: on the T4 profile every W4A16 linear of E2B, E4B and 31B (the presets'
+# own shapes, stacks included) keeps survivors at m = 1, 16 and 2048, in fp16
+for model in gemma-4-e2b gemma-4-e4b gemma-4-31b; do
+  "$T" plan --device t4 --preset "$model" 2>/dev/null | awk '$1 == "w4a16_matmul" {print $2}'
+done | sed -E 's/(^|,)m=[0-9]+//; s/^,//' | sort -u >"$tmp/w4shapes"
+nw4=$(wc -l <"$tmp/w4shapes")
+check "the presets list W4A16 linears ($nw4)" test "$nw4" -ge 20
+while read -r sh; do
+  for m in 1 16 2048; do
+    "$T" plan --device t4 --dtype fp16 --op w4a16_matmul --shape "m=$m,$sh" --quiet >"$tmp/out" 2>&1
+    check "t4 fp16 w4a16_matmul m=$m,$sh keeps survivors ($(head -c 300 "$tmp/out"))" \
+      grep -Eq "candidates, [1-9][0-9]* survive" "$tmp/out"
+  done
+done <"$tmp/w4shapes"
+
 # memory from the loader's dry pass: 31B in 16 bits does not fit a 24 GB card, W4A16 does
 out=$("$T" plan --device l4 --preset gemma-4-31b --quiet 2>&1)
 check "31B on the L4: memory line with both loads" \
