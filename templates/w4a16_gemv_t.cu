@@ -27,11 +27,10 @@
 // Rows past m read row m - 1 (their columns are not stored), so for m = 1 every column of the
 // accumulator is the result.
 //
-// Activations: ASMEM 1 stages the block's slice of them, [M][quads x 128 + 8], in shared memory
+// Activations: ASMEM 1 stages the block's slice of them, [M][quads x 128 + 16], in shared memory
 // right after the wait (one L2 round trip, while the first weights are in flight) and the lanes
-// read their B fragments there (ASMEM 2, experimental: [M][quads x 128 + 16], each row's 16-byte
-// pieces swizzled so that no 128-bit read phase has a bank conflict, w4t::swz); ASMEM 0 reads
-// them from global memory (L1) one quad
+// read their B fragments there, each row's 16-byte pieces swizzled so that no 128-bit read phase
+// has a bank conflict (w4t::swz); ASMEM 0 reads them from global memory (L1) one quad
 // ahead of the math, which costs an L2 round trip per quad whenever the quad's columns are not
 // in the SM's L1 yet (each warp's first touch of them): measured ~1.5 µs of a 5 µs launch at
 // n=6144 k=1536 (docs/perf/w4a16.md, session 8).
@@ -44,7 +43,7 @@
 // rows; a warp's row tile 0 holds 16 gate rows o.. and tile 1 the matching up rows N + o.., and
 // the block stores gelu_tanh(gate) * up for its WR·16 outputs (gemv_finish, tailor_common.cuh).
 // Defines: WR, WK, RT, UNROLL, SPLITK, MT (n8 tiles of activation rows: m <= 8·MT), ASMEM, GROUP,
-// HAS_ZP, PRESCALE, GLU. Dynamic shared memory (ASMEM 1, 2): T sA[M][qps·128 + ROW_PAD], qps = the block's
+// HAS_ZP, PRESCALE, GLU. Dynamic shared memory (ASMEM 1): T sA[M][qps·128 + 16], qps = the block's
 // quads.
 #include "w4a16_common.cuh"
 
@@ -118,7 +117,7 @@ __device__ __forceinline__ u32 word_of(const uint4 &w, int i)
 // 16 bytes of activations (L1-cached: every warp reads them). Volatile, like the weight loads
 // and the mma, so that the compiler keeps them where they are written: one quad ahead, not
 // every quad of a batch hoisted into registers at once.
-#if ASMEM == 2
+#if ASMEM
 __device__ __forceinline__ uint4 load_a16(u32 s) // s: a shared-memory address
 {
     uint4 v;
@@ -128,18 +127,12 @@ __device__ __forceinline__ uint4 load_a16(u32 s) // s: a shared-memory address
     return v;
 }
 #else
-__device__ __forceinline__ uint4 load_a16(const void *p)
+__device__ __forceinline__ uint4 load_a16(const uint4 *p)
 {
     uint4 v;
-#if ASMEM
-    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "r"(tc_smem_addr(p)));
-#else
     asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                  : "l"(p));
-#endif
     return v;
 }
 #endif
@@ -151,17 +144,17 @@ struct ASrc {
     int stride, col0;
 };
 
-// ASMEM = 2 (experimental, w4a16_gemv_t_swz.lua): where 16-byte piece u of a row lies in its row
-// of sA: u with bit 0 flipped by bit 3. A lane (g, t) reads pieces 4t .. 4t + 3 of its quad's 256
-// bytes (16 pieces) of row 8j + g, and a 128-bit shared read is served eight lanes a phase, g in
-// {2p, 2p + 1} and t = 0..3. With ASMEM = 1 (pieces in order, rows 16 bytes longer than their
-// pieces) t and t + 2 fall 128 bytes apart, in one bank group: two wavefronts a phase, at m = 1
-// too. With the flip they fall in neighbouring groups, and rows 32 bytes longer than their
-// pieces (two groups) put rows 2p and 2p + 1 in the other four: the eight lanes fill the eight
-// groups. The flip stays inside a 64-byte chunk, so a lane's four pieces stay its own, only in
-// another order.
+// ASMEM: where 16-byte piece u of a row lies in its row of sA: u with bit 0 flipped by bit 3.
+// A lane (g, t) reads pieces 4t .. 4t + 3 of its quad's 256 bytes (16 pieces) of row 8j + g, and
+// a 128-bit shared read is served eight lanes a phase, g in {2p, 2p + 1} and t = 0..3. With the
+// pieces in order and rows 16 bytes longer (until session 32) t and t + 2 fell 128 bytes apart,
+// in one bank group: two wavefronts a phase, at m = 1 too. With the flip they fall in
+// neighbouring groups, and rows 32 bytes longer than their pieces (two groups) put rows 2p and
+// 2p + 1 in the other four: the eight lanes fill the eight groups. The flip stays inside a
+// 64-byte chunk, so a lane's four pieces stay its own, only in another order. (H100, session
+// 32: 2 % faster at m = 1, 8 % at m = 16, configuration for configuration.)
 __device__ __forceinline__ int swz(int u) { return (u >> 3) & 1; }
-constexpr int ROW_PAD = ASMEM == 2 ? 16 : 8; // elements past each row's pieces
+constexpr int ROW_PAD = 16; // elements past each row's pieces (32 bytes: two bank groups)
 
 // ASMEM: copies the valid columns [128 q0, min(K, 128 q1)) of the M activation rows into sA
 // (row stride `stride`: the pieces and ROW_PAD; pieces swizzled) and makes them visible to the
@@ -172,8 +165,7 @@ __device__ __forceinline__ void stage_a(T *sA, const T *__restrict__ a, int q0, 
     const int c0 = 128 * q0, pieces = (min(K, 128 * q1) - c0) / 8; // 16-byte pieces per row
     for (int i = threadIdx.x; i < M * pieces; i += W4T_THREADS) {
         const int r = i / pieces, u = i % pieces;
-        tc_copy16(sA + r * stride + 8 * (ASMEM == 2 ? u ^ swz(u) : u), a + (size_t)r * K + c0 + 8 * u,
-                  true);
+        tc_copy16(sA + r * stride + 8 * (u ^ swz(u)), a + (size_t)r * K + c0 + 8 * u, true);
     }
     tc_copy_commit();
     tc_copy_wait<0>();
@@ -191,8 +183,8 @@ __device__ __forceinline__ void load_a(uint4 (&av)[MT][4], const ASrc &src, int 
         const int r = min(8 * j + g, M - 1);
         const uint4 *p = reinterpret_cast<const uint4 *>(src.base + (size_t)r * src.stride +
                                                          (32 * c - src.col0));
-#if ASMEM == 2 // piece i of the chunk lies at i ^ x, x = swz(4 (c - 4 q0)) = t / 2: even
-               // pieces from se, odd ones from so, each at fixed offsets
+#if ASMEM // piece i of the chunk lies at i ^ x, x = swz(4 (c - 4 q0)) = t / 2: even pieces
+          // from se, odd ones from so, each at fixed offsets
         const u32 s = tc_smem_addr(p), se = s + 16 * (t >> 1), so = s + 16 - 16 * (t >> 1);
 #endif
 #pragma unroll
@@ -201,7 +193,7 @@ __device__ __forceinline__ void load_a(uint4 (&av)[MT][4], const ASrc &src, int 
         if (q < qe && c < C) {
 #pragma unroll
             for (int i = 0; i < 4; i++)
-#if ASMEM == 2
+#if ASMEM
                 av[j][i] = load_a16((i & 1 ? so : se) + 16 * (i & 2));
 #else
                 av[j][i] = load_a16(p + i);

@@ -34,7 +34,7 @@ return {
   threads = function(p, shape, dtype, device) return p.WR * p.WK * 32 end,
   -- __shared__ float red[WK * MT * 8 * BN]: the k warps' sums (and the split-k flag)
   smem_static = function(p, shape, dtype, device) return tailor.w4t_smem_static(p) end,
-  -- ASMEM = 1: T sA[m][128 qps + 8]
+  -- ASMEM = 1: T sA[m][128 qps + 16] (pieces swizzled)
   smem_dynamic = function(p, shape, dtype, device) return tailor.w4t_asmem_bytes(p, shape) end,
   grid = function(p, shape, dtype, device) return tailor.w4t_grid(p, shape, false) end,
 

@@ -565,13 +565,13 @@ function lib.w4t_quads(p, shape, splitk)
   return qt, qps, lib.ceil_div(qps, p.WK)
 end
 
--- ASMEM = 1: the block's activation slice, m rows of its quads' columns plus 8 of padding
--- (ASMEM = 2, the swizzled rows: plus 16).
+-- ASMEM = 1: the block's activation slice, m rows of its quads' columns plus 16 of padding
+-- (the rows' pieces swizzled: w4a16_gemv_t.cu, w4t::swz).
 lib.W4T_ASMEM_MAX = 64 * 1024
 function lib.w4t_asmem_bytes(p, shape)
   if p.ASMEM == 0 then return 0 end
   local _, qps = lib.w4t_quads(p, shape, p.SPLITK)
-  return 2 * shape.m * (128 * qps + (p.ASMEM == 2 and 16 or 8))
+  return 2 * shape.m * (128 * qps + 16)
 end
 
 function lib.w4t_warps_total(p, shape, splitk, glu)
@@ -631,8 +631,8 @@ function lib.w4t_valid(p, shape, device, purpose, glu)
   end
   local sa = lib.w4t_asmem_bytes(p, shape)
   if sa > lib.W4T_ASMEM_MAX then
-    return false, string.format("ASMEM=%d: %d B of activations per block (at most %d)",
-                                p.ASMEM, sa, lib.W4T_ASMEM_MAX)
+    return false, string.format("ASMEM=1: %d B of activations per block (at most %d)", sa,
+                                lib.W4T_ASMEM_MAX)
   end
   local want, n_sm = 8 * lib.sms(device), lib.sms(device)
   local kept = lib.split_neighbours(lib.W4T_SPLITS,
