@@ -7,7 +7,7 @@
 # cli_gpu_w4a16 202, test_gpu_gemma4_load 95, cli_gpu_matmul 94, cli_gpu_run 70,
 # cli_gpu_attention 67, cli_gpu_tune 41: plan two calls, split by the second argument (a ctest
 # -R regex: 'cli_gpu_w4a16|cli_gpu_small_ops' and the rest); gemma4: test_gpu_gemma4 alone
-# (GEMMA4_FIXTURES=a,b picks fixtures: two fixtures ~85-110 s on an H100; all five, eight modes each, take
+# (GEMMA4_FIXTURES=a,b picks fixtures: two fixtures ~85-110 s on an H100; all five, nine modes each, take
 # about a call; e2b_w4a16_asym alone ~3 minutes on an H100); model: Gemma 4 E2B decode and prefill figures
 # with the same-run comparisons (PDL off, gating kernels, each place of the seams, q prepared
 # inside attention, W4A16 with and without int4 prologues, the int4 LM head, 31B); knockout:

@@ -146,11 +146,25 @@ static int run_fixture(tailor_ctx *ctx, const char *name)
     return 1;
 }
 
-/* opts.quantize_head (the reference of the GPU's --quantize-head): the head's logits move by
- * the int4 rounding of the embedding (a few percent of their scale at hidden 64, group 64),
- * never by nothing; a scale dtype that is not 16-bit (int32 here) is refused. */
-static void check_quantize_head(tailor_ctx *ctx, const char *name)
+/* The CPU reference's int4 options: opts.quantize_head (of the GPU's --quantize-head) and
+ * opts.quantize (of --quantize w4a16). head 1: the former. */
+static tailor_gemma4_cpu_opts quantized_opts(int head, int sd)
 {
+    tailor_gemma4_cpu_opts o = {.max_tokens = 4};
+    if (head)
+        o.quantize_head = sd;
+    else
+        o.quantize = sd;
+    return o;
+}
+
+/* opts.quantize_head / opts.quantize: the logits move by the int4 rounding (of the embedding:
+ * a few percent of their scale at hidden 64, group 64; of the linears whose k has a group-128
+ * layout: o and down in these fixtures), never by nothing, or (want_same: every linear already
+ * int4) not at all; a scale dtype that is not 16-bit (int32 here) is refused. */
+static void check_quantized(tailor_ctx *ctx, const char *name, int head, int want_same)
+{
+    const char *what = head ? "quantize_head" : "quantize";
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/tests/fixtures/%s", test_source_dir(), name);
     if (!exists(dir))
@@ -165,12 +179,12 @@ static void check_quantize_head(tailor_ctx *ctx, const char *name)
     CHECK_OK(ctx, tailor_gemma4_cpu_create(ctx, m, &o, &plain));
     tailor_dtype sd[2] = {TAILOR_DTYPE_BF16, TAILOR_DTYPE_F16};
     for (int i = 0; i < 2; i++) {
-        tailor_gemma4_cpu_opts oq = {.max_tokens = 4, .quantize_head = (int)sd[i]};
+        tailor_gemma4_cpu_opts oq = quantized_opts(head, (int)sd[i]);
         CHECK_OK(ctx, tailor_gemma4_cpu_create(ctx, m, &oq, &q[i]));
     }
-    tailor_gemma4_cpu_opts ob = {.max_tokens = 4, .quantize_head = (int)TAILOR_DTYPE_I32};
+    tailor_gemma4_cpu_opts ob = quantized_opts(head, (int)TAILOR_DTYPE_I32);
     CHECKF(tailor_gemma4_cpu_create(ctx, m, &ob, &bad) == TAILOR_ERR_MISUSE && !bad,
-           "%s: quantize_head with int32 scales is refused", name);
+           "%s: %s with int32 scales is refused", name, what);
     tailor_ctx_clear(ctx);
     const int32_t toks[3] = {2, 17, 101 % V};
     double worst = 0;
@@ -188,14 +202,18 @@ static void check_quantize_head(tailor_ctx *ctx, const char *name)
                 mr = fmax(mr, fabs((double)keep[v]));
             }
             worst = fmax(worst, md);
-            CHECKF(md > 1e-4 && md < 0.1 * mr + 0.05, "%s: int4 head (%s scales) at position %d "
-                   "moves logits by %.3g (max |logit| %.3g): want a visible, small change", name,
-                   tailor_dtype_name(sd[i]), t, md, mr);
+            if (want_same)
+                CHECKF(keep && lq[i] && md == 0, "%s: %s (%s scales) at position %d moves logits "
+                       "by %.3g: every linear is int4 already", name, what,
+                       tailor_dtype_name(sd[i]), t, md);
+            else
+                CHECKF(md > 1e-4 && md < 0.1 * mr + 0.05, "%s: %s (%s scales) at position %d "
+                       "moves logits by %.3g (max |logit| %.3g): want a visible, small change",
+                       name, what, tailor_dtype_name(sd[i]), t, md, mr);
         }
         free(keep);
     }
-    printf("%s: int4 LM head (quantize_head, bf16 and fp16 scales): logits move by up to %.3g\n",
-           name, worst);
+    printf("%s: %s (bf16 and fp16 scales): logits move by up to %.3g\n", name, what, worst);
     for (int i = 0; i < 2; i++)
         tailor_gemma4_cpu_destroy(q[i]);
     tailor_gemma4_cpu_destroy(plain);
@@ -208,7 +226,9 @@ int main(void)
     int ran = 0;
     for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++)
         ran += run_fixture(ctx, fixtures[i]);
-    check_quantize_head(ctx, "e2b_flat");
+    check_quantized(ctx, "e2b_flat", 1, 0);
+    check_quantized(ctx, "e2b_flat", 0, 0);
+    check_quantized(ctx, "e2b_w4a16", 0, 1);
     tailor_ctx_destroy(ctx);
     if (!ran)
         test_skip("no transformers fixture in tests/fixtures/ (run tests/fixtures/make_fixtures.py "

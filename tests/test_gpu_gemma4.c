@@ -3,8 +3,9 @@
  * and with kernels chosen under the T4 profile (--rehearse t4, fp16) and a 99 KB sm_86 card's
  * (--rehearse a10g, bf16: the small attention tiles at head_dim 512); then with the int4 LM
  * head (--quantize-head, bf16 and fp16) against the CPU reference with the same head, and in
- * bf16 with that head and the seams MIXED (--seams mixed). W4A16 fixtures compare with their
- * dequantized reference. Kernels are tuned on demand into a temporary cache (random strategy,
+ * bf16 with that head and the seams MIXED (--seams mixed), with the PLE table on the host, and
+ * a 16-bit checkpoint quantized on load (--quantize w4a16, bf16) against the CPU reference with
+ * the same int4 linears. W4A16 fixtures compare with their dequantized reference. Kernels are tuned on demand into a temporary cache (random strategy,
  * few trials). Output: one line per (fixture, mode), and per failing position the largest
  * difference and whether the argmax agrees. TAILOR_DEBUG_LAYERS=1 also compares every depth
  * against the CPU reference on the first token. Skips (77) without a GPU. */
@@ -59,35 +60,43 @@ typedef struct mode {
                              head (tailor_gemma4_cpu_opts.quantize_head) instead of transformers */
     int seams;            /* tailor_gemma4_gpu_opts.seams (0: the default) */
     int ple_host;         /* tailor_gemma4_gpu_opts.ple_host */
+    int quantize;         /* 1: --quantize w4a16 (a 16-bit checkpoint's linears int4 on load),
+                             against the CPU reference with the same int4 weights
+                             (tailor_gemma4_cpu_opts.quantize) instead of transformers; W4A16
+                             checkpoints skip it (nothing of theirs is quantized) */
 } mode;
 
-static const mode modes[] = {{"bf16", TAILOR_DTYPE_BF16, NULL, 0, 0, 0},
-                             {"fp16", TAILOR_DTYPE_F16, NULL, 0, 0, 0},
-                             {"rehearse-t4", TAILOR_DTYPE_F16, "t4", 0, 0, 0},
+static const mode modes[] = {{"bf16", TAILOR_DTYPE_BF16, NULL, 0, 0, 0, 0},
+                             {"fp16", TAILOR_DTYPE_F16, NULL, 0, 0, 0, 0},
+                             {"rehearse-t4", TAILOR_DTYPE_F16, "t4", 0, 0, 0, 0},
                              /* a 99 KB sm_86 card: bf16, no PDL, no clusters or wgmma, and
                                 16-key attention tiles at head_dim 512 */
-                             {"rehearse-a10g", TAILOR_DTYPE_BF16, "a10g", 0, 0, 0},
-                             {"bf16-qhead", TAILOR_DTYPE_BF16, NULL, 1, 0, 0},
-                             {"fp16-qhead", TAILOR_DTYPE_F16, NULL, 1, 0, 0},
+                             {"rehearse-a10g", TAILOR_DTYPE_BF16, "a10g", 0, 0, 0, 0},
+                             {"bf16-qhead", TAILOR_DTYPE_BF16, NULL, 1, 0, 0, 0},
+                             {"fp16-qhead", TAILOR_DTYPE_F16, NULL, 1, 0, 0, 0},
                              /* a W4A16 model's seams before int4 GEMVs in the projections'
                                 epilogues (w4a16_seam, matmul_seam; for 16-bit weights the
                                 default's kernels) */
                              {"bf16-qhead-mixed", TAILOR_DTYPE_BF16, NULL, 1,
-                              TAILOR_GEMMA4_SEAMS_MIXED, 0},
+                              TAILOR_GEMMA4_SEAMS_MIXED, 0, 0},
                              /* the PLE table on the host: a row staged per token, greedy
                                 steps one at a time */
-                             {"bf16-ple-host", TAILOR_DTYPE_BF16, NULL, 0, 0, 1}};
+                             {"bf16-ple-host", TAILOR_DTYPE_BF16, NULL, 0, 0, 1, 0},
+                             /* a 16-bit checkpoint quantized on load (issue 7, item 2) */
+                             {"bf16-quantize", TAILOR_DTYPE_BF16, NULL, 0, 0, 0, 1}};
 
-/* The reference of a quantize_head mode: the CPU forward with the int4 head the GPU makes in
- * that compute dtype, over the prompt (logits [T, V]) and then greedily for G tokens (ids and
- * their top-2 gaps). 0 on failure. */
-static int qhead_reference(tailor_ctx *ctx, tailor_gemma4 *m, tailor_dtype dt,
-                           const int32_t *prompt, int T, int G, float *logits, int32_t *ids,
-                           double *gaps)
+/* The reference of a quantize_head or quantize mode: the CPU forward with the int4 head and/or
+ * the int4 linears the GPU makes in that compute dtype, over the prompt (logits [T, V]) and then
+ * greedily for G tokens (ids and their top-2 gaps). 0 on failure. */
+static int int4_reference(tailor_ctx *ctx, tailor_gemma4 *m, const mode *md,
+                          const int32_t *prompt, int T, int G, float *logits, int32_t *ids,
+                          double *gaps)
 {
     int V = tailor_gemma4_get_config(m)->vocab;
     tailor_gemma4_cpu *st = NULL;
-    tailor_gemma4_cpu_opts o = {.max_tokens = T + G, .quantize_head = (int)dt};
+    tailor_gemma4_cpu_opts o = {.max_tokens = T + G,
+                                .quantize_head = md->quantize_head ? (int)md->dtype : 0,
+                                .quantize = md->quantize ? (int)md->dtype : 0};
     if (tailor_gemma4_cpu_create(ctx, m, &o, &st) != TAILOR_OK)
         return 0;
     const float *lg = NULL;
@@ -420,7 +429,7 @@ static void run_mode(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, cons
     tailor_kernels_set_strategy(ks, 1, 2); /* random, 2 trials: tiny shapes tune fast */
     tailor_gemma4_gpu_opts o = {.max_tokens = T + G + 1, .dtype = (int)md->dtype, .all_logits = 1,
                                 .quantize_head = md->quantize_head, .seams = md->seams,
-                                .ple_host = md->ple_host};
+                                .ple_host = md->ple_host, .quantize = md->quantize};
     tailor_gemma4_gpu *g = NULL;
     tailor_status st = tailor_gemma4_gpu_create(ctx, m, gpu, ks, &o, &g);
     CHECKF(st == TAILOR_OK, "%s: create failed: %s", tag, tailor_ctx_message(ctx));
@@ -440,7 +449,8 @@ static void run_mode(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, cons
         st = tailor_gemma4_gpu_prefill(ctx, g, prompt, T, logits, &next);
         CHECKF(st == TAILOR_OK, "%s: prefill failed: %s", tag, tailor_ctx_message(ctx));
         if (st == TAILOR_OK)
-            check_logits(tag, md->dtype, tailor_gemma4_is_w4a16(m), logits, ref, T, V);
+            check_logits(tag, md->dtype, tailor_gemma4_is_w4a16(m) || md->quantize, logits, ref,
+                         T, V);
         int same = 1, made = 0;
         int32_t *ids = malloc((size_t)G * sizeof *ids);
         for (int i = 0; st == TAILOR_OK && ids && i < G; i++) {
@@ -449,7 +459,7 @@ static void run_mode(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, cons
                 /* a flip is allowed where the reference's own margin is within twice the
                  * largest tolerance a position can have (|logits| <= 30, the softcap) */
                 CHECKF(qgaps[i] <= 2 * (rel_tol(md->dtype, 1) * 30 + ABS_TOL),
-                       "%s: greedy token %d is %d, the int4-head reference chose %d (its top-2 "
+                       "%s: greedy token %d is %d, the int4 reference chose %d (its top-2 "
                        "gap %.3g)", tag, i, (int)next, (int)greedy[i], qgaps[i]);
                 same = 0;
                 break;
@@ -527,18 +537,24 @@ static void run_fixture(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, c
             const mode *md = &modes[i];
             if (only_modes && !listed(only_modes, md->name))
                 continue;
-            if (!md->quantize_head) {
+            if (md->quantize && tailor_gemma4_is_w4a16(m)) {
+                printf("  %s/%s: skipped (a W4A16 checkpoint: nothing to quantize)\n", name,
+                       md->name);
+                continue;
+            }
+            if (!md->quantize_head && !md->quantize) {
                 run_mode(ctx, gpu, cache, name, md, m, prompt, T, greedy, G, gaps, NULL, ref);
                 continue;
             }
-            int ok = qref && qhead_reference(ctx, m, md->dtype, prompt, T, G, qref, qids, qgaps);
-            CHECKF(ok, "%s/%s: the CPU reference with the int4 head failed: %s", name, md->name,
-                   tailor_ctx_message(ctx));
-            double moved = 0; /* the int4 head must show: the reference differs from transformers */
+            int ok = qref && int4_reference(ctx, m, md, prompt, T, G, qref, qids, qgaps);
+            CHECKF(ok, "%s/%s: the CPU reference with the int4 weights failed: %s", name,
+                   md->name, tailor_ctx_message(ctx));
+            double moved = 0; /* the int4 weights must show: the reference differs from
+                                 transformers */
             for (size_t j = 0; ok && j < (size_t)T * (size_t)V; j++)
                 moved = fmax(moved, fabs((double)qref[j] - ref[j]));
-            CHECKF(!ok || moved > 1e-3, "%s/%s: the int4-head reference equals transformers' "
-                   "logits (max |diff| %.3g): the head was not quantized", name, md->name, moved);
+            CHECKF(!ok || moved > 1e-3, "%s/%s: the int4 reference equals transformers' logits "
+                   "(max |diff| %.3g): nothing was quantized", name, md->name, moved);
             if (ok)
                 run_mode(ctx, gpu, cache, name, md, m, prompt, T, qids, G, NULL, qgaps, qref);
         }

@@ -37,6 +37,8 @@ struct tailor_gemma4_cpu {
     float *logits;  /* [vocab] */
     float *scratch; /* [max k] one dequantized int4 row */
     float *head;    /* [vocab, H] the dequantized int4 head (opts.quantize_head), or NULL */
+    float **qw;     /* opts.quantize: [L * G4_QMATS] -> [n, k] dequantized int4 copies of the
+                       layers' linears (NULL entries: used as stored), or NULL */
     float embed_scale, ple_scale, ple_proj_scale, ple_input_scale;
 };
 
@@ -177,8 +179,42 @@ static float *falloc(size_t n, int *ok)
     return p;
 }
 
+/* The int4 copy of a dense [n, k] matrix w (dtype wd) that tailor_w4a16_quantize_rows makes
+ * with layout lay and scales in dtype sd (what the GPU's --quantize and --quantize-head upload),
+ * dequantized to fp32 into *out (malloc'd, n x k). */
+static tailor_status dequantized_copy(tailor_ctx *ctx, const tailor_w4a16_layout *lay,
+                                      const void *w, tailor_dtype wd, tailor_dtype sd, float **out)
+{
+    enum { ROWS = 256 };
+    size_t K = (size_t)lay->k, wpr = K / 8, G = (size_t)lay->groups;
+    *out = malloc((size_t)lay->n * K * sizeof **out);
+    int32_t *packed = malloc(ROWS * wpr * sizeof *packed);
+    uint16_t *scales = malloc(ROWS * G * sizeof *scales);
+    if (!*out || !packed || !scales) {
+        free(*out);
+        *out = NULL;
+        free(packed);
+        free(scales);
+        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "gemma4 cpu: out of memory");
+    }
+    for (int r0 = 0; r0 < lay->n; r0 += ROWS) {
+        int rows = lay->n - r0 < ROWS ? lay->n - r0 : ROWS;
+        tailor_w4a16_quantize_rows(lay, w, wd, sd, r0, rows, packed, scales);
+        for (int r = 0; r < rows; r++)
+            for (size_t c = 0; c < K; c++) {
+                uint32_t word = (uint32_t)packed[(size_t)r * wpr + c / 8];
+                int q = (int)((word >> (4 * (c % 8))) & 0xfu) - 8;
+                float sc = tailor_dtype_load(sd, scales, (size_t)r * G + c / (size_t)lay->group);
+                (*out)[((size_t)r0 + (size_t)r) * K + c] = (float)q * sc;
+            }
+    }
+    free(packed);
+    free(scales);
+    return TAILOR_OK;
+}
+
 /* opts.quantize_head: the int4 copy of the tied embedding that the GPU's quantize_head makes
- * (tailor_w4a16_quantize_rows, scales in dtype sd), dequantized to fp32 into st->head. */
+ * (group tailor_w4a16_group_for(hidden), scales in dtype sd), dequantized into st->head. */
 static tailor_status quantized_head(tailor_ctx *ctx, tailor_gemma4_cpu *st, tailor_dtype sd)
 {
     const tailor_gemma4_config *cfg = &st->m->cfg;
@@ -191,31 +227,61 @@ static tailor_status quantized_head(tailor_ctx *ctx, tailor_gemma4_cpu *st, tail
         return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
                                 "gemma4 cpu: quantize_head needs a 16-bit scale dtype, a float "
                                 "embedding and a hidden size 32 divides (hidden %d)", cfg->hidden);
-    enum { ROWS = 256 };
-    size_t H = (size_t)cfg->hidden, wpr = H / 8;
-    st->head = malloc((size_t)cfg->vocab * H * sizeof *st->head);
-    int32_t *packed = malloc(ROWS * wpr * sizeof *packed);
-    uint16_t *scales = malloc(ROWS * (size_t)lay.groups * sizeof *scales);
-    if (!st->head || !packed || !scales) {
-        free(packed);
-        free(scales);
+    return dequantized_copy(ctx, &lay, e->data, ed, sd, &st->head);
+}
+
+/* The layers' linears opts.quantize turns into int4, in the order of st->qw's entries. */
+enum { G4_QMATS = 7 };
+static const g4_mat *quantizable_mat(const g4_layer_w *w, int j)
+{
+    const g4_mat *const mats[G4_QMATS] = {&w->q, &w->k, &w->v, &w->o, &w->gate, &w->up, &w->down};
+    return mats[j];
+}
+
+/* opts.quantize: st->qw[i * G4_QMATS + j] for every 16-bit linear the GPU's --quantize w4a16
+ * makes int4 (group 128, no zero points; the same test as gpu_weights.c's form_of), scales in
+ * dtype sd. The others, the int4 ones included, stay NULL and are read as stored. */
+static tailor_status quantized_linears(tailor_ctx *ctx, tailor_gemma4_cpu *st, tailor_dtype sd)
+{
+    const tailor_gemma4_config *cfg = &st->m->cfg;
+    if (sd != TAILOR_DTYPE_F16 && sd != TAILOR_DTYPE_BF16)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                                "gemma4 cpu: quantize needs a 16-bit scale dtype");
+    st->qw = calloc((size_t)cfg->n_layers * G4_QMATS, sizeof *st->qw);
+    if (!st->qw)
         return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "gemma4 cpu: out of memory");
+    for (int i = 0; i < cfg->n_layers; i++) {
+        const tailor_gemma4_layer *ly = &cfg->layer[i];
+        for (int j = 0; j < G4_QMATS; j++) {
+            const g4_mat *m = quantizable_mat(&st->m->layers[i], j);
+            if (((j == 1 || j == 2) && ly->kv_shared) || (j == 2 && !ly->has_v_proj) || m->int4)
+                continue;
+            tailor_dtype wd;
+            tailor_w4a16_layout lay;
+            if (!m->w || !g4_st_dtype(m->w->dtype, &wd) ||
+                tailor_w4a16_layout_init(NULL, m->n, m->k, 128, 0, &lay) != TAILOR_OK)
+                continue;
+            tailor_status qs = dequantized_copy(ctx, &lay, m->w->data, wd, sd,
+                                                &st->qw[i * G4_QMATS + j]);
+            if (qs)
+                return qs;
+        }
     }
-    for (int r0 = 0; r0 < cfg->vocab; r0 += ROWS) {
-        int rows = cfg->vocab - r0 < ROWS ? cfg->vocab - r0 : ROWS;
-        tailor_w4a16_quantize_rows(&lay, e->data, ed, sd, r0, rows, packed, scales);
-        for (int r = 0; r < rows; r++)
-            for (size_t c = 0; c < H; c++) {
-                uint32_t word = (uint32_t)packed[(size_t)r * wpr + c / 8];
-                int q = (int)((word >> (4 * (c % 8))) & 0xfu) - 8;
-                float sc = tailor_dtype_load(sd, scales, (size_t)r * (size_t)lay.groups +
-                                                             c / (size_t)group);
-                st->head[((size_t)r0 + (size_t)r) * H + c] = (float)q * sc;
-            }
-    }
-    free(packed);
-    free(scales);
     return TAILOR_OK;
+}
+
+/* y = W x for linear j (quantizable_mat's order) of layer i: the dequantized int4 copy where
+ * opts.quantize made one, else the weights as stored. */
+static void layer_matvec(tailor_gemma4_cpu *st, int i, int j, const float *x, float *y)
+{
+    const g4_mat *m = quantizable_mat(&st->m->layers[i], j);
+    const float *qw = st->qw ? st->qw[i * G4_QMATS + j] : NULL;
+    if (!qw) {
+        g4_matvec(m, x, y, st->scratch);
+        return;
+    }
+    for (int r = 0; r < m->n; r++)
+        y[r] = dot_f32(qw + (size_t)r * (size_t)m->k, x, m->k);
 }
 
 tailor_status tailor_gemma4_cpu_create(tailor_ctx *ctx, const tailor_gemma4 *m,
@@ -300,12 +366,14 @@ tailor_status tailor_gemma4_cpu_create(tailor_ctx *ctx, const tailor_gemma4 *m,
     st->ple_scale = P ? tailor_round_bf16((float)sqrt((double)P)) : 0.0f;
     st->ple_proj_scale = (float)pow((double)H, -0.5);
     st->ple_input_scale = (float)pow(2.0, -0.5);
-    if (opts->quantize_head) {
-        tailor_status qs = quantized_head(ctx, st, (tailor_dtype)opts->quantize_head);
-        if (qs) {
-            tailor_gemma4_cpu_destroy(st);
-            return qs;
-        }
+    tailor_status qs = TAILOR_OK;
+    if (opts->quantize_head)
+        qs = quantized_head(ctx, st, (tailor_dtype)opts->quantize_head);
+    if (qs == TAILOR_OK && opts->quantize)
+        qs = quantized_linears(ctx, st, (tailor_dtype)opts->quantize);
+    if (qs) {
+        tailor_gemma4_cpu_destroy(st);
+        return qs;
     }
     tailor_gemma4_cpu_reset(st);
     *out = st;
@@ -337,6 +405,9 @@ void tailor_gemma4_cpu_destroy(tailor_gemma4_cpu *st)
                      st->head};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         free(bufs[i]);
+    for (int i = 0; st->qw && i < L * G4_QMATS; i++)
+        free(st->qw[i]);
+    free(st->qw);
     free(st);
 }
 
@@ -381,7 +452,7 @@ static void attention(tailor_gemma4_cpu *st, int i)
     int hd = ly->head_dim, nq = cfg->n_heads, nkv = ly->n_kv_heads, kvd = nkv * hd;
     int pos = st->pos;
 
-    g4_matvec(&w->q, st->y, st->q, st->scratch);
+    layer_matvec(st, i, 0, st->y, st->q);
     for (int h = 0; h < nq; h++) {
         float *qh = st->q + (size_t)h * (size_t)hd;
         rmsnorm(qh, qh, w->q_norm, hd, cfg->rms_eps);
@@ -391,9 +462,9 @@ static void attention(tailor_gemma4_cpu *st, int i)
     int slots = st->slots[src];
     if (!ly->kv_shared) {
         /* K, and V (the raw K on K=V layers: taken before k_norm and RoPE) */
-        g4_matvec(&w->k, st->y, st->kv, st->scratch);
+        layer_matvec(st, i, 1, st->y, st->kv);
         if (ly->has_v_proj)
-            g4_matvec(&w->v, st->y, st->vraw, st->scratch);
+            layer_matvec(st, i, 2, st->y, st->vraw);
         else
             memcpy(st->vraw, st->kv, (size_t)kvd * sizeof(float));
         int slot = pos % slots;
@@ -440,18 +511,17 @@ static void attention(tailor_gemma4_cpu *st, int i)
                 oh[d] += pr * vh[d];
         }
     }
-    g4_matvec(&w->o, st->att, st->t, st->scratch);
+    layer_matvec(st, i, 3, st->att, st->t);
 }
 
 static void mlp(tailor_gemma4_cpu *st, int i)
 {
-    const g4_layer_w *w = &st->m->layers[i];
     int I = st->m->cfg.layer[i].inter;
-    g4_matvec(&w->gate, st->y, st->gate, st->scratch);
-    g4_matvec(&w->up, st->y, st->up, st->scratch);
+    layer_matvec(st, i, 4, st->y, st->gate);
+    layer_matvec(st, i, 5, st->y, st->up);
     for (int j = 0; j < I; j++)
         st->gate[j] = gelu_tanh(st->gate[j]) * st->up[j];
-    g4_matvec(&w->down, st->gate, st->t, st->scratch);
+    layer_matvec(st, i, 6, st->gate, st->t);
 }
 
 static void layer(tailor_gemma4_cpu *st, int i)

@@ -172,6 +172,12 @@ typedef struct tailor_gemma4_cpu_opts {
                           compute dtype (tailor_w4a16_quantize_rows of the embedding, group
                           tailor_w4a16_group_for(hidden), scales in that dtype), dequantized to
                           fp32: the reference for --quantize-head */
+    int quantize;      /* 0 (default): the linears as stored; TAILOR_DTYPE_F16 or
+                          TAILOR_DTYPE_BF16: every 16-bit q/k/v/o/gate/up/down that the GPU's
+                          --quantize w4a16 turns into int4 (group 128; the int4 ones and those
+                          whose shape has no group-128 layout stay) as tailor_w4a16_quantize_rows
+                          makes it with scales in that dtype, dequantized to fp32 (4 bytes a
+                          weight more on the host): the reference for --quantize w4a16 */
 } tailor_gemma4_cpu_opts;
 
 /* Creates a run state for m (m must outlive it). TAILOR_ERR_UNSUPPORTED for a MoE model,
