@@ -489,6 +489,7 @@ static void run_mode(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, cons
         CHECKF(!ple || (info.ple_bytes > 0) == !md->ple_host,
                "%s: the PLE table is on the %s, the mode asks for the %s", tag,
                info.ple_bytes ? "device" : "host", md->ple_host ? "host" : "device");
+        CHECKF(info.graph, "%s: the decode step is not a CUDA graph (issue 7, item 4)", tag);
         CHECKF(info.lm_int4 == md->quantize_head, "%s: the LM head is %s, the mode asks for %s",
                tag, info.lm_int4 ? "int4" : "16-bit", md->quantize_head ? "int4" : "16-bit");
         printf("  %s: greedy %d of %d ids %s; graph %s, chunk %d, %d kernels cached, %d tuned\n",
