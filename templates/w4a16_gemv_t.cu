@@ -154,7 +154,8 @@ struct ASrc {
 // 64-byte chunk, so a lane's four pieces stay its own, only in another order. (H100, session
 // 32: 2 % faster at m = 1, 8 % at m = 16, configuration for configuration.)
 __device__ __forceinline__ int swz(int u) { return (u >> 3) & 1; }
-constexpr int ROW_PAD = 16; // elements past each row's pieces (32 bytes: two bank groups)
+enum { ROW_PAD = 16 }; // elements past each row's pieces (32 bytes: two bank groups); an enum: a
+                       // namespace-scope constexpr would be emitted as a global
 
 // ASMEM: copies the valid columns [128 q0, min(K, 128 q1)) of the M activation rows into sA
 // (row stride `stride`: the pieces and ROW_PAD; pieces swizzled) and makes them visible to the
