@@ -56,6 +56,30 @@ check "a seeded GPU sampling run from whole rows repeats ($r1 vs $r2)" test -n "
 none=$("$T" run --model "$M" --ids 2,17,33 --max-tokens 0 --greedy --print-ids --cache "$tmp/c.db" \
        2>/dev/null | grep -cE '[0-9]')
 check "--max-tokens 0 on the GPU prints no id ($none lines with digits)" test "$none" = 0
+# stop ids on the GPU path (issue 7, item 6), as cli_run.sh checks them on the CPU: the greedy
+# run, queued ahead, ends at its first id when generation_config.json makes that id a stop (the
+# step queued past it is discarded, nothing printed after it); a seeded sampled run gives all 16
+# ids with a stop past the vocabulary and ends at the fourth id's first occurrence with that id
+# as a stop, the draws before it unchanged
+F=$tmp/with_stops
+cp -r "$M" "$F"
+first=$("$T" run --model "$M" --ids 2,17,33 --max-tokens 6 --greedy --print-ids \
+          --cache "$tmp/c.db" 2>/dev/null | grep -oE '^[0-9]+' | head -1)
+printf '{"eos_token_id": [%s]}' "$first" >"$F/generation_config.json"
+got=$("$T" run --model "$F" --ids 2,17,33 --max-tokens 6 --greedy --print-ids --cache "$tmp/c.db" \
+      2>/dev/null)
+check "greedy on the GPU ends at the stop $first, its first id ($got)" test -n "$first" -a "$got" = "$first"
+SR="--model $F --ids 2,17,33 --max-tokens 16 --print-ids --temperature 3 --top-k 32 --top-p 1 --seed 7 --cache $tmp/c.db"
+printf '{"eos_token_id": [100000]}' >"$F/generation_config.json"
+all=$("$T" run $SR 2>/dev/null)
+check "sampled on the GPU with a stop past the vocabulary: 16 ids ($all)" \
+  test "$(tr ',' '\n' <<<"$all" | wc -l)" -eq 16
+fourth=$(cut -d, -f4 <<<"$all")
+want=$(tr ',' '\n' <<<"$all" | awk -v s="$fourth" '{print} $1 == s {exit}' | paste -sd,)
+printf '{"eos_token_id": [100001, %s]}' "$fourth" >"$F/generation_config.json"
+got=$("$T" run $SR 2>/dev/null)
+check "sampled on the GPU ends at the stop $fourth's first occurrence ($got, want $want)" \
+  test -n "$fourth" -a "$got" = "$want"
 # --dump-logits on the GPU: every prompt row, fp32, and the last row's argmax is the first id
 "$T" run --model "$M" --ids 2,17,33 --max-tokens 2 --greedy --print-ids \
   --dump-logits "$tmp/logits.f32" --cache "$tmp/c.db" >"$tmp/dump.out" 2>&1
