@@ -80,6 +80,20 @@ printf '{"eos_token_id": [100001, %s]}' "$fourth" >"$F/generation_config.json"
 got=$("$T" run $SR 2>/dev/null)
 check "sampled on the GPU ends at the stop $fourth's first occurrence ($got, want $want)" \
   test -n "$fourth" -a "$got" = "$want"
+# a NaN in the weights (the final norm, as cli_run.sh does on the CPU): the GPU forward reports
+# the non-finite logits (issue 7, item 3), exit 1, no id printed
+mkdir "$tmp/nan" && cp "$M/config.json" "$M/model.safetensors" "$tmp/nan/"
+python3 - "$tmp/nan/model.safetensors" <<'PY'
+import json, struct, sys
+f = open(sys.argv[1], "r+b"); n = struct.unpack("<Q", f.read(8))[0]
+off = json.loads(f.read(n))["model.norm.weight"]["data_offsets"][0]
+f.seek(8 + n + off); f.write(struct.pack("<H", 0x7fc0))  # bf16 NaN
+PY
+out=$("$T" run --model "$tmp/nan" --ids 2,17,33 --max-tokens 4 --greedy --print-ids \
+      --cache "$tmp/c.db" 2>"$tmp/err"); rc=$?
+check "NaN weights fail on the GPU (rc $rc, ids '$out')" test $rc -eq 1 -a -z "$out"
+check "... reported as such ($(tail -1 "$tmp/err"))" \
+  grep -q "gemma4 gpu: inf or NaN in the activations" "$tmp/err"
 # --dump-logits on the GPU: every prompt row, fp32, and the last row's argmax is the first id
 "$T" run --model "$M" --ids 2,17,33 --max-tokens 2 --greedy --print-ids \
   --dump-logits "$tmp/logits.f32" --cache "$tmp/c.db" >"$tmp/dump.out" 2>&1
