@@ -6,12 +6,7 @@
 # T4 rehearsal (compute_75 PTX, fp16) and a 99 KB card's (the A10G: compute_86 PTX, its small
 # tiles at head_dim 512). ATTN_QUICK=1 runs a smoke subset.
 set -u
-T=${TAILOR_BIN:?}
-if ! "$T" devices --json 2>/dev/null | python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["devices"] else 1)'; then
-  echo "skipped: no live GPU"; exit 77
-fi
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fail=0
+source "$(dirname "$0")/gpu_preamble.sh" # T, the skip without a GPU, $tmp, fail, check
 runs=0
 quick=${ATTN_QUICK:-0}
 tune() { # tune OP SHAPE DTYPE [extra flags...]

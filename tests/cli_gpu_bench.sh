@@ -8,14 +8,8 @@
 # is not asserted (that is what the benchmarks are for): only that the figures exist and hold
 # together. Skips (77) without a GPU.
 set -u
-T=${TAILOR_BIN:?}
+source "$(dirname "$0")/gpu_preamble.sh" # T, the skip without a GPU, $tmp, fail, check
 S=${TAILOR_SOURCE_DIR:?}
-if ! "$T" devices --json 2>/dev/null | python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["devices"] else 1)'; then
-  echo "skipped: no live GPU"; exit 77
-fi
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fail=0
-check() { local what=$1; shift; if "$@"; then :; else echo "FAILED: $what"; fail=1; fi; }
 
 # one kernel benchmark's JSON line: KIND LINE -> python checks of its fields (exit 1 on a miss)
 kernel_ok() {

@@ -8,13 +8,7 @@
 # epilogue, or the layer seam before it as prologue.
 # MATMUL_QUICK=1 keeps one shape per group of the list (a smoke run).
 set -u
-T=${TAILOR_BIN:?}
-live='import json,sys; sys.exit(0 if json.load(sys.stdin)["devices"] else 1)'
-if ! "$T" devices --json 2>/dev/null | python3 -c "$live"; then
-  echo "skipped: no live GPU"; exit 77
-fi
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fail=0
+source "$(dirname "$0")/gpu_preamble.sh" # T, the skip without a GPU, $tmp, fail, check
 runs=0
 tune_op() { # tune_op OP SHAPE DTYPE [extra flags...]: every survivor checked
   local op=$1 shape=$2 dtype=$3; shift 3

@@ -5,14 +5,8 @@
 # than a chunk, longer than one (chunks with history), a 16-bit and a W4A16 checkpoint, and a
 # 16-bit checkpoint quantized on load; sampling and --dump-logits on the GPU path.
 set -u
-T=${TAILOR_BIN:?}
+source "$(dirname "$0")/gpu_preamble.sh" # T, the skip without a GPU, $tmp, fail, check
 S=${TAILOR_SOURCE_DIR:?}
-if ! "$T" devices --json 2>/dev/null | python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["devices"] else 1)'; then
-  echo "skipped: no live GPU"; exit 77
-fi
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fail=0
-check() { local what=$1; shift; if "$@"; then :; else echo "FAILED: $what"; fail=1; fi; }
 
 for fx in e2b_flat e2b_w4a16_asym; do
   M=$S/tests/fixtures/$fx

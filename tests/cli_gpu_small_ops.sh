@@ -6,12 +6,7 @@
 # E2B/E4B/31B widths (hidden 1536/2560/5376, heads 8/32, head dims 256/512, vocab 262144), in
 # bf16 and fp16, and rehearsed for the T4 (fp16, compute_75 PTX, the T4's budget).
 set -u
-T=${TAILOR_BIN:?}
-if ! "$T" devices --json 2>/dev/null | python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["devices"] else 1)'; then
-  echo "skipped: no live GPU"; exit 77
-fi
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fail=0
+source "$(dirname "$0")/gpu_preamble.sh" # T, the skip without a GPU, $tmp, fail, check
 tune() { # OP SHAPE DTYPE [extra flags]
   local op=$1 shape=$2 dtype=$3; shift 3
   if ! "$T" tune --op "$op" --shape "$shape" --dtype "$dtype" --verify-all --cache "$tmp/c.sqlite" \

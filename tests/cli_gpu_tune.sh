@@ -3,12 +3,7 @@
 # dtypes (every survivor checked), a second run that compiles nothing, export to a fresh cache
 # on "another host", warm start with TAILOR_NO_COMPILE=1, rehearsal of the T4, cache verify.
 set -u
-T=${TAILOR_BIN:?}
-if ! "$T" devices --json 2>/dev/null | python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["devices"] else 1)'; then
-  echo "skipped: no live GPU"; exit 77
-fi
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fail=0
+source "$(dirname "$0")/gpu_preamble.sh" # T, the skip without a GPU, $tmp, fail, check
 check() { if ! "$@"; then echo "FAILED: $*"; fail=1; fi; }
 
 for cols in 256 512 1536 2560 5376; do

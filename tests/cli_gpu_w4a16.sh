@@ -5,12 +5,7 @@
 # groups 32/64/128, both dtypes, zero points, and the T4 rehearsal (compute_75 PTX, fp16).
 # W4A16_QUICK=1 keeps one shape per group of the list (a smoke run).
 set -u
-T=${TAILOR_BIN:?}
-if ! "$T" devices --json 2>/dev/null | python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["devices"] else 1)'; then
-  echo "skipped: no live GPU"; exit 77
-fi
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fail=0
+source "$(dirname "$0")/gpu_preamble.sh" # T, the skip without a GPU, $tmp, fail, check
 runs=0
 tune_op() { # tune_op OP SHAPE DTYPE [extra flags...]: every survivor checked
   local op=$1 shape=$2 dtype=$3; shift 3
