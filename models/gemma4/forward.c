@@ -239,8 +239,8 @@ static const g4_mat *quantizable_mat(const g4_layer_w *w, int j)
 }
 
 /* opts.quantize: st->qw[i * G4_QMATS + j] for every 16-bit linear the GPU's --quantize w4a16
- * makes int4 (group 128, no zero points; the same test as gpu_weights.c's form_of), scales in
- * dtype sd. The others, the int4 ones included, stay NULL and are read as stored. */
+ * makes int4 (g4_quantize_layout, as the loader decides), scales in dtype sd. The others, the
+ * int4 ones included, stay NULL and are read as stored. */
 static tailor_status quantized_linears(tailor_ctx *ctx, tailor_gemma4_cpu *st, tailor_dtype sd)
 {
     const tailor_gemma4_config *cfg = &st->m->cfg;
@@ -259,7 +259,7 @@ static tailor_status quantized_linears(tailor_ctx *ctx, tailor_gemma4_cpu *st, t
             tailor_dtype wd;
             tailor_w4a16_layout lay;
             if (!m->w || !g4_st_dtype(m->w->dtype, &wd) ||
-                tailor_w4a16_layout_init(NULL, m->n, m->k, 128, 0, &lay) != TAILOR_OK)
+                !g4_quantize_layout(m->n, m->k, &lay))
                 continue;
             tailor_status qs = dequantized_copy(ctx, &lay, m->w->data, wd, sd,
                                                 &st->qw[i * G4_QMATS + j]);

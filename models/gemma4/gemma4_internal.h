@@ -6,6 +6,7 @@
 #include "gemma4.h"
 #include "op.h"
 #include "safetensors.h"
+#include "w4a16.h"
 
 /* The largest count or size a config field, or a product of them (heads x head_dim, layers x
  * PLE width), may be: every such value is an int, and this keeps their sums and products of two
@@ -15,6 +16,14 @@
 /* The most a checkpoint's text file (config.json, generation_config.json, the chat template)
  * may hold: read whole with tailor_read_file. */
 #define G4_MAX_TEXT ((size_t)64 << 20)
+
+/* --quantize w4a16's form of a 16-bit [n, k] linear (q/k/v/o/gate/up/down): symmetric int4 in
+ * groups of 128. 1 with *lay set when the shape has that layout (the linear is quantized: the GPU
+ * loader and the CPU reference's opts.quantize decide by this alone), else 0 (it stays 16-bit). */
+static inline int g4_quantize_layout(int n, int k, tailor_w4a16_layout *lay)
+{
+    return tailor_w4a16_layout_init(NULL, n, k, 128, 0, lay) == TAILOR_OK;
+}
 
 /* A [n, k] matrix left in the mapped file: dense (F32/F16/BF16) or compressed-tensors int4. */
 typedef struct g4_mat {

@@ -201,7 +201,7 @@ static tailor_status up_mat_unreleased(tailor_ctx *ctx, tailor_gemma4_gpu *g, ta
         return tailor_set_error(ctx, TAILOR_ERR_UNSUPPORTED, "gemma4 gpu: %s is %s, not a float type",
                                 what, tailor_st_dtype_name(m->w->dtype));
     if (g->quantize && quantizable &&
-        tailor_w4a16_layout_init(NULL, m->n, m->k, 128, 0, &lay) == TAILOR_OK) {
+        g4_quantize_layout(m->n, m->k, &lay)) {
         if ((st = alloc_w4(ctx, g, &lay, into, out, &dst)))
             return st;
         return tailor_upload_quantize(ctx, u, &lay, m->w->data, wd, g->dt, &dst);
@@ -238,8 +238,8 @@ static int form_of(const tailor_gemma4_gpu *g, const g4_mat *m, int n, int k, in
         *zp = m->zp != NULL;
         return 1;
     }
-    if (g->quantize && quantizable && tailor_w4a16_layout_init(NULL, n, k, 128, 0, &lay) == 0) {
-        *group = 128;
+    if (g->quantize && quantizable && g4_quantize_layout(n, k, &lay)) {
+        *group = lay.group;
         *zp = 0;
         return 1;
     }
