@@ -5,9 +5,10 @@
  * head (--quantize-head, bf16 and fp16) against the CPU reference with the same head, and in
  * bf16 with that head and the seams MIXED (--seams mixed), with the PLE table on the host, and
  * a 16-bit checkpoint quantized on load (--quantize w4a16, bf16) against the CPU reference with
- * the same int4 linears. W4A16 fixtures compare with their dequantized reference. Kernels are tuned on demand into a temporary cache (random strategy,
- * few trials). Output: one line per (fixture, mode), and per failing position the largest
- * difference and whether the argmax agrees. TAILOR_DEBUG_LAYERS=1 also compares every depth
+ * the same int4 linears. W4A16 fixtures compare with their dequantized reference. Kernels are
+ * tuned on demand into a temporary cache (random strategy, few trials). Output: one line per
+ * (fixture, mode), and per failing position the largest difference and whether the argmax
+ * agrees. TAILOR_DEBUG_LAYERS=1 also compares every depth
  * against the CPU reference on the first token. Skips (77) without a GPU. */
 #include <cjson/cJSON.h>
 #include <math.h>

@@ -199,15 +199,26 @@ static tailor_status winner_lookup(tailor_ctx *ctx, tailor_kernels *set, const c
     return st ? st : tailor_cache_get_winner(ctx, set->cache, &key, w, found);
 }
 
+/* shape with op's optional keys filled in (tailor_op_complete_shape) into *completed; an
+ * unknown op fails naming it. */
+static tailor_status complete_shape(tailor_ctx *ctx, const char *op, const tailor_shape *shape,
+                                    tailor_shape *completed)
+{
+    const tailor_op *opdef = tailor_op_find(op);
+    if (!opdef)
+        return tailor_set_error(ctx, TAILOR_ERR_NOT_FOUND, "op '%s' is unknown", op);
+    *completed = *shape;
+    return tailor_op_complete_shape(ctx, opdef, completed);
+}
+
 void tailor_kernels_count_cached(tailor_kernels *set, const tailor_tune_target *targets, int n,
                                  tailor_dtype dtype, int *cached, int *known)
 {
     *cached = *known = 0;
     tailor_ctx *scratch = tailor_ctx_create(); /* a target it cannot key is not an error here */
     for (int i = 0; scratch && i < n; i++) {
-        const tailor_op *opdef = tailor_op_find(targets[i].op);
-        tailor_shape completed = targets[i].shape;
-        if (!opdef || tailor_op_complete_shape(scratch, opdef, &completed) != TAILOR_OK)
+        tailor_shape completed;
+        if (complete_shape(scratch, targets[i].op, &targets[i].shape, &completed) != TAILOR_OK)
             continue;
         tailor_cache_winner w;
         char text[256];
@@ -432,11 +443,8 @@ tailor_status tailor_kernels_get(tailor_ctx *ctx, tailor_kernels *set, const cha
                                  const tailor_shape *shape, tailor_dtype dtype,
                                  tailor_op_kernel **out)
 {
-    tailor_shape completed = *shape;
-    const tailor_op *opdef = tailor_op_find(op);
-    if (!opdef)
-        return tailor_set_error(ctx, TAILOR_ERR_NOT_FOUND, "op '%s' is unknown", op);
-    tailor_status st = tailor_op_complete_shape(ctx, opdef, &completed);
+    tailor_shape completed;
+    tailor_status st = complete_shape(ctx, op, shape, &completed);
     if (st)
         return st;
     char shape_text[256];
