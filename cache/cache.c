@@ -589,6 +589,31 @@ tailor_status tailor_cache_get_winner(tailor_ctx *ctx, tailor_cache *c, const ta
     return s;
 }
 
+tailor_status tailor_cache_has_winner(tailor_ctx *ctx, tailor_cache *c, const tailor_cache_key *key,
+                                      int *found)
+{
+    if (!c || !found)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "tailor_cache_has_winner: NULL argument");
+    *found = 0;
+    tailor_status s = tcache_key_check(ctx, key);
+    sqlite3_stmt *st = NULL;
+    if (s == TAILOR_OK)
+        s = tcache_prepare(ctx, c,
+                           "SELECT 1 FROM winners WHERE fingerprint = ?1 AND op = ?2 AND "
+                           "shape = ?3 AND dtype = ?4 AND space_hash = ?5",
+                           &st);
+    if (s != TAILOR_OK)
+        return s;
+    bind_key(st, key);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        *found = 1;
+    else if (rc != SQLITE_DONE)
+        s = tcache_sqlite_fail(ctx, c, rc, "looking up a winner");
+    sqlite3_finalize(st);
+    return s;
+}
+
 void tailor_cache_winner_free(tailor_cache_winner *w)
 {
     if (!w)

@@ -84,6 +84,12 @@ tailor_status tailor_cache_default_path(tailor_ctx *ctx, char *buf, size_t size)
 tailor_status tailor_cache_get_winner(tailor_ctx *ctx, tailor_cache *c, const tailor_cache_key *key,
                                       tailor_cache_winner *out, int *found);
 
+/* *found = 1 when `key` has a winner, without reading its binary (nor checking its sha256:
+ * a damaged one is found here and refused by tailor_cache_get_winner). For counting what a run
+ * will find at start, where reading every binary twice would cost the load. */
+tailor_status tailor_cache_has_winner(tailor_ctx *ctx, tailor_cache *c, const tailor_cache_key *key,
+                                      int *found);
+
 /* Frees the pointers inside w and zeroes it; NULL is fine. Does not free w itself. */
 void tailor_cache_winner_free(tailor_cache_winner *w);
 

@@ -19,8 +19,9 @@ static void usage(void)
 {
     printf("usage: tailor tune (--op OP --shape k=v,... | --preset NAME | --model DIR)\n"
            "                   [--dtype fp16|bf16] [--strategy exhaustive|random|halving]\n"
-           "                   [--budget SECONDS] [--trials N] [--rehearse PROFILE] [--verify-all]\n"
-           "                   [--force] [--cache FILE] [--seed N] [--jobs N] [--device N] [--list]\n"
+           "                   [--budget SECONDS] [--trials N] [--rehearse PROFILE]\n"
+           "                   [--verify-all | --check-only] [--force] [--cache FILE] [--seed N]\n"
+           "                   [--jobs N] [--device N] [--list]\n"
            "                   [--step-tune [--quantize w4a16] [--quantize-head]]\n\n"
            "Compiles the survivors of `tailor plan` for the live GPU (or, with --rehearse, for a\n"
            "profile's architecture and budget, run as PTX on this GPU), checks each against the\n"
@@ -30,7 +31,9 @@ static void usage(void)
            "--preset or --model): then the model runs on the GPU (random weights for a preset;\n"
            "--quantize w4a16 and --quantize-head as in tailor run) and the costliest kernels of its\n"
            "decode step try their next-best checked configurations inside the step; a faster one\n"
-           "replaces the winner in the cache (docs/cli.md).\n");
+           "replaces the winner in the cache (docs/cli.md). --check-only checks every survivor\n"
+           "and stops there: nothing timed, no cache opened or written (for kernel developers\n"
+           "and for running under compute-sanitizer).\n");
 }
 
 typedef struct progress_state {
@@ -60,8 +63,15 @@ static void clear_progress(const progress_state *s)
 
 /* One target's line; `seconds` is the wall time it took (what a first boot's time goes to). */
 static void print_result(const char *op, const char *shape, tailor_dtype dtype,
-                         const tailor_tune_result *r, double seconds)
+                         const tailor_tune_result *r, int check_only, double seconds)
 {
+    if (check_only) {
+        printf("%-14s %-40s %s  %d candidates, %d survive, %d compiled, %d right, %d wrong; "
+               "checked only, nothing timed or cached  [%.1f s]\n",
+               op, shape, tailor_dtype_name(dtype), r->candidates, r->survivors, r->compiled,
+               r->verified, r->wrong, seconds);
+        return;
+    }
     if (r->from_cache) {
         printf("%-14s %-40s %s  cached: %s %s  %.2f us\n", op, shape, tailor_dtype_name(dtype),
                r->template_name, r->params, r->median_us);
@@ -96,6 +106,7 @@ static int parse_tune_args(tailor_ctx *ctx, int argc, char **argv, tune_args *a)
         {"dtype", required_argument, NULL, 't'},    {"strategy", required_argument, NULL, 'S'},
         {"budget", required_argument, NULL, 'b'},   {"trials", required_argument, NULL, 'n'},
         {"rehearse", required_argument, NULL, 'r'}, {"verify-all", no_argument, NULL, 'V'},
+        {"check-only", no_argument, NULL, 'C'},
         {"force", no_argument, NULL, 'f'},          {"cache", required_argument, NULL, 'c'},
         {"seed", required_argument, NULL, 'e'},     {"jobs", required_argument, NULL, 'j'},
         {"device", required_argument, NULL, 'd'},   {"help", no_argument, NULL, 'h'},
@@ -133,6 +144,7 @@ static int parse_tune_args(tailor_ctx *ctx, int argc, char **argv, tune_args *a)
             break;
         case 'r': rehearse = optarg; break;
         case 'V': o->verify_all = 1; break;
+        case 'C': o->check_only = 1; break;
         case 'f': o->force = 1; break;
         case 'c':
             if (cli_cache_flag("tune", optarg, &a->cache_path))
@@ -177,6 +189,10 @@ static int parse_tune_args(tailor_ctx *ctx, int argc, char **argv, tune_args *a)
     if ((a->quantize || a->quantize_head) && !a->step_tune)
         return cli_usage_error("tune", "--quantize and --quantize-head choose the run --step-tune "
                                "tunes (every shape of both runs is tuned without them)");
+    if (o->check_only && (a->step_tune || a->cache_path || o->force))
+        return cli_usage_error("tune", "--check-only times nothing and opens no cache: %s has no "
+                               "use with it", a->step_tune ? "--step-tune"
+                                          : a->cache_path ? "--cache" : "--force");
     if (rehearse && !(o->rehearse = tailor_device_profile_find(rehearse)))
         return cli_usage_error("tune", "--rehearse '%s' is not a device profile (see tailor "
                                "devices)", rehearse);
@@ -248,7 +264,8 @@ static int tune_targets(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
     progress_state ps = {isatty(2), 0};
     o->progress = on_progress;
     o->progress_user = &ps;
-    tailor_log(ctx, TAILOR_LOG_INFO, "cache %s; seed %llu", tailor_cache_path(cache),
+    tailor_log(ctx, TAILOR_LOG_INFO, "cache %s; seed %llu",
+               cache ? tailor_cache_path(cache) : "none (--check-only)",
                (unsigned long long)o->seed);
     /* one memo for the run: a configuration planned for many shapes compiles once */
     o->memo = tailor_compile_memo_create(TAILOR_COMPILE_MEMO_BYTES);
@@ -276,7 +293,7 @@ static int tune_targets(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
                 break;
             continue;
         }
-        print_result(targets[i].op, shape, dtype, &r, cli_now_s() - t0);
+        print_result(targets[i].op, shape, dtype, &r, o->check_only, cli_now_s() - t0);
         cached += r.from_cache;
     }
     tailor_compile_ahead_stats as;
@@ -349,7 +366,7 @@ static int tune_main(tailor_ctx *ctx, int argc, char **argv)
     tailor_cache *cache = NULL;
     tailor_dtype dtype = TAILOR_DTYPE_BF16;
     tailor_status st = tailor_gpu_open(ctx, a.ordinal, &gpu);
-    if (st == TAILOR_OK)
+    if (st == TAILOR_OK && !a.o.check_only)
         st = tailor_cache_open(ctx, a.cache_path, &cache);
     if (st == TAILOR_OK)
         st = pick_dtype(ctx, &a, gpu, &dtype);

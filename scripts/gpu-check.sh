@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu-check.sh — on the GPU machine: build, run every GPU test, then the benchmarks; logs go to
 # $OUT (ctest.txt, bench.txt, model.txt, ...) and a short summary is printed last.
-#   bash scripts/gpu-check.sh [tests|quick|gemma4|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|experimental|experimental-attn|attn-wg|wgmma|boot|decode-scale|decode-wg|decode-merge|decode-linear|trace|spacer|seams|step-tune|queue|sample|topk|carveout|cards|w4-base-new|all] [ctest -R regex]
+#   bash scripts/gpu-check.sh [tests|quick|gemma4|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|sanitize|experimental|experimental-attn|attn-wg|wgmma|boot|decode-scale|decode-wg|decode-merge|decode-linear|trace|spacer|seams|step-tune|queue|sample|topk|carveout|cards|w4-base-new|all] [ctest -R regex]
 # quick: the GPU tests but test_gpu_gemma4 with the long scripts in their smoke subsets
 # (MATMUL_QUICK, W4A16_QUICK, ATTN_QUICK); on an H100 (session 27) cli_gpu_small_ops 241 s,
 # cli_gpu_w4a16 202, test_gpu_gemma4_load 95, cli_gpu_matmul 94, cli_gpu_run 70,
@@ -58,6 +58,9 @@
 # sample: the op topk verified, then the E2B decode sampled from whole rows against from the
 # 64 best, beside greedy (SAMPLE_W; SAMPLE_QUICK_TUNE=1: bf16 tuned with 2 random trials a
 # shape first, for a quick comparison; sample.txt).
+# sanitize: tests/cli_gpu_sanitize.sh alone (every survivor of the ops with dynamic shared memory
+# at small shapes, under compute-sanitizer memcheck and racecheck, after a control that must be
+# caught; sanitize.txt; SAN_TOOLS, SAN_ONLY pick).
 # w4-base-new: an int4 template edit against probe-variants/base's templates in the same run
 # (scripts/probe/base_templates.sh REV; carry probe-variants): every survivor verified at
 # W4_VERIFY's shapes, then W4_SHAPES benched base, new, base, new (w4-base-new.txt; the new
@@ -807,6 +810,12 @@ if [[ $what == w4-base-new ]]; then
   unset TAILOR_TEMPLATE_PATH
   "$T" cache trials --cache /tmp/w4-new.sqlite >"$OUT/w4-trials.txt" 2>&1 # every configuration's time
   summary+=("w4-base-new: $(grep -c '^rc=0' "$W") verify-all runs passed of $(grep -c '^rc=' "$W"); $(grep -c 'cuBLAS' "$W") bench lines; w4-base-new.txt")
+fi
+if [[ $what == sanitize ]]; then
+  # tests/cli_gpu_sanitize.sh alone, verbose (SAN_TOOLS, SAN_ONLY pass through; sanitize.txt)
+  Z="$OUT/sanitize.txt"
+  (cd build-gpu && ctest -R '^cli_gpu_sanitize$' -V) >"$Z" 2>&1
+  summary+=("sanitize: $(grep -cE '^== .*rc 0$' "$Z") of $(grep -c '^== ' "$Z") runs clean; $(grep -E 'tests passed|tests failed' "$Z")")
 fi
 if [[ $what == pdl ]]; then
   # one variant a call (~7 minutes with the build): PDL_NAMES="attn" for the second

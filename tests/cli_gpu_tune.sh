@@ -14,6 +14,15 @@ for cols in 256 512 1536 2560 5376; do
 done
 check "$T" tune --op rmsnorm --shape rows=3,cols=512,weight=0 --dtype bf16 --verify-all --cache "$tmp/a.sqlite"
 
+# --check-only: every survivor checked, nothing timed, no cache opened (not even the default)
+out=$(TAILOR_CACHE="$tmp/default.sqlite" "$T" tune --op rmsnorm --shape rows=7,cols=1536 --dtype bf16 --check-only 2>&1)
+rc=$?
+echo "$out"
+check test $rc -eq 0
+check grep -q "wrong; checked only, nothing timed or cached" <<<"$out"
+check grep -qE " [1-9][0-9]* right, 0 wrong" <<<"$out"
+check test ! -e "$tmp/default.sqlite"
+
 # second run: everything cached, nothing compiled (TAILOR_NO_COMPILE would fail a compile)
 out=$(TAILOR_NO_COMPILE=1 "$T" tune --op rmsnorm --shape rows=7,cols=2560 --dtype bf16 --cache "$tmp/a.sqlite" 2>&1)
 echo "$out"

@@ -88,6 +88,13 @@ HOME=/nonexistent TAILOR_CACHE= "$T" tune --preset gemma-4-e2b --list --cache ""
 check "tune: an empty --cache exits 2 and says so" test $rc -eq 2 -a -n "$(grep -- "--cache is empty" "$TMPDIR_ERR")"
 "$T" tune --op rmsnorm 2>"$TMPDIR_ERR"; rc=$?
 check "--op without --shape exits 2" test $rc -eq 2
+# --check-only times nothing and writes nothing: a cache or step tuning with it is a usage error
+for extra in "--cache $TMPDIR_ERR.sqlite" --step-tune --force; do
+  "$T" tune --preset gemma-4-e2b --check-only $extra 2>"$TMPDIR_ERR"; rc=$?
+  check "tune --check-only $extra exits 2 naming the flag" \
+    test $rc -eq 2 -a -n "$(grep -- "${extra%% *} has no use with it" "$TMPDIR_ERR")"
+done
+check "tune --check-only --cache created no cache" test ! -e "$TMPDIR_ERR.sqlite"
 # the op, its shape keys, --dtype and --seed are checked before any GPU or cache is opened
 # (the same answer with and without --list, on a machine with or without a GPU)
 for l in "" "--list"; do

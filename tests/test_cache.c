@@ -173,6 +173,16 @@ static void test_winner_round_trip(tailor_ctx *ctx)
     int found = 1;
     CHECK_OK(ctx, tailor_cache_get_winner(ctx, c, &other_dtype, &got, &found));
     CHECK(found == 0 && got.binary == NULL);
+    /* has_winner answers the same without the binary; another space hash is not a winner */
+    tailor_cache_key present = {FP_H200, "rmsnorm", "m=1,n=1536", "bf16", HASH1};
+    CHECK_OK(ctx, tailor_cache_has_winner(ctx, c, &present, &found));
+    CHECK(found == 1);
+    CHECK_OK(ctx, tailor_cache_has_winner(ctx, c, &other_dtype, &found));
+    CHECK(found == 0);
+    tailor_cache_key stale = {FP_H200, "rmsnorm", "m=1,n=1536", "bf16", HASH2};
+    found = 1;
+    CHECK_OK(ctx, tailor_cache_has_winner(ctx, c, &stale, &found));
+    CHECK(found == 0);
 
     /* bad input is refused, and says which field */
     owned_winner bad;

@@ -121,13 +121,8 @@ static int cached(tailor_ctx *ctx, tailor_compile_ahead *a, tailor_cache *cache,
     tailor_winner_key_text text;
     tailor_cache_key key = tailor_winner_key(&a->live, a->has_rehearse ? &a->rehearse : NULL,
                                              t->op, &shape, a->dtype, hash, &text);
-    tailor_cache_winner w;
     int found = 0;
-    if (tailor_cache_get_winner(ctx, cache, &key, &w, &found) != TAILOR_OK)
-        return 0;
-    if (found)
-        tailor_cache_winner_free(&w);
-    return found;
+    return tailor_cache_has_winner(ctx, cache, &key, &found) == TAILOR_OK && found;
 }
 
 /* Queues the candidates tailor_tune will try for one target without a cached winner. */
@@ -285,6 +280,7 @@ tailor_compile_ahead *tailor_compile_ahead_start(const tailor_device_info *live,
     a->opts = *opts;
     a->opts.rehearse = NULL; /* the copy above is what the threads read */
     a->opts.progress = NULL;
+    a->opts.verify_all |= a->opts.check_only; /* every survivor, as tailor_tune checks them */
     snprintf(a->cache_path, sizeof a->cache_path, "%s", cache_path ? cache_path : "");
     tune_arch(live, opts->rehearse, &a->sm, &a->ptx);
     a->planner_started = pthread_create(&a->planner, NULL, planner_main, a) == 0;

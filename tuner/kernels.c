@@ -220,17 +220,14 @@ void tailor_kernels_count_cached(tailor_kernels *set, const tailor_tune_target *
         tailor_shape completed;
         if (complete_shape(scratch, targets[i].op, &targets[i].shape, &completed) != TAILOR_OK)
             continue;
-        tailor_cache_winner w;
-        char text[256];
+        tailor_winner_key_text text;
+        tailor_cache_key key;
         int found = 0;
-        if (winner_lookup(scratch, set, targets[i].op, &completed, dtype, &w, &found, text,
-                          sizeof text) != TAILOR_OK)
+        if (lookup_key(scratch, set, targets[i].op, &completed, dtype, &text, &key) != TAILOR_OK ||
+            tailor_cache_has_winner(scratch, set->cache, &key, &found) != TAILOR_OK)
             continue;
         (*known)++;
-        if (found) {
-            (*cached)++;
-            tailor_cache_winner_free(&w);
-        }
+        *cached += found;
     }
     tailor_ctx_destroy(scratch);
 }

@@ -272,7 +272,7 @@ typedef struct tune_state {
 static void record_trial(tune_state *t, candidate *c)
 {
     const char *outcome = outcome_name(c->state);
-    if (!outcome || c->recorded)
+    if (!outcome || c->recorded || t->opts->check_only)
         return;
     c->recorded = 1;
     tailor_ctx *ctx = tailor_ctx_create();
@@ -497,6 +497,20 @@ int tune_no_compile(void)
     return v && *v && strcmp(v, "0") != 0;
 }
 
+/* verify_all's verdict: TAILOR_ERR_VERIFY naming the first failure when any of the n checked
+ * survivors was wrong or failed to compile or launch. */
+static tailor_status survivors_failed(tune_state *t, int n)
+{
+    const tailor_tune_result *r = t->out;
+    if (!r->wrong && !r->launch_errors && !r->compile_errors)
+        return TAILOR_OK;
+    return tailor_set_error(t->ctx, TAILOR_ERR_VERIFY,
+                            "%d of %d survivors failed (%d wrong, %d launch errors, %d compile "
+                            "errors); first: %s",
+                            r->wrong + r->launch_errors + r->compile_errors, n, r->wrong,
+                            r->launch_errors, r->compile_errors, r->first_failure);
+}
+
 static tailor_status run_candidates(tune_state *t, int sm, int ptx)
 {
     tailor_ctx *ctx = t->ctx;
@@ -542,6 +556,10 @@ static tailor_status run_candidates(tune_state *t, int sm, int ptx)
             verified[nv++] = i;
         report(o, "verify", i + 1, n, -1, -1);
     }
+    if (o->check_only) { /* checked: nothing to time, nothing to record */
+        free(verified);
+        return survivors_failed(t, n);
+    }
     tailor_status st = tailor_instance_rotate(ctx, t->gpu, t->inst);
     int win = -1;
     if (st == TAILOR_OK && nv > 0)
@@ -564,13 +582,8 @@ static tailor_status run_candidates(tune_state *t, int sm, int ptx)
     free(verified);
     if (st)
         return st;
-    if (o->verify_all && (t->out->wrong || t->out->launch_errors || t->out->compile_errors))
-        return tailor_set_error(ctx, TAILOR_ERR_VERIFY,
-                                "%d of %d survivors failed (%d wrong, %d launch errors, %d compile "
-                                "errors); first: %s",
-                                t->out->wrong + t->out->launch_errors + t->out->compile_errors, n,
-                                t->out->wrong, t->out->launch_errors, t->out->compile_errors,
-                                t->out->first_failure);
+    if (o->verify_all && (st = survivors_failed(t, n)))
+        return st;
     if (win < 0)
         return tailor_set_error(ctx, TAILOR_ERR_VERIFY,
                                 "no candidate of %s passed (%d compiled, %d wrong, %d launch "
@@ -586,6 +599,12 @@ tailor_status tailor_tune(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
                           const tailor_tune_options *opts, tailor_tune_result *out)
 {
     memset(out, 0, sizeof *out);
+    tailor_tune_options checked_opts; /* check_only checks every survivor, as verify_all */
+    if (opts->check_only) {
+        checked_opts = *opts;
+        checked_opts.verify_all = 1;
+        opts = &checked_opts;
+    }
     const tailor_device_info *live = tailor_gpu_info(gpu);
     const tailor_device_info *budget_dev = opts->rehearse ? opts->rehearse : live;
     int sm, ptx;

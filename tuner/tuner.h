@@ -34,6 +34,8 @@ typedef struct tailor_tune_options {
     int trials;                          /* random: at most this many candidates (0: no cap) */
     double budget_seconds;               /* random: stop starting candidates after this (0: none) */
     int verify_all;                      /* check every survivor; any wrong result fails the call */
+    int check_only;                      /* as verify_all, then time nothing and write nothing:
+                                            no winner, no trial in the cache (cache may be NULL) */
     const tailor_device_info *rehearse;  /* a profile whose budget and arch apply (PTX is JIT-run
                                             on the live GPU); NULL: the live GPU's own */
     int force;                           /* re-tune even when the cache has a winner */
@@ -62,7 +64,9 @@ typedef struct tailor_tune_result {
 /* Tunes (op, shape, dtype) on the open GPU, recording every trial and the winner in cache.
  * With TAILOR_NO_COMPILE=1 in the environment any needed compile is TAILOR_ERR_NO_COMPILE.
  * With verify_all, a survivor with a wrong result makes the call fail with TAILOR_ERR_VERIFY
- * (after every survivor was checked). */
+ * (after every survivor was checked). With check_only the same checks run and then nothing is
+ * timed or written: out->verified counts the right survivors, out->template_name stays empty
+ * (what a kernel developer and compute-sanitizer run over a space; cache may be NULL). */
 tailor_status tailor_tune(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, const char *op,
                           const tailor_shape *shape, tailor_dtype dtype,
                           const tailor_tune_options *opts, tailor_tune_result *out);

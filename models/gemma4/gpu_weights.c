@@ -1091,7 +1091,8 @@ static tailor_status create(tailor_ctx *ctx, const tailor_gemma4 *m, const tailo
     g->kernels_cached = cached1 - cached0;
     g->kernels_tuned = tuned1 - tuned0;
     tailor_log(ctx, TAILOR_LOG_INFO,
-               "gemma4 gpu: %d kernels from the cache, %d tuned on demand; weights %.2f GB, KV "
+               "gemma4 gpu: %d kernels from the cache and %d tuned on demand so far (the rest "
+               "load when first launched); weights %.2f GB, KV "
                "cache %.1f MB for %d positions, decode step %s, prefill chunk %d",
                g->kernels_cached, g->kernels_tuned, (double)g->weight_bytes / 1e9,
                (double)g->kv_bytes / 1e6, g->max_tokens,
