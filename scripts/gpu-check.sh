@@ -63,7 +63,7 @@
 # caught; sanitize.txt; SAN_TOOLS, SAN_ONLY pick).
 # w4-base-new: an int4 template edit against probe-variants/base's templates in the same run
 # (scripts/probe/base_templates.sh REV; carry probe-variants): every survivor verified at
-# W4_VERIFY's shapes, then W4_SHAPES benched base, new, base, new (w4-base-new.txt; the new
+# W4_VERIFY's shapes, then W4_SHAPES benched base, new, base, new (a "glu:" prefix: op w4a16_glu) (w4-base-new.txt; the new
 # cache's trials in w4-trials.txt; export TAILOR_EXPERIMENTAL=1 for an experimental space).
 set -uo pipefail
 what=${1:-all}
@@ -803,7 +803,11 @@ if [[ $what == w4-base-new ]]; then
       fi
       for s in ${W4_SHAPES:-m=1,n=12288,k=1536,group=128 m=16,n=12288,k=1536,group=128 m=1,n=1536,k=12288,group=128 m=16,n=1536,k=12288,group=128 m=1,n=262144,k=1536,group=128}; do
         echo "== round $round $side $s" >>"$W"
-        timeout 90 "$T" bench w4a16 --shape "$s" --cache "/tmp/w4-$side.sqlite" >>"$W" 2>&1
+        if [[ $s == glu:* ]]; then # the gated GEMV: bench kernel (no cuBLAS counterpart)
+          timeout 90 "$T" bench kernel --op w4a16_glu --shape "${s#glu:}" --cache "/tmp/w4-$side.sqlite" >>"$W" 2>&1
+        else
+          timeout 90 "$T" bench w4a16 --shape "$s" --cache "/tmp/w4-$side.sqlite" >>"$W" 2>&1
+        fi
       done
     done
   done
