@@ -13,7 +13,7 @@ return {
     WR = { 1, 2, 4 },
     WK = { 1, 2, 4 },
     RT = { 2 },
-    UNROLL = { 2, 3 },
+    UNROLL = { 2 },
     SPLITK = { 1 },
     MT = { 1, 2 },
     ASMEM = { 0, 1 },

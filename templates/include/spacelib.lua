@@ -609,17 +609,14 @@ function lib.w4t_valid(p, shape, device, purpose, glu)
     return false, string.format("WR x WK = %d warps (4)", p.WR * p.WK)
   end
   -- loads per lane and batch 2 x RT x UNROLL (x 4 weight registers, two batches live):
-  -- 4, 6, 8 or 12; RT = 2 with UNROLL = 2, or 3 at MT = 1 (the activations shared by the row
-  -- tiles; 190-202 registers, no spills, in the E2B gated GEMV: a k = 1536 warp's three or six
-  -- quads in one or two batches, session 33)
+  -- 4, 6 or 8; RT = 2 only with UNROLL = 2 (the activations shared by the row tiles)
   -- (UNROLL = 4 measured slower than 2 everywhere on the H200, session 7: more registers,
   -- fewer blocks resident; UNROLL = 3 is a k = 1536 warp's three quads in one batch, 0.5 µs
   -- faster than two batches of two there, session 9)
   local per = p.RT * p.UNROLL
-  if per < 2 or (p.RT == 2 and p.UNROLL == 1) or (p.RT == 2 and p.UNROLL == 3 and p.MT > 1) then
-    return false, string.format("RT=%d UNROLL=%d MT=%d: %d loads per lane and batch (4, 6, 8 "
-                                .. "or 12; RT=2 with UNROLL=2, or 3 at MT=1)", p.RT, p.UNROLL,
-                                p.MT, 2 * per)
+  if per < 2 or (p.RT == 2 and p.UNROLL ~= 2) then
+    return false, string.format("RT=%d UNROLL=%d: %d loads per lane and batch (4, 6 or 8; "
+                                .. "RT=2 with UNROLL=2)", p.RT, p.UNROLL, 2 * per)
   end
   if p.UNROLL == 3 and p.MT > 1 then
     return false, "UNROLL=3 with MT=2: three quads of two n8 tiles of activations spill"
