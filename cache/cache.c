@@ -549,6 +549,28 @@ static tailor_status row_to_winner(tailor_ctx *ctx, tailor_cache *c, sqlite3_stm
     return TAILOR_OK;
 }
 
+/* *count = the integer `count_sql` (one row, key bound as ?1..?5) answers for key; `what` names
+ * the query in an error. */
+static tailor_status keyed_count(tailor_ctx *ctx, tailor_cache *c, const tailor_cache_key *key,
+                                 const char *count_sql, const char *what, int *count)
+{
+    *count = 0;
+    tailor_status s = tcache_key_check(ctx, key);
+    sqlite3_stmt *st = NULL;
+    if (s == TAILOR_OK)
+        s = tcache_prepare(ctx, c, count_sql, &st);
+    if (s != TAILOR_OK)
+        return s;
+    bind_key(st, key);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        *count = sqlite3_column_int(st, 0);
+    else
+        s = tcache_sqlite_fail(ctx, c, rc, what);
+    sqlite3_finalize(st);
+    return s;
+}
+
 tailor_status tailor_cache_get_winner(tailor_ctx *ctx, tailor_cache *c, const tailor_cache_key *key,
                                       tailor_cache_winner *out, int *found)
 {
@@ -594,23 +616,12 @@ tailor_status tailor_cache_has_winner(tailor_ctx *ctx, tailor_cache *c, const ta
 {
     if (!c || !found)
         return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "tailor_cache_has_winner: NULL argument");
-    *found = 0;
-    tailor_status s = tcache_key_check(ctx, key);
-    sqlite3_stmt *st = NULL;
-    if (s == TAILOR_OK)
-        s = tcache_prepare(ctx, c,
-                           "SELECT 1 FROM winners WHERE fingerprint = ?1 AND op = ?2 AND "
-                           "shape = ?3 AND dtype = ?4 AND space_hash = ?5",
-                           &st);
-    if (s != TAILOR_OK)
-        return s;
-    bind_key(st, key);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
-        *found = 1;
-    else if (rc != SQLITE_DONE)
-        s = tcache_sqlite_fail(ctx, c, rc, "looking up a winner");
-    sqlite3_finalize(st);
+    int n = 0;
+    tailor_status s = keyed_count(ctx, c, key,
+                                  "SELECT count(*) FROM winners WHERE fingerprint = ?1 AND op = ?2 "
+                                  "AND shape = ?3 AND dtype = ?4 AND space_hash = ?5",
+                                  "looking up a winner", &n);
+    *found = s == TAILOR_OK && n > 0;
     return s;
 }
 
@@ -805,24 +816,10 @@ tailor_status tailor_cache_count_trials(tailor_ctx *ctx, tailor_cache *c, const 
 {
     if (!c || !count)
         return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "tailor_cache_count_trials: NULL argument");
-    *count = 0;
-    tailor_status s = tcache_key_check(ctx, key);
-    sqlite3_stmt *st = NULL;
-    if (s == TAILOR_OK)
-        s = tcache_prepare(ctx, c,
-                           "SELECT count(*) FROM trials WHERE fingerprint = ?1 AND op = ?2 AND "
-                           "shape = ?3 AND dtype = ?4 AND space_hash = ?5",
-                           &st);
-    if (s != TAILOR_OK)
-        return s;
-    bind_key(st, key);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
-        *count = sqlite3_column_int(st, 0);
-    else
-        s = tcache_sqlite_fail(ctx, c, rc, "counting trials");
-    sqlite3_finalize(st);
-    return s;
+    return keyed_count(ctx, c, key,
+                       "SELECT count(*) FROM trials WHERE fingerprint = ?1 AND op = ?2 AND "
+                       "shape = ?3 AND dtype = ?4 AND space_hash = ?5",
+                       "counting trials", count);
 }
 
 /* ---- listing, clearing, checking ------------------------------------------------------------ */
