@@ -30,11 +30,7 @@
 // Activations: ASMEM 1 stages the block's slice of them, [M][quads x 128 + 16], in shared memory
 // right after the wait (one L2 round trip, while the first weights are in flight) and the lanes
 // read their B fragments there, each row's 16-byte pieces swizzled so that no 128-bit read phase
-// has a bank conflict (w4t::swz); ASMEM P > 1 stages the same slice as P pieces along every
-// warp's quads, each its own cp.async group, all requested at once: the warps compute piece p
-// after its group and a barrier, while the later pieces land (experimental, session 33: the
-// whole slice's up-front wait at m = 16, 49 KB a block, costs more than L1's 4x look-ups);
-// ASMEM 0 reads them from global memory (L1) one quad
+// has a bank conflict (w4t::swz); ASMEM 0 reads them from global memory (L1) one quad
 // ahead of the math, which costs an L2 round trip per quad whenever the quad's columns are not
 // in the SM's L1 yet (each warp's first touch of them): measured ~1.5 µs of a 5 µs launch at
 // n=6144 k=1536 (docs/perf/w4a16.md, session 8).
@@ -177,43 +173,6 @@ __device__ __forceinline__ void stage_a(T *sA, const T *__restrict__ a, int q0, 
     __syncthreads();
 }
 
-#if ASMEM > 1
-// ASMEM > 1: the quads of piece p of each k warp's range [q0 + w qpw, its end) are quads
-// [+ p per, + (p + 1) per) of it; every thread requests them for all M rows of every k warp, one
-// cp.async group a piece (nothing waited for here). Same layout as stage_a.
-__device__ __forceinline__ void stage_a_pieces(T *sA, const T *__restrict__ a, int q0, int q1,
-                                               int qpw, int per, int M, int K, int stride)
-{
-    const int row_items = WK * per * 16; // 16-byte pieces of one row in one piece p
-#pragma unroll
-    for (int p = 0; p < ASMEM; p++) {
-        for (int i = threadIdx.x; i < M * row_items; i += W4T_THREADS) {
-            const int r = i / row_items, rem = i % row_items, w = rem / (per * 16);
-            const int q = q0 + w * qpw + p * per + (rem % (per * 16)) / 16;
-            const int wend = min(q1, q0 + (w + 1) * qpw), col = 128 * q + 8 * (rem % 16);
-            if (q < wend && col < K) {
-                const int u = (col - 128 * q0) / 8;
-                tc_copy16(sA + r * stride + 8 * (u ^ swz(u)), a + (size_t)r * K + col, true);
-            }
-        }
-        tc_copy_commit();
-    }
-}
-
-// Waits until at most n (< ASMEM) of the pieces' groups are in flight.
-__device__ __forceinline__ void wait_pieces(int n)
-{
-    if (n == 0)
-        tc_copy_wait<0>();
-    else if (n == 1)
-        tc_copy_wait<1>();
-    else if (n == 2)
-        tc_copy_wait<2>();
-    else
-        tc_copy_wait<3>();
-}
-#endif
-
 // The 64 bytes of activation row min(8j + g, M - 1) that quad q's chunk 4q + t covers, for each
 // n8 tile j; zeros past the warp's quads or the row's chunks.
 __device__ __forceinline__ void load_a(uint4 (&av)[MT][4], const ASrc &src, int q, int qe, int M,
@@ -309,35 +268,6 @@ __device__ __forceinline__ void compute_quad(const Batch &b, int u, const uint4 
 #endif
     }
 }
-
-// Quads [q, qend) of the warp into tot: cur holds quad q's batch on entry and the batch after
-// qend's on return (loaded ahead, up to the warp's end qe); activations one quad ahead of the
-// math, none read at or past qend.
-__device__ __forceinline__ void run_quads(Batch &cur, float (&tot)[RT][MT][4], const ASrc &src,
-                                          int q, int qend, int qe, const u32 *__restrict__ qw,
-                                          const T *__restrict__ scales,
-                                          const u8 *__restrict__ zeros, int row0, int M, int N,
-                                          int C, int ld, int lane)
-{
-    uint4 av[MT][4];
-    load_a(av, src, q, qend, M, C, lane);
-    for (; q < qend; q += UNROLL) {
-        Batch nxt; // past qe: zeros, no load
-        load_batch(nxt, qw, scales, zeros, row0, q + UNROLL, qe, N, C, ld, lane);
-#pragma unroll
-        for (int u = 0; u < UNROLL; u++) {
-            uint4 an[MT][4];
-            load_a(an, src, q + u + 1, qend, M, C, lane);
-            compute_quad(cur, u, av, tot);
-#pragma unroll
-            for (int j = 0; j < MT; j++)
-#pragma unroll
-                for (int i = 0; i < 4; i++)
-                    av[j][i] = an[j][i];
-        }
-        cur = nxt;
-    }
-}
 } // namespace w4t
 
 extern "C" __global__ void __launch_bounds__(W4T_THREADS)
@@ -381,27 +311,30 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
     extern __shared__ __align__(16) unsigned char w4t_smem[];
     const int q0 = min(QT, (int)blockIdx.y * qps), stride = 128 * qps + ROW_PAD;
     T *sA = reinterpret_cast<T *>(w4t_smem);
-    const ASrc src = {sA, stride, 128 * q0};
-#if ASMEM == 1
     stage_a(sA, a, q0, min(QT, q0 + qps), M, K, stride);
-    run_quads(cur, tot, src, qb, qe, qe, qweight, scales, zeros, row0, M, N, C, ld, lane);
-#else
-    // piece p of a warp: quads [qb + p per, + per), per a whole number of batches
-    const int per = UNROLL * ((qpw + UNROLL * ASMEM - 1) / (UNROLL * ASMEM));
-    stage_a_pieces(sA, a, q0, min(QT, q0 + qps), qpw, per, M, K, stride);
-#pragma unroll
-    for (int p = 0; p < ASMEM; p++) {
-        wait_pieces(ASMEM - 1 - p); // this thread's copies of piece p landed,
-        __syncthreads();             // and every thread's
-        const int ps = min(qe, qb + p * per);
-        run_quads(cur, tot, src, ps, min(qe, ps + per), qe, qweight, scales, zeros, row0, M, N,
-                  C, ld, lane);
-    }
-#endif
+    const ASrc src = {sA, stride, 128 * q0};
 #else
     const ASrc src = {a, K, 0};
-    run_quads(cur, tot, src, qb, qe, qe, qweight, scales, zeros, row0, M, N, C, ld, lane);
 #endif
+    // activations one quad ahead of the math, across batches
+    uint4 av[MT][4];
+    load_a(av, src, qb, qe, M, C, lane);
+    for (int q = qb; q < qe; q += UNROLL) {
+        Batch nxt; // past qe: zeros, no load
+        load_batch(nxt, qweight, scales, zeros, row0, q + UNROLL, qe, N, C, ld, lane);
+#pragma unroll
+        for (int u = 0; u < UNROLL; u++) {
+            uint4 an[MT][4];
+            load_a(an, src, q + u + 1, qe, M, C, lane);
+            compute_quad(cur, u, av, tot);
+#pragma unroll
+            for (int j = 0; j < MT; j++)
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    av[j][i] = an[j][i];
+        }
+        cur = nxt;
+    }
 
     // The k warps' sums through shared memory: column m = 8j + 2t + (e & 1), block row
     // wr·RT·16 + 16rt + g + 8(e >> 1).
