@@ -20,8 +20,8 @@ static void usage(void)
     printf("usage: tailor tune (--op OP --shape k=v,... | --preset NAME | --model DIR)\n"
            "                   [--dtype fp16|bf16] [--strategy exhaustive|random|halving]\n"
            "                   [--budget SECONDS] [--trials N] [--rehearse PROFILE]\n"
-           "                   [--verify-all | --check-only] [--force] [--cache FILE] [--seed N]\n"
-           "                   [--jobs N] [--device N] [--list]\n"
+           "                   [--verify-all | --check-only] [--where template=T,K=V,...] [--force]\n"
+           "                   [--cache FILE] [--seed N] [--jobs N] [--device N] [--list]\n"
            "                   [--step-tune [--quantize w4a16] [--quantize-head]]\n\n"
            "Compiles the survivors of `tailor plan` for the live GPU (or, with --rehearse, for a\n"
            "profile's architecture and budget, run as PTX on this GPU), checks each against the\n"
@@ -33,7 +33,9 @@ static void usage(void)
            "decode step try their next-best checked configurations inside the step; a faster one\n"
            "replaces the winner in the cache (docs/cli.md). --check-only checks every survivor\n"
            "and stops there: nothing timed, no cache opened or written (for kernel developers\n"
-           "and for running under compute-sanitizer).\n");
+           "and for running under compute-sanitizer). --where tries only the survivors of one\n"
+           "template and/or with the given parameter values (with --check-only, or into a\n"
+           "--cache of its own: the best of a subset is no winner for your cache).\n");
 }
 
 typedef struct progress_state {
@@ -93,6 +95,7 @@ typedef struct tune_args {
     const char *op, *shape_text, *preset, *model, *dtype_text, *cache_path;
     int ordinal, list_only;
     int step_tune, quantize, quantize_head; /* --step-tune and the run it tunes */
+    tailor_tune_filter where;               /* --where, when o.where points at it */
     tailor_tune_options o;
 } tune_args;
 
@@ -106,7 +109,7 @@ static int parse_tune_args(tailor_ctx *ctx, int argc, char **argv, tune_args *a)
         {"dtype", required_argument, NULL, 't'},    {"strategy", required_argument, NULL, 'S'},
         {"budget", required_argument, NULL, 'b'},   {"trials", required_argument, NULL, 'n'},
         {"rehearse", required_argument, NULL, 'r'}, {"verify-all", no_argument, NULL, 'V'},
-        {"check-only", no_argument, NULL, 'C'},
+        {"check-only", no_argument, NULL, 'C'},     {"where", required_argument, NULL, 'w'},
         {"force", no_argument, NULL, 'f'},          {"cache", required_argument, NULL, 'c'},
         {"seed", required_argument, NULL, 'e'},     {"jobs", required_argument, NULL, 'j'},
         {"device", required_argument, NULL, 'd'},   {"help", no_argument, NULL, 'h'},
@@ -145,6 +148,11 @@ static int parse_tune_args(tailor_ctx *ctx, int argc, char **argv, tune_args *a)
         case 'r': rehearse = optarg; break;
         case 'V': o->verify_all = 1; break;
         case 'C': o->check_only = 1; break;
+        case 'w':
+            if (tailor_tune_filter_parse(ctx, optarg, &a->where))
+                return cli_usage_error("tune", "%s", tailor_ctx_message(ctx));
+            o->where = &a->where;
+            break;
         case 'f': o->force = 1; break;
         case 'c':
             if (cli_cache_flag("tune", optarg, &a->cache_path))
@@ -189,6 +197,11 @@ static int parse_tune_args(tailor_ctx *ctx, int argc, char **argv, tune_args *a)
     if ((a->quantize || a->quantize_head) && !a->step_tune)
         return cli_usage_error("tune", "--quantize and --quantize-head choose the run --step-tune "
                                "tunes (every shape of both runs is tuned without them)");
+    if (o->where && !o->check_only && !a->cache_path)
+        return cli_usage_error("tune", "--where tunes a subset of the survivors: give --cache FILE "
+                               "(the best of a subset is no winner for your cache) or --check-only");
+    if (o->where && a->step_tune)
+        return cli_usage_error("tune", "--where and --step-tune do not go together");
     if (o->check_only && (a->step_tune || a->cache_path || o->force))
         return cli_usage_error("tune", "--check-only times nothing and opens no cache: %s has no "
                                "use with it", a->step_tune ? "--step-tune"

@@ -23,6 +23,17 @@ check grep -q "wrong; checked only, nothing timed or cached" <<<"$out"
 check grep -qE " [1-9][0-9]* right, 0 wrong" <<<"$out"
 check test ! -e "$tmp/default.sqlite"
 
+# --where: only the survivors with VEC=2 tried, the winner one of them, in a cache of its own
+# (tuned again over a cached winner of the whole space)
+check "$T" tune --op rmsnorm --shape rows=7,cols=1536 --dtype bf16 --cache "$tmp/where.sqlite"
+out=$("$T" tune --op rmsnorm --shape rows=7,cols=1536 --dtype bf16 --where VEC=2,THREADS=64 --cache "$tmp/where.sqlite" 2>&1)
+echo "$out"
+check grep -q "winner rmsnorm THREADS=64 VEC=2 " <<<"$out"
+if "$T" tune --op rmsnorm --shape rows=7,cols=1536 --dtype bf16 --where VEC=3 --cache "$tmp/where.sqlite" 2>"$tmp/err"; then
+  echo "FAILED: --where VEC=3 (no such survivor) tuned"; fail=1
+fi
+check grep -q "matches --where" "$tmp/err"
+
 # second run: everything cached, nothing compiled (TAILOR_NO_COMPILE would fail a compile)
 out=$(TAILOR_NO_COMPILE=1 "$T" tune --op rmsnorm --shape rows=7,cols=2560 --dtype bf16 --cache "$tmp/a.sqlite" 2>&1)
 echo "$out"

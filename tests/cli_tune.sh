@@ -95,6 +95,15 @@ for extra in "--cache $TMPDIR_ERR.sqlite" --step-tune --force; do
     test $rc -eq 2 -a -n "$(grep -- "${extra%% *} has no use with it" "$TMPDIR_ERR")"
 done
 check "tune --check-only --cache created no cache" test ! -e "$TMPDIR_ERR.sqlite"
+# --where: a subset's best is no winner for the user's cache, so it needs --cache or --check-only
+"$T" tune --op rmsnorm --shape rows=1,cols=64 --where VEC=2 2>"$TMPDIR_ERR"; rc=$?
+check "tune --where without --cache or --check-only exits 2 and says why" \
+  test $rc -eq 2 -a -n "$(grep -- "--where tunes a subset" "$TMPDIR_ERR")"
+"$T" tune --op rmsnorm --shape rows=1,cols=64 --where VEC=x --check-only 2>"$TMPDIR_ERR"; rc=$?
+check "tune --where VEC=x exits 2 naming the value" \
+  test $rc -eq 2 -a -n "$(grep -- "--where: .*'VEC'" "$TMPDIR_ERR")"
+"$T" tune --op rmsnorm --shape rows=1,cols=64 --where template= --check-only 2>"$TMPDIR_ERR"; rc=$?
+check "tune --where template= exits 2" test $rc -eq 2 -a -n "$(grep -- "must name one template" "$TMPDIR_ERR")"
 # the op, its shape keys, --dtype and --seed are checked before any GPU or cache is opened
 # (the same answer with and without --list, on a machine with or without a GPU)
 for l in "" "--list"; do

@@ -98,6 +98,48 @@ static void check_survivors_only(tailor_ctx *ctx, const tailor_device_info *dev,
     tailor_plan_free(&fit);
 }
 
+/* --where: tune_pick keeps exactly the survivors of the named template with the given values
+ * (counted against the plan), none for a parameter no template has; malformed filters refused. */
+static void check_where(tailor_ctx *ctx, const tailor_device_info *dev)
+{
+    tailor_shape shape;
+    CHECK_OK(ctx, tailor_shape_parse(ctx, "m=16,n=12288,k=1536,group=128", &shape));
+    tailor_plan plan;
+    CHECK_OK(ctx, tailor_plan_build(ctx, dev, "w4a16_matmul", &shape, TAILOR_DTYPE_BF16, &plan));
+    int expect = 0, survivors = tailor_plan_survivors(&plan);
+    for (int i = 0; i < plan.nentries; i++) {
+        const tailor_plan_entry *e = &plan.entries[i];
+        int asmem = -1, rt = -1;
+        for (int j = 0; j < e->cfg.nparams; j++) {
+            if (strcmp(e->cfg.params[j].name, "ASMEM") == 0)
+                asmem = atoi(e->cfg.params[j].value);
+            if (strcmp(e->cfg.params[j].name, "RT") == 0)
+                rt = atoi(e->cfg.params[j].value);
+        }
+        expect += e->verdict == TAILOR_FITS && strcmp(e->template_name, "w4a16_gemv_t") == 0 &&
+                  asmem == 1 && rt == 1;
+    }
+    tailor_tune_filter f;
+    CHECK_OK(ctx, tailor_tune_filter_parse(ctx, "template=w4a16_gemv_t,ASMEM=1,RT=1", &f));
+    tailor_tune_options o = {.where = &f};
+    int *idx = calloc((size_t)survivors + 1, sizeof *idx);
+    int n = tune_pick(&plan, &o, idx);
+    CHECKF(n == expect && n > 0 && n < survivors, "--where picked %d, %d expected of %d", n,
+           expect, survivors);
+    for (int i = 0; i < n; i++)
+        CHECK(strcmp(plan.entries[idx[i]].template_name, "w4a16_gemv_t") == 0);
+    CHECK_OK(ctx, tailor_tune_filter_parse(ctx, "NO_SUCH_PARAM=3", &f));
+    CHECK(tune_pick(&plan, &o, idx) == 0);
+    o.where = NULL;
+    CHECK(tune_pick(&plan, &o, idx) == survivors);
+    free(idx);
+    tailor_plan_free(&plan);
+    static const char *const bad[] = {"", "template=", "template=a,template=b", "ASMEM=x", "ASMEM"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        CHECKF(tailor_tune_filter_parse(ctx, bad[i], &f) == TAILOR_ERR_MISUSE,
+               "--where '%s' was accepted", bad[i]);
+}
+
 int main(void)
 {
     tailor_ctx *ctx = test_ctx();
@@ -108,6 +150,7 @@ int main(void)
                          "kv_len=4096,head_dim=512,heads=8,kv_heads=1,window=0,batch=1",
                          TAILOR_DTYPE_F16);
     CHECK(h200 != NULL);
+    check_where(ctx, h200);
     tailor_tune_target t[NTARGETS];
     make_targets(ctx, t);
     tailor_tune_options o = {.strategy = TAILOR_STRATEGY_RANDOM, .trials = 2, .seed = 7,

@@ -111,7 +111,7 @@ static const char *space_hash_of(tailor_ctx *ctx, op_hash *memo, int *n, const c
 static int cached(tailor_ctx *ctx, tailor_compile_ahead *a, tailor_cache *cache, op_hash *memo,
                   int *nmemo, const tailor_tune_target *t)
 {
-    if (!cache || a->opts.force || a->opts.verify_all)
+    if (!cache || a->opts.force || a->opts.verify_all || a->opts.where)
         return 0;
     const tailor_op *op = tailor_op_find(t->op);
     tailor_shape shape = t->shape;

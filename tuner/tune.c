@@ -212,11 +212,68 @@ static void shuffle(int *idx, int n, uint64_t seed)
     }
 }
 
+tailor_status tailor_tune_filter_parse(tailor_ctx *ctx, const char *text, tailor_tune_filter *out)
+{
+    memset(out, 0, sizeof *out);
+    char params[512] = "", entry[128];
+    size_t used = 0;
+    for (const char *p = text; *p;) {
+        size_t len = strcspn(p, ",");
+        if (len >= sizeof entry)
+            return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "--where: entry '%.40s...' is too long",
+                                    p);
+        memcpy(entry, p, len);
+        entry[len] = 0;
+        p += len + (p[len] == ',');
+        if (strncmp(entry, "template=", 9) == 0) {
+            if (!entry[9] || strlen(entry + 9) >= sizeof out->template_name || out->template_name[0])
+                return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                                        "--where: '%s' must name one template", entry);
+            snprintf(out->template_name, sizeof out->template_name, "%s", entry + 9);
+            continue;
+        }
+        int n = snprintf(params + used, sizeof params - used, "%s%s", used ? "," : "", entry);
+        if (n < 0 || (size_t)n >= sizeof params - used)
+            return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "--where: too many parameters");
+        used += (size_t)n;
+    }
+    if (!used && !out->template_name[0])
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                                "--where takes template=NAME and/or PARAM=VALUE pairs, not '%s'",
+                                text);
+    if (used && tailor_shape_parse(ctx, params, &out->params) != TAILOR_OK)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "--where: %s", tailor_ctx_message(ctx));
+    return TAILOR_OK;
+}
+
+/* 1 when entry e is of the filter's template (if named) and has each of its parameters at its
+ * value. */
+static int filter_accepts(const tailor_tune_filter *f, const tailor_plan_entry *e)
+{
+    if (!f)
+        return 1;
+    if (f->template_name[0] && strcmp(f->template_name, e->template_name) != 0)
+        return 0;
+    for (int i = 0; i < f->params.count; i++) {
+        int found = 0;
+        for (int j = 0; j < e->cfg.nparams && !found; j++) {
+            const tailor_define *d = &e->cfg.params[j];
+            char *end = NULL;
+            long long v = strtoll(d->value, &end, 10);
+            found = strcmp(d->name, f->params.dims[i].key) == 0 && end != d->value && !*end &&
+                    v == f->params.dims[i].value;
+        }
+        if (!found)
+            return 0;
+    }
+    return 1;
+}
+
 int tune_pick(const tailor_plan *plan, const tailor_tune_options *o, int *idx)
 {
     int ns = 0;
     for (int i = 0; i < plan->nentries; i++)
-        if (plan->entries[i].verdict == TAILOR_FITS)
+        if (plan->entries[i].verdict == TAILOR_FITS && filter_accepts(o->where, &plan->entries[i]))
             idx[ns++] = i;
     int random = o->strategy == TAILOR_STRATEGY_RANDOM && !o->verify_all;
     if (random)
@@ -618,7 +675,8 @@ tailor_status tailor_tune(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
                                 "here",
                                 budget_dev->name, sm, live->name, live->cc_major, live->cc_minor);
     int cached = 0;
-    tailor_status st = (opts->force || opts->verify_all)
+    /* a filtered run's cached winner may be outside the filter: tuned again, as with force */
+    tailor_status st = (opts->force || opts->verify_all || opts->where)
                            ? TAILOR_OK
                            : cached_result(ctx, cache, live, opts->rehearse, op, shape, dtype,
                                            out, &cached);
@@ -667,6 +725,19 @@ tailor_status tailor_tune(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
         return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory");
     }
     int n = tune_pick(&plan, opts, idx);
+    if (n == 0) { /* survivors, but none the filter (--where) accepts */
+        st = tailor_set_error(ctx, TAILOR_ERR_BUDGET,
+                              "none of the %d survivors of %s %s %s matches --where (see tailor "
+                              "plan)",
+                              tailor_plan_survivors(&plan), op, key_text.shape,
+                              tailor_dtype_name(dtype));
+        free(idx);
+        free(t.cands);
+        free(t.kernels);
+        free(t.ws);
+        tailor_plan_free(&plan);
+        return st;
+    }
     for (int i = 0; i < n; i++) {
         candidate *c = &t.cands[i];
         c->entry = &plan.entries[idx[i]];

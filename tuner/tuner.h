@@ -29,6 +29,17 @@ typedef struct tailor_tune_progress {
     double eta_seconds;  /* < 0 when unknown */
 } tailor_tune_progress;
 
+/* Which survivors a tuning may try: a template by name (empty: any) and parameters at given
+ * values (a template without one of them is left out). `tailor tune --where`. */
+typedef struct tailor_tune_filter {
+    char template_name[64];
+    tailor_shape params; /* parameter name -> value */
+} tailor_tune_filter;
+
+/* Parses "template=NAME,K=V,..." (either part may be absent, not both) into *out; a malformed
+ * entry fails with one sentence naming it. */
+tailor_status tailor_tune_filter_parse(tailor_ctx *ctx, const char *text, tailor_tune_filter *out);
+
 typedef struct tailor_tune_options {
     tailor_strategy strategy;
     int trials;                          /* random: at most this many candidates (0: no cap) */
@@ -36,6 +47,8 @@ typedef struct tailor_tune_options {
     int verify_all;                      /* check every survivor; any wrong result fails the call */
     int check_only;                      /* as verify_all, then time nothing and write nothing:
                                             no winner, no trial in the cache (cache may be NULL) */
+    const tailor_tune_filter *where;     /* only these survivors (NULL: every one); a cached
+                                            winner is tuned again, as with force */
     const tailor_device_info *rehearse;  /* a profile whose budget and arch apply (PTX is JIT-run
                                             on the live GPU); NULL: the live GPU's own */
     int force;                           /* re-tune even when the cache has a winner */
