@@ -226,10 +226,17 @@ if [[ $what == profile ]]; then
   }
   # PROFILE_W4A16="SHAPE ...": these int4 shapes instead (say the m = 16 and m = 1 winners at one
   # MLP shape side by side: "m=16,n=12288,k=1536,group=128 m=1,n=12288,k=1536,group=128");
-  # PROFILE_ONLY=w4a16: nothing else
-  for s in ${PROFILE_W4A16:-m=1,n=6144,k=1536,group=128 m=1,n=262144,k=1536,group=128}; do
-    "$T" tune --op w4a16_matmul --shape "$s" --dtype bf16 --cache "$cache" >/dev/null 2>&1
-    prof "w4a16 winner $s" "w4a16_matmul__" "$T" bench w4a16 --shape "$s" --cache "$cache"
+  # SHAPE@FILTER profiles the best of the survivors `tune --where FILTER` keeps, in a cache of its
+  # own (one configuration: "m=16,n=12288,k=1536,group=128@template=w4a16_gemv_t,ASMEM=1,RT=1,
+  # WK=2,WR=2,UNROLL=2,SPLITK=1,MT=2" beside the same with ASMEM=0); PROFILE_ONLY=w4a16: nothing else
+  i=0
+  for sw in ${PROFILE_W4A16:-m=1,n=6144,k=1536,group=128 m=1,n=262144,k=1536,group=128}; do
+    s=${sw%%@*} c=$cache where=()
+    if [[ $sw == *@* ]]; then
+      i=$((i + 1)) c=/tmp/profile-where-$i.sqlite where=(--where "${sw#*@}")
+    fi
+    "$T" tune --op w4a16_matmul --shape "$s" --dtype bf16 --cache "$c" "${where[@]}" >>"$N" 2>&1
+    prof "w4a16 ${where[*]:+${where[1]} of }$s" "w4a16_matmul__" "$T" bench w4a16 --shape "$s" --cache "$c"
   done
   [[ ${PROFILE_ONLY:-} == w4a16 ]] && summary+=("profile: $(grep -c '^== ' "$N") ncu sections in ncu.txt")
 fi
