@@ -651,6 +651,69 @@ static tailor_status run_candidates(tune_state *t, int sm, int ptx)
     return TAILOR_OK;
 }
 
+/* A rehearsal the live GPU can run: a GPU profile whose code (PTX for its arch) JITs here. */
+static tailor_status check_rehearsal(tailor_ctx *ctx, const tailor_device_info *live,
+                                     const tailor_device_info *rehearse, int sm, int ptx)
+{
+    if (rehearse && rehearse->kind != TAILOR_DEVICE_GPU)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                                "cannot rehearse %s: it is not a GPU profile", rehearse->name);
+    if (ptx && sm > live->cc_major * 10 + live->cc_minor)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                                "cannot rehearse %s (sm_%d) on %s (sm_%d%d): its code would not run "
+                                "here",
+                                rehearse->name, sm, live->name, live->cc_major, live->cc_minor);
+    return TAILOR_OK;
+}
+
+/* Frees what pick_candidates allocated and run_candidates loaded. */
+static void tune_state_free(tune_state *t)
+{
+    for (int i = 0; i < t->n; i++) {
+        tailor_gpu_unload_kernel(t->gpu, &t->kernels[i]);
+        tailor_workspace_destroy(t->gpu, &t->ws[i]);
+        tailor_compile_result_free(&t->cands[i].compiled);
+    }
+    tailor_instance_destroy(t->gpu, t->inst);
+    free(t->cands);
+    free(t->kernels);
+    free(t->ws);
+}
+
+/* t's candidates: the survivors tune_pick keeps (sampled for the random strategy, filtered by
+ * --where), named for target sm. None kept is TAILOR_ERR_BUDGET naming the filter. */
+static tailor_status pick_candidates(tune_state *t, const char *op, const char *shape_text,
+                                     tailor_dtype dtype, int sm)
+{
+    const tailor_plan *plan = t->plan;
+    const int ns = tailor_plan_survivors(plan);
+    int *idx = calloc((size_t)ns, sizeof *idx);
+    t->cands = calloc((size_t)ns, sizeof *t->cands);
+    t->kernels = calloc((size_t)ns, sizeof *t->kernels);
+    t->ws = calloc((size_t)ns, sizeof *t->ws);
+    if (!idx || !t->cands || !t->kernels || !t->ws) {
+        free(idx);
+        return tailor_set_error(t->ctx, TAILOR_ERR_NOMEM, "out of memory");
+    }
+    int n = tune_pick(plan, t->opts, idx);
+    for (int i = 0; i < n; i++) {
+        candidate *c = &t->cands[i];
+        c->entry = &plan->entries[idx[i]];
+        tailor_gen_kernel_name(op, c->entry->template_name, sm, tailor_dtype_name(dtype),
+                               c->entry->launch.defines, c->entry->launch.ndefines,
+                               c->kernel_name, sizeof c->kernel_name);
+        tailor_config_json(&c->entry->cfg, c->params_json, sizeof c->params_json);
+    }
+    t->n = n;
+    free(idx);
+    if (n == 0) /* survivors, but none the filter (--where) accepts */
+        return tailor_set_error(t->ctx, TAILOR_ERR_BUDGET,
+                                "none of the %d survivors of %s %s %s matches --where (see tailor "
+                                "plan)",
+                                ns, op, shape_text, tailor_dtype_name(dtype));
+    return TAILOR_OK;
+}
+
 tailor_status tailor_tune(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, const char *op,
                           const tailor_shape *shape, tailor_dtype dtype,
                           const tailor_tune_options *opts, tailor_tune_result *out)
@@ -666,20 +729,13 @@ tailor_status tailor_tune(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
     const tailor_device_info *budget_dev = opts->rehearse ? opts->rehearse : live;
     int sm, ptx;
     tune_arch(live, opts->rehearse, &sm, &ptx);
-    if (opts->rehearse && opts->rehearse->kind != TAILOR_DEVICE_GPU)
-        return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
-                                "cannot rehearse %s: it is not a GPU profile", opts->rehearse->name);
-    if (ptx && sm > live->cc_major * 10 + live->cc_minor)
-        return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
-                                "cannot rehearse %s (sm_%d) on %s (sm_%d%d): its code would not run "
-                                "here",
-                                budget_dev->name, sm, live->name, live->cc_major, live->cc_minor);
+    tailor_status st = check_rehearsal(ctx, live, opts->rehearse, sm, ptx);
+    if (st)
+        return st;
     int cached = 0;
     /* a filtered run's cached winner may be outside the filter: tuned again, as with force */
-    tailor_status st = (opts->force || opts->verify_all || opts->where)
-                           ? TAILOR_OK
-                           : cached_result(ctx, cache, live, opts->rehearse, op, shape, dtype,
-                                           out, &cached);
+    if (!opts->force && !opts->verify_all && !opts->where)
+        st = cached_result(ctx, cache, live, opts->rehearse, op, shape, dtype, out, &cached);
     if (st || cached)
         return st;
     tailor_plan plan;
@@ -695,75 +751,31 @@ tailor_status tailor_tune(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
                     .budget_dev = budget_dev, .opts = opts, .out = out};
     t.key = tailor_winner_key(live, opts->rehearse, op, &plan.shape, dtype, plan.space_hash,
                               &key_text);
-
-    if (tune_no_compile()) {
-        tailor_plan_free(&plan);
-        return tailor_set_error(ctx, TAILOR_ERR_NO_COMPILE,
-                                "%s %s %s is not in the cache and TAILOR_NO_COMPILE=1 forbids "
-                                "compiling its %d survivors",
-                                op, key_text.shape, tailor_dtype_name(dtype),
-                                tailor_plan_survivors(&plan));
-    }
-    if (tailor_plan_survivors(&plan) == 0) {
-        tailor_plan_free(&plan);
-        return tailor_set_error(ctx, TAILOR_ERR_BUDGET,
-                                "no configuration of %s %s %s fits %s (%d refused; see tailor plan)",
-                                op, key_text.shape, tailor_dtype_name(dtype), budget_dev->name,
-                                plan.count);
-    }
-    /* the candidates: survivors, sampled for the random strategy */
-    int *idx = calloc((size_t)tailor_plan_survivors(&plan), sizeof *idx);
-    t.cands = calloc((size_t)tailor_plan_survivors(&plan), sizeof *t.cands);
-    t.kernels = calloc((size_t)tailor_plan_survivors(&plan), sizeof *t.kernels);
-    t.ws = calloc((size_t)tailor_plan_survivors(&plan), sizeof *t.ws);
-    if (!idx || !t.cands || !t.kernels || !t.ws) {
-        free(idx);
-        free(t.cands);
-        free(t.kernels);
-        free(t.ws);
-        tailor_plan_free(&plan);
-        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory");
-    }
-    int n = tune_pick(&plan, opts, idx);
-    if (n == 0) { /* survivors, but none the filter (--where) accepts */
+    if (tune_no_compile())
+        st = tailor_set_error(ctx, TAILOR_ERR_NO_COMPILE,
+                              "%s %s %s is not in the cache and TAILOR_NO_COMPILE=1 forbids "
+                              "compiling its %d survivors",
+                              op, key_text.shape, tailor_dtype_name(dtype),
+                              tailor_plan_survivors(&plan));
+    else if (tailor_plan_survivors(&plan) == 0)
         st = tailor_set_error(ctx, TAILOR_ERR_BUDGET,
-                              "none of the %d survivors of %s %s %s matches --where (see tailor "
-                              "plan)",
-                              tailor_plan_survivors(&plan), op, key_text.shape,
-                              tailor_dtype_name(dtype));
-        free(idx);
-        free(t.cands);
-        free(t.kernels);
-        free(t.ws);
-        tailor_plan_free(&plan);
-        return st;
+                              "no configuration of %s %s %s fits %s (%d refused; see tailor plan)",
+                              op, key_text.shape, tailor_dtype_name(dtype), budget_dev->name,
+                              plan.count);
+    else
+        st = pick_candidates(&t, op, key_text.shape, dtype, sm);
+    if (st == TAILOR_OK) {
+        tailor_log(ctx, TAILOR_LOG_INFO,
+                   "tuning %s %s %s on %s%s%s: %d candidates, %d survive, %d to try", op,
+                   key_text.shape, tailor_dtype_name(dtype), live->name,
+                   opts->rehearse ? " rehearsing " : "", opts->rehearse ? opts->rehearse->name : "",
+                   plan.count, tailor_plan_survivors(&plan), t.n);
+        st = tailor_instance_create(ctx, gpu, plan.op, &plan.shape, dtype, opts->seed, 1,
+                                    &t.inst);
     }
-    for (int i = 0; i < n; i++) {
-        candidate *c = &t.cands[i];
-        c->entry = &plan.entries[idx[i]];
-        tailor_gen_kernel_name(op, c->entry->template_name, sm, tailor_dtype_name(dtype),
-                               c->entry->launch.defines, c->entry->launch.ndefines,
-                               c->kernel_name, sizeof c->kernel_name);
-        tailor_config_json(&c->entry->cfg, c->params_json, sizeof c->params_json);
-    }
-    t.n = n;
-    free(idx);
-    tailor_log(ctx, TAILOR_LOG_INFO, "tuning %s %s %s on %s%s%s: %d candidates, %d survive, %d to try",
-               op, key_text.shape, tailor_dtype_name(dtype), live->name,
-               opts->rehearse ? " rehearsing " : "", opts->rehearse ? opts->rehearse->name : "",
-               plan.count, tailor_plan_survivors(&plan), n);
-    st = tailor_instance_create(ctx, gpu, plan.op, &plan.shape, dtype, opts->seed, 1, &t.inst);
     if (st == TAILOR_OK)
         st = run_candidates(&t, sm, ptx);
-    for (int i = 0; i < n; i++) {
-        tailor_gpu_unload_kernel(gpu, &t.kernels[i]);
-        tailor_workspace_destroy(gpu, &t.ws[i]);
-        tailor_compile_result_free(&t.cands[i].compiled);
-    }
-    tailor_instance_destroy(gpu, t.inst);
-    free(t.cands);
-    free(t.kernels);
-    free(t.ws);
+    tune_state_free(&t);
     tailor_plan_free(&plan);
     return st;
 }
