@@ -359,7 +359,7 @@ FLAGS = {
     "plan": "--compile --device --dtype --json --list --model --op --preset --quiet --shape",
     "tune": "--budget --cache --device --dtype --force --jobs --list --model --op --preset "
             "--quantize --quantize-head --rehearse --seed --shape --step-tune --strategy --trials "
-            "--verify-all",
+            "--verify-all --check-only --where",
     "cache": "--all --cache --device --fingerprint --json --op --shape",
     "bench": "--cache --dtype --file --json --model --op --preset --rehearse --shape "
              "--temperature --tokenizer --top-k --top-p --vocab",
@@ -380,7 +380,8 @@ def fuzz_flags(n, rnd, work):
               "m=1,n=1536,k=6144,group=128", "m=,n=1", "rows=4,cols=1536,weight=1",
               "m=99999999999999999999", "gemma-4-e2b", os.path.join(FIXTURES, "e2b_flat"),
               "/nonexistent", "/tmp", "2,3,4", "2,,3", "99999", "-", "a" * 3000, "--json",
-              os.path.join(work, "out.bin")]
+              os.path.join(work, "out.bin"), "template=", "template=w4a16_gemv_t,ASMEM=1",
+              "ASMEM=x", "VEC=2,VEC=3", "template=a,template=b", ",,", "=", "K=" + "9" * 30]
     ENV["TAILOR_CACHE"] = os.path.join(work, "c.sqlite")
     for it in range(n):
         cmd = rnd.choice(list(FLAGS))
