@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu-check.sh — on the GPU machine: build, run every GPU test, then the benchmarks; logs go to
 # $OUT (ctest.txt, bench.txt, model.txt, ...) and a short summary is printed last.
-#   bash scripts/gpu-check.sh [tests|quick|gemma4|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|sanitize|experimental|experimental-attn|attn-wg|wgmma|boot|decode-scale|decode-wg|decode-merge|decode-linear|trace|spacer|seams|step-tune|queue|sample|topk|carveout|cards|w4-base-new|all] [ctest -R regex]
+#   bash scripts/gpu-check.sh [tests|quick|gemma4|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|sanitize|carveout-kernels|experimental|experimental-attn|attn-wg|wgmma|boot|decode-scale|decode-wg|decode-merge|decode-linear|trace|spacer|seams|step-tune|queue|sample|topk|carveout|cards|w4-base-new|all] [ctest -R regex]
 # quick: the GPU tests but test_gpu_gemma4 with the long scripts in their smoke subsets
 # (MATMUL_QUICK, W4A16_QUICK, ATTN_QUICK); on an H100 (session 27) cli_gpu_small_ops 241 s,
 # cli_gpu_w4a16 202, test_gpu_gemma4_load 95, cli_gpu_matmul 94, cli_gpu_run 70,
@@ -58,6 +58,9 @@
 # sample: the op topk verified, then the E2B decode sampled from whole rows against from the
 # 64 best, beside greedy (SAMPLE_W; SAMPLE_QUICK_TUNE=1: bf16 tuned with 2 random trials a
 # shape first, for a quick comparison; sample.txt).
+# carveout-kernels: the W4A16 decode shapes (m = 16 too) and the long-cache decode attention tuned
+# and benched under each preferred shared-memory carveout (TAILOR_CARVEOUT: 25, the default,
+# driver, 100), each in its own cache (carveout-kernels.txt, ck-trials-P.txt).
 # sanitize: tests/cli_gpu_sanitize.sh alone (every survivor of the ops with dynamic shared memory
 # at small shapes, under compute-sanitizer memcheck and racecheck, after a control that must be
 # caught; sanitize.txt; SAN_TOOLS, SAN_ONLY pick).
@@ -700,6 +703,33 @@ if [[ $what == sample ]]; then
     done
   done
   summary+=("sample: $(grep -c '^rc=0' "$S") of 8 topk verifications passed, $(grep -c '^decode [0-9]' "$S") decode figures; sample.txt")
+fi
+if [[ $what == carveout-kernels ]]; then
+  # single kernels tuned and benched under each preferred carveout in a cache of its own
+  # (TAILOR_CARVEOUT; the tuner picks under the carveout it runs with, and the cache key does not
+  # hold it): the W4A16 decode shapes, m = 16 among them, whose staged configurations ask 53 KB a
+  # block (one block an SM at 25 %: ~57 KB of shared memory), and the long-cache decode
+  # attention of issue 5 (CK_P: the carveouts, default "25 driver 100"; CK_W4, CK_ATTN: the
+  # shapes; two rounds; carveout-kernels.txt, each cache's trials in ck-trials-P.txt)
+  K="$OUT/carveout-kernels.txt"
+  : >"$K"
+  for round in 1 2; do
+    for cv in ${CK_P:-25 driver 100}; do
+      for s in ${CK_W4:-m=16,n=12288,k=1536,group=128 m=1,n=12288,k=1536,group=128 m=16,n=1536,k=12288,group=128}; do
+        echo "== round $round carveout $cv w4a16 $s" >>"$K"
+        TAILOR_CARVEOUT=$cv timeout 90 "$T" bench w4a16 --shape "$s" --cache "/tmp/ck-$cv.sqlite" >>"$K" 2>&1
+      done
+      for s in ${CK_ATTN:-kv_len=32768,head_dim=256,heads=8,kv_heads=1,window=0,batch=1 kv_len=32768,head_dim=512,heads=8,kv_heads=1,window=0,batch=1 kv_len=8192,head_dim=256,heads=8,kv_heads=1,window=0,batch=1}; do
+        echo "== round $round carveout $cv attention_decode $s" >>"$K"
+        TAILOR_CARVEOUT=$cv timeout 90 "$T" bench attention --op attention_decode --shape "$s" \
+          --cache "/tmp/ck-$cv.sqlite" >>"$K" 2>&1
+      done
+    done
+  done
+  for cv in ${CK_P:-25 driver 100}; do
+    "$T" cache trials --cache "/tmp/ck-$cv.sqlite" >"$OUT/ck-trials-$cv.txt" 2>&1
+  done
+  summary+=("carveout-kernels: $(grep -cE ' us ' "$K") bench lines; carveout-kernels.txt")
 fi
 if [[ $what == carveout ]]; then
   # the E2B decode with every kernel preferring one shared-memory carveout (TAILOR_CARVEOUT;
