@@ -83,11 +83,15 @@ static void print_result(const char *op, const char *shape, tailor_dtype dtype,
     char reused[48] = "";
     if (r->reused)
         snprintf(reused, sizeof reused, " (%d of them earlier in this run)", r->reused);
+    char occ[32] = "";
+    if (r->blocks_per_sm > 0)
+        snprintf(occ, sizeof occ, "  %d block%s/SM", r->blocks_per_sm,
+                 r->blocks_per_sm == 1 ? "" : "s");
     printf("%-14s %-40s %s  %d candidates, %d survive, %d compiled%s, %d right, %d wrong; "
-           "winner %s %s  %.2f us (+-%.2f)  %.0f GB/s  [%.1f s]\n",
+           "winner %s %s  %.2f us (+-%.2f)  %.0f GB/s%s  [%.1f s]\n",
            op, shape, tailor_dtype_name(dtype), r->candidates, r->survivors, r->compiled, reused,
            r->verified, r->wrong, r->template_name, r->params, r->median_us, r->spread_us, gbs,
-           seconds);
+           occ, seconds);
 }
 
 /* What the command line asked for. */

@@ -29,6 +29,10 @@ check "$T" tune --op rmsnorm --shape rows=7,cols=1536 --dtype bf16 --cache "$tmp
 out=$("$T" tune --op rmsnorm --shape rows=7,cols=1536 --dtype bf16 --where VEC=2,THREADS=64 --cache "$tmp/where.sqlite" 2>&1)
 echo "$out"
 check grep -q "winner rmsnorm THREADS=64 VEC=2 " <<<"$out"
+# the winner's resident blocks an SM (the driver's occupancy, under the kernel's carveout), and
+# each timed trial's in the cache
+check grep -qE "GB/s  [0-9]+ blocks?/SM  \[" <<<"$out"
+check grep -qE "timed .*rmsnorm .*[0-9]+ blocks? an SM" <("$T" cache trials --cache "$tmp/where.sqlite")
 if "$T" tune --op rmsnorm --shape rows=7,cols=1536 --dtype bf16 --where VEC=3 --cache "$tmp/where.sqlite" 2>"$tmp/err"; then
   echo "FAILED: --where VEC=3 (no such survivor) tuned"; fail=1
 fi

@@ -81,6 +81,7 @@ typedef struct candidate {
     double median_us, spread_us;
     char params_json[512];
     int recorded;          /* its trial is in the cache already */
+    int blocks_per_sm;     /* resident blocks an SM as loaded (its carveout too); 0: unknown */
 } candidate;
 
 typedef struct compile_job {
@@ -339,6 +340,24 @@ static void record_trial(tune_state *t, candidate *c)
     tailor_ctx_destroy(ctx);
 }
 
+/* Candidate i's resident blocks an SM as the driver reckons them for its launch (registers,
+ * shared memory under the kernel's carveout, threads), kept in its trial's detail ("3 blocks an
+ * SM"): what tells a configuration starved by its shared memory from a slow one. A failing
+ * query leaves it unknown. */
+static void note_occupancy(tune_state *t, int i)
+{
+    candidate *c = &t->cands[i];
+    tailor_ctx *scratch = tailor_ctx_create();
+    int blocks = 0;
+    if (scratch && tailor_gpu_occupancy(scratch, t->gpu, &t->kernels[i], c->entry->launch.threads,
+                                        (size_t)c->entry->launch.smem_dynamic,
+                                        &blocks) == TAILOR_OK && blocks > 0) {
+        c->blocks_per_sm = blocks;
+        snprintf(c->detail, sizeof c->detail, "%d block%s an SM", blocks, blocks == 1 ? "" : "s");
+    }
+    tailor_ctx_destroy(scratch);
+}
+
 /* Loads, checks and (unless check_only) prepares a compiled candidate for timing. */
 static void check_candidate(tune_state *t, int i)
 {
@@ -373,6 +392,7 @@ static void check_candidate(tune_state *t, int i)
         t->out->launch_errors++;
     } else {
         t->out->verified++;
+        note_occupancy(t, i);
         return;
     }
     snprintf(c->detail, sizeof c->detail, "%s", tailor_ctx_message(ctx));
@@ -635,6 +655,7 @@ static tailor_status run_candidates(tune_state *t, int sm, int ptx)
         snprintf(t->out->kernel_name, sizeof t->out->kernel_name, "%s", c->kernel_name);
         t->out->median_us = c->median_us;
         t->out->spread_us = c->spread_us;
+        t->out->blocks_per_sm = c->blocks_per_sm;
     }
     free(verified);
     if (st)

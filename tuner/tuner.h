@@ -70,6 +70,7 @@ typedef struct tailor_tune_result {
     char params[512];         /* "BM=64 BN=32" */
     char kernel_name[256];
     double median_us, spread_us;
+    int blocks_per_sm;        /* the winner's resident blocks an SM (0: unknown) */
     double bytes, flops;      /* of one launch, from the op */
     char first_failure[1200]; /* the first wrong result or error, for --verify-all */
 } tailor_tune_result;
