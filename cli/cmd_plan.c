@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "cuda.h"
 #include "device.h"
 #include "gemma4.h"
 #include "gen.h"
@@ -57,6 +58,26 @@ typedef struct compiled_entry {
     double seconds;
     char text[512];    /* the error, or the compiled verdict's reason */
 } compiled_entry;
+
+/* Entry i's resident blocks an SM on the plan's device under the carveout every kernel will
+ * prefer (tailor_device_blocks_per_sm), from its compiled registers; *limit says what binds. */
+static int entry_blocks(const tailor_plan *plan, const tailor_plan_entry *e,
+                        const compiled_entry *c, tailor_occupancy_limit *limit)
+{
+    return tailor_device_blocks_per_sm(&plan->dev, e->launch.threads, c->regs,
+                                       e->launch.smem_static + e->launch.smem_dynamic,
+                                       tailor_carveout_preference(), limit);
+}
+
+/* " at 25 %" (the preferred carveout) after "shared memory", "" after the other limits. */
+static const char *carveout_words(tailor_occupancy_limit limit, char *buf, size_t size)
+{
+    int pct = tailor_carveout_preference();
+    buf[0] = 0;
+    if (limit == TAILOR_OCC_SHARED && pct >= 0)
+        snprintf(buf, size, " at %d %%", pct);
+    return buf;
+}
 
 typedef struct compile_all_job {
     tailor_plan *plan;
@@ -215,6 +236,11 @@ static void print_json(const tailor_plan *plan, const compiled_entry *comp)
                 cJSON_AddNumberToObject(item, "spill_stores", comp[i].spill_stores);
                 cJSON_AddNumberToObject(item, "spill_loads", comp[i].spill_loads);
                 cJSON_AddNumberToObject(item, "compile_seconds", comp[i].seconds);
+                tailor_occupancy_limit limit;
+                cJSON_AddNumberToObject(item, "blocks_per_sm",
+                                        entry_blocks(plan, e, &comp[i], &limit));
+                cJSON_AddStringToObject(item, "blocks_per_sm_limit",
+                                        tailor_occupancy_limit_name(limit));
             }
             cJSON_AddItemToArray(surv, item);
         } else {
@@ -261,10 +287,16 @@ static void print_text(const tailor_plan *plan, const compiled_entry *comp, int 
                e->launch.threads);
         if (comp && comp[i].failed)
             printf("  COMPILE ERROR: %s", comp[i].text);
-        else if (comp && comp[i].done)
-            printf("  %3d regs, spills %d/%d B, %.1f s%s", comp[i].regs, comp[i].spill_stores,
-                   comp[i].spill_loads, comp[i].seconds,
+        else if (comp && comp[i].done) {
+            tailor_occupancy_limit limit;
+            char at[32];
+            int blocks = entry_blocks(plan, e, &comp[i], &limit);
+            printf("  %3d regs, spills %d/%d B, %.1f s, %d block%s/SM (%s%s)%s", comp[i].regs,
+                   comp[i].spill_stores, comp[i].spill_loads, comp[i].seconds, blocks,
+                   blocks == 1 ? "" : "s", tailor_occupancy_limit_name(limit),
+                   carveout_words(limit, at, sizeof at),
                    comp[i].wgmma_serialized ? ", wgmma serialized (ptxas C7515)" : "");
+        }
         printf("\n");
     }
     if (quiet)

@@ -549,20 +549,40 @@ tailor_status tailor_gpu_mem_info(tailor_ctx *ctx, tailor_gpu *gpu, size_t *free
  * kernel to the driver. */
 #define TAILOR_DEFAULT_CARVEOUT 25
 
-static tailor_status kernel_set_carveout(tailor_ctx *ctx, CUfunction fn)
+/* TAILOR_CARVEOUT read: 0 with *pct set (-1 for "driver"), -1 for a malformed value. */
+static int read_carveout(int *pct)
 {
     const char *v = getenv("TAILOR_CARVEOUT");
-    long p = TAILOR_DEFAULT_CARVEOUT;
-    if (v && *v) {
-        if (strcmp(v, "driver") == 0)
-            return TAILOR_OK;
-        char *end = NULL;
-        p = strtol(v, &end, 10);
-        if (*end || p < 0 || p > 100)
-            return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
-                                    "TAILOR_CARVEOUT='%s' is neither a percentage from 0 to 100 "
-                                    "nor 'driver'", v);
+    *pct = TAILOR_DEFAULT_CARVEOUT;
+    if (!v || !*v)
+        return 0;
+    if (strcmp(v, "driver") == 0) {
+        *pct = -1;
+        return 0;
     }
+    char *end = NULL;
+    long p = strtol(v, &end, 10);
+    if (*end || p < 0 || p > 100)
+        return -1;
+    *pct = (int)p;
+    return 0;
+}
+
+int tailor_carveout_preference(void)
+{
+    int pct;
+    return read_carveout(&pct) == 0 ? pct : TAILOR_DEFAULT_CARVEOUT;
+}
+
+static tailor_status kernel_set_carveout(tailor_ctx *ctx, CUfunction fn)
+{
+    int p;
+    if (read_carveout(&p) != 0)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                                "TAILOR_CARVEOUT='%s' is neither a percentage from 0 to 100 nor "
+                                "'driver'", getenv("TAILOR_CARVEOUT"));
+    if (p < 0)
+        return TAILOR_OK;
     return tailor_cuda_check(
         ctx, api.func_set_attribute(fn, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, (int)p),
         "cuFuncSetAttribute (shared memory carveout)");

@@ -126,6 +126,11 @@ tailor_status tailor_gpu_launch(tailor_ctx *ctx, tailor_gpu *gpu, tailor_kernel 
                                 const unsigned grid[3], const unsigned block[3], unsigned dyn_smem,
                                 void **args);
 
+/* The shared-memory carveout every loaded kernel prefers, in percent of the SM's capacity:
+ * TAILOR_CARVEOUT when it is 0-100, -1 when it is "driver" (no preference), else 25 (the default;
+ * a malformed value reads as the default here and fails the kernel load). */
+int tailor_carveout_preference(void);
+
 /* Resident blocks per SM for `k` at `block_threads` threads and `dyn_smem` dynamic shared bytes
  * (cuOccupancyMaxActiveBlocksPerMultiprocessor); 0 means it cannot run. */
 tailor_status tailor_gpu_occupancy(tailor_ctx *ctx, tailor_gpu *gpu, const tailor_kernel *k,

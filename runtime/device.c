@@ -189,6 +189,98 @@ int tailor_device_sm(const tailor_device_info *info)
     return info->cc_major * 10 + info->cc_minor;
 }
 
+/* ---- occupancy ------------------------------------------------------------------------------ */
+
+/* The architecture's residency facts the device info does not carry (CUDA C Programming Guide,
+ * "Compute Capabilities"; shared-memory splits in KB, ascending, 0-terminated after the first). */
+typedef struct arch_occupancy {
+    int sm;                /* major*10+minor */
+    int max_blocks;        /* blocks an SM */
+    int reserved_smem;     /* system shared memory a block, bytes */
+    int splits_kb[12];     /* the shared-memory capacities an SM can be configured to */
+} arch_occupancy;
+
+static const arch_occupancy arch_table[] = {
+    {75, 16, 0, {32, 64}},
+    {80, 32, 1024, {0, 8, 16, 32, 64, 100, 132, 164}},
+    {86, 16, 1024, {0, 8, 16, 32, 64, 100}},
+    {87, 16, 1024, {0, 8, 16, 32, 64, 100, 132, 164}},
+    {89, 24, 1024, {0, 8, 16, 32, 64, 100}},
+    {90, 32, 1024, {0, 8, 16, 32, 64, 100, 132, 164, 196, 228}},
+};
+
+/* The facts of d's architecture, or the nearest older one in the table (NULL below sm_75). */
+static const arch_occupancy *arch_facts(const tailor_device_info *d)
+{
+    const arch_occupancy *best = NULL;
+    int sm = tailor_device_sm(d);
+    for (size_t i = 0; i < sizeof arch_table / sizeof *arch_table; i++)
+        if (arch_table[i].sm <= sm)
+            best = &arch_table[i];
+    return best;
+}
+
+/* The shared-memory capacity an SM is configured to for a kernel preferring `pct` % of the
+ * largest split (-1: the largest) whose block needs `need` bytes: the smallest split at or above
+ * the preference, or above the need when that is larger; capped at the device's capacity. */
+static long long smem_split(const arch_occupancy *a, long long capacity, int pct, long long need)
+{
+    long long want = pct < 0 ? capacity : (capacity * pct + 99) / 100;
+    if (need > want)
+        want = need;
+    for (int i = 0; i < 12; i++) {
+        long long split = (long long)a->splits_kb[i] * 1024;
+        if ((i > 0 && a->splits_kb[i] == 0) || split > capacity)
+            break;
+        if (split >= want)
+            return split;
+    }
+    return capacity;
+}
+
+const char *tailor_occupancy_limit_name(tailor_occupancy_limit limit)
+{
+    switch (limit) {
+    case TAILOR_OCC_THREADS: return "threads";
+    case TAILOR_OCC_REGISTERS: return "registers";
+    case TAILOR_OCC_SHARED: return "shared memory";
+    case TAILOR_OCC_BLOCKS: return "blocks";
+    }
+    return "?";
+}
+
+int tailor_device_blocks_per_sm(const tailor_device_info *d, int threads, int regs, long long smem,
+                                int carveout_pct, tailor_occupancy_limit *limit)
+{
+    const arch_occupancy *a = d->kind == TAILOR_DEVICE_GPU ? arch_facts(d) : NULL;
+    if (limit)
+        *limit = TAILOR_OCC_THREADS;
+    if (!a || threads <= 0 || threads > d->max_threads_per_block || regs > 255 || smem < 0)
+        return 0;
+    const int warp = d->warp_size > 0 ? d->warp_size : 32;
+    const int warps = (threads + warp - 1) / warp;
+    int best = d->max_threads_per_sm / (warps * warp);
+    tailor_occupancy_limit why = TAILOR_OCC_THREADS;
+    if (regs > 0) { /* per warp in units of 256, each of the 4 partitions holding whole warps */
+        int per_warp = (regs * warp + 255) / 256 * 256;
+        int by_regs = (d->regs_per_sm / 4 / per_warp) * 4 / warps;
+        if (by_regs < best)
+            best = by_regs, why = TAILOR_OCC_REGISTERS;
+    }
+    long long need = smem + a->reserved_smem;
+    if (smem > 0) {
+        long long split = smem_split(a, d->smem_per_sm, carveout_pct, need);
+        int by_smem = need > split ? 0 : (int)(split / need);
+        if (by_smem < best)
+            best = by_smem, why = TAILOR_OCC_SHARED;
+    }
+    if (a->max_blocks < best)
+        best = a->max_blocks, why = TAILOR_OCC_BLOCKS;
+    if (limit)
+        *limit = why;
+    return best > 0 ? best : 0;
+}
+
 void tailor_device_fingerprint(const tailor_device_info *info, char *buf, size_t size)
 {
     char arch[16];

@@ -72,6 +72,30 @@ void tailor_device_arch(const tailor_device_info *info, char *buf, size_t size);
 /* Architecture number (major*10+minor): 75, 80, 90, ...; 0 for a TPU profile. */
 int tailor_device_sm(const tailor_device_info *info);
 
+/* What holds a block's residency (tailor_device_blocks_per_sm). */
+typedef enum tailor_occupancy_limit {
+    TAILOR_OCC_THREADS = 0,  /* threads (warps) an SM */
+    TAILOR_OCC_REGISTERS,    /* registers, allocated per warp in each of the SM's 4 partitions */
+    TAILOR_OCC_SHARED,       /* shared memory under the preferred carveout */
+    TAILOR_OCC_BLOCKS        /* the architecture's blocks an SM */
+} tailor_occupancy_limit;
+
+/* "threads", "registers", "shared memory", "blocks". */
+const char *tailor_occupancy_limit_name(tailor_occupancy_limit limit);
+
+/* Resident blocks an SM of a block of `threads` threads, `regs` registers a thread and `smem`
+ * bytes of shared memory (static and dynamic), as the CUDA occupancy rules of the device's
+ * architecture give them, with every kernel preferring `carveout_pct` percent of the SM's
+ * shared-memory capacity (rounded up to the architecture's next split; a block that needs more
+ * gets the smallest split that holds it; -1: no preference, the largest split). Each block also
+ * holds 1 KB of system shared memory from sm_80. *limit (may be NULL) says which rule binds
+ * (the first of threads, registers, shared memory, blocks at the minimum). 0 for a block that
+ * cannot run at all or a device that is not a GPU. For a live device it is the driver's
+ * cuOccupancyMaxActiveBlocksPerMultiprocessor that counts (the tuner records it); this is the
+ * planner's estimate for any profile. */
+int tailor_device_blocks_per_sm(const tailor_device_info *d, int threads, int regs, long long smem,
+                                int carveout_pct, tailor_occupancy_limit *limit);
+
 /* Copy bandwidth upper bound from the memory clock and bus width, bytes/s (0 if unknown). */
 double tailor_device_peak_bandwidth(const tailor_device_info *info);
 

@@ -7,6 +7,7 @@
 set -u
 T=${TAILOR_BIN:?}
 export TAILOR_EXPERIMENTAL=1 # experimental templates compile too (their guard is this script)
+unset TAILOR_CARVEOUT        # the report's blocks an SM under the default 25 % carveout
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail=0
 check() { local what=$1; shift; if "$@"; then :; else echo "FAILED: $what"; fail=1; fi; }
@@ -109,6 +110,12 @@ check "w4a16_wgmma survivors with the in-flight k loop (INFLIGHT=1) compile" \
 check "w4a16_wgmma_dec survivors (BM=16, split k) compile for sm_90a with no spills, unserialized" \
   bash -c "grep -qE '^  w4a16_wgmma_dec +BK=64 BM=16 .*SPLITK=8 .*regs, spills 0/0 B' '$tmp/w4h200' &&
            ! grep -E '^  w4a16_wgmma_dec ' '$tmp/w4h200' | grep -q serialized"
+# the report's occupancy: at m = 16, k = 1536 the staged int4 GEMV (53,760 B a block) holds one
+# block an SM under the 25 % carveout, the L1 one several (3-4: its registers bind)
+check "the staged m = 16 int4 GEMV: 1 block an SM at the 25 % carveout" \
+  grep -qE "^  w4a16_gemv_t .*ASMEM=1 MT=2 .*SPLITK=1 .* 53,760 B smem .*, 1 block/SM \(shared memory at 25 %\)" "$tmp/w4h200"
+check "the L1 m = 16 int4 GEMV: several blocks an SM, held by its registers" \
+  grep -qE "^  w4a16_gemv_t .*ASMEM=0 MT=2 RT=1 SPLITK=1 .*, [2-9] blocks/SM \(registers\)" "$tmp/w4h200"
 
 # the warpgroup GEMM's register budget refuses with its arithmetic (zero points take more)
 "$T" plan --device h200 --op w4a16_matmul --shape m=2048,n=6144,k=1536,group=128 >"$tmp/out" 2>&1

@@ -226,6 +226,59 @@ static void test_driver_messages(tailor_ctx *ctx)
     CHECK(tailor_device_query(ctx, 0, &info) == first);
 }
 
+/* The planner's occupancy against cases worked by hand from the CUDA occupancy rules (and, for
+ * the first, ncu's 3 blocks of the m = 16 int4 GEMV on an H100, docs/perf/w4a16.md session 28). */
+static void test_blocks_per_sm(void)
+{
+    tailor_occupancy_limit why;
+    const struct {
+        const char *what;
+        const char *dev;
+        int threads, regs;
+        long long smem;
+        int pct, blocks;
+        tailor_occupancy_limit limit;
+    } cases[] = {
+        /* 142 regs -> 4,608 a warp: 3 warps in each 16,384-register partition, 12 warps */
+        {"h100 int4 GEMV m=16 from L1", "h100", 128, 142, 4096, 25, 3, TAILOR_OCC_REGISTERS},
+        /* 25 % of 228 KB -> the 64 KB split: one block of 53,760 + 1,024 B */
+        {"h100 int4 GEMV m=16 staged, 25 %", "h100", 128, 142, 53760, 25, 1, TAILOR_OCC_SHARED},
+        {"h100 int4 GEMV m=16 staged, 100 %", "h100", 128, 142, 53760, 100, 3,
+         TAILOR_OCC_REGISTERS},
+        {"h100 the same, no preference", "h100", 128, 142, 53760, -1, 3, TAILOR_OCC_REGISTERS},
+        /* a block needing more than its preference gets the smallest split holding it: 132 KB */
+        {"h100 a 120 KB block at 25 %", "h100", 256, 64, 120 * 1024, 25, 1, TAILOR_OCC_SHARED},
+        /* 96 regs -> 3,072 a warp: 5 a partition, 20 warps, 5 blocks of 4 */
+        {"a100 96 registers", "a100-80gb", 128, 96, 0, 25, 5, TAILOR_OCC_REGISTERS},
+        /* 25 % of 164 KB = 41 KB -> the 64 KB split: one 41,024 B block; at 100 %: 4 */
+        {"a100 40,000 B at 25 %", "a100-80gb", 128, 96, 40000, 25, 1, TAILOR_OCC_SHARED},
+        {"a100 40,000 B at 100 %", "a100-80gb", 128, 96, 40000, 100, 4, TAILOR_OCC_SHARED},
+        /* the T4: 1,024 threads an SM, no reserved shared memory, splits of 32 and 64 KB */
+        {"t4 256 threads", "t4", 256, 32, 0, 25, 4, TAILOR_OCC_THREADS},
+        {"t4 16 KB at 25 %: the 32 KB split", "t4", 64, 32, 16384, 25, 2, TAILOR_OCC_SHARED},
+        {"t4 32 threads: 16 blocks at most", "t4", 32, 16, 0, 25, 16, TAILOR_OCC_BLOCKS},
+        /* sm_86: 1,536 threads, 16 blocks */
+        {"a10g 64 threads", "a10g", 64, 32, 0, 25, 16, TAILOR_OCC_BLOCKS},
+        {"a10g 512 threads", "a10g", 512, 32, 0, 25, 3, TAILOR_OCC_THREADS},
+        /* cannot run: more shared memory than an SM has, too many registers, a TPU */
+        {"h100 240 KB", "h100", 128, 32, 240 * 1024, 100, 0, TAILOR_OCC_SHARED},
+        {"h100 256 registers", "h100", 128, 256, 0, 25, 0, TAILOR_OCC_THREADS},
+        {"tpu", "tpu-v5e", 128, 32, 0, 25, 0, TAILOR_OCC_THREADS},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const tailor_device_info *d = tailor_device_profile_find(cases[i].dev);
+        CHECKF(d != NULL, "%s: no profile %s", cases[i].what, cases[i].dev);
+        if (!d)
+            continue;
+        int b = tailor_device_blocks_per_sm(d, cases[i].threads, cases[i].regs,
+                                            cases[i].smem, cases[i].pct, &why);
+        CHECKF(b == cases[i].blocks && (b == 0 || why == cases[i].limit),
+               "%s: %d blocks (%s), expected %d (%s)", cases[i].what, b,
+               tailor_occupancy_limit_name(why), cases[i].blocks,
+               tailor_occupancy_limit_name(cases[i].limit));
+    }
+}
+
 int main(void)
 {
     tailor_ctx *ctx = test_ctx();
@@ -235,6 +288,7 @@ int main(void)
     test_resolve(ctx);
     test_fingerprint();
     test_driver_messages(ctx);
+    test_blocks_per_sm();
     tailor_ctx_destroy(ctx);
     return test_finish("test_device");
 }
