@@ -254,7 +254,7 @@ int tailor_device_blocks_per_sm(const tailor_device_info *d, int threads, int re
 {
     const arch_occupancy *a = d->kind == TAILOR_DEVICE_GPU ? arch_facts(d) : NULL;
     if (limit)
-        *limit = TAILOR_OCC_THREADS;
+        *limit = regs > 255 ? TAILOR_OCC_REGISTERS : TAILOR_OCC_THREADS;
     if (!a || threads <= 0 || threads > d->max_threads_per_block || regs > 255 || smem < 0)
         return 0;
     const int warp = d->warp_size > 0 ? d->warp_size : 32;
@@ -267,8 +267,8 @@ int tailor_device_blocks_per_sm(const tailor_device_info *d, int threads, int re
         if (by_regs < best)
             best = by_regs, why = TAILOR_OCC_REGISTERS;
     }
-    long long need = smem + a->reserved_smem;
-    if (smem > 0) {
+    long long need = smem + a->reserved_smem; /* the reserved KB counts without any smem too */
+    if (need > 0) {
         long long split = smem_split(a, d->smem_per_sm, carveout_pct, need);
         int by_smem = need > split ? 0 : (int)(split / need);
         if (by_smem < best)

@@ -88,7 +88,8 @@ const char *tailor_occupancy_limit_name(tailor_occupancy_limit limit);
  * architecture give them, with every kernel preferring `carveout_pct` percent of the SM's
  * shared-memory capacity (rounded up to the architecture's next split; a block that needs more
  * gets the smallest split that holds it; -1: no preference, the largest split). Each block also
- * holds 1 KB of system shared memory from sm_80. *limit (may be NULL) says which rule binds
+ * holds 1 KB of system shared memory from sm_80, with no shared memory of its own too (at a 0 %
+ * carveout that alone allows 8 blocks an SM). *limit (may be NULL) says which rule binds
  * (the first of threads, registers, shared memory, blocks at the minimum). 0 for a block that
  * cannot run at all or a device that is not a GPU. For a live device it is the driver's
  * cuOccupancyMaxActiveBlocksPerMultiprocessor that counts (the tuner records it); this is the

@@ -262,7 +262,11 @@ static void test_blocks_per_sm(void)
         {"a10g 512 threads", "a10g", 512, 32, 0, 25, 3, TAILOR_OCC_THREADS},
         /* cannot run: more shared memory than an SM has, too many registers, a TPU */
         {"h100 240 KB", "h100", 128, 32, 240 * 1024, 100, 0, TAILOR_OCC_SHARED},
-        {"h100 256 registers", "h100", 128, 256, 0, 25, 0, TAILOR_OCC_THREADS},
+        {"h100 256 registers", "h100", 128, 256, 0, 25, 0, TAILOR_OCC_REGISTERS},
+        /* the reserved KB a block holds even without shared memory: the 8 KB split at 0 % */
+        {"h100 no shared memory at 0 %", "h100", 32, 32, 0, 0, 8, TAILOR_OCC_SHARED},
+        {"t4 no shared memory at 0 % (nothing reserved)", "t4", 32, 16, 0, 0, 16,
+         TAILOR_OCC_BLOCKS},
         {"tpu", "tpu-v5e", 128, 32, 0, 25, 0, TAILOR_OCC_THREADS},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -272,7 +276,7 @@ static void test_blocks_per_sm(void)
             continue;
         int b = tailor_device_blocks_per_sm(d, cases[i].threads, cases[i].regs,
                                             cases[i].smem, cases[i].pct, &why);
-        CHECKF(b == cases[i].blocks && (b == 0 || why == cases[i].limit),
+        CHECKF(b == cases[i].blocks && why == cases[i].limit,
                "%s: %d blocks (%s), expected %d (%s)", cases[i].what, b,
                tailor_occupancy_limit_name(why), cases[i].blocks,
                tailor_occupancy_limit_name(cases[i].limit));
