@@ -1,6 +1,7 @@
 /* test_device.c — the profile table (complete, sane, the vendor numbers), lookup, --device
  * resolution, fingerprints and the no-driver message; runs with or without a GPU. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuda.h"
@@ -283,6 +284,26 @@ static void test_blocks_per_sm(void)
     }
 }
 
+/* The carveout the planner assumes is the one kernel loads set (runtime/cuda.c). */
+static void test_carveout_preference(void)
+{
+    static const struct {
+        const char *env;
+        int pct;
+    } cases[] = {{NULL, 25}, {"", 25}, {"0", 0}, {"50", 50}, {"100", 100}, {"driver", -1},
+                 {"101", 25}, {"-1", 25}, {"half", 25}, {"25x", 25}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        if (cases[i].env)
+            setenv("TAILOR_CARVEOUT", cases[i].env, 1);
+        else
+            unsetenv("TAILOR_CARVEOUT");
+        int got = tailor_carveout_preference();
+        CHECKF(got == cases[i].pct, "TAILOR_CARVEOUT=%s: %d, expected %d",
+               cases[i].env ? cases[i].env : "(unset)", got, cases[i].pct);
+    }
+    unsetenv("TAILOR_CARVEOUT");
+}
+
 int main(void)
 {
     tailor_ctx *ctx = test_ctx();
@@ -293,6 +314,7 @@ int main(void)
     test_fingerprint();
     test_driver_messages(ctx);
     test_blocks_per_sm();
+    test_carveout_preference();
     tailor_ctx_destroy(ctx);
     return test_finish("test_device");
 }
