@@ -5,8 +5,11 @@
 # quick: the GPU tests but test_gpu_gemma4 with the long scripts in their smoke subsets
 # (MATMUL_QUICK, W4A16_QUICK, ATTN_QUICK); on an H100 (session 27) cli_gpu_small_ops 241 s,
 # cli_gpu_w4a16 202, test_gpu_gemma4_load 95, cli_gpu_matmul 94, cli_gpu_run 70,
-# cli_gpu_attention 67, cli_gpu_tune 41: plan two calls, split by the second argument (a ctest
-# -R regex: 'cli_gpu_w4a16|cli_gpu_small_ops' and the rest); gemma4: test_gpu_gemma4 alone
+# cli_gpu_attention 67, cli_gpu_tune 41 (session 33: cli_gpu_sanitize 156, cli_gpu_bench 38):
+# plan three calls, split by the second argument (a ctest -R regex: 'cli_gpu_w4a16|
+# cli_gpu_small_ops', 'cli_gpu_sanitize|cli_gpu_matmul|test_gpu_gemma4_load' and the rest,
+# '^(test_gpu_cuda|test_gpu_step_tune|cli_gpu_run|cli_gpu_tune|cli_gpu_attention|cli_gpu_bench)$');
+# gemma4: test_gpu_gemma4 alone
 # (GEMMA4_FIXTURES=a,b picks fixtures: two fixtures ~85-110 s on an H100; all five, nine modes each, take
 # about a call; e2b_w4a16_asym alone ~3 minutes on an H100); model: Gemma 4 E2B decode and prefill figures
 # with the same-run comparisons (PDL off, gating kernels, each place of the seams, q prepared
