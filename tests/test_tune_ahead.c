@@ -132,6 +132,14 @@ static void check_where(tailor_ctx *ctx, const tailor_device_info *dev)
     CHECK(tune_pick(&plan, &o, idx) == 0);
     o.where = NULL;
     CHECK(tune_pick(&plan, &o, idx) == survivors);
+    /* check_only alone checks every survivor, as verify_all: no random sample, no cached answer */
+    tailor_tune_options sample = {.strategy = TAILOR_STRATEGY_RANDOM, .trials = 2, .seed = 3};
+    CHECK(tune_pick(&plan, &sample, idx) == 2 && tune_uses_cache(&sample));
+    sample.check_only = 1;
+    CHECK(tune_pick(&plan, &sample, idx) == survivors && !tune_uses_cache(&sample));
+    sample.check_only = 0;
+    sample.where = &f;
+    CHECK(!tune_uses_cache(&sample));
     free(idx);
     tailor_plan_free(&plan);
     static const char *const bad[] = {"", "template=", "template=a,template=b", "ASMEM=x", "ASMEM"};

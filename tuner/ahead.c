@@ -111,7 +111,7 @@ static const char *space_hash_of(tailor_ctx *ctx, op_hash *memo, int *n, const c
 static int cached(tailor_ctx *ctx, tailor_compile_ahead *a, tailor_cache *cache, op_hash *memo,
                   int *nmemo, const tailor_tune_target *t)
 {
-    if (!cache || a->opts.force || a->opts.verify_all || a->opts.where)
+    if (!cache || !tune_uses_cache(&a->opts))
         return 0;
     const tailor_op *op = tailor_op_find(t->op);
     tailor_shape shape = t->shape;
@@ -280,7 +280,6 @@ tailor_compile_ahead *tailor_compile_ahead_start(const tailor_device_info *live,
     a->opts = *opts;
     a->opts.rehearse = NULL; /* the copy above is what the threads read */
     a->opts.progress = NULL;
-    a->opts.verify_all |= a->opts.check_only; /* every survivor, as tailor_tune checks them */
     snprintf(a->cache_path, sizeof a->cache_path, "%s", cache_path ? cache_path : "");
     tune_arch(live, opts->rehearse, &a->sm, &a->ptx);
     a->planner_started = pthread_create(&a->planner, NULL, planner_main, a) == 0;

@@ -270,13 +270,20 @@ static int filter_accepts(const tailor_tune_filter *f, const tailor_plan_entry *
     return 1;
 }
 
+int tune_checks_all(const tailor_tune_options *o) { return o->verify_all || o->check_only; }
+
+int tune_uses_cache(const tailor_tune_options *o)
+{
+    return !o->force && !o->where && !tune_checks_all(o);
+}
+
 int tune_pick(const tailor_plan *plan, const tailor_tune_options *o, int *idx)
 {
     int ns = 0;
     for (int i = 0; i < plan->nentries; i++)
         if (plan->entries[i].verdict == TAILOR_FITS && filter_accepts(o->where, &plan->entries[i]))
             idx[ns++] = i;
-    int random = o->strategy == TAILOR_STRATEGY_RANDOM && !o->verify_all;
+    int random = o->strategy == TAILOR_STRATEGY_RANDOM && !tune_checks_all(o);
     if (random)
         shuffle(idx, ns, o->seed);
     return random && o->trials > 0 && o->trials < ns ? o->trials : ns;
@@ -594,7 +601,7 @@ static tailor_status run_candidates(tune_state *t, int sm, int ptx)
     const tailor_tune_options *o = t->opts;
     int n = t->n;
     /* resume: failures recorded by an earlier run of the same key are not retried */
-    for (int i = 0; i < n && !o->verify_all; i++) {
+    for (int i = 0; i < n && !tune_checks_all(o); i++) {
         char outcome[32];
         double med;
         int found = 0;
@@ -660,7 +667,7 @@ static tailor_status run_candidates(tune_state *t, int sm, int ptx)
     free(verified);
     if (st)
         return st;
-    if (o->verify_all && (st = survivors_failed(t, n)))
+    if (tune_checks_all(o) && (st = survivors_failed(t, n)))
         return st;
     if (win < 0)
         return tailor_set_error(ctx, TAILOR_ERR_VERIFY,
@@ -740,12 +747,6 @@ tailor_status tailor_tune(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
                           const tailor_tune_options *opts, tailor_tune_result *out)
 {
     memset(out, 0, sizeof *out);
-    tailor_tune_options checked_opts; /* check_only checks every survivor, as verify_all */
-    if (opts->check_only) {
-        checked_opts = *opts;
-        checked_opts.verify_all = 1;
-        opts = &checked_opts;
-    }
     const tailor_device_info *live = tailor_gpu_info(gpu);
     const tailor_device_info *budget_dev = opts->rehearse ? opts->rehearse : live;
     int sm, ptx;
@@ -754,8 +755,7 @@ tailor_status tailor_tune(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
     if (st)
         return st;
     int cached = 0;
-    /* a filtered run's cached winner may be outside the filter: tuned again, as with force */
-    if (!opts->force && !opts->verify_all && !opts->where)
+    if (tune_uses_cache(opts))
         st = cached_result(ctx, cache, live, opts->rehearse, op, shape, dtype, out, &cached);
     if (st || cached)
         return st;
