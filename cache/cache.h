@@ -17,7 +17,9 @@ typedef struct tailor_cache tailor_cache;
 
 /* The five parts of an entry's key. All must be non-empty text.
  *   fingerprint: tailor_device_fingerprint() text ("NVIDIA H200|sm_90|132|232448|13000|13.0"), or
- *                "rehearse:PROFILE@<live fingerprint>" for rehearsal runs;
+ *                "rehearse:PROFILE@<live fingerprint>" for rehearsal runs; the tuner appends
+ *                TAILOR_FINGERPRINT_CARVEOUT and the carveout ("|carveout=driver") when kernels
+ *                did not load with the default one (tailor_tuner_fingerprint, tuner/tuner.h);
  *   op:          the op name ("rmsnorm");
  *   shape:       canonical shape text from tailor_shape_format ("k=1536,m=1");
  *   dtype:       "fp16" or "bf16" (any dtype name is stored as given);
@@ -25,6 +27,10 @@ typedef struct tailor_cache tailor_cache;
 typedef struct tailor_cache_key {
     const char *fingerprint, *op, *shape, *dtype, *space_hash;
 } tailor_cache_key;
+
+/* The last field of a fingerprint keyed under a non-default shared-memory carveout, before its
+ * value ("driver" or a percentage). */
+#define TAILOR_FINGERPRINT_CARVEOUT "|carveout="
 
 /* A winner. From tailor_cache_get_winner the three pointers are owned by the caller
  * (tailor_cache_winner_free); inside a tailor_cache_foreach_winner callback they are a read-only

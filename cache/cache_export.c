@@ -145,29 +145,42 @@ static unsigned char *base64_decode(const char *text, size_t *size, int *bad)
 
 typedef struct fp_parts {
     char rehearse[64]; /* the profile of a "rehearse:PROFILE@..." fingerprint, "" otherwise */
+    char carveout[32]; /* the value of a "|carveout=..." field, "" when none (the default) */
     char field[FP_MAX_FIELDS][160];
     int n;
 } fp_parts;
 
+/* Copies the n bytes at p into dst (of size size) as a string, cut to fit. */
+static void fp_copy(char *dst, size_t size, const char *p, size_t n)
+{
+    if (n >= size)
+        n = size - 1;
+    memcpy(dst, p, n);
+    dst[n] = '\0';
+}
+
+/* A fingerprint's parts: the rehearsal profile, the device's fields split at '|' and the
+ * carveout field apart (a diff names it rather than numbering it). */
 static void fp_split(const char *fp, fp_parts *out)
 {
     memset(out, 0, sizeof *out);
     if (strncmp(fp, "rehearse:", 9) == 0) {
         const char *at = strchr(fp, '@');
         if (at) {
-            size_t n = (size_t)(at - (fp + 9));
-            if (n >= sizeof out->rehearse)
-                n = sizeof out->rehearse - 1;
-            memcpy(out->rehearse, fp + 9, n);
+            fp_copy(out->rehearse, sizeof out->rehearse, fp + 9, (size_t)(at - (fp + 9)));
             fp = at + 1;
         }
     }
+    const char *carveout = strstr(fp, TAILOR_FINGERPRINT_CARVEOUT);
+    if (carveout) {
+        const char *v = carveout + strlen(TAILOR_FINGERPRINT_CARVEOUT);
+        fp_copy(out->carveout, sizeof out->carveout, v, strlen(v));
+    }
+    size_t len = carveout ? (size_t)(carveout - fp) : strlen(fp);
     for (const char *p = fp; out->n < FP_MAX_FIELDS; out->n++) {
-        const char *bar = strchr(p, '|');
-        size_t n = bar ? (size_t)(bar - p) : strlen(p);
-        if (n >= sizeof out->field[0])
-            n = sizeof out->field[0] - 1;
-        memcpy(out->field[out->n], p, n);
+        const char *bar = memchr(p, '|', len - (size_t)(p - fp));
+        size_t n = bar ? (size_t)(bar - p) : len - (size_t)(p - fp);
+        fp_copy(out->field[out->n], sizeof out->field[0], p, n);
         if (!bar) {
             out->n++;
             break;
@@ -210,6 +223,10 @@ void tailor_cache_fingerprint_diff(const char *a_file, const char *b_here, char 
         diff_append(buf, size, i < 6 ? names[i] : field_n, a.field[i], b.field[i],
                     i == 0 || i >= 6);
     }
+    if (strcmp(a.carveout, b.carveout) != 0)
+        diff_append(buf, size, "shared-memory carveout (TAILOR_CARVEOUT)",
+                    a.carveout[0] ? a.carveout : "the default",
+                    b.carveout[0] ? b.carveout : "the default", 0);
     if (!buf[0]) /* differences beyond what could be split (over-long fields) */
         snprintf(buf, size, "fingerprint '%s' in the file, '%s' here", a_file, b_here);
 }

@@ -133,8 +133,10 @@ static tailor_status time_op(bench_env *e, const char *op, const tailor_shape *s
     if ((st = tailor_plan_key(e->ctx, op, shape, e->dtype, &completed, hash)))
         return st;
     tailor_winner_key_text text;
-    tailor_cache_key key = tailor_winner_key(tailor_gpu_info(e->gpu), e->rehearse, op, &completed,
-                                             e->dtype, hash, &text);
+    tailor_cache_key key;
+    if ((st = tailor_winner_key(e->ctx, tailor_gpu_info(e->gpu), e->rehearse, op, &completed,
+                                e->dtype, hash, &text, &key)))
+        return st;
     tailor_cache_winner w;
     int found = 0;
     st = tailor_cache_get_winner(e->ctx, e->cache, &key, &w, &found);

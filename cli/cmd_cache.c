@@ -53,8 +53,10 @@ typedef struct cache_opts {
 
 /* ---- the device fingerprint ------------------------------------------------------------------ */
 
-/* Fills buf with the fingerprint named by --fingerprint or --device (default: live GPU 0).
- * Prints the failure and returns 1 when it cannot be had. */
+/* Fills buf with the fingerprint named by --fingerprint (as given) or --device (default: live
+ * GPU 0) as the tuner keys it, with this process's carveout (tailor_tuner_fingerprint: a
+ * TAILOR_CARVEOUT other than the default names other winners). Prints the failure and returns 1
+ * when it cannot be had. */
 static int resolve_fingerprint(tailor_ctx *ctx, const cache_opts *o, char *buf, size_t size)
 {
     if (o->fingerprint) {
@@ -68,8 +70,8 @@ static int resolve_fingerprint(tailor_ctx *ctx, const cache_opts *o, char *buf, 
                 tailor_ctx_message(ctx));
         return 1;
     }
-    tailor_device_fingerprint(&info, buf, size);
-    return 0;
+    s = tailor_tuner_fingerprint(ctx, &info, NULL, buf, size);
+    return s != TAILOR_OK ? cli_fail(ctx, s) : 0;
 }
 
 /* ---- ls and show ----------------------------------------------------------------------------- */
@@ -83,15 +85,17 @@ typedef struct list_state {
 } list_state;
 
 /* The device part of a fingerprint for a one-line listing: the GPU name, with any rehearsal
- * prefix kept ("rehearse:t4@NVIDIA H200"). */
+ * prefix kept ("rehearse:t4@NVIDIA H200") and any carveout the key holds after it
+ * ("NVIDIA H200 carveout=driver"). */
 static void device_label(const char *fp, char *buf, size_t size)
 {
     const char *bar = strchr(fp, '|');
-    size_t n = bar ? (size_t)(bar - fp) : strlen(fp);
-    if (n >= size)
-        n = size - 1;
-    memcpy(buf, fp, n);
-    buf[n] = '\0';
+    const char *carveout = strstr(fp, TAILOR_FINGERPRINT_CARVEOUT);
+    int n = (int)(bar ? (size_t)(bar - fp) : strlen(fp));
+    if (carveout)
+        snprintf(buf, size, "%.*s %s", n, fp, carveout + 1);
+    else
+        snprintf(buf, size, "%.*s", n, fp);
 }
 
 /* Adds text that should be JSON as parsed JSON, or as a string when it does not parse. */
@@ -396,15 +400,12 @@ typedef struct gpu_verify {
     int ok, wrong, other_device;
 } gpu_verify;
 
-/* Re-runs one winner of this GPU (or of a rehearsal on it) against the op's reference. */
+/* Re-runs one winner of this GPU (or of a rehearsal on it; under any carveout, which changes
+ * speed, never results) against the op's reference. */
 static int verify_one(void *user, const tailor_cache_key *key, const tailor_cache_winner *w)
 {
     gpu_verify *v = user;
-    const char *at = strchr(key->fingerprint, '@');
-    int mine = strcmp(key->fingerprint, v->fingerprint) == 0 ||
-               (strncmp(key->fingerprint, "rehearse:", 9) == 0 && at &&
-                strcmp(at + 1, v->fingerprint) == 0);
-    if (!mine) {
+    if (!tailor_tuner_fingerprint_on(key->fingerprint, v->fingerprint)) {
         v->other_device++;
         return 0;
     }
@@ -433,8 +434,7 @@ static int cache_verify_cmd(tailor_ctx *ctx, tailor_cache *c)
     memset(&v, 0, sizeof v);
     tailor_ctx *gctx = tailor_ctx_create();
     if (gctx && tailor_gpu_open(gctx, 0, &v.gpu) == TAILOR_OK) {
-        tailor_tuner_fingerprint(tailor_gpu_info(v.gpu), NULL, v.fingerprint,
-                                 sizeof v.fingerprint);
+        tailor_device_fingerprint(tailor_gpu_info(v.gpu), v.fingerprint, sizeof v.fingerprint);
         printf("re-checking this GPU's winners against their references:\n");
         s = tailor_cache_foreach_winner(ctx, c, NULL, verify_one, &v);
         tailor_gpu_close(v.gpu);

@@ -539,16 +539,6 @@ tailor_status tailor_gpu_mem_info(tailor_ctx *ctx, tailor_gpu *gpu, size_t *free
 
 /* ---- kernels ------------------------------------------------------------------------------- */
 
-/* Every kernel loaded prefers TAILOR_DEFAULT_CARVEOUT % of the SM's unified L1 / shared-memory
- * array as shared memory (CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT; a kernel that needs
- * more still gets it). Left to the driver, kernels wanting different splits follow each other in
- * a forward and an SM changes its split only when idle, which costs programmatic dependent
- * launch its overlap: one split for all made the E2B prefill of 512 tokens 19 % faster with
- * W4A16 weights and 4 % in bf16 on an H200, decode flat to +1 % (docs/perf/model.md, sessions
- * 30-31). TAILOR_CARVEOUT=P (0-100) prefers P % instead; TAILOR_CARVEOUT=driver leaves each
- * kernel to the driver. */
-#define TAILOR_DEFAULT_CARVEOUT 25
-
 /* TAILOR_CARVEOUT read: 0 with *pct set (-1 for "driver"), -1 for a malformed value. */
 static int read_carveout(int *pct)
 {
@@ -574,13 +564,22 @@ int tailor_carveout_preference(void)
     return read_carveout(&pct) == 0 ? pct : TAILOR_DEFAULT_CARVEOUT;
 }
 
+tailor_status tailor_carveout_read(tailor_ctx *ctx, int *pct)
+{
+    if (read_carveout(pct) == 0)
+        return TAILOR_OK;
+    *pct = TAILOR_DEFAULT_CARVEOUT;
+    return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                            "TAILOR_CARVEOUT='%s' is neither a percentage from 0 to 100 nor "
+                            "'driver'", getenv("TAILOR_CARVEOUT"));
+}
+
 static tailor_status kernel_set_carveout(tailor_ctx *ctx, CUfunction fn)
 {
     int p;
-    if (read_carveout(&p) != 0)
-        return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
-                                "TAILOR_CARVEOUT='%s' is neither a percentage from 0 to 100 nor "
-                                "'driver'", getenv("TAILOR_CARVEOUT"));
+    tailor_status st = tailor_carveout_read(ctx, &p);
+    if (st != TAILOR_OK)
+        return st;
     if (p < 0)
         return TAILOR_OK;
     return tailor_cuda_check(

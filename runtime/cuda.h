@@ -126,10 +126,27 @@ tailor_status tailor_gpu_launch(tailor_ctx *ctx, tailor_gpu *gpu, tailor_kernel 
                                 const unsigned grid[3], const unsigned block[3], unsigned dyn_smem,
                                 void **args);
 
+/* Every kernel loaded prefers TAILOR_DEFAULT_CARVEOUT % of the SM's unified L1 / shared-memory
+ * array as shared memory (CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT; a kernel that needs
+ * more still gets it). Left to the driver, kernels wanting different splits follow each other in
+ * a forward and an SM changes its split only when idle, which costs programmatic dependent
+ * launch its overlap: one split for all made the E2B prefill of 512 tokens 19 % faster with
+ * W4A16 weights and 4 % in bf16 on an H200, decode flat to +1 % (docs/perf/model.md, sessions
+ * 30-31). TAILOR_CARVEOUT=P (0-100) prefers P % instead; TAILOR_CARVEOUT=driver leaves each
+ * kernel to the driver. Winners tuned under another value than this default are cached under a
+ * key of their own (tailor_tuner_fingerprint, tuner/tuner.h). */
+#define TAILOR_DEFAULT_CARVEOUT 25
+
 /* The shared-memory carveout every loaded kernel prefers, in percent of the SM's capacity:
- * TAILOR_CARVEOUT when it is 0-100, -1 when it is "driver" (no preference), else 25 (the default;
- * a malformed value reads as the default here and fails the kernel load). */
+ * TAILOR_CARVEOUT when it is 0-100, -1 when it is "driver" (no preference), else
+ * TAILOR_DEFAULT_CARVEOUT (a malformed value reads as the default here; tailor_carveout_read
+ * refuses it, and so do the kernel load and the tuner's cache key). */
 int tailor_carveout_preference(void);
+
+/* TAILOR_CARVEOUT read into *pct as tailor_carveout_preference says; a malformed value (neither
+ * 0-100 nor "driver") fails with TAILOR_ERR_MISUSE naming the variable and its value, *pct then
+ * TAILOR_DEFAULT_CARVEOUT. ctx may be NULL. */
+tailor_status tailor_carveout_read(tailor_ctx *ctx, int *pct);
 
 /* Resident blocks per SM for `k` at `block_threads` threads and `dyn_smem` dynamic shared bytes
  * (cuOccupancyMaxActiveBlocksPerMultiprocessor); 0 means it cannot run. */

@@ -709,9 +709,10 @@ if [[ $what == sample ]]; then
 fi
 if [[ $what == carveout-kernels ]]; then
   # single kernels tuned and benched under each preferred carveout in a cache of its own
-  # (TAILOR_CARVEOUT; the tuner picks under the carveout it runs with, and the cache key does not
-  # hold it): the W4A16 decode shapes, m = 16 among them, whose staged configurations ask 53 KB a
-  # block (one block an SM at 25 %: ~57 KB of shared memory), and the long-cache decode
+  # (TAILOR_CARVEOUT; the tuner picks under the carveout it runs with; the cache key holds any
+  # but the default, "|carveout=V", so one cache would serve as well): the W4A16 decode shapes,
+  # m = 16 among them, whose staged configurations ask 53 KB a block (one block an SM at 25 %:
+  # ~57 KB of shared memory), and the long-cache decode
   # attention of issue 5 (CK_P: the carveouts, default "25 driver 100"; CK_W4, CK_ATTN: the
   # shapes; two rounds; carveout-kernels.txt, each cache's trials in ck-trials-P.txt)
   K="$OUT/carveout-kernels.txt"
@@ -737,7 +738,9 @@ fi
 if [[ $what == carveout ]]; then
   # the E2B decode with every kernel preferring one shared-memory carveout (TAILOR_CARVEOUT;
   # runtime/cuda.c, 25 % by default since session 31) against the driver's choice per kernel
-  # (TAILOR_CARVEOUT=driver), alternating on one cache
+  # (TAILOR_CARVEOUT=driver), alternating on one cache (since the cache key holds a carveout
+  # other than the default, a run under driver or 50 finds none of the 25 % winners: it tunes its
+  # own within the bench's timeout, where it once ran the 25 % picks)
   # (CARVE_W: "w4a16" = W4A16 + int4 head, default, and/or "bf16"; CARVE_P: the percentages,
   # default "25 50"; session 30 on an H100: prefill +19-23 % at 25-75 %, decode flat at 25-50 %,
   # -6 % at 100, -13 % at 0; carveout.txt).

@@ -1,6 +1,7 @@
 # cli_cache.sh — `tailor cache` end to end without a GPU: an empty ls, an export file written by
 # hand with coreutils (the documented format), import/export/ls/show/verify/clear through the
-# command with --fingerprint, refusals (other device, tampered file), and a bad flag.
+# command with --fingerprint, refusals (other device, tampered file), carveout keys, and a bad
+# flag.
 set -u
 BIN=${TAILOR_BIN:-tailor}
 TMP=$(mktemp -d /tmp/tailor_cli_cache_XXXXXX)
@@ -235,6 +236,29 @@ else
     echo "note: no unprivileged user to run the write-protected cache case as; not run" >&2
 fi
 chmod 755 "$RO"
+
+# ---- carveout keys: winners tuned under a TAILOR_CARVEOUT other than the default are keyed
+# "<fingerprint>|carveout=V"; --device keys with this process's carveout --------------------------
+C5=$TMP/five.sqlite
+sed "s/\"fingerprint\": \"$FP\"/\"fingerprint\": \"$FP|carveout=driver\"/" "$TMP/out.tailor" \
+    >"$TMP/carve.tailor" && resign "$TMP/carve.tailor"
+"$BIN" cache import "$TMP/carve.tailor" --cache "$C5" --fingerprint "$FP" 2>"$TMP/err"; rc=$?
+want="shared-memory carveout (TAILOR_CARVEOUT): driver in the file, the default here"
+check "a carveout's export is refused under the default ($(cat "$TMP/err"))" \
+    test $rc -eq 1 -a -n "$(grep -F "$want" "$TMP/err")"
+out=$("$BIN" cache import "$TMP/carve.tailor" --cache "$C5" --fingerprint "$FP|carveout=driver" \
+      2>&1)
+check "... and imported under its own fingerprint ($out)" grep -q "imported 2 winners" <<<"$out"
+check "ls labels the carveout" \
+    grep -q '^Test GPU carveout=driver *rmsnorm' <("$BIN" cache ls --cache "$C5")
+TAILOR_CARVEOUT=driver "$BIN" cache export "$TMP/none.tailor" --cache "$C5" --device h200 \
+    2>"$TMP/err"; rc=$?
+check "--device keys with the process's carveout ($(cat "$TMP/err"))" \
+    test $rc -eq 1 -a -n "$(grep "holds no winners of 'NVIDIA H200|.*|carveout=driver'" "$TMP/err")"
+TAILOR_CARVEOUT=half "$BIN" cache ls --cache "$C5" --device h200 >"$TMP/out" 2>"$TMP/err"; rc=$?
+want="TAILOR_CARVEOUT='half' is neither a percentage from 0 to 100 nor 'driver'"
+check "a malformed TAILOR_CARVEOUT is refused, naming it ($(cat "$TMP/err"))" \
+    test $rc -eq 1 -a -n "$(grep -F "$want" "$TMP/err")"
 
 # ---- clear ------------------------------------------------------------------------------------------
 out=$("$BIN" cache clear --cache "$C2" --fingerprint "$OTHER")

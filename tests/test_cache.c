@@ -1,6 +1,7 @@
 /* test_cache.c — the tuning cache without a GPU: winners and trials round trip, persistence,
- * space-hash misses, export/import (byte-exact, fingerprint refusal, tampered, truncated and
- * half-bad files), two processes writing at once, the integrity check, clear, paths. */
+ * space-hash misses, export/import (byte-exact, fingerprint refusal, carveout keys, tampered,
+ * truncated and half-bad files), two processes writing at once, the integrity check, clear,
+ * paths. */
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -447,6 +448,58 @@ static void test_fingerprint_refusal(tailor_ctx *ctx)
            "%s", diff);
     tailor_cache_fingerprint_diff("rehearse:t4@" FP_H200, FP_H200, diff, sizeof diff);
     CHECKF(strcmp(diff, "rehearsal profile: 't4' in the file, (none) here") == 0, "%s", diff);
+}
+
+/* Winners keyed under a non-default carveout ("|carveout=driver", tailor_tuner_fingerprint) are
+ * another key: kept apart from the default's, exported and imported as they are on a host with
+ * that carveout, refused with the carveout named on one without. */
+static void test_carveout_keys(tailor_ctx *ctx)
+{
+    const char *fp_driver = FP_H200 "|carveout=driver";
+    tailor_cache *src = open_cache(ctx, "carveout.sqlite");
+    owned_winner ws[3];
+    put_winners(ctx, src, FP_H200, 3, ws);
+    put_winners(ctx, src, fp_driver, 2, ws);
+    CHECK(count_winners(ctx, src, FP_H200) == 3 && count_winners(ctx, src, fp_driver) == 2);
+    char file[512], plain[512];
+    path_in_tmp(file, sizeof file, "h200-driver.tailor");
+    path_in_tmp(plain, sizeof plain, "h200-default.tailor");
+    int n = -1;
+    CHECK_OK(ctx, tailor_cache_export(ctx, src, fp_driver, file, &n));
+    CHECK(n == 2);
+    CHECK_OK(ctx, tailor_cache_export(ctx, src, FP_H200, plain, &n));
+    CHECK(n == 3);
+    tailor_cache_close(src);
+
+    tailor_cache *dst = open_cache(ctx, "carveout-dst.sqlite");
+    CHECK(tailor_cache_import(ctx, dst, file, FP_H200, tailor_tuner_check_entry, &n) ==
+          TAILOR_ERR_MISMATCH);
+    CHECKF(strstr(tailor_ctx_message(ctx), "(shared-memory carveout (TAILOR_CARVEOUT): driver in "
+                                           "the file, the default here)") &&
+               !strstr(tailor_ctx_message(ctx), "GPU name"),
+           "message: %s", tailor_ctx_message(ctx));
+    CHECK(tailor_cache_import(ctx, dst, plain, fp_driver, tailor_tuner_check_entry, &n) ==
+          TAILOR_ERR_MISMATCH);
+    CHECK(count_winners(ctx, dst, NULL) == 0);
+    CHECK_OK(ctx, tailor_cache_import(ctx, dst, file, fp_driver, tailor_tuner_check_entry, &n));
+    CHECK(n == 2 && count_winners(ctx, dst, fp_driver) == 2 &&
+          count_winners(ctx, dst, FP_H200) == 0);
+    tailor_cache_close(dst);
+
+    char diff[512];
+    tailor_cache_fingerprint_diff(FP_H200 "|carveout=100", fp_driver, diff, sizeof diff);
+    CHECKF(strcmp(diff, "shared-memory carveout (TAILOR_CARVEOUT): 100 in the file, driver here") ==
+               0, "%s", diff);
+    tailor_cache_fingerprint_diff("rehearse:t4@" FP_H200 "|carveout=driver", FP_H200, diff,
+                                  sizeof diff);
+    CHECKF(strcmp(diff, "rehearsal profile: 't4' in the file, (none) here; shared-memory carveout "
+                        "(TAILOR_CARVEOUT): driver in the file, the default here") == 0,
+           "%s", diff);
+    tailor_cache_fingerprint_diff("NVIDIA H200|sm_90|132|232448|12080|13.0|carveout=0", fp_driver,
+                                  diff, sizeof diff);
+    CHECKF(strcmp(diff, "driver: 12080 in the file, 13000 here; shared-memory carveout "
+                        "(TAILOR_CARVEOUT): 0 in the file, driver here") == 0,
+           "%s", diff);
 }
 
 /* Imports `data` (written to FILE) and expects a refusal that names `expect`, with c unchanged. */
@@ -968,6 +1021,7 @@ int main(void)
     test_refused_files(ctx);
     test_export_import(ctx);
     test_fingerprint_refusal(ctx);
+    test_carveout_keys(ctx);
     test_damaged_files(ctx);
     test_half_bad_import(ctx);
     test_two_writers(ctx);

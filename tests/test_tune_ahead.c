@@ -1,8 +1,9 @@
 /* test_tune_ahead.c — compiling ahead of a tuning run, without a GPU (the H200's profile stands
  * for the live card): it compiles exactly the candidates tailor_tune picks for each target (each
  * one then answered by the memo), skips a target whose winner the cache has (found by the key
- * alone: tailor_plan_space_hash equals the plan's), and starts nothing
- * under TAILOR_NO_COMPILE=1 or without a memo. */
+ * alone: tailor_plan_space_hash equals the plan's, under the carveout of the process: the
+ * fingerprint holds one that is not the default), and starts nothing under TAILOR_NO_COMPILE=1
+ * or without a memo. */
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,6 +149,66 @@ static void check_where(tailor_ctx *ctx, const tailor_device_info *dev)
                "--where '%s' was accepted", bad[i]);
 }
 
+/* The carveout in the winner key: the default (unset, empty or "25") keys as before it was
+ * part of the key, any other value adds "|carveout=V", a malformed one fails naming the
+ * variable; winners under one carveout are not found under another. */
+static void check_carveout_key(tailor_ctx *ctx, const tailor_device_info *h200)
+{
+    char dev[512], want[700], fp[600];
+    tailor_device_fingerprint(h200, dev, sizeof dev);
+    static const struct {
+        const char *env, *suffix;
+    } cases[] = {{NULL, ""}, {"", ""}, {"25", ""}, {"driver", "|carveout=driver"},
+                 {"100", "|carveout=100"}, {"0", "|carveout=0"}, {"50", "|carveout=50"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const char *env = cases[i].env ? cases[i].env : "(unset)";
+        if (cases[i].env)
+            setenv("TAILOR_CARVEOUT", cases[i].env, 1);
+        else
+            unsetenv("TAILOR_CARVEOUT");
+        CHECK_OK(ctx, tailor_tuner_fingerprint(ctx, h200, NULL, fp, sizeof fp));
+        snprintf(want, sizeof want, "%s%s", dev, cases[i].suffix);
+        CHECKF(strcmp(fp, want) == 0, "TAILOR_CARVEOUT=%s: fingerprint '%s', expected '%s'", env,
+               fp, want);
+        CHECKF(tailor_tuner_fingerprint_on(fp, dev), "TAILOR_CARVEOUT=%s: '%s' is not on '%s'",
+               env, fp, dev);
+        CHECK_OK(ctx, tailor_tuner_fingerprint(ctx, h200, tailor_device_profile_find("t4"), fp,
+                                               sizeof fp));
+        snprintf(want, sizeof want, "rehearse:t4@%s%s", dev, cases[i].suffix);
+        CHECKF(strcmp(fp, want) == 0, "TAILOR_CARVEOUT=%s: rehearsal fingerprint '%s', expected "
+               "'%s'", env, fp, want);
+        CHECK(tailor_tuner_fingerprint_on(fp, dev));
+    }
+    /* a malformed value is refused by the key as by the kernel load, never read as the default */
+    static const char *const bad[] = {"half", "101", "-1", "25x", "Driver"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        setenv("TAILOR_CARVEOUT", bad[i], 1);
+        snprintf(fp, sizeof fp, "untouched");
+        tailor_status s = tailor_tuner_fingerprint(ctx, h200, NULL, fp, sizeof fp);
+        CHECKF(s == TAILOR_ERR_MISUSE && fp[0] == '\0' &&
+                   strstr(tailor_ctx_message(ctx), "TAILOR_CARVEOUT='") &&
+                   strstr(tailor_ctx_message(ctx), bad[i]),
+               "TAILOR_CARVEOUT=%s: %s, fingerprint '%s', message '%s'", bad[i],
+               tailor_status_name(s), fp, tailor_ctx_message(ctx));
+        tailor_shape shape;
+        CHECK_OK(ctx, tailor_shape_parse(ctx, "cols=1536,rows=1,weight=1", &shape));
+        tailor_winner_key_text kt;
+        tailor_cache_key key;
+        CHECK(tailor_winner_key(ctx, h200, NULL, "rmsnorm", &shape, TAILOR_DTYPE_BF16, "00", &kt,
+                                &key) == TAILOR_ERR_MISUSE);
+    }
+    unsetenv("TAILOR_CARVEOUT");
+    /* which keys are this device's: any carveout, a rehearsal on it; not a longer field */
+    snprintf(want, sizeof want, "%s|carveout=driver", dev);
+    CHECK(tailor_tuner_fingerprint_on(want, dev));
+    snprintf(want, sizeof want, "%s1", dev);
+    CHECK(!tailor_tuner_fingerprint_on(want, dev));
+    snprintf(want, sizeof want, "%s|7", dev);
+    CHECK(!tailor_tuner_fingerprint_on(want, dev));
+    CHECK(!tailor_tuner_fingerprint_on("NVIDIA A100-SXM4-80GB|sm_80|108|166912|13000|13.0", dev));
+    CHECK(!tailor_tuner_fingerprint_on("rehearse:t4", dev));
+}
+
 int main(void)
 {
     tailor_ctx *ctx = test_ctx();
@@ -158,6 +219,7 @@ int main(void)
                          "kv_len=4096,head_dim=512,heads=8,kv_heads=1,window=0,batch=1",
                          TAILOR_DTYPE_F16);
     CHECK(h200 != NULL);
+    check_carveout_key(ctx, h200);
     check_where(ctx, h200);
     tailor_tune_target t[NTARGETS];
     make_targets(ctx, t);
@@ -247,11 +309,12 @@ int main(void)
     CHECK_OK(ctx, tailor_plan_build(ctx, h200, t[0].op, &t[0].shape, TAILOR_DTYPE_BF16, &plan));
     /* the one key tailor_tune writes and every lookup reads: its fields as the cache stores them */
     char fp[600], shape_text[256];
-    tailor_tuner_fingerprint(h200, NULL, fp, sizeof fp);
+    CHECK_OK(ctx, tailor_tuner_fingerprint(ctx, h200, NULL, fp, sizeof fp));
     tailor_shape_format(&plan.shape, shape_text, sizeof shape_text);
     tailor_winner_key_text kt;
-    tailor_cache_key key = tailor_winner_key(h200, NULL, t[0].op, &plan.shape, TAILOR_DTYPE_BF16,
-                                             plan.space_hash, &kt);
+    tailor_cache_key key;
+    CHECK_OK(ctx, tailor_winner_key(ctx, h200, NULL, t[0].op, &plan.shape, TAILOR_DTYPE_BF16,
+                                    plan.space_hash, &kt, &key));
     CHECKF(strcmp(key.fingerprint, fp) == 0 && strcmp(key.op, t[0].op) == 0 &&
            strcmp(key.shape, shape_text) == 0 && strcmp(key.dtype, "bf16") == 0 &&
            strcmp(key.space_hash, plan.space_hash) == 0,
@@ -259,8 +322,9 @@ int main(void)
            key.space_hash);
     const tailor_device_info *t4 = tailor_device_profile_find("t4");
     tailor_winner_key_text rt;
-    tailor_cache_key rkey = tailor_winner_key(h200, t4, t[0].op, &plan.shape, TAILOR_DTYPE_F16,
-                                              plan.space_hash, &rt);
+    tailor_cache_key rkey;
+    CHECK_OK(ctx, tailor_winner_key(ctx, h200, t4, t[0].op, &plan.shape, TAILOR_DTYPE_F16,
+                                    plan.space_hash, &rt, &rkey));
     char rfp[700];
     snprintf(rfp, sizeof rfp, "rehearse:%s@%s", t4->short_name, fp);
     CHECKF(strcmp(rkey.fingerprint, rfp) == 0 && strcmp(rkey.dtype, "fp16") == 0,
@@ -277,6 +341,15 @@ int main(void)
     CHECKF(st.targets == NTARGETS - 1 && st.compiled == 0 && st.reused == st.queued,
            "with target 0 cached: %d targets, %d compiled, %d reused of %d", st.targets,
            st.compiled, st.reused, st.queued);
+    /* under another carveout the winner tuned under the default is not this process's */
+    setenv("TAILOR_CARVEOUT", "driver", 1);
+    a = tailor_compile_ahead_start(h200, path, t, NTARGETS, TAILOR_DTYPE_BF16, &o);
+    tailor_compile_ahead_wait(a);
+    tailor_compile_ahead_stop(a, &st);
+    unsetenv("TAILOR_CARVEOUT");
+    CHECKF(st.targets == NTARGETS && st.compiled == 0 && st.reused == st.queued,
+           "target 0 cached under the default carveout, run under 'driver': %d targets, "
+           "%d compiled, %d reused of %d", st.targets, st.compiled, st.reused, st.queued);
     tailor_cache_close(cache);
     unlink(path);
     rmdir(dir);

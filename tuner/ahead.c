@@ -119,8 +119,10 @@ static int cached(tailor_ctx *ctx, tailor_compile_ahead *a, tailor_cache *cache,
     if (!op || !hash || tailor_op_complete_shape(ctx, op, &shape) != TAILOR_OK)
         return 0;
     tailor_winner_key_text text;
-    tailor_cache_key key = tailor_winner_key(&a->live, a->has_rehearse ? &a->rehearse : NULL,
-                                             t->op, &shape, a->dtype, hash, &text);
+    tailor_cache_key key;
+    if (tailor_winner_key(ctx, &a->live, a->has_rehearse ? &a->rehearse : NULL, t->op, &shape,
+                          a->dtype, hash, &text, &key) != TAILOR_OK)
+        return 0; /* a malformed TAILOR_CARVEOUT: tailor_tune names it */
     int found = 0;
     return tailor_cache_has_winner(ctx, cache, &key, &found) == TAILOR_OK && found;
 }

@@ -181,9 +181,8 @@ static tailor_status lookup_key(tailor_ctx *ctx, tailor_kernels *set, const char
     tailor_status st = tailor_plan_key(ctx, op, completed, dtype, &again, set->hashes[i]);
     if (st)
         return st;
-    *key = tailor_winner_key(tailor_gpu_info(set->gpu), set->rehearse, op, completed, dtype,
-                             set->hashes[i], text);
-    return TAILOR_OK;
+    return tailor_winner_key(ctx, tailor_gpu_info(set->gpu), set->rehearse, op, completed, dtype,
+                             set->hashes[i], text, key);
 }
 
 /* The cached winner of (op, completed shape, dtype) on this set's device, if any. */

@@ -29,27 +29,67 @@ tailor_status tailor_strategy_parse(tailor_ctx *ctx, const char *text, tailor_st
                             "strategy '%s' is unknown (use exhaustive, random or halving)", text);
 }
 
-void tailor_tuner_fingerprint(const tailor_device_info *live, const tailor_device_info *rehearse,
-                              char *buf, size_t size)
+/* The carveout part of a key's fingerprint into buf: "" under TAILOR_DEFAULT_CARVEOUT (so that
+ * winners tuned before the carveout was part of the key keep matching), else
+ * "|carveout=driver" or "|carveout=P". A malformed TAILOR_CARVEOUT fails naming it. */
+static tailor_status carveout_suffix(tailor_ctx *ctx, char *buf, size_t size)
 {
-    char fp[512];
-    tailor_device_fingerprint(live, fp, sizeof fp);
-    if (rehearse)
-        snprintf(buf, size, "rehearse:%s@%s", rehearse->short_name, fp);
+    int pct;
+    buf[0] = '\0';
+    tailor_status st = tailor_carveout_read(ctx, &pct);
+    if (st != TAILOR_OK || pct == TAILOR_DEFAULT_CARVEOUT)
+        return st;
+    if (pct < 0)
+        snprintf(buf, size, "%sdriver", TAILOR_FINGERPRINT_CARVEOUT);
     else
-        snprintf(buf, size, "%s", fp);
+        snprintf(buf, size, "%s%d", TAILOR_FINGERPRINT_CARVEOUT, pct);
+    return TAILOR_OK;
 }
 
-tailor_cache_key tailor_winner_key(const tailor_device_info *live,
-                                   const tailor_device_info *rehearse, const char *op,
-                                   const tailor_shape *completed, tailor_dtype dtype,
-                                   const char *space_hash, tailor_winner_key_text *text)
+tailor_status tailor_tuner_fingerprint(tailor_ctx *ctx, const tailor_device_info *live,
+                                       const tailor_device_info *rehearse, char *buf, size_t size)
 {
-    tailor_tuner_fingerprint(live, rehearse, text->fingerprint, sizeof text->fingerprint);
+    char fp[512], carveout[32];
+    if (size)
+        buf[0] = '\0';
+    tailor_status st = carveout_suffix(ctx, carveout, sizeof carveout);
+    if (st != TAILOR_OK)
+        return st;
+    tailor_device_fingerprint(live, fp, sizeof fp);
+    if (rehearse)
+        snprintf(buf, size, "rehearse:%s@%s%s", rehearse->short_name, fp, carveout);
+    else
+        snprintf(buf, size, "%s%s", fp, carveout);
+    return TAILOR_OK;
+}
+
+int tailor_tuner_fingerprint_on(const char *key_fp, const char *device_fp)
+{
+    if (strncmp(key_fp, "rehearse:", 9) == 0) {
+        const char *at = strchr(key_fp, '@');
+        if (!at)
+            return 0;
+        key_fp = at + 1;
+    }
+    size_t n = strlen(device_fp);
+    return strncmp(key_fp, device_fp, n) == 0 &&
+           (key_fp[n] == '\0' || strncmp(key_fp + n, TAILOR_FINGERPRINT_CARVEOUT,
+                                          strlen(TAILOR_FINGERPRINT_CARVEOUT)) == 0);
+}
+
+tailor_status tailor_winner_key(tailor_ctx *ctx, const tailor_device_info *live,
+                                const tailor_device_info *rehearse, const char *op,
+                                const tailor_shape *completed, tailor_dtype dtype,
+                                const char *space_hash, tailor_winner_key_text *text,
+                                tailor_cache_key *key)
+{
+    tailor_status st =
+        tailor_tuner_fingerprint(ctx, live, rehearse, text->fingerprint, sizeof text->fingerprint);
     tailor_shape_format(completed, text->shape, sizeof text->shape);
     snprintf(text->space_hash, sizeof text->space_hash, "%s", space_hash);
-    return (tailor_cache_key){text->fingerprint, op, text->shape, tailor_dtype_name(dtype),
+    *key = (tailor_cache_key){text->fingerprint, op, text->shape, tailor_dtype_name(dtype),
                               text->space_hash};
+    return st;
 }
 
 static double now_seconds(void)
@@ -559,7 +599,10 @@ static tailor_status cached_result(tailor_ctx *ctx, tailor_cache *cache,
     if (st)
         return st;
     tailor_winner_key_text text;
-    tailor_cache_key key = tailor_winner_key(live, rehearse, op, &completed, dtype, hex, &text);
+    tailor_cache_key key;
+    st = tailor_winner_key(ctx, live, rehearse, op, &completed, dtype, hex, &text, &key);
+    if (st)
+        return st;
     tailor_cache_winner w;
     st = tailor_cache_get_winner(ctx, cache, &key, &w, found);
     if (st || !*found)
@@ -763,15 +806,19 @@ tailor_status tailor_tune(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
     st = tailor_plan_build_survivors(ctx, budget_dev, op, shape, dtype, &plan);
     if (st)
         return st;
+    tailor_winner_key_text key_text;
+    tune_state t = {.ctx = ctx, .gpu = gpu, .cache = cache, .plan = &plan,
+                    .budget_dev = budget_dev, .opts = opts, .out = out};
+    st = tailor_winner_key(ctx, live, opts->rehearse, op, &plan.shape, dtype, plan.space_hash,
+                           &key_text, &t.key);
+    if (st) {
+        tailor_plan_free(&plan);
+        return st;
+    }
     out->candidates = plan.count;
     out->survivors = tailor_plan_survivors(&plan);
     out->bytes = plan.op->bytes(&plan.shape, dtype);
     out->flops = plan.op->flops(&plan.shape, dtype);
-    tailor_winner_key_text key_text;
-    tune_state t = {.ctx = ctx, .gpu = gpu, .cache = cache, .plan = &plan,
-                    .budget_dev = budget_dev, .opts = opts, .out = out};
-    t.key = tailor_winner_key(live, opts->rehearse, op, &plan.shape, dtype, plan.space_hash,
-                              &key_text);
     if (tune_no_compile())
         st = tailor_set_error(ctx, TAILOR_ERR_NO_COMPILE,
                               "%s %s %s is not in the cache and TAILOR_NO_COMPILE=1 forbids "

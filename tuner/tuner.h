@@ -104,9 +104,18 @@ tailor_status tailor_tuner_time_winner(tailor_ctx *ctx, tailor_gpu *gpu,
 const char *tailor_tuner_check_entry(const tailor_cache_key *key, const char *params_json,
                                      const char **field);
 
-/* The fingerprint a tune run keys the cache with: the live GPU's, or "rehearse:NAME@<live>". */
-void tailor_tuner_fingerprint(const tailor_device_info *live, const tailor_device_info *rehearse,
-                              char *buf, size_t size);
+/* The fingerprint a tune run keys the cache with, written into buf: the live GPU's
+ * (tailor_device_fingerprint), or "rehearse:NAME@<live>", followed by the shared-memory carveout
+ * kernels load with (tailor_carveout_read, runtime/cuda.h) when it is not TAILOR_DEFAULT_CARVEOUT:
+ * "|carveout=driver" or "|carveout=P" (the carveout changes which configuration wins; under the
+ * default the text is as before the carveout was keyed, so those caches stay valid). A malformed
+ * TAILOR_CARVEOUT fails with TAILOR_ERR_MISUSE naming it, buf then "". */
+tailor_status tailor_tuner_fingerprint(tailor_ctx *ctx, const tailor_device_info *live,
+                                       const tailor_device_info *rehearse, char *buf, size_t size);
+
+/* 1 when key_fp, a cache key's fingerprint, was tuned on the device of device_fp (a
+ * tailor_device_fingerprint text): that fingerprint, or a rehearsal on it, under any carveout. */
+int tailor_tuner_fingerprint_on(const char *key_fp, const char *device_fp);
 
 /* The strings a winner's cache key points into (but the op's name). */
 typedef struct tailor_winner_key_text {
@@ -116,13 +125,15 @@ typedef struct tailor_winner_key_text {
 } tailor_winner_key_text;
 
 /* The cache key of the winner of (op, completed shape, dtype) tuned on live, under the rehearsed
- * profile when rehearse is not NULL, for the op's space hash: the key tailor_tune writes and
- * every lookup (the kernel set, the ahead planner, the bench) reads. op must outlive the key; the
- * other strings are copied into *text. */
-tailor_cache_key tailor_winner_key(const tailor_device_info *live,
-                                   const tailor_device_info *rehearse, const char *op,
-                                   const tailor_shape *completed, tailor_dtype dtype,
-                                   const char *space_hash, tailor_winner_key_text *text);
+ * profile when rehearse is not NULL and the carveout of this process (tailor_tuner_fingerprint),
+ * for the op's space hash, into *key: the key tailor_tune writes and every lookup (the kernel
+ * set, the ahead planner, the bench) reads. op must outlive the key; the other strings are
+ * copied into *text. Fails as tailor_tuner_fingerprint does. */
+tailor_status tailor_winner_key(tailor_ctx *ctx, const tailor_device_info *live,
+                                const tailor_device_info *rehearse, const char *op,
+                                const tailor_shape *completed, tailor_dtype dtype,
+                                const char *space_hash, tailor_winner_key_text *text,
+                                tailor_cache_key *key);
 
 
 /* Compiling ahead of a run that tunes targets one after another (tune --preset, a model's
