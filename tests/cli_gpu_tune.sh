@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # cli_gpu_tune.sh — the tuner end to end on a live GPU: RMSNorm over Gemma 4's widths in both
 # dtypes (every survivor checked), a second run that compiles nothing, export to a fresh cache
-# on "another host", warm start with TAILOR_NO_COMPILE=1, rehearsal of the T4, cache verify.
+# on "another host", warm start with TAILOR_NO_COMPILE=1, rehearsal of the T4, cache verify, the
+# carveout in the key.
 set -u
 source "$(dirname "$0")/gpu_preamble.sh" # T, the skip without a GPU, $tmp, fail, check
 check() { if ! "$@"; then echo "FAILED: $*"; fail=1; fi; }
@@ -63,4 +64,21 @@ if "$T" tune --op rmsnorm --shape rows=7,cols=2560 --dtype bf16 --rehearse t4 --
 fi
 check grep -q "bf16" "$tmp/err"
 "$T" cache ls --cache "$tmp/a.sqlite" | head -5
+
+# the carveout is part of the key when it is not the default: a winner of the default split
+# does not answer under TAILOR_CARVEOUT=driver (tuned again, under a key of its own), and the
+# default's winner still answers afterwards; a malformed value names the variable
+out=$(TAILOR_CARVEOUT=driver TAILOR_NO_COMPILE=1 "$T" tune --op rmsnorm --shape rows=7,cols=2560 --dtype bf16 --cache "$tmp/a.sqlite" 2>&1)
+echo "$out"
+check grep -q "TAILOR_NO_COMPILE=1" <<<"$out"
+check env TAILOR_CARVEOUT=driver "$T" tune --op rmsnorm --shape rows=7,cols=2560 --dtype bf16 --cache "$tmp/a.sqlite"
+check grep -q "carveout=driver" <("$T" cache ls --cache "$tmp/a.sqlite" 2>&1)
+out=$(TAILOR_NO_COMPILE=1 "$T" tune --op rmsnorm --shape rows=7,cols=2560 --dtype bf16 --cache "$tmp/a.sqlite" 2>&1)
+check grep -q "cached:" <<<"$out"
+out=$(TAILOR_CARVEOUT=driver TAILOR_NO_COMPILE=1 "$T" tune --op rmsnorm --shape rows=7,cols=2560 --dtype bf16 --cache "$tmp/a.sqlite" 2>&1)
+check grep -q "cached:" <<<"$out"
+if TAILOR_CARVEOUT=half "$T" tune --op rmsnorm --shape rows=7,cols=2560 --dtype bf16 --cache "$tmp/a.sqlite" 2>"$tmp/err"; then
+  echo "FAILED: TAILOR_CARVEOUT=half tuned"; fail=1
+fi
+check grep -q "TAILOR_CARVEOUT='half'" "$tmp/err"
 exit $fail
