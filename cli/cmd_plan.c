@@ -176,7 +176,8 @@ static int compile_survivors(tailor_ctx *ctx, tailor_plan *plan, const char *dum
         tailor_set_error(ctx, TAILOR_ERR_NOMEM, "plan --compile: out of memory");
         return -1;
     }
-    if (tailor_gen_check_arch(ctx, sm) != TAILOR_OK)
+    int carveout; /* the occupancy column reads it: a malformed TAILOR_CARVEOUT is refused */
+    if (tailor_gen_check_arch(ctx, sm) != TAILOR_OK || tailor_carveout_read(ctx, &carveout))
         return -1;
     compile_all_job job = {plan, *out, sm, dump_dir, dump_ptx};
     tailor_parallel_for(plan->nentries, compile_entry, &job);

@@ -116,6 +116,10 @@ check "the staged m = 16 int4 GEMV: 1 block an SM at the 25 % carveout" \
   grep -qE "^  w4a16_gemv_t .*ASMEM=1 MT=2 .*SPLITK=1 .* 53,760 B smem .*, 1 block/SM \(shared memory at 25 %\)" "$tmp/w4h200"
 check "the L1 m = 16 int4 GEMV: several blocks an SM, held by its registers" \
   grep -qE "^  w4a16_gemv_t .*ASMEM=0 MT=2 RT=1 SPLITK=1 .*, [2-9] blocks/SM \(registers\)" "$tmp/w4h200"
+# the occupancy column reads TAILOR_CARVEOUT: a malformed value is refused, naming it
+check "plan --compile refuses a malformed TAILOR_CARVEOUT" \
+  bash -c "! TAILOR_CARVEOUT=half '$T' plan --device h100 --op rmsnorm --shape rows=1,cols=256 --compile --quiet 2>'$tmp/cv' &&
+           grep -qF \"TAILOR_CARVEOUT='half'\" '$tmp/cv'"
 
 # the warpgroup GEMM's register budget refuses with its arithmetic (zero points take more)
 "$T" plan --device h200 --op w4a16_matmul --shape m=2048,n=6144,k=1536,group=128 >"$tmp/out" 2>&1
