@@ -39,8 +39,10 @@
 # benches on that cache (boot.txt). wgmma: every w4a16_matmul survivor (experimental ones included)
 # verified at two shapes, test_gpu_gemma4 with the default spaces (g4.txt), the m = 2048 benches
 # beside cuBLAS and each wgmma configuration's time (trials; wgmma.txt). decode-merge: every
-# decode survivor verified at four shapes, the long caches benched with base and new templates
-# (bench_base_new), then the per-block timeline (DM_TIMELINE=0 skips it); decode-linear: the
+# decode survivor verified at four shapes (DM_VERIFY="SHAPE DTYPE;..." replaces them), the long
+# caches (DM_SHAPES="SHAPE ...") benched with base and new templates (bench_base_new; DM_ROUNDS="1
+# 2" alternates two rounds; each cache's trials in dm-base-trials.txt, dm-new-trials.txt), then the
+# per-block timeline (DM_TIMELINE=0 skips it); decode-linear: the
 # same at the E2B full layer's two tuned lengths, then the preset tuned and the E2B benches with
 # both templates (decode-linear.txt). trace: the E2B decode step's timeline (bench model --trace:
 # each launch's release from its grid wait, the gap to the next one, per kernel sums) for bf16 and
@@ -303,19 +305,28 @@ if [[ $what == decode-merge ]]; then
   M="$OUT/decode-merge.txt"
   : >"$M"
   "$T" bench copy >>"$M" 2>&1
-  verify_all "$M" attention_decode /tmp/dm-verify.sqlite \
-    "kv_len=32768,head_dim=512,heads=8,kv_heads=1,window=0,batch=1 bf16" \
-    "kv_len=5000,head_dim=512,heads=8,kv_heads=2,window=0,batch=3 fp16" \
-    "kv_len=4096,head_dim=256,heads=4,kv_heads=1,window=3000,batch=2 bf16" \
-    "kv_len=8192,head_dim=256,heads=8,kv_heads=1,window=0,batch=1 fp16"
+  # DM_VERIFY ("SHAPE DTYPE;SHAPE DTYPE...") and DM_SHAPES ("SHAPE SHAPE...") replace the lists
+  dm_verify=("kv_len=32768,head_dim=512,heads=8,kv_heads=1,window=0,batch=1 bf16"
+             "kv_len=5000,head_dim=512,heads=8,kv_heads=2,window=0,batch=3 fp16"
+             "kv_len=4096,head_dim=256,heads=4,kv_heads=1,window=3000,batch=2 bf16"
+             "kv_len=8192,head_dim=256,heads=8,kv_heads=1,window=0,batch=1 fp16")
+  [[ -n ${DM_VERIFY:-} ]] && IFS=';' read -r -a dm_verify <<<"$DM_VERIFY"
+  verify_all "$M" attention_decode /tmp/dm-verify.sqlite "${dm_verify[@]}"
   dm_shapes=(kv_len=8192,head_dim=256,heads=8,kv_heads=1,window=0,batch=1
              kv_len=32768,head_dim=256,heads=8,kv_heads=1,window=0,batch=1
              kv_len=32768,head_dim=512,heads=8,kv_heads=1,window=0,batch=1
              kv_len=32768,head_dim=512,heads=8,kv_heads=2,window=0,batch=1
              kv_len=640,head_dim=512,heads=8,kv_heads=1,window=0,batch=1)
-  bench_base_new "$M" /tmp/dm "${dm_shapes[@]}"
+  [[ -n ${DM_SHAPES:-} ]] && read -r -a dm_shapes <<<"$DM_SHAPES"
+  for round in ${DM_ROUNDS:-1}; do
+    echo "== round $round" >>"$M"
+    bench_base_new "$M" /tmp/dm "${dm_shapes[@]}"
+  done
+  for c in /tmp/dm-base.sqlite /tmp/dm-new.sqlite; do
+    [[ -e $c ]] && "$T" cache trials --cache "$c" >"$OUT/$(basename "$c" .sqlite)-trials.txt" 2>&1
+  done
   [[ ${DM_TIMELINE:-1} == 1 ]] && timeout 200 bash scripts/probe/timeline.sh >/dev/null 2>&1
-  summary+=("decode-merge: $(grep -c '^rc=0' "$M") of 4 verify-all runs passed; figures in decode-merge.txt")
+  summary+=("decode-merge: $(grep -c '^rc=0' "$M") of ${#dm_verify[@]} verify-all runs passed; figures in decode-merge.txt")
 fi
 if [[ $what == trace ]]; then
   # the decode step's timeline: where the step's time goes launch by launch (docs/development.md)
