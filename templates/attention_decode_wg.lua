@@ -76,9 +76,7 @@ return {
 
   params = {
     BN = { 32, 64 },
-    -- 4 and 6 (session 34): at head_dim 256 a 32-key stage is 32 KB, so BN = 32 can keep as
-    -- many bytes in flight as BN = 64 at 3 stages, in finer tiles (the budget refuses the rest)
-    STAGES = { 2, 3, 4, 6 },
+    STAGES = { 2, 3 },
     QWAVES = QWAVES,
     SPREAD = { 0, 1, 2 },
   },
@@ -104,12 +102,6 @@ return {
       return false, string.format("%d cache slots < 2048: a long-cache template", slots(shape))
     end
     local n = nsplit_for(p.QWAVES, p, shape, device)
-    -- pruning only: stages beyond 3 where a block has fewer tiles than stages fill nothing
-    local tiles = chunk_of(n, p, shape) // p.BN
-    if purpose ~= "launch" and p.STAGES > 3 and tiles < p.STAGES then
-      return false, string.format("STAGES=%d for %d tiles of %d keys a block", p.STAGES, tiles,
-                                  p.BN)
-    end
     local plan, pwhy = merge_plan(p, n, shape, device)
     if not plan then return false, pwhy end
     -- the merge's weights go in Pt and the positions (SPREAD >= 1: in Q's tile), its staged
