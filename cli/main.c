@@ -23,7 +23,7 @@ static const command commands[] = {
     {"devices", cmd_devices, "live GPUs and the built-in device profiles"},
     {"plan", cmd_plan, "which configurations of an op fit a device, and why the rest do not"},
     {"tune", cmd_tune, "compile, verify and time the survivors; keep the winner in the cache"},
-    {"cache", cmd_cache, "ls | show | export FILE | import FILE | verify | clear"},
+    {"cache", cmd_cache, "ls | show | trials | export FILE | import FILE | verify | clear"},
     {"run", cmd_run, "generate text with a Gemma 4 checkpoint"},
     {"tokenize", cmd_tokenize, "turn text into token ids with a tokenizer.json"},
     {"bench", cmd_bench, "kernel and end-to-end benchmarks"},
