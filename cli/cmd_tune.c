@@ -332,6 +332,8 @@ static int tune_targets(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
                    as.full ? "; stopped at a full memo" : "");
     tailor_compile_memo_destroy(o->memo);
     o->memo = NULL;
+    o->progress = NULL; /* ps ends here */
+    o->progress_user = NULL;
     return failures;
 }
 
