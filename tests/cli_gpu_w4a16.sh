@@ -19,6 +19,7 @@ tune() { tune_op w4a16_matmul "$@"; }
 wseam() { tune_op w4a16_seam "$@"; }
 wpro() { tune_op w4a16_pro "$@"; }
 wglu() { tune_op w4a16_glu "$@"; }
+wmlp() { tune_op w4a16_mlp "$@"; }
 quick=${W4A16_QUICK:-0}
 
 # n,k of every quantizable linear (out, in): q (sliding, full), k/v (sliding, full), o, MLP,
@@ -104,6 +105,17 @@ for s in "m=1,n=6144,k=1536,group=128" "m=1,n=12288,k=1536,group=128,zp=1" \
   [ "$quick" = 1 ] && break
 done
 wglu "m=1,n=6144,k=1536,group=128" fp16 --rehearse t4
+# w4a16_mlp (a layer's whole int4 MLP in one launch, two phases across a grid barrier): h and
+# out of every survivor, the E2B, E4B and 31B widths, groups, zero points, a hidden size that is
+# no multiple of a warp's rows, both dtypes, the T4's grid of 40 blocks on this GPU's SMs.
+for s in "m=1,n=6144,k=1536,group=128" "m=1,n=12288,k=1536,group=128,zp=1" \
+         "m=1,n=10240,k=2560,group=64" "m=1,n=21504,k=5376,group=128" \
+         "m=1,n=96,k=352,group=32,zp=1" "m=1,n=128,k=1536,group=64,s_ld=512,d_ld=1600"; do
+  wmlp "$s" bf16
+  wmlp "$s" fp16
+  [ "$quick" = 1 ] && break
+done
+wmlp "m=1,n=6144,k=1536,group=128" fp16 --rehearse t4
 
 # bf16 has no place on a T4: refused, with a sentence naming bf16
 if "$T" tune --op w4a16_matmul --shape m=1,n=256,k=1536,group=128 --dtype bf16 --rehearse t4 \

@@ -509,6 +509,111 @@ static void check_glu_op(tailor_ctx *ctx, const char *text, tailor_dtype dt, uin
     test_op_inst_free(&in);
 }
 
+/* Copies instance src's buffer `from` into dst's buffer `to` (the same count and dtype). */
+static void copy_buffer(test_op_inst *dst, const char *to, const test_op_inst *src,
+                        const char *from)
+{
+    int i = test_op_inst_buffer(dst, to), j = test_op_inst_buffer(src, from);
+    CHECKF(i >= 0 && j >= 0 && dst->bufs.b[i].count == src->bufs.b[j].count &&
+               dst->bufs.b[i].dtype == src->bufs.b[j].dtype,
+           "buffer %s against %s", to, from);
+    if (i >= 0 && j >= 0 && dst->bufs.b[i].count == src->bufs.b[j].count)
+        memcpy(dst->host[i], src->host[j],
+               src->bufs.b[j].count * tailor_dtype_size(src->bufs.b[j].dtype));
+}
+
+/* w4a16_mlp against the two ops it replaces: w4a16_glu's reference of the stack (its h, bit for
+ * bit), then w4a16_matmul's of the down weight on h rounded to the dtype (out, bit for bit).
+ * Then out's tolerance: the reference passes, one output moved by a fifth of its sigma fails;
+ * and the shapes it refuses. */
+static void check_mlp_op(tailor_ctx *ctx, const char *text, tailor_dtype dt, uint64_t seed)
+{
+    const tailor_op *wf = tailor_op_find("w4a16_mlp"), *wg = tailor_op_find("w4a16_glu");
+    const tailor_op *wm = tailor_op_find("w4a16_matmul");
+    CHECK(wf && wg && wm);
+    if (!wf || !wg || !wm)
+        return;
+    test_op_inst in, gi, di;
+    CHECKF(test_op_inst_make(ctx, wf, text, dt, &in), "%s: %s", text, tailor_ctx_message(ctx));
+    wf->fill(&in.shape, dt, &in.bufs, in.host, seed);
+    CHECK_OK(ctx, wf->reference(ctx, &in.shape, dt, &in.bufs, in.host, in.ref));
+    long long n = tailor_shape_get(&in.shape, "n", 0), k = tailor_shape_get(&in.shape, "k", 0);
+    long long zp = tailor_shape_get(&in.shape, "zp", 0), g = tailor_shape_get(&in.shape, "group", 0);
+    char gtext[128], dtext[128];
+    snprintf(gtext, sizeof gtext, "m=1,n=%lld,k=%lld,group=%lld,zp=%lld,s_ld=%lld", n, k, g, zp,
+             tailor_shape_get(&in.shape, "s_ld", 0));
+    snprintf(dtext, sizeof dtext, "m=1,n=%lld,k=%lld,group=%lld,zp=%lld,s_ld=%lld", k, n, g, zp,
+             tailor_shape_get(&in.shape, "d_ld", 0));
+    CHECK(test_op_inst_make(ctx, wg, gtext, dt, &gi));
+    CHECK(test_op_inst_make(ctx, wm, dtext, dt, &di));
+    copy_buffer(&gi, "a", &in, "a");
+    copy_buffer(&gi, "qweight", &in, "qweight");
+    copy_buffer(&gi, "scales", &in, "scales");
+    copy_buffer(&di, "qweight", &in, "dqweight");
+    copy_buffer(&di, "scales", &in, "dscales");
+    if (zp) {
+        copy_buffer(&gi, "zeros", &in, "zeros");
+        copy_buffer(&di, "zeros", &in, "dzeros");
+    }
+    CHECK_OK(ctx, wg->reference(ctx, &gi.shape, dt, &gi.bufs, gi.host, gi.ref));
+    int ih = test_op_inst_buffer(&in, "h"), io = test_op_inst_buffer(&in, "out");
+    int go = test_op_inst_buffer(&gi, "out"), da = test_op_inst_buffer(&di, "a");
+    int dout = test_op_inst_buffer(&di, "out");
+    double worst_h = 0, worst_out = 0;
+    for (long long j = 0; j < n; j++) {
+        worst_h = fmax(worst_h, fabs((double)in.ref[ih][j] - gi.ref[go][j]));
+        tailor_dtype_store(dt, di.host[da], (size_t)j, gi.ref[go][j]); /* h as stored */
+    }
+    CHECK_OK(ctx, wm->reference(ctx, &di.shape, dt, &di.bufs, di.host, di.ref));
+    for (long long j = 0; j < k; j++)
+        worst_out = fmax(worst_out, fabs((double)in.ref[io][j] - di.ref[dout][j]));
+    CHECKF(worst_h == 0 && worst_out == 0,
+           "%s: fused reference differs from w4a16_glu + w4a16_matmul (h by %g, out by %g)", text,
+           worst_h, worst_out);
+    const tailor_buffer_spec *spec = &in.bufs.b[io];
+    CHECK(spec->count == (size_t)k && in.bufs.b[ih].count == (size_t)n);
+    void *got = malloc(spec->count * 2);
+    for (size_t i = 0; i < spec->count; i++)
+        tailor_dtype_store(dt, got, i, in.ref[io][i]);
+    CHECK_OK(ctx, tailor_op_compare(ctx, spec, got, in.ref[io]));
+    double e = zp ? 42.5 : 21.5, s1 = 0.02 * sqrt(e * (double)k);
+    double sigma_out = 0.02 * sqrt(e * (double)n) * s1 * s1;
+    size_t bad = spec->count / 3;
+    tailor_dtype_store(dt, got, bad, in.ref[io][bad] + (float)(sigma_out / 5));
+    CHECKF(tailor_op_compare(ctx, spec, got, in.ref[io]) == TAILOR_ERR_VERIFY,
+           "%s: an output off by sigma_out/5 = %g passed (atol %g)", text, sigma_out / 5,
+           spec->atol);
+    free(got);
+    CHECK(wf->bytes(&in.shape, dt) > (double)(2 * n * k) * 0.75); /* 3nk nibbles at least */
+    CHECK(wf->flops(&in.shape, dt) == 6.0 * (double)(n * k));
+    test_op_inst_free(&di);
+    test_op_inst_free(&gi);
+    test_op_inst_free(&in);
+}
+
+/* The shapes w4a16_mlp refuses, each with a sentence naming what is wrong. */
+static void check_mlp_refusals(tailor_ctx *ctx)
+{
+    const tailor_op *wf = tailor_op_find("w4a16_mlp");
+    static const struct {
+        const char *shape, *says;
+    } bad[] = {
+        {"m=2,n=256,k=512,group=128", "m=2"},        /* decode serves one row */
+        {"m=1,n=200,k=512,group=32", "down projection"}, /* n is no multiple of 32 */
+        {"m=1,n=256,k=512,group=96", "group"},       /* no valid group */
+    };
+    for (size_t i = 0; wf && i < sizeof bad / sizeof bad[0]; i++) {
+        tailor_shape s;
+        tailor_op_buffers b;
+        CHECK_OK(ctx, tailor_shape_parse(ctx, bad[i].shape, &s));
+        CHECK_OK(ctx, tailor_op_complete_shape(ctx, wf, &s));
+        CHECKF(wf->describe(ctx, &s, TAILOR_DTYPE_BF16, &b) != TAILOR_OK &&
+                   strstr(tailor_ctx_message(ctx), bad[i].says),
+               "w4a16_mlp %s: %s", bad[i].shape, tailor_ctx_message(ctx));
+        tailor_ctx_clear(ctx);
+    }
+}
+
 /* w4a16_pro against the two ops it replaces: residual_norm's reference on t (x and the row),
  * the row rounded, then w4a16_matmul's reference on it; bit for bit. */
 static void check_pro_op(tailor_ctx *ctx, const char *text, tailor_dtype dt, uint64_t seed)
@@ -713,6 +818,12 @@ int main(void)
     check_pro_op(ctx, "m=1,n=96,k=1536,group=64,mode=2", TAILOR_DTYPE_BF16, SEED + 105);
     check_pro_op(ctx, "m=1,n=256,k=512,group=128,mode=0,glu=1", TAILOR_DTYPE_BF16, SEED + 110);
     check_pro_op(ctx, "m=1,n=200,k=320,group=32,zp=1,mode=1,glu=1", TAILOR_DTYPE_F16, SEED + 111);
+    check_mlp_op(ctx, "m=1,n=256,k=512,group=128", TAILOR_DTYPE_BF16, SEED + 120);
+    check_mlp_op(ctx, "m=1,n=96,k=352,group=32,zp=1", TAILOR_DTYPE_F16, SEED + 121);
+    check_mlp_op(ctx, "m=1,n=128,k=1536,group=64,s_ld=512,d_ld=1600", TAILOR_DTYPE_BF16,
+                 SEED + 122);
+    check_mlp_op(ctx, "m=1,n=6144,k=1536,group=128", TAILOR_DTYPE_BF16, SEED + 123);
+    check_mlp_refusals(ctx);
     check_glu_op(ctx, "m=1,n=256,k=512,group=128", TAILOR_DTYPE_BF16, SEED + 106);
     check_glu_op(ctx, "m=3,n=200,k=320,group=32,zp=1", TAILOR_DTYPE_F16, SEED + 107);
     check_glu_op(ctx, "m=1,n=6144,k=1536,group=128", TAILOR_DTYPE_BF16, SEED + 108);

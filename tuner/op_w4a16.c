@@ -277,21 +277,20 @@ static void w4a16_ref_task(void *user, int task)
     free(wt);
 }
 
-/* out[m, n] = a · W^T, a given as floats [m, k]. */
-static tailor_status w4a16_ref_product(tailor_ctx *ctx, const tailor_shape *shape,
-                                       tailor_dtype dtype, const tailor_op_buffers *bufs,
-                                       void *const *host, const float *a, float *out)
+/* out[m, n] = a · W^T, a given as floats [m, k], W the weight of dims d in buffers qw, scales
+ * and zeros (NULL when symmetric). */
+static tailor_status w4a16_ref_product_of(tailor_ctx *ctx, const w4a16_dims *dd,
+                                          tailor_dtype dtype, const void *qw, const void *scales,
+                                          const void *zeros, const float *a, float *out)
 {
-    w4a16_dims d = dims_of(shape);
+    w4a16_dims d = *dd;
     tailor_w4a16_layout lay;
     tailor_status st = layout_of(ctx, &d, &lay);
     if (st != TAILOR_OK)
         return st;
-    int iz = find_buffer(bufs, "zeros");
     w4a16_ref_job j = {
-        .lay = &lay, .d = d, .dtype = dtype,
-        .qw = host[find_buffer(bufs, "qweight")], .scales = host[find_buffer(bufs, "scales")],
-        .zeros = iz >= 0 ? host[iz] : NULL, .a = a, .out = out,
+        .lay = &lay, .d = d, .dtype = dtype, .qw = qw, .scales = scales, .zeros = zeros,
+        .a = a, .out = out,
     };
     atomic_init(&j.failed, 0);
     tailor_parallel_for((d.n + REF_TILE - 1) / REF_TILE, w4a16_ref_task, &j);
@@ -301,6 +300,18 @@ static tailor_status w4a16_ref_product(tailor_ctx *ctx, const tailor_shape *shap
                                 "dequantized (out of memory)",
                                 REF_TILE, d.k);
     return TAILOR_OK;
+}
+
+/* out[m, n] = a · W^T with the weight in the op's buffers qweight, scales and zeros. */
+static tailor_status w4a16_ref_product(tailor_ctx *ctx, const tailor_shape *shape,
+                                       tailor_dtype dtype, const tailor_op_buffers *bufs,
+                                       void *const *host, const float *a, float *out)
+{
+    w4a16_dims d = dims_of(shape);
+    int iz = find_buffer(bufs, "zeros");
+    return w4a16_ref_product_of(ctx, &d, dtype, host[find_buffer(bufs, "qweight")],
+                                host[find_buffer(bufs, "scales")], iz >= 0 ? host[iz] : NULL, a,
+                                out);
 }
 
 static tailor_status w4a16_reference(tailor_ctx *ctx, const tailor_shape *shape,
@@ -711,4 +722,162 @@ const tailor_op tailor_op_w4a16_pro = {
     .reference = w4a16_pro_reference,
     .bytes = w4a16_pro_bytes,
     .flops = w4a16_pro_flops,
+};
+
+/* ---- w4a16_mlp: out = down · (gelu_tanh(a · Wg) * (a · Wu)), one launch (decode) --------------
+ *
+ * A layer's whole int4 MLP for one row: w4a16_glu's gate|up stack (2n rows of k columns, s_ld
+ * its scale stride) into h [n], then the down projection dqweight / dscales / dzeros (k rows of n
+ * columns, d_ld its scale stride, 0 = k rounded up to 16; the same group and zero-point kind) of
+ * h into out [k]. Buffers: w4a16_glu's with its output named h (both are checked: a wrong h
+ * would hide in out's wider tolerance), then the down weight and out. h goes into the down
+ * product rounded to the dtype, as the two launches it replaces store it. */
+
+static const tailor_shape_key w4a16_mlp_keys[] = {
+    {"m", -1, "rows of the activation (1: decode)"},
+    {"n", -1, "intermediate size: gate rows (the stacked gate|up has 2n rows), down columns"},
+    {"k", -1, "hidden size: gate|up columns, down rows (a multiple of 32)"},
+    {"group", 128, "columns per scale of both weights (a multiple of 32 dividing k and n)"},
+    {"zp", 0, "1: asymmetric, with packed zero points (both weights); 0: symmetric"},
+    {"s_ld", 0, "row stride of the gate|up stack's scales and zeros: 0 = 2n rounded up to 16"},
+    {"d_ld", 0, "row stride of the down weight's scales and zeros: 0 = k rounded up to 16"},
+    {NULL, 0, NULL},
+};
+
+/* The down projection as a w4a16_matmul of h: n = k, k = n, s_ld = d_ld. */
+static w4a16_dims mlp_down_dims(const tailor_shape *shape)
+{
+    w4a16_dims d = dims_of(shape);
+    int n = d.n;
+    d.n = d.k;
+    d.k = n;
+    d.s_ld = (int)tailor_shape_get(shape, "d_ld", 0);
+    return d;
+}
+
+static tailor_status w4a16_mlp_describe(tailor_ctx *ctx, const tailor_shape *shape,
+                                        tailor_dtype dtype, tailor_op_buffers *out)
+{
+    w4a16_dims d = dims_of(shape);
+    if (d.m != 1)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                                "w4a16_mlp: m=%d, but the fused MLP serves one decode row (m=1)",
+                                d.m);
+    tailor_status st = w4a16_glu_describe(ctx, shape, dtype, out);
+    if (st)
+        return tailor_wrap_error(ctx, "w4a16_mlp");
+    w4a16_dims dd = mlp_down_dims(shape);
+    tailor_w4a16_layout lay;
+    if ((st = layout_of(ctx, &dd, &lay)))
+        return tailor_wrap_error(ctx, "w4a16_mlp: the down projection (%d x %d)", dd.n, dd.k);
+    int ih = find_buffer(out, "out"), i = out->count, bf = dtype == TAILOR_DTYPE_BF16;
+    snprintf(out->b[ih].name, sizeof out->b[ih].name, "h");
+    out->b[i++] = (tailor_buffer_spec){"dqweight", TAILOR_DTYPE_I32, lay.qweight_words,
+                                       TAILOR_BUF_IN, 0, 0};
+    out->b[i++] = (tailor_buffer_spec){"dscales", dtype, lay.scale_count, TAILOR_BUF_IN, 0, 0};
+    if (d.zp)
+        out->b[i++] = (tailor_buffer_spec){"dzeros", TAILOR_DTYPE_U8, lay.zero_count,
+                                           TAILOR_BUF_IN, 0, 0};
+    /* out sums n products of h (rms at most sigma1^2: |gelu(g)| <= |g|, g and u independent of
+     * sigma1 = 0.02 sqrt(E k)) with int4 weights: sigma_out = 0.02 sqrt(E n) sigma1^2. Besides
+     * w4a16_matmul's own differences (the scale applied to fp32 sums: ~0.6 ulp of sigma_out, a
+     * random-sign sum), the kernel's h may round the other way than the reference's in any
+     * element (the products' fp32 sums differ in their last bits): at most one ulp of each h,
+     * random in sign, about one ulp of sigma_out together. atol is about seven of those
+     * standard deviations (bf16 sigma_out / 32, fp16 / 256), plus the rounding of the largest
+     * single term (|h| <= (4 sigma1)^2 by the fill's bound, |w| <= 8 * 0.06); a misplaced
+     * nibble, scale or row of h moves out by about sigma_out. */
+    double e = d.zp ? 42.5 : 21.5;
+    double sigma1 = W4_SCALE_SIGMA * sqrt(e * (double)d.k);
+    double sigma_out = W4_SCALE_SIGMA * sqrt(e * (double)d.n) * sigma1 * sigma1;
+    double w_max = (d.zp ? 15.0 : 8.0) * W4_SCALE_MAX, h_max = 16.0 * sigma1 * sigma1;
+    out->b[i++] = (tailor_buffer_spec){"out", dtype, (size_t)d.k, TAILOR_BUF_OUT,
+                                       sigma_out / (bf ? 32.0 : 256.0) +
+                                           ldexp(h_max * w_max, bf ? -8 : -11),
+                                       bf ? 1.0 / 128 : 1.0 / 1024};
+    out->count = i;
+    return TAILOR_OK;
+}
+
+static void w4a16_mlp_fill(const tailor_shape *shape, tailor_dtype dtype,
+                           const tailor_op_buffers *bufs, void *const *host, uint64_t seed)
+{
+    tailor_shape stack = glu_stack_shape(shape);
+    w4a16_dims d = dims_of(&stack), dd = mlp_down_dims(shape);
+    tailor_w4a16_layout lay, dlay;
+    if (layout_of(NULL, &d, &lay) != TAILOR_OK || layout_of(NULL, &dd, &dlay) != TAILOR_OK)
+        return; /* describe refused this shape already */
+    uint64_t s = seed;
+    int ia = find_buffer(bufs, "a"), iz = find_buffer(bufs, "zeros");
+    int idz = find_buffer(bufs, "dzeros");
+    for (size_t i = 0; i < bufs->b[ia].count; i++)
+        tailor_dtype_store(dtype, host[ia], i, clamped_normal(&s, (float)W4_A_MAX));
+    fill_weights(&lay, dtype, host[find_buffer(bufs, "qweight")],
+                 host[find_buffer(bufs, "scales")], iz >= 0 ? host[iz] : NULL, &s);
+    fill_weights(&dlay, dtype, host[find_buffer(bufs, "dqweight")],
+                 host[find_buffer(bufs, "dscales")], idz >= 0 ? host[idz] : NULL, &s);
+}
+
+static tailor_status w4a16_mlp_reference(tailor_ctx *ctx, const tailor_shape *shape,
+                                         tailor_dtype dtype, const tailor_op_buffers *bufs,
+                                         void *const *host, float *const *ref)
+{
+    w4a16_dims d = dims_of(shape), dd = mlp_down_dims(shape);
+    tailor_shape stack = glu_stack_shape(shape);
+    size_t n = (size_t)d.n, k = (size_t)d.k;
+    float *a = malloc(k * sizeof *a), *gu = malloc(2 * n * sizeof *gu), *h = malloc(n * sizeof *h);
+    tailor_status st = TAILOR_OK;
+    if (!a || !gu || !h)
+        st = tailor_set_error(ctx, TAILOR_ERR_NOMEM, "w4a16_mlp reference: out of memory");
+    int ia = find_buffer(bufs, "a"), ih = find_buffer(bufs, "h"), idz = find_buffer(bufs, "dzeros");
+    for (size_t i = 0; st == TAILOR_OK && i < k; i++)
+        a[i] = tailor_dtype_load(dtype, host[ia], i);
+    if (st == TAILOR_OK)
+        st = w4a16_ref_product(ctx, &stack, dtype, bufs, host, a, gu);
+    if (st == TAILOR_OK) {
+        glu_gate_rows(dtype, gu, 1, n, ref[ih]);
+        for (size_t j = 0; j < n; j++) /* the down product reads h as stored: in the dtype */
+            h[j] = tailor_ref_round(dtype, ref[ih][j]);
+        st = w4a16_ref_product_of(ctx, &dd, dtype, host[find_buffer(bufs, "dqweight")],
+                                  host[find_buffer(bufs, "dscales")],
+                                  idz >= 0 ? host[idz] : NULL, h, ref[find_buffer(bufs, "out")]);
+    }
+    free(a);
+    free(gu);
+    free(h);
+    return st;
+}
+
+static double w4a16_mlp_bytes(const tailor_shape *shape, tailor_dtype dtype)
+{
+    w4a16_dims dd = mlp_down_dims(shape);
+    tailor_shape down = {0};
+    (void)tailor_shape_set(&down, "m", 1);
+    (void)tailor_shape_set(&down, "n", dd.n);
+    (void)tailor_shape_set(&down, "k", dd.k);
+    (void)tailor_shape_set(&down, "group", dd.group);
+    (void)tailor_shape_set(&down, "zp", dd.zp);
+    /* both weights, a and out; h once (written, then read back from L2) */
+    return w4a16_glu_bytes(shape, dtype) + w4a16_bytes(&down, dtype) -
+           (double)dd.k * (double)tailor_dtype_size(dtype);
+}
+
+static double w4a16_mlp_flops(const tailor_shape *shape, tailor_dtype dtype)
+{
+    w4a16_dims d = dims_of(shape);
+    return w4a16_glu_flops(shape, dtype) + 2.0 * (double)d.n * (double)d.k;
+}
+
+const tailor_op tailor_op_w4a16_mlp = {
+    .name = "w4a16_mlp",
+    .spaced_timing = 1, /* as the two W4A16 GEMVs it replaces */
+    .summary = "out[k] = Wd (gelu_tanh(a Wg^T) * (a Wu^T)): a layer's whole int4 MLP for one "
+               "decode row in one launch (gate|up stacked, the two phases meet at a grid "
+               "barrier)",
+    .keys = w4a16_mlp_keys,
+    .describe = w4a16_mlp_describe,
+    .fill = w4a16_mlp_fill,
+    .reference = w4a16_mlp_reference,
+    .bytes = w4a16_mlp_bytes,
+    .flops = w4a16_mlp_flops,
 };

@@ -13,6 +13,7 @@ extern const tailor_op tailor_op_matmul_seam;
 extern const tailor_op tailor_op_matmul_pro;
 extern const tailor_op tailor_op_w4a16_pro;
 extern const tailor_op tailor_op_w4a16_glu;
+extern const tailor_op tailor_op_w4a16_mlp;
 extern const tailor_op tailor_op_attention_prefill;
 extern const tailor_op tailor_op_attention_decode;
 extern const tailor_op tailor_op_residual_norm;
@@ -37,6 +38,7 @@ static const tailor_op *const all_ops[] = {
     &tailor_op_matmul_pro,
     &tailor_op_w4a16_pro,
     &tailor_op_w4a16_glu,
+    &tailor_op_w4a16_mlp,
     &tailor_op_attention_prefill,
     &tailor_op_attention_decode,
     &tailor_op_residual_norm,

@@ -280,6 +280,23 @@ static tailor_status seam(tailor_ctx *ctx, tailor_gemma4_gpu *g, int mode, int r
     return run_rows(ctx, g, "residual_norm", &s, "rows", g->tchunk, b, 6);
 }
 
+/* The seam of a product already in g->tb (T rows), placed at `at` (PROLOGUE: owed to the next
+ * GEMV; otherwise a residual_norm kernel). */
+static tailor_status seam_of_tb(tailor_ctx *ctx, tailor_gemma4_gpu *g, g4g_seam_at at, int T,
+                                int mode, CUdeviceptr w_post, CUdeviceptr w_next,
+                                CUdeviceptr scalar)
+{
+    if (at != G4G_SEAM_PROLOGUE)
+        return seam(ctx, g, mode, T, g->tb, w_post, w_next, scalar);
+    g->owing = 1;
+    g->owed.mode = mode;
+    g->owed.t = g->tb;
+    g->owed.w_post = w_post;
+    g->owed.w_next = w_next;
+    g->owed.scalar = scalar;
+    return TAILOR_OK;
+}
+
 /* A projection back to the hidden size, g->tb = a W^T, then seam(mode, g->tb, ...), placed by
  * seam_at (one row) or as a kernel (prefill). `next` is the GEMV that reads the normed row next
  * (NULL: not a GEMV). */
@@ -288,21 +305,9 @@ static tailor_status linear_seam(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4
                                  CUdeviceptr w_next, CUdeviceptr scalar, const g4g_mat *next)
 {
     const g4g_seam_at at = T == 1 ? seam_at(g, next) : G4G_SEAM_KERNEL;
-    if (at == G4G_SEAM_PROLOGUE) {
+    if (at == G4G_SEAM_PROLOGUE || at == G4G_SEAM_KERNEL) {
         tailor_status st = linear(ctx, g, w, a, g->tb, T);
-        if (st)
-            return st;
-        g->owing = 1;
-        g->owed.mode = mode;
-        g->owed.t = g->tb;
-        g->owed.w_post = w_post;
-        g->owed.w_next = w_next;
-        g->owed.scalar = scalar;
-        return TAILOR_OK;
-    }
-    if (at == G4G_SEAM_KERNEL) {
-        tailor_status st = linear(ctx, g, w, a, g->tb, T);
-        return st ? st : seam(ctx, g, mode, T, g->tb, w_post, w_next, scalar);
+        return st ? st : seam_of_tb(ctx, g, at, T, mode, w_post, w_next, scalar);
     }
     tailor_status st = seam_settle(ctx, g); /* the epilogue writes g->x and g->y */
     if (st)
@@ -366,6 +371,46 @@ static tailor_status glu(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4g_mat *w
     g4g_put(&s, "u_ld", u ? u_ld : 0);
     tailor_binding b[] = {{"a", g->y}, {"w", w->w}, {"u", u ? u : w->w}, {"out", h}};
     return g4g_run(ctx, g, "matmul_glu", &s, &s, b, 4);
+}
+
+/* Whether layer L's decode MLP can run as one w4a16_mlp: an int4 gate|up stack and an int4 down
+ * of the same group and zero-point kind, and the option on. */
+static int mlp_fusable(const tailor_gemma4_gpu *g, const g4g_layer *L, int inter)
+{
+    const g4g_mat *gu = &L->gu, *d = &L->down;
+    return g->mlp_fused && g4g_mat_present(gu) && gu->int4 && d->int4 && gu->n == 2 * inter &&
+           d->k == inter && gu->k == d->n && gu->group == d->group && gu->zp == d->zp;
+}
+
+/* One decode row's MLP in one launch (op w4a16_mlp): g->tb = down(gelu(gate y) * (up y)), h in
+ * g->hb; then the down projection's seam, placed as linear_seam places it (an epilogue, which
+ * the fused kernel has not, becomes the seam kernel). */
+static tailor_status mlp_fused(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4g_layer *L,
+                               int inter, int mode, CUdeviceptr w_post, CUdeviceptr w_next,
+                               CUdeviceptr scalar, const g4g_mat *next)
+{
+    tailor_status st = seam_settle(ctx, g); /* the MLP reads g->y */
+    if (st)
+        return st;
+    const g4g_mat *gu = &L->gu, *d = &L->down;
+    tailor_shape s = {0};
+    g4g_put(&s, "m", 1);
+    g4g_put(&s, "n", inter);
+    g4g_put(&s, "k", gu->k);
+    g4g_put(&s, "group", gu->group);
+    g4g_put(&s, "zp", gu->zp);
+    g4g_put(&s, "s_ld", gu->s_ld);
+    g4g_put(&s, "d_ld", d->s_ld);
+    tailor_binding b[] = {{"a", g->y},           {"qweight", gu->qw},
+                          {"scales", gu->sc},    {"zeros", gu->zp ? gu->zs : gu->sc},
+                          {"dqweight", d->qw},   {"dscales", d->sc},
+                          {"dzeros", d->zp ? d->zs : d->sc},
+                          {"h", g->hb},          {"out", g->tb}};
+    if ((st = g4g_run(ctx, g, "w4a16_mlp", &s, &s, b, 9)))
+        return st;
+    g4g_seam_at at = seam_at(g, next);
+    return seam_of_tb(ctx, g, at == G4G_SEAM_PROLOGUE ? at : G4G_SEAM_KERNEL, 1, mode, w_post,
+                      w_next, scalar);
 }
 
 /* ---- the pieces of one pass ------------------------------------------------------------------- */
@@ -572,6 +617,25 @@ static const g4g_mat *next_input_gemv(const tailor_gemma4_gpu *g, int i, int n_l
     return g->quantize_head ? &g->lm : NULL;
 }
 
+/* Layer i's per-layer-input block after the MLP's seam (mode 2: g->y = the residual in the
+ * dtype): gate, gelu times the layer's PLE input, the projection back and its seam. */
+static tailor_status ple_block(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4g_layer *L, int i,
+                               int T, CUdeviceptr next, const g4g_mat *next_in)
+{
+    const tailor_gemma4_config *c = &g->cfg;
+    int P = c->ple_dim, LP = c->n_layers * P;
+    tailor_status st;
+    CUdeviceptr pli = off(g->pli, (size_t)i * (size_t)P, g->es); /* this layer's PLE input */
+    if (T == 1 && !L->ple_gate.int4 && g->glu_epilogue)
+        st = glu(ctx, g, &L->ple_gate, P, pli, LP, g->ph);
+    else if ((st = linear(ctx, g, &L->ple_gate, g->y, g->pg, T)) == TAILOR_OK)
+        st = gelu(ctx, g, T, P, g->pg, pli, LP, g->ph);
+    if (st)
+        return st;
+    return linear_seam(ctx, g, &L->ple_proj, g->ph, T, 1, L->post_ple_ln, next, L->scalar,
+                       next_in);
+}
+
 /* One decoder layer on T rows (input g->y = its normed input, residual g->x). */
 static tailor_status layer(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int T, int p0, int decode,
                            int n_layers)
@@ -605,6 +669,17 @@ static tailor_status layer(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int T, 
     if ((st = linear_seam(ctx, g, &L->o, g->att, T, 0, L->post_attn_ln, L->pre_ff_ln, L->scalar,
                           mlp_in)))
         return st;
+    CUdeviceptr next = i + 1 < n_layers ? g->layers[i + 1].input_ln : g->final_norm;
+    const g4g_mat *next_in = next_input_gemv(g, i, n_layers);
+    int P = c->ple_dim;
+    if (T == 1 && mlp_fusable(g, L, ly->inter)) { /* one row, int4: the whole MLP in one launch */
+        if (P <= 0)
+            return mlp_fused(ctx, g, L, ly->inter, 1, L->post_ff_ln, next, L->scalar, next_in);
+        if ((st = mlp_fused(ctx, g, L, ly->inter, 2, L->post_ff_ln, L->post_ff_ln, L->scalar,
+                            &L->ple_gate)))
+            return st;
+        return ple_block(ctx, g, L, i, T, next, next_in);
+    }
     if (T == 1 && g4g_mat_present(&L->gu) && g->glu_epilogue) { /* one row: gated in it */
         if ((st = glu(ctx, g, &L->gu, ly->inter, 0, 0, g->hb)))
             return st;
@@ -617,24 +692,14 @@ static tailor_status layer(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, int T, 
                (st = linear(ctx, g, &L->up, g->y, g->ub, T)) ||
                (st = gelu(ctx, g, T, ly->inter, g->gb, g->ub, ly->inter, g->hb)))
         return st;
-    CUdeviceptr next = i + 1 < n_layers ? g->layers[i + 1].input_ln : g->final_norm;
-    const g4g_mat *next_in = next_input_gemv(g, i, n_layers);
-    if (c->ple_dim <= 0)
+    if (P <= 0)
         return linear_seam(ctx, g, &L->down, g->hb, T, 1, L->post_ff_ln, next, L->scalar, next_in);
-    int P = c->ple_dim, LP = c->n_layers * P;
-    CUdeviceptr pli = off(g->pli, (size_t)i * (size_t)P, g->es); /* this layer's PLE input */
     if ((st = linear_seam(ctx, g, &L->down, g->hb, T, 2, L->post_ff_ln, L->post_ff_ln, L->scalar,
                           &L->ple_gate)))
         return st;
-    if (T == 1 && !L->ple_gate.int4 && g->glu_epilogue)
-        st = glu(ctx, g, &L->ple_gate, P, pli, LP, g->ph);
-    else if ((st = linear(ctx, g, &L->ple_gate, g->y, g->pg, T)) == TAILOR_OK)
-        st = gelu(ctx, g, T, P, g->pg, pli, LP, g->ph);
-    if (st)
-        return st;
-    return linear_seam(ctx, g, &L->ple_proj, g->ph, T, 1, L->post_ple_ln, next, L->scalar,
-                       next_in);
+    return ple_block(ctx, g, L, i, T, next, next_in);
 }
+
 
 /* LM head on `rows` rows of g->y starting at row r0, then softcap and argmax. */
 static tailor_status head(tailor_ctx *ctx, tailor_gemma4_gpu *g, int r0, int rows)
