@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu-check.sh — on the GPU machine: build, run every GPU test, then the benchmarks; logs go to
 # $OUT (ctest.txt, bench.txt, model.txt, ...) and a short summary is printed last.
-#   bash scripts/gpu-check.sh [tests|quick|gemma4|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|sanitize|carveout-kernels|experimental|experimental-attn|attn-wg|wgmma|boot|decode-scale|decode-wg|decode-merge|decode-linear|trace|spacer|seams|step-tune|queue|sample|topk|carveout|cards|w4-base-new|all] [ctest -R regex]
+#   bash scripts/gpu-check.sh [tests|quick|gemma4|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|sanitize|carveout-kernels|experimental|experimental-attn|attn-wg|wgmma|boot|decode-scale|decode-wg|decode-merge|decode-linear|trace|spacer|seams|step-tune|queue|sample|topk|carveout|cards|w4-base-new|mlp|all] [ctest -R regex]
 # quick: the GPU tests but test_gpu_gemma4 with the long scripts in their smoke subsets
 # (MATMUL_QUICK, W4A16_QUICK, ATTN_QUICK); on an H100 (session 27) cli_gpu_small_ops 241 s,
 # cli_gpu_w4a16 202, test_gpu_gemma4_load 95, cli_gpu_matmul 94, cli_gpu_run 70,
@@ -69,6 +69,8 @@
 # sanitize: tests/cli_gpu_sanitize.sh alone (every survivor of the ops with dynamic shared memory
 # at small shapes, under compute-sanitizer memcheck and racecheck, after a control that must be
 # caught; sanitize.txt; SAN_TOOLS, SAN_ONLY pick).
+# mlp: the fused int4 MLP (w4a16_mlp) verified survivor by survivor at five shapes and the T4,
+# then the E2B W4A16 decode with it and with --split-mlp, alternating (MLP_VERIFY, MLP_BENCH).
 # w4-base-new: an int4 template edit against probe-variants/base's templates in the same run
 # (scripts/probe/base_templates.sh REV; carry probe-variants): every survivor verified at
 # W4_VERIFY's shapes, then W4_SHAPES benched base, new, base, new (a "glu:" prefix: op w4a16_glu) (w4-base-new.txt; the new
@@ -646,6 +648,36 @@ if [[ $what == wgmma ]]; then
   echo "== trials (w4a16_wgmma, fastest first)" >>"$W"
   "$T" cache trials --cache /tmp/wg-verify.sqlite 2>&1 | grep -E "^[^ ]|wgmma" | head -150 >>"$W"
   summary+=("wgmma: $(grep -c '^rc=0' "$W") of 2 verify-all runs passed; $(grep 'gemma4 rc' "$W")")
+fi
+if [[ $what == mlp ]]; then
+  # the fused int4 MLP (op w4a16_mlp): every survivor verified (MLP_VERIFY=0 skips), its trials;
+  # then (MLP_BENCH=1, the default) the E2B W4A16 + int4 head decode with it and with the two
+  # GEMVs (--split-mlp), alternating on one cache (mlp.txt, mlp-trials.txt)
+  M="$OUT/mlp.txt"
+  : >"$M"
+  if [[ ${MLP_VERIFY:-1} == 1 ]]; then
+    verify_all "$M" w4a16_mlp /tmp/mlp.sqlite "m=1,n=6144,k=1536,group=128 bf16" \
+      "m=1,n=12288,k=1536,group=128 bf16" "m=1,n=96,k=352,group=32,zp=1 fp16" \
+      "m=1,n=10240,k=2560,group=128 bf16" "m=1,n=21504,k=5376,group=128 bf16"
+    VERIFY_FLAGS="--rehearse t4" verify_all "$M" w4a16_mlp /tmp/mlp-t4.sqlite \
+      "m=1,n=6144,k=1536,group=128 fp16"
+    "$T" cache trials --cache /tmp/mlp.sqlite >"$OUT/mlp-trials.txt" 2>&1
+  fi
+  if [[ ${MLP_BENCH:-1} == 1 ]]; then
+    e2b_bench w4a16 --cache /tmp/mlp.sqlite
+    echo "== tune (plain benches from the cache, fused then split)" >>"$M"
+    timeout 300 $B 2>&1 | grep -E '^(prefill|decode|tuning)' >>"$M"
+    timeout 120 $B --split-mlp 2>&1 | grep -E '^(prefill|decode|tuning)' >>"$M"
+    for rep in 1 2; do
+      for v in fused --split-mlp; do
+        flags=$v
+        [[ $v == fused ]] && flags=""
+        echo "== $v" >>"$M"
+        timeout 60 $B $flags 2>&1 | grep -E '^(prefill|decode)' >>"$M"
+      done
+    done
+  fi
+  summary+=("mlp: $(grep -c '^rc=0' "$M") verify-all passed, $(grep -c '^rc=[1-9]' "$M") failed; $(grep -c '^decode' "$M") decode figures; mlp.txt")
 fi
 if [[ $what == queue ]]; then
   # greedy decode queued ahead (the argmax feeds the next step on the GPU; the PLE table on the
