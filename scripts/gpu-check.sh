@@ -70,7 +70,8 @@
 # at small shapes, under compute-sanitizer memcheck and racecheck, after a control that must be
 # caught; sanitize.txt; SAN_TOOLS, SAN_ONLY pick).
 # mlp: the fused int4 MLP (w4a16_mlp) verified survivor by survivor at five shapes and the T4,
-# then the E2B W4A16 decode with it and with --split-mlp, alternating (MLP_VERIFY, MLP_BENCH).
+# then the E2B W4A16 decode with it and with --split-mlp, alternating (MLP_VERIFY, MLP_BENCH;
+# MLP_QUICK=1 verifies the E2B shapes and the small one only).
 # w4-base-new: an int4 template edit against probe-variants/base's templates in the same run
 # (scripts/probe/base_templates.sh REV; carry probe-variants): every survivor verified at
 # W4_VERIFY's shapes, then W4_SHAPES benched base, new, base, new (a "glu:" prefix: op w4a16_glu) (w4-base-new.txt; the new
@@ -657,7 +658,8 @@ if [[ $what == mlp ]]; then
   : >"$M"
   if [[ ${MLP_VERIFY:-1} == 1 ]]; then
     verify_all "$M" w4a16_mlp /tmp/mlp.sqlite "m=1,n=6144,k=1536,group=128 bf16" \
-      "m=1,n=12288,k=1536,group=128 bf16" "m=1,n=96,k=352,group=32,zp=1 fp16" \
+      "m=1,n=12288,k=1536,group=128 bf16" "m=1,n=96,k=352,group=32,zp=1 fp16"
+    [[ ${MLP_QUICK:-0} == 1 ]] || verify_all "$M" w4a16_mlp /tmp/mlp.sqlite \
       "m=1,n=10240,k=2560,group=128 bf16" "m=1,n=21504,k=5376,group=128 bf16"
     VERIFY_FLAGS="--rehearse t4" verify_all "$M" w4a16_mlp /tmp/mlp-t4.sqlite \
       "m=1,n=6144,k=1536,group=128 fp16"

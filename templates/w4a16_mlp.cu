@@ -27,6 +27,7 @@
 #define MLP_WARPS (THREADS / 32)
 #define MLP_CH1 (HID / 32)   // 32-column chunks of a gate|up row
 #define MLP_CH2 (INTER / 32) // 32-column chunks of a down row
+#define MLP_IT1 ((MLP_CH1 + 31) / 32) // rounds of 32 chunks over a gate|up row
 #define MLP_IT2 ((MLP_CH2 + 31) / 32)
 static_assert(HID % 32 == 0 && INTER % 32 == 0, "the layout needs whole 32-column chunks");
 static_assert(INTER % ROWS1 == 0 && HID % R2 == 0, "row groups must tile the matrices");
@@ -196,50 +197,60 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
 
     tailor_grid_begin();
 
-    // Phase 1: h for ROWS1 gate rows a task.
-    for (int task = gw; task < INTER / ROWS1; task += nw) {
-        if (task != gw) {
-#pragma unroll
-            for (int r = 0; r < NR1; r++)
-                row1[r] = (r < ROWS1 ? 0 : INTER) + task * ROWS1 + r % ROWS1;
-            if (lane < MLP_CH1)
-                w4m::load_rows<NR1>(w1, s1, z1, qweight, scales, zeros, gu_ld, HID / 8, row1,
-                                    lane);
-        }
+    // Phase 1: h for ROWS1 gate rows a task. The warp walks its items (task, round) in one
+    // flat loop, round r covering chunks 32 r + lane, so that the next item's loads, the next
+    // task's first ones included, are in flight behind this item's math; a task's last round
+    // ends with its warp sums.
+    {
         float acc[NR1];
 #pragma unroll
         for (int r = 0; r < NR1; r++)
             acc[r] = 0.f;
-        for (int c = lane; c < MLP_CH1; c += 32) {
+        const int my_tasks = gw < INTER / ROWS1 ? (INTER / ROWS1 - 1 - gw) / nw + 1 : 0;
+        for (int it = 0; it < my_tasks * MLP_IT1; it++) {
+            const int task = gw + (it / MLP_IT1) * nw, round = it % MLP_IT1;
             uint4 wn[NR1];
             float sn[NR1], zn[NR1];
-            if (c + 32 < MLP_CH1) // the next chunk in flight behind this one's math
-                w4m::load_rows<NR1>(wn, sn, zn, qweight, scales, zeros, gu_ld, HID / 8, row1,
-                                    c + 32);
-            TVec<8> x[4];
+            const int nit = it + 1, ntask = gw + (nit / MLP_IT1) * nw, nc = lane + 32 * (nit % MLP_IT1);
+            if (nit < my_tasks * MLP_IT1 && nc < MLP_CH1) {
+                int nrow[NR1];
 #pragma unroll
-            for (int j = 0; j < 4; j++)
-                x[j] = reinterpret_cast<const TVec<8> *>(a)[4 * c + j];
-            w4m::dot_chunk<NR1>(acc, w1, s1, z1, x);
+                for (int r = 0; r < NR1; r++)
+                    nrow[r] = (r < ROWS1 ? 0 : INTER) + ntask * ROWS1 + r % ROWS1;
+                w4m::load_rows<NR1>(wn, sn, zn, qweight, scales, zeros, gu_ld, HID / 8, nrow, nc);
+            }
+            const int c = lane + 32 * round;
+            if (c < MLP_CH1) {
+                TVec<8> x[4];
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+                    x[j] = reinterpret_cast<const TVec<8> *>(a)[4 * c + j];
+                w4m::dot_chunk<NR1>(acc, w1, s1, z1, x);
+            }
 #pragma unroll
             for (int r = 0; r < NR1; r++) {
                 w1[r] = wn[r];
                 s1[r] = sn[r];
                 z1[r] = zn[r];
             }
-        }
+            if (round == MLP_IT1 - 1) {
 #pragma unroll
-        for (int r = 0; r < NR1; r++)
-            acc[r] = warp_sum(acc[r]);
-        if (lane < ROWS1) {
-            float g = acc[0], u = acc[ROWS1];
+                for (int r = 0; r < NR1; r++)
+                    acc[r] = warp_sum(acc[r]);
+                if (lane < ROWS1) {
+                    float g = acc[0], u = acc[ROWS1];
 #pragma unroll
-            for (int r = 1; r < ROWS1; r++)
-                if (lane == r) {
-                    g = acc[r];
-                    u = acc[ROWS1 + r];
+                    for (int r = 1; r < ROWS1; r++)
+                        if (lane == r) {
+                            g = acc[r];
+                            u = acc[ROWS1 + r];
+                        }
+                    hmid[task * ROWS1 + lane] = gemv_finish(g, u);
                 }
-            hmid[task * ROWS1 + lane] = gemv_finish(g, u);
+#pragma unroll
+                for (int r = 0; r < NR1; r++)
+                    acc[r] = 0.f;
+            }
         }
     }
 

@@ -4,7 +4,9 @@
 -- grid is at most one block per SM (__launch_bounds__(THREADS, 1)): every block is resident
 -- whatever else the SMs hold. The space is the block size, the gate rows a warp takes at a time
 -- (ROWS1, with their up rows: 2 x ROWS1 rows of loads in flight, twice with the next chunk's),
--- the down rows a warp takes (R2) and the down chunks a lane requests before the grid wait (PF2).
+-- the down rows a warp takes (R2) and the down chunks a lane requests before the grid wait (PF2:
+-- all of its first down rows' chunks at most, held in registers through phase 1, so that the
+-- down weights stream while the gate|up ones do).
 
 -- Registers a thread holds, roughly: phase 1's rows (this chunk's and the next one's 16 bytes, a
 -- scale and a zero bias, an accumulator), phase 2's (R2 rows of the same, unrolled loads in
@@ -38,7 +40,7 @@ return {
     THREADS = { 256, 512, 1024 },
     ROWS1 = { 1, 2, 4 },
     R2 = { 1, 2, 4 },
-    PF2 = { 0, 1, 2 },
+    PF2 = { 0, 2, 4, 6, 12 },
   },
 
   defines = function(p, shape, dtype, device)
@@ -66,8 +68,10 @@ return {
       return false, string.format("PF2=%d > %d chunks a lane reads of a down row (n=%d)", p.PF2,
                                   it2, shape.n)
     end
+    -- the estimate is rough; the compiler's report ranks what is left (a little spilling of
+    -- the prefetched chunks may still pay)
     local regs, cap = regs_estimate(p), math.min(255, device.regs_per_block // p.THREADS)
-    if regs > cap then
+    if regs > cap + cap // 2 then
       return false, string.format("about %d registers a thread (ROWS1=%d, R2=%d, PF2=%d) > %d "
                                   .. "for %d threads", regs, p.ROWS1, p.R2, p.PF2, cap, p.THREADS)
     end
