@@ -167,7 +167,7 @@ static void model_usage(void)
     printf("usage: tailor bench model (--model DIR | --preset NAME) [--quantize w4a16]\n"
            "         [--quantize-head] [--prompt-len N] [--decode N] [--cache FILE]\n"
            "         [--profile] [--no-pdl] [--separate-gating] [--separate-q-prep]\n"
-           "         [--attention-q-prep] [--split-mlp]\n"
+           "         [--attention-q-prep] [--fused-mlp]\n"
            "         [--seams kernel|prologue|epilogue|mixed] [--knockout OP[:k=v,...]]... [--trace]\n"
            "         [--step-tune] [--ple-host] [--one-by-one] [--sample rows|top] [--device gpu:N]\n"
            "         [--json]\n\n"
@@ -179,8 +179,8 @@ static void model_usage(void)
            "--no-pdl: no programmatic dependent launch; --separate-gating: the MLP and PLE\n"
            "gating as their own kernels instead of GEMV epilogues; --separate-q-prep: q's norm and\n"
            "RoPE in a kernel of their own on every layer (else folded into the K/V store where a\n"
-           "layer has one); --split-mlp: an int4 MLP as two GEMVs (gate|up gated, then down)\n"
-           "instead of one w4a16_mlp launch; --attention-q-prep: q's norm and\n"
+           "layer has one); --fused-mlp: an int4 MLP as one w4a16_mlp launch instead of two\n"
+           "GEMVs (gate|up gated, then down); --attention-q-prep: q's norm and\n"
            "RoPE inside decode attention instead of a kernel before it; --seams: the layer seams as\n"
            "their own kernels, in the next GEMV (the default before 16-bit ones), in the\n"
            "projection's last block, or mixed: in the next GEMV before 16-bit ones, in the last\n"
@@ -262,7 +262,7 @@ static int parse_model_args(int argc, char **argv, model_args *a)
                                          {"separate-gating", no_argument, 0, 'G'},
                                          {"attention-q-prep", no_argument, 0, 'Q'},
                                          {"separate-q-prep", no_argument, 0, 'S'},
-                                         {"split-mlp", no_argument, 0, 'M'},
+                                         {"fused-mlp", no_argument, 0, 'M'},
                                          {"quantize-head", no_argument, 0, 'H'},
                                          {"knockout", required_argument, 0, 'K'},
                                          {"trace", no_argument, 0, 'T'},
@@ -308,7 +308,7 @@ static int parse_model_args(int argc, char **argv, model_args *a)
         case 'G': o->separate_gating = 1; break;
         case 'Q': o->attention_q_prep = 1; break;
         case 'S': o->separate_q_prep = 1; break;
-        case 'M': o->split_mlp = 1; break;
+        case 'M': o->fused_mlp = 1; break;
         case 'H': o->quantize_head = 1; break;
         case 'T': a->trace = 1; break;
         case 'X': a->step_tune = 1; break;

@@ -70,7 +70,7 @@
 # at small shapes, under compute-sanitizer memcheck and racecheck, after a control that must be
 # caught; sanitize.txt; SAN_TOOLS, SAN_ONLY pick).
 # mlp: the fused int4 MLP (w4a16_mlp) verified survivor by survivor at five shapes and the T4,
-# then the E2B W4A16 decode with it and with --split-mlp, alternating (MLP_VERIFY, MLP_BENCH;
+# then the E2B W4A16 decode without it and with it (--fused-mlp), alternating (MLP_VERIFY, MLP_BENCH;
 # MLP_QUICK=1 verifies the E2B shapes and the small one only).
 # w4-base-new: an int4 template edit against probe-variants/base's templates in the same run
 # (scripts/probe/base_templates.sh REV; carry probe-variants): every survivor verified at
@@ -652,8 +652,8 @@ if [[ $what == wgmma ]]; then
 fi
 if [[ $what == mlp ]]; then
   # the fused int4 MLP (op w4a16_mlp): every survivor verified (MLP_VERIFY=0 skips), its trials;
-  # then (MLP_BENCH=1, the default) the E2B W4A16 + int4 head decode with it and with the two
-  # GEMVs (--split-mlp), alternating on one cache (mlp.txt, mlp-trials.txt)
+  # then (MLP_BENCH=1, the default) the E2B W4A16 + int4 head decode with the two GEMVs (the
+  # default) and with it (--fused-mlp), alternating on one cache (mlp.txt, mlp-trials.txt)
   M="$OUT/mlp.txt"
   : >"$M"
   if [[ ${MLP_VERIFY:-1} == 1 ]]; then
@@ -667,13 +667,13 @@ if [[ $what == mlp ]]; then
   fi
   if [[ ${MLP_BENCH:-1} == 1 ]]; then
     e2b_bench w4a16 --cache /tmp/mlp.sqlite
-    echo "== tune (plain benches from the cache, fused then split)" >>"$M"
+    echo "== tune (plain benches from the cache, split then fused)" >>"$M"
     timeout 300 $B 2>&1 | grep -E '^(prefill|decode|tuning)' >>"$M"
-    timeout 120 $B --split-mlp 2>&1 | grep -E '^(prefill|decode|tuning)' >>"$M"
+    timeout 120 $B --fused-mlp 2>&1 | grep -E '^(prefill|decode|tuning)' >>"$M"
     for rep in 1 2; do
-      for v in fused --split-mlp; do
+      for v in split --fused-mlp; do
         flags=$v
-        [[ $v == fused ]] && flags=""
+        [[ $v == split ]] && flags=""
         echo "== $v" >>"$M"
         timeout 60 $B $flags 2>&1 | grep -E '^(prefill|decode)' >>"$M"
       done

@@ -294,23 +294,37 @@ static void test_seam_placement(tailor_ctx *ctx)
            "W4A16 default: seam kernels of modes 0, 1, 3 (bits %#x)", seam_kernel_modes(u, n));
     CHECK(uses_of(u, n, "w4a16_seam", "m=1") == 0 && uses_of(u, n, "matmul_seam", "m=1") == 0);
     CHECK(uses_of(u, n, "matmul_pro", "glu=2,m=1,mode=2,n=256") == 1);
-    /* the int4 MLP in one launch at both widths, its seam owed to the PLE gate as before */
-    CHECK(uses_of(u, n, "w4a16_mlp", "k=1536,m=1,n=6144") == 1);
-    CHECK(uses_of(u, n, "w4a16_mlp", "k=1536,m=1,n=12288") == 1);
-    CHECK(uses_of(u, n, "w4a16_glu", "m=1") == 0);
-    CHECK(uses_of(u, n, "w4a16_matmul", "k=6144,m=1") == 0);
-    free(u);
-
-    o.split_mlp = 1; /* the two GEMVs instead: same seams */
-    CHECK_OK(ctx, tailor_gemma4_gpu_kernels(ctx, &c, NULL, &o, &u, &n));
-    CHECKF(seam_kernel_modes(u, n) == (1 << 0 | 1 << 1 | 1 << 3),
-           "W4A16 split MLP: seam kernels of modes 0, 1, 3 (bits %#x)", seam_kernel_modes(u, n));
+    /* the int4 MLP as two GEMVs at both widths (the default) */
     CHECK(uses_of(u, n, "w4a16_mlp", "m=1") == 0);
     CHECK(uses_of(u, n, "w4a16_glu", "k=1536,m=1") == 2);
     CHECK(uses_of(u, n, "w4a16_matmul", "k=12288,m=1,n=1536") == 1);
     free(u);
-    /* the seams' placements below are those of the two GEMVs (the fused MLP has no prologue or
-     * epilogue: under PROLOGUE the o seam owed to it runs as a kernel, under EPILOGUE its own) */
+
+    o.fused_mlp = 1; /* in one launch at both widths, with the same seams: the down's seam owed
+                        to the PLE gate as before */
+    CHECK_OK(ctx, tailor_gemma4_gpu_kernels(ctx, &c, NULL, &o, &u, &n));
+    CHECKF(seam_kernel_modes(u, n) == (1 << 0 | 1 << 1 | 1 << 3),
+           "W4A16 fused MLP: seam kernels of modes 0, 1, 3 (bits %#x)", seam_kernel_modes(u, n));
+    CHECK(uses_of(u, n, "w4a16_mlp", "k=1536,m=1,n=6144") == 1);
+    CHECK(uses_of(u, n, "w4a16_mlp", "k=1536,m=1,n=12288") == 1);
+    CHECK(uses_of(u, n, "w4a16_glu", "m=1") == 0);
+    CHECK(uses_of(u, n, "w4a16_matmul", "k=6144,m=1") == 0);
+    CHECK(uses_of(u, n, "matmul_pro", "glu=2,m=1,mode=2,n=256") == 1);
+    /* under PROLOGUE the o seam owed to the fused MLP (no prologue) runs as a kernel (mode 0);
+     * under EPILOGUE its own seam (no epilogue) as well (mode 2) */
+    o.seams = TAILOR_GEMMA4_SEAMS_PROLOGUE;
+    free(u);
+    CHECK_OK(ctx, tailor_gemma4_gpu_kernels(ctx, &c, NULL, &o, &u, &n));
+    CHECKF(seam_kernel_modes(u, n) & 1, "W4A16 fused MLP, prologue: the o seam as a kernel "
+           "(bits %#x)", seam_kernel_modes(u, n));
+    o.seams = TAILOR_GEMMA4_SEAMS_EPILOGUE;
+    free(u);
+    CHECK_OK(ctx, tailor_gemma4_gpu_kernels(ctx, &c, NULL, &o, &u, &n));
+    CHECKF(seam_kernel_modes(u, n) & 4, "W4A16 fused MLP, epilogue: the MLP's seam as a kernel "
+           "(bits %#x)", seam_kernel_modes(u, n));
+    free(u);
+    o.fused_mlp = 0;
+    o.seams = 0;
 
     o.seams = TAILOR_GEMMA4_SEAMS_MIXED;
     CHECK_OK(ctx, tailor_gemma4_gpu_kernels(ctx, &c, NULL, &o, &u, &n));

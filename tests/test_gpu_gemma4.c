@@ -5,7 +5,8 @@
  * head (--quantize-head, bf16 and fp16) against the CPU reference with the same head, and in
  * bf16 with that head and the seams MIXED (--seams mixed), with the PLE table on the host, and
  * a 16-bit checkpoint quantized on load (--quantize w4a16, bf16) against the CPU reference with
- * the same int4 linears. W4A16 fixtures compare with their dequantized reference. Kernels are
+ * the same int4 linears; a W4A16 checkpoint with its decode MLPs in one launch each (op
+ * w4a16_mlp, --fused-mlp; 16-bit checkpoints skip it). W4A16 fixtures compare with their dequantized reference. Kernels are
  * tuned on demand into a temporary cache (random strategy, few trials). Output: one line per
  * (fixture, mode), and per failing position the largest difference and whether the argmax
  * agrees. TAILOR_DEBUG_LAYERS=1 also compares every depth
@@ -65,26 +66,29 @@ typedef struct mode {
                              against the CPU reference with the same int4 weights
                              (tailor_gemma4_cpu_opts.quantize) instead of transformers; W4A16
                              checkpoints skip it (nothing of theirs is quantized) */
+    int fused_mlp;        /* tailor_gemma4_gpu_opts.fused_mlp */
 } mode;
 
-static const mode modes[] = {{"bf16", TAILOR_DTYPE_BF16, NULL, 0, 0, 0, 0},
-                             {"fp16", TAILOR_DTYPE_F16, NULL, 0, 0, 0, 0},
-                             {"rehearse-t4", TAILOR_DTYPE_F16, "t4", 0, 0, 0, 0},
+static const mode modes[] = {{"bf16", TAILOR_DTYPE_BF16, NULL, 0, 0, 0, 0, 0},
+                             {"fp16", TAILOR_DTYPE_F16, NULL, 0, 0, 0, 0, 0},
+                             {"rehearse-t4", TAILOR_DTYPE_F16, "t4", 0, 0, 0, 0, 0},
                              /* a 99 KB sm_86 card: bf16, no PDL, no clusters or wgmma, and
                                 16-key attention tiles at head_dim 512 */
-                             {"rehearse-a10g", TAILOR_DTYPE_BF16, "a10g", 0, 0, 0, 0},
-                             {"bf16-qhead", TAILOR_DTYPE_BF16, NULL, 1, 0, 0, 0},
-                             {"fp16-qhead", TAILOR_DTYPE_F16, NULL, 1, 0, 0, 0},
+                             {"rehearse-a10g", TAILOR_DTYPE_BF16, "a10g", 0, 0, 0, 0, 0},
+                             {"bf16-qhead", TAILOR_DTYPE_BF16, NULL, 1, 0, 0, 0, 0},
+                             {"fp16-qhead", TAILOR_DTYPE_F16, NULL, 1, 0, 0, 0, 0},
                              /* a W4A16 model's seams before int4 GEMVs in the projections'
                                 epilogues (w4a16_seam, matmul_seam; for 16-bit weights the
                                 default's kernels) */
                              {"bf16-qhead-mixed", TAILOR_DTYPE_BF16, NULL, 1,
-                              TAILOR_GEMMA4_SEAMS_MIXED, 0, 0},
+                              TAILOR_GEMMA4_SEAMS_MIXED, 0, 0, 0},
                              /* the PLE table on the host: a row staged per token, greedy
                                 steps one at a time */
-                             {"bf16-ple-host", TAILOR_DTYPE_BF16, NULL, 0, 0, 1, 0},
+                             {"bf16-ple-host", TAILOR_DTYPE_BF16, NULL, 0, 0, 1, 0, 0},
                              /* a 16-bit checkpoint quantized on load (issue 7, item 2) */
-                             {"bf16-quantize", TAILOR_DTYPE_BF16, NULL, 0, 0, 0, 1}};
+                             {"bf16-quantize", TAILOR_DTYPE_BF16, NULL, 0, 0, 0, 1, 0},
+                             /* a W4A16 model's decode MLPs in one launch each (w4a16_mlp) */
+                             {"bf16-fused-mlp", TAILOR_DTYPE_BF16, NULL, 0, 0, 0, 0, 1}};
 
 /* The reference of a quantize_head or quantize mode: the CPU forward with the int4 head and/or
  * the int4 linears the GPU makes in that compute dtype, over the prompt (logits [T, V]) and then
@@ -430,7 +434,8 @@ static void run_mode(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, cons
     tailor_kernels_set_strategy(ks, 1, 2); /* random, 2 trials: tiny shapes tune fast */
     tailor_gemma4_gpu_opts o = {.max_tokens = T + G + 1, .dtype = (int)md->dtype, .all_logits = 1,
                                 .quantize_head = md->quantize_head, .seams = md->seams,
-                                .ple_host = md->ple_host, .quantize = md->quantize};
+                                .ple_host = md->ple_host, .quantize = md->quantize,
+                                .fused_mlp = md->fused_mlp};
     tailor_gemma4_gpu *g = NULL;
     tailor_status st = tailor_gemma4_gpu_create(ctx, m, gpu, ks, &o, &g);
     CHECKF(st == TAILOR_OK, "%s: create failed: %s", tag, tailor_ctx_message(ctx));
@@ -542,6 +547,10 @@ static void run_fixture(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, c
             if (md->quantize && tailor_gemma4_is_w4a16(m)) {
                 printf("  %s/%s: skipped (a W4A16 checkpoint: nothing to quantize)\n", name,
                        md->name);
+                continue;
+            }
+            if (md->fused_mlp && !tailor_gemma4_is_w4a16(m)) {
+                printf("  %s/%s: skipped (16-bit MLPs: nothing to fuse)\n", name, md->name);
                 continue;
             }
             if (!md->quantize_head && !md->quantize) {

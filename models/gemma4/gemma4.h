@@ -261,8 +261,9 @@ typedef struct tailor_gemma4_gpu_opts {
     int seams;        /* where decode runs the layer seams (residual add and norms after o,
                          down and the PLE projection): a TAILOR_GEMMA4_SEAMS_* value, 0 = the
                          default (docs/perf/model.md has the same-run comparison) */
-    int split_mlp;    /* 1: decode runs an int4 MLP as two GEMVs (w4a16_glu, then w4a16_matmul
-                         of h); 0 (default): one w4a16_mlp launch (docs/perf/model.md) */
+    int fused_mlp;    /* 1: decode runs an int4 MLP as one w4a16_mlp launch; 0 (default): two
+                         GEMVs (w4a16_glu, then w4a16_matmul of h), which measured faster
+                         (docs/perf/model.md, session 35) */
     int ple_host;     /* 1: the PLE table stays on the host (a row uploaded per token, decode
                          steps one at a time); 0: on the device when it fits (the log says) */
     const char *knockout; /* timing experiments only (bench model --knockout): launches of these

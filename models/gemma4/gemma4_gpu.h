@@ -66,7 +66,7 @@ struct tailor_gemma4_gpu {
     g4g_mat lm;                 /* the int4 LM head (an int4 copy of the embedding), or empty */
     int glu_epilogue;           /* !opts.separate_gating: decode gating in the GEMV epilogue */
     int q_prep_in_attention;    /* opts.attention_q_prep: decode attention prepares raw q */
-    int mlp_fused;              /* !opts.split_mlp: decode runs an int4 MLP as one w4a16_mlp */
+    int mlp_fused;              /* opts.fused_mlp: decode runs an int4 MLP as one w4a16_mlp */
     int q_prep_in_kv_store;     /* !opts.separate_q_prep: decode folds q's prep into K/V's store */
     char knockout[256];         /* opts.knockout ("" = none): ops whose launches are skipped */
     int seams;                  /* opts.seams: where decode seams go (gpu.c seam_at) */

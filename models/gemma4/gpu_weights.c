@@ -845,7 +845,7 @@ static void configure(tailor_gemma4_gpu *g, const tailor_gemma4_config *cfg,
     g->glu_epilogue = !o->separate_gating;
     g->q_prep_in_attention = o->attention_q_prep != 0;
     g->q_prep_in_kv_store = !o->separate_q_prep;
-    g->mlp_fused = !o->split_mlp;
+    g->mlp_fused = o->fused_mlp != 0;
     snprintf(g->knockout, sizeof g->knockout, "%s", o->knockout ? o->knockout : "");
     g->seams = o->seams;
     g->all_logits = o->all_logits;
