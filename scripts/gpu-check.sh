@@ -656,6 +656,8 @@ if [[ $what == mlp ]]; then
   # default) and with it (--fused-mlp), alternating on one cache (mlp.txt, mlp-trials.txt)
   M="$OUT/mlp.txt"
   : >"$M"
+  # MLP_TIMELINE=1: first each phase's time, block by block (scripts/probe/mlp_timeline.sh)
+  [[ ${MLP_TIMELINE:-0} == 1 ]] && bash scripts/probe/mlp_timeline.sh >/dev/null 2>&1
   if [[ ${MLP_VERIFY:-1} == 1 ]]; then
     verify_all "$M" w4a16_mlp /tmp/mlp.sqlite "m=1,n=6144,k=1536,group=128 bf16" \
       "m=1,n=12288,k=1536,group=128 bf16" "m=1,n=96,k=352,group=32,zp=1 fp16"

@@ -20,8 +20,10 @@
 // The first PF2 chunks of each lane's first down rows are requested before the grid wait (no
 // kernel of a forward writes weights: tailor_grid_begin's exception), so that they are in
 // registers by the time phase 2 starts.
-// Defines: THREADS, ROWS1, R2, PF2, GROUP, HAS_ZP, HID (hidden size), INTER (intermediate size).
+// Defines: THREADS, ROWS1, DEPTH (phase 1's items of loads in flight), R2, PF2, GROUP, HAS_ZP, HID
+// (hidden size), INTER (intermediate size).
 #define GLU 1 // gemv_finish gates (tailor_common.cuh)
+#include "tailor_probe.cuh"
 #include "w4a16_common.cuh"
 
 #define MLP_WARPS (THREADS / 32)
@@ -65,6 +67,24 @@ __device__ __forceinline__ void load_rows(uint4 (&w)[NR], float (&s)[NR], float 
 #endif
     }
     (void)zs;
+}
+
+// Phase 1's item `it` of this warp (task gw + (it / MLP_IT1) nw, round it % MLP_IT1: chunk
+// lane + 32 round of the task's ROWS1 gate rows and their up rows, INTER further) into w, s, zb;
+// nothing past the warp's n_items or the row's chunks.
+template <int NR>
+__device__ __forceinline__ void issue_item(uint4 (&w)[NR], float (&s)[NR], float (&zb)[NR],
+                                           const u32 *qw, const T *sc, const u8 *zs, int ld,
+                                           int it, int n_items, int gw, int nw, int lane)
+{
+    const int task = gw + (it / MLP_IT1) * nw, c = lane + 32 * (it % MLP_IT1);
+    if (it >= n_items || c >= MLP_CH1)
+        return;
+    int row[NR];
+#pragma unroll
+    for (int r = 0; r < NR; r++)
+        row[r] = (r < NR / 2 ? 0 : INTER) + task * (NR / 2) + r % (NR / 2);
+    load_rows<NR>(w, s, zb, qw, sc, zs, ld, HID / 8, row, c);
 }
 
 // acc[r] += s * sum over the chunk's 32 columns of x * (q - zp) (x: the chunk's activations as
@@ -166,22 +186,23 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
 #if !HAS_ZP
     const u8 *zeros = nullptr, *dzeros = nullptr;
 #endif
+    TAILOR_PROBE_INIT; // timeline marks (tailor_probe.cuh): 1 past the grid wait, 2 phase 1
+                       // done, 3 past the barrier, 4 h staged; the exit ends phase 2
     extern __shared__ __align__(16) unsigned char mlp_smem[];
     T *hs = reinterpret_cast<T *>(mlp_smem);
     const int lane = threadIdx.x & 31;
     const int gw = blockIdx.x * MLP_WARPS + (threadIdx.x >> 5), nw = gridDim.x * MLP_WARPS;
     constexpr int NR1 = 2 * ROWS1; // the gate rows, then the matching up rows
 
-    // Before the grid wait, weights only: phase 1's first chunk, and the first PF2 chunks of
-    // this lane in its first down rows.
-    int row1[NR1];
+    // Before the grid wait, weights only: phase 1's first DEPTH items, and the first PF2 chunks
+    // of this lane in its first down rows.
+    const int n_items = (gw < INTER / ROWS1 ? (INTER / ROWS1 - 1 - gw) / nw + 1 : 0) * MLP_IT1;
+    uint4 w1[DEPTH][NR1];
+    float s1[DEPTH][NR1], z1[DEPTH][NR1];
 #pragma unroll
-    for (int r = 0; r < NR1; r++)
-        row1[r] = (r < ROWS1 ? 0 : INTER) + gw * ROWS1 + r % ROWS1;
-    uint4 w1[NR1];
-    float s1[NR1], z1[NR1];
-    if (gw < INTER / ROWS1 && lane < MLP_CH1)
-        w4m::load_rows<NR1>(w1, s1, z1, qweight, scales, zeros, gu_ld, HID / 8, row1, lane);
+    for (int d = 0; d < DEPTH; d++)
+        w4m::issue_item<NR1>(w1[d], s1[d], z1[d], qweight, scales, zeros, gu_ld, d, n_items, gw,
+                             nw, lane);
 
     int row2[R2];
 #pragma unroll
@@ -196,66 +217,61 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
                                row2, lane + 32 * j);
 
     tailor_grid_begin();
+    TAILOR_PROBE_MARK(1);
 
     // Phase 1: h for ROWS1 gate rows a task. The warp walks its items (task, round) in one
-    // flat loop, round r covering chunks 32 r + lane, so that the next item's loads, the next
-    // task's first ones included, are in flight behind this item's math; a task's last round
-    // ends with its warp sums.
+    // flat loop, round r covering chunks 32 r + lane, with DEPTH items of loads in flight (a
+    // ring of register buffers, unrolled so that every index is a constant): the next task's
+    // first loads go out behind this one's math. A task's last round ends with its warp sums.
     {
         float acc[NR1];
 #pragma unroll
         for (int r = 0; r < NR1; r++)
             acc[r] = 0.f;
-        const int my_tasks = gw < INTER / ROWS1 ? (INTER / ROWS1 - 1 - gw) / nw + 1 : 0;
-        for (int it = 0; it < my_tasks * MLP_IT1; it++) {
-            const int task = gw + (it / MLP_IT1) * nw, round = it % MLP_IT1;
-            uint4 wn[NR1];
-            float sn[NR1], zn[NR1];
-            const int nit = it + 1, ntask = gw + (nit / MLP_IT1) * nw, nc = lane + 32 * (nit % MLP_IT1);
-            if (nit < my_tasks * MLP_IT1 && nc < MLP_CH1) {
-                int nrow[NR1];
+        for (int it0 = 0; it0 < n_items; it0 += DEPTH) {
 #pragma unroll
-                for (int r = 0; r < NR1; r++)
-                    nrow[r] = (r < ROWS1 ? 0 : INTER) + ntask * ROWS1 + r % ROWS1;
-                w4m::load_rows<NR1>(wn, sn, zn, qweight, scales, zeros, gu_ld, HID / 8, nrow, nc);
-            }
-            const int c = lane + 32 * round;
-            if (c < MLP_CH1) {
-                TVec<8> x[4];
+            for (int d = 0; d < DEPTH; d++) {
+                const int it = it0 + d;
+                if (it >= n_items) // the same for the whole warp
+                    break;
+                const int task = gw + (it / MLP_IT1) * nw, round = it % MLP_IT1;
+                const int c = lane + 32 * round;
+                if (c < MLP_CH1) {
+                    TVec<8> x[4];
 #pragma unroll
-                for (int j = 0; j < 4; j++)
-                    x[j] = reinterpret_cast<const TVec<8> *>(a)[4 * c + j];
-                w4m::dot_chunk<NR1>(acc, w1, s1, z1, x);
-            }
-#pragma unroll
-            for (int r = 0; r < NR1; r++) {
-                w1[r] = wn[r];
-                s1[r] = sn[r];
-                z1[r] = zn[r];
-            }
-            if (round == MLP_IT1 - 1) {
-#pragma unroll
-                for (int r = 0; r < NR1; r++)
-                    acc[r] = warp_sum(acc[r]);
-                if (lane < ROWS1) {
-                    float g = acc[0], u = acc[ROWS1];
-#pragma unroll
-                    for (int r = 1; r < ROWS1; r++)
-                        if (lane == r) {
-                            g = acc[r];
-                            u = acc[ROWS1 + r];
-                        }
-                    hmid[task * ROWS1 + lane] = gemv_finish(g, u);
+                    for (int j = 0; j < 4; j++)
+                        x[j] = reinterpret_cast<const TVec<8> *>(a)[4 * c + j];
+                    w4m::dot_chunk<NR1>(acc, w1[d], s1[d], z1[d], x);
                 }
+                w4m::issue_item<NR1>(w1[d], s1[d], z1[d], qweight, scales, zeros, gu_ld,
+                                     it + DEPTH, n_items, gw, nw, lane);
+                if (round == MLP_IT1 - 1) {
 #pragma unroll
-                for (int r = 0; r < NR1; r++)
-                    acc[r] = 0.f;
+                    for (int r = 0; r < NR1; r++)
+                        acc[r] = warp_sum(acc[r]);
+                    if (lane < ROWS1) {
+                        float g = acc[0], u = acc[ROWS1];
+#pragma unroll
+                        for (int r = 1; r < ROWS1; r++)
+                            if (lane == r) {
+                                g = acc[r];
+                                u = acc[ROWS1 + r];
+                            }
+                        hmid[task * ROWS1 + lane] = gemv_finish(g, u);
+                    }
+#pragma unroll
+                    for (int r = 0; r < NR1; r++)
+                        acc[r] = 0.f;
+                }
             }
         }
     }
 
+    TAILOR_PROBE_MARK(2);
     w4m::grid_barrier(cnt);
+    TAILOR_PROBE_MARK(3);
     w4m::stage_h(hs, hmid);
+    TAILOR_PROBE_MARK(4);
 
     // Phase 2: R2 output rows a task, over the whole of h.
     for (int task = gw; task < HID / R2; task += nw) {
@@ -300,4 +316,5 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
             for (int r = 0; r < R2; r++)
                 out[task * R2 + r] = from_f32(acc[r]);
     }
+    TAILOR_PROBE_EMIT();
 }
