@@ -5,8 +5,8 @@
  * head (--quantize-head, bf16 and fp16) against the CPU reference with the same head, and in
  * bf16 with that head and the seams MIXED (--seams mixed), with the PLE table on the host, and
  * a 16-bit checkpoint quantized on load (--quantize w4a16, bf16) against the CPU reference with
- * the same int4 linears; a W4A16 checkpoint with its decode MLPs in one launch each (op
- * w4a16_mlp, --fused-mlp; 16-bit checkpoints skip it). W4A16 fixtures compare with their dequantized reference. Kernels are
+ * the same int4 linears; the decode MLPs in one launch each (op w4a16_mlp, --fused-mlp: a W4A16
+ * checkpoint as it is, a 16-bit one quantized on load as bf16-quantize). W4A16 fixtures compare with their dequantized reference. Kernels are
  * tuned on demand into a temporary cache (random strategy, few trials). Output: one line per
  * (fixture, mode), and per failing position the largest difference and whether the argmax
  * agrees. TAILOR_DEBUG_LAYERS=1 also compares every depth
@@ -87,7 +87,8 @@ static const mode modes[] = {{"bf16", TAILOR_DTYPE_BF16, NULL, 0, 0, 0, 0, 0},
                              {"bf16-ple-host", TAILOR_DTYPE_BF16, NULL, 0, 0, 1, 0, 0},
                              /* a 16-bit checkpoint quantized on load (issue 7, item 2) */
                              {"bf16-quantize", TAILOR_DTYPE_BF16, NULL, 0, 0, 0, 1, 0},
-                             /* a W4A16 model's decode MLPs in one launch each (w4a16_mlp) */
+                             /* the decode MLPs in one launch each (w4a16_mlp): a W4A16
+                                checkpoint as it is, a 16-bit one quantized on load */
                              {"bf16-fused-mlp", TAILOR_DTYPE_BF16, NULL, 0, 0, 0, 0, 1}};
 
 /* The reference of a quantize_head or quantize mode: the CPU forward with the int4 head and/or
@@ -541,16 +542,18 @@ static void run_fixture(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, c
         double qgaps[256];
         const char *only_modes = getenv("TAILOR_TEST_MODES"); /* a,b: only those modes */
         for (size_t i = 0; i < sizeof modes / sizeof modes[0] && lbytes == (size_t)T * V * 4; i++) {
+            mode fused_on_load; /* a 16-bit checkpoint's fused-MLP run: its linears int4 first */
             const mode *md = &modes[i];
             if (only_modes && !listed(only_modes, md->name))
                 continue;
+            if (md->fused_mlp && !tailor_gemma4_is_w4a16(m)) {
+                fused_on_load = *md;
+                fused_on_load.quantize = 1;
+                md = &fused_on_load;
+            }
             if (md->quantize && tailor_gemma4_is_w4a16(m)) {
                 printf("  %s/%s: skipped (a W4A16 checkpoint: nothing to quantize)\n", name,
                        md->name);
-                continue;
-            }
-            if (md->fused_mlp && !tailor_gemma4_is_w4a16(m)) {
-                printf("  %s/%s: skipped (16-bit MLPs: nothing to fuse)\n", name, md->name);
                 continue;
             }
             if (!md->quantize_head && !md->quantize) {
