@@ -10,7 +10,7 @@
 //   phase 1  warps take ROWS1 gate rows (and the matching up rows) at a time, round robin over
 //            the whole grid; a lane reads one 32-column chunk of each row per 16-byte load as
 //            w4a16_gemv.cu does, and lane 0 stores h = gelu_tanh(g) * u with transformers'
-//            roundings (gemv_finish) to the workspace hmid;
+//            roundings (gemv_finish) to the op's buffer h (hmid here);
 //   barrier  arrive/leave counters in the workspace cnt (the last block to leave puts them back
 //            to 0, so the workspace stays ready for the next launch);
 //   phase 2  the block copies hmid (INTER values, written by every block: through L2 only) into
@@ -20,6 +20,9 @@
 // The first PF2 chunks of each lane's first down rows are requested before the grid wait (no
 // kernel of a forward writes weights: tailor_grid_begin's exception), so that they are in
 // registers by the time phase 2 starts.
+// Measured slower than the two GEMVs it replaces (H100, session 35: phase 1 runs at the CUDA-core
+// GEMV's rate, which the tensor-core w4a16_glu_t beats), so the runtime uses it only when asked
+// (--fused-mlp); docs/perf/w4a16.md has the phases' times and what a faster one needs.
 // Defines: THREADS, ROWS1, DEPTH (phase 1's items of loads in flight), R2, PF2, GROUP, HAS_ZP, HID
 // (hidden size), INTER (intermediate size).
 #define GLU 1 // gemv_finish gates (tailor_common.cuh)
