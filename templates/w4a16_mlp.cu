@@ -23,8 +23,12 @@
 // Measured slower than the two GEMVs it replaces (H100, session 35: phase 1 runs at the CUDA-core
 // GEMV's rate, which the tensor-core w4a16_glu_t beats), so the runtime uses it only when asked
 // (--fused-mlp); docs/perf/w4a16.md has the phases' times and what a faster one needs.
-// Defines: THREADS, ROWS1, DEPTH (phase 1's items of loads in flight), R2, PF2, GROUP, HAS_ZP, HID
-// (hidden size), INTER (intermediate size).
+// Phase 2 comes in two forms (P2): 0, warps take R2 down rows at a time round robin, each over
+// the whole of h; 1, block b takes down rows [b RB, (b + 1) RB) and its warps split their chunks,
+// so that every warp of the grid has down bytes to read (0 leaves a quarter of them idle at
+// E2B's 1536 rows).
+// Defines: THREADS, ROWS1, DEPTH (phase 1's items of loads in flight), P2, R2 (P2 = 0), RB
+// (P2 = 1), PF2, GROUP, HAS_ZP, HID (hidden size), INTER (intermediate size).
 #define GLU 1 // gemv_finish gates (tailor_common.cuh)
 #include "tailor_probe.cuh"
 #include "w4a16_common.cuh"
@@ -37,6 +41,9 @@
 static_assert(HID % 32 == 0 && INTER % 32 == 0, "the layout needs whole 32-column chunks");
 static_assert(INTER % ROWS1 == 0 && HID % R2 == 0, "row groups must tile the matrices");
 static_assert(PF2 <= MLP_IT2, "PF2 counts a lane's chunks of one down row");
+#ifndef RB
+#define RB 1
+#endif
 
 namespace w4m {
 
@@ -207,6 +214,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
         w4m::issue_item<NR1>(w1[d], s1[d], z1[d], qweight, scales, zeros, gu_ld, d, n_items, gw,
                              nw, lane);
 
+#if P2 == 0
     int row2[R2];
 #pragma unroll
     for (int r = 0; r < R2; r++)
@@ -218,6 +226,20 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
         if (gw < HID / R2 && lane + 32 * j < MLP_CH2)
             w4m::load_rows<R2>(wp[j], sp[j], zp[j], dqweight, dscales, dzeros, d_ld, INTER / 8,
                                row2, lane + 32 * j);
+#else
+    // P2 = 1: this block's RB down rows (clamped to the last row: a block past HID's rows
+    // computes copies and stores nothing); this warp's first round of their chunks
+    const int r0 = blockIdx.x * RB, nrows = min(RB, HID - r0), warp = threadIdx.x >> 5;
+    int rowb[RB];
+#pragma unroll
+    for (int r = 0; r < RB; r++)
+        rowb[r] = min(r0 + r, HID - 1);
+    uint4 wp[RB];
+    float sp[RB], zp[RB];
+    if (PF2 > 0 && nrows > 0 && lane + 32 * warp < MLP_CH2)
+        w4m::load_rows<RB>(wp, sp, zp, dqweight, dscales, dzeros, d_ld, INTER / 8, rowb,
+                           lane + 32 * warp);
+#endif
 
     tailor_grid_begin();
     TAILOR_PROBE_MARK(1);
@@ -276,7 +298,8 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
     w4m::stage_h(hs, hmid);
     TAILOR_PROBE_MARK(4);
 
-    // Phase 2: R2 output rows a task, over the whole of h.
+#if P2 == 0
+    // Phase 2 (P2 = 0): R2 output rows a warp task, over the whole of h.
     for (int task = gw; task < HID / R2; task += nw) {
         if (task != gw) {
 #pragma unroll
@@ -319,5 +342,54 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
             for (int r = 0; r < R2; r++)
                 out[task * R2 + r] = from_f32(acc[r]);
     }
+#else
+    // Phase 2 (P2 = 1): the block's RB rows, its warps splitting their chunk rounds (round
+    // warp + MLP_WARPS i); the warps' sums meet in shared memory, added in warp order.
+    {
+        __shared__ float red[MLP_WARPS][RB];
+        float acc[RB];
+#pragma unroll
+        for (int r = 0; r < RB; r++)
+            acc[r] = 0.f;
+        for (int round = warp; round < MLP_IT2; round += MLP_WARPS) {
+            const int c = lane + 32 * round;
+            if (c < MLP_CH2 && nrows > 0) {
+                uint4 w[RB];
+                float s[RB], zb[RB];
+                if (PF2 > 0 && round == warp) {
+#pragma unroll
+                    for (int r = 0; r < RB; r++) {
+                        w[r] = wp[r];
+                        s[r] = sp[r];
+                        zb[r] = zp[r];
+                    }
+                } else {
+                    w4m::load_rows<RB, false>(w, s, zb, dqweight, dscales, dzeros, d_ld,
+                                              INTER / 8, rowb, c);
+                }
+                TVec<8> x[4];
+#pragma unroll
+                for (int q = 0; q < 4; q++)
+                    x[q] = reinterpret_cast<const TVec<8> *>(hs)[4 * c + q];
+                w4m::dot_chunk<RB>(acc, w, s, zb, x);
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < RB; r++)
+            acc[r] = warp_sum(acc[r]);
+        if (lane == 0)
+#pragma unroll
+            for (int r = 0; r < RB; r++)
+                red[warp][r] = acc[r];
+        __syncthreads();
+        if ((int)threadIdx.x < nrows) {
+            float v = 0.f;
+#pragma unroll
+            for (int q = 0; q < MLP_WARPS; q++)
+                v += red[q][threadIdx.x];
+            out[r0 + threadIdx.x] = from_f32(v);
+        }
+    }
+#endif
     TAILOR_PROBE_EMIT();
 }

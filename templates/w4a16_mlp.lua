@@ -4,7 +4,8 @@
 -- grid is at most one block per SM (__launch_bounds__(THREADS, 1)): every block is resident
 -- whatever else the SMs hold. The space is the block size, the gate rows a warp takes at a time
 -- (ROWS1, with their up rows: 2 x ROWS1 rows of loads an item, DEPTH items in flight),
--- the down rows a warp takes (R2) and the down chunks a lane requests before the grid wait (PF2:
+-- phase 2's form (P2: 0, R2 down rows a warp; 1, a block's rows with its warps splitting k) and
+-- the down chunks a lane requests before the grid wait (PF2:
 -- all of its first down rows' chunks at most, held in registers through phase 1, so that the
 -- down weights stream while the gate|up ones do).
 
@@ -12,13 +13,22 @@
 -- bias each, an accumulator), phase 2's (R2 rows of the same, unrolled loads in
 -- flight) and PF2 x R2 prefetched chunks, over ~40 for addresses, loop state and the activations.
 local function regs_estimate(p)
-  return 40 + 2 * p.ROWS1 * (5 + 6 * p.DEPTH) + 10 * p.R2 + 6 * p.PF2 * p.R2
+  local r2 = p.P2 == 1 and 8 or p.R2 -- P2 = 1 holds the block's rows a round (the compiler
+                                      -- streams them; 8 is a middle guess)
+  return 40 + 2 * p.ROWS1 * (5 + 6 * p.DEPTH) + 10 * r2 + 6 * p.PF2 * r2
 end
 
 local function blocks(p, shape, device)
   local warps = p.THREADS // 32
-  local tasks = math.max(shape.n // p.ROWS1, shape.k // p.R2)
+  local tasks = shape.n // p.ROWS1
+  if p.P2 == 0 then tasks = math.max(tasks, shape.k // p.R2) end
   return math.min(tailor.sms(device), tailor.ceil_div(tasks, warps))
+end
+
+-- P2 = 1: the down rows a block takes (the last blocks may take fewer, or none)
+local function block_rows(p, shape, device)
+  if p.P2 == 0 then return 1 end
+  return tailor.ceil_div(shape.k, blocks(p, shape, device))
 end
 
 local function scale_ld(shape)
@@ -41,12 +51,14 @@ return {
     THREADS = { 256, 512 },
     ROWS1 = { 1, 2, 4 },
     DEPTH = { 1, 2, 3 },
+    P2 = { 0, 1 },
     R2 = { 1, 2 },
     PF2 = { 0, 2 },
   },
 
   defines = function(p, shape, dtype, device)
-    return { GROUP = shape.group, HAS_ZP = shape.zp, HID = shape.k, INTER = shape.n }
+    return { GROUP = shape.group, HAS_ZP = shape.zp, HID = shape.k, INTER = shape.n,
+             RB = block_rows(p, shape, device) }
   end,
 
   valid = function(p, shape, dtype, device, purpose)
@@ -64,6 +76,14 @@ return {
     end
     if shape.k % p.R2 ~= 0 then
       return false, string.format("R2=%d does not divide k=%d", p.R2, shape.k)
+    end
+    if p.P2 == 1 and p.R2 ~= 1 then
+      return false, "P2=1 takes the block's rows together (R2 applies to P2=0 only)"
+    end
+    if p.P2 == 1 and block_rows(p, shape, device) > 16 then
+      return false, string.format("P2=1: %d down rows a block (k=%d over %d blocks) > 16 held "
+                                  .. "at once", block_rows(p, shape, device), shape.k,
+                                  blocks(p, shape, device))
     end
     local it2 = tailor.ceil_div(shape.n // 32, 32)
     if p.PF2 > it2 then
@@ -89,7 +109,11 @@ return {
   requires = function(p, shape, dtype, device) return tailor.dtype_requires(dtype) end,
 
   threads = function(p, shape, dtype, device) return p.THREADS end,
-  smem_static = function(p, shape, dtype, device) return 0 end,
+  -- P2 = 1: the warps' sums of the block's rows, red[warps][RB] floats
+  smem_static = function(p, shape, dtype, device)
+    if p.P2 == 0 then return 0 end
+    return 4 * (p.THREADS // 32) * block_rows(p, shape, device)
+  end,
   -- h, staged after the barrier: n values of the dtype
   smem_dynamic = function(p, shape, dtype, device) return 2 * shape.n end,
   grid = function(p, shape, dtype, device) return { blocks(p, shape, device), 1, 1 } end,
