@@ -20,8 +20,9 @@
 // The first PF2 chunks of each lane's first down rows are requested before the grid wait (no
 // kernel of a forward writes weights: tailor_grid_begin's exception), so that they are in
 // registers by the time phase 2 starts.
-// Measured slower than the two GEMVs it replaces (H100, session 35: phase 1 runs at the CUDA-core
-// GEMV's rate, which the tensor-core w4a16_glu_t beats), so the runtime uses it only when asked
+// Measured slower than the two GEMVs it replaces (H100, session 35, −8 % of the E2B decode at
+// best: phase 1 runs at the CUDA-core GEMV's rate, which the tensor-core w4a16_glu_t beats), so
+// the runtime uses it only when asked
 // (--fused-mlp); docs/perf/w4a16.md has the phases' times and what a faster one needs.
 // Phase 2 comes in two forms (P2): 0, warps take R2 down rows at a time round robin, each over
 // the whole of h; 1, block b takes down rows [b RB, (b + 1) RB) and its warps split their chunks,
