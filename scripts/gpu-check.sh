@@ -233,13 +233,15 @@ if [[ $what == profile ]]; then
     timeout 120 ncu --kernel-name "regex:$k" --launch-skip 3 --launch-count 1 \
       --section SpeedOfLight --section LaunchStats --section Occupancy \
       --section WarpStateStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
-      --section SchedulerStats "$@" >>"$N" 2>&1
+      --section SchedulerStats ${NCU_METRICS:+--metrics "$NCU_METRICS"} "$@" >>"$N" 2>&1
   }
   # PROFILE_W4A16="SHAPE ...": these int4 shapes instead (say the m = 16 and m = 1 winners at one
   # MLP shape side by side: "m=16,n=12288,k=1536,group=128 m=1,n=12288,k=1536,group=128");
   # SHAPE@FILTER profiles the best of the survivors `tune --where FILTER` keeps, in a cache of its
   # own (one configuration: "m=16,n=12288,k=1536,group=128@template=w4a16_gemv_t,ASMEM=1,RT=1,
-  # WK=2,WR=2,UNROLL=2,SPLITK=1,MT=2" beside the same with ASMEM=0); PROFILE_ONLY=w4a16: nothing else
+  # WK=2,WR=2,UNROLL=2,SPLITK=1,MT=2" beside the same with ASMEM=0); PROFILE_ONLY=w4a16: nothing else;
+  # NCU_METRICS="regex:..." adds metrics to every report (the stall reasons:
+  # "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio")
   i=0
   for sw in ${PROFILE_W4A16:-m=1,n=6144,k=1536,group=128 m=1,n=262144,k=1536,group=128}; do
     s=${sw%%@*} c=$cache where=()

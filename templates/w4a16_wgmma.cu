@@ -75,56 +75,126 @@ __device__ __forceinline__ int a_offset(int r, int c)
     return (c >> 3) * (BM * 128) + r * 128 + (((c & 7) ^ (r & 7)) << 4);
 }
 
-// Issues the copies of k tile kt's activations into stage s (rows past m, columns past k: zeros).
-__device__ __forceinline__ void load_acts(const Stage &s, int kt, const T *a, int M, int K, int m0)
+// A thread's share of every activation tile: the same 16-byte column chunk c of token rows
+// rb, rb + A_RSTEP, ... in each k tile. A_RSTEP is a multiple of 8, so the swizzle (r & 7) is
+// the same for all of them: the destinations are fixed and the sources move BK columns a tile,
+// with no division or swizzle arithmetic in the k loop.
+constexpr int A_CHUNKS = BK / 8;                                // 16-byte chunks of a token row
+constexpr int A_RSTEP = W4G_THREADS / A_CHUNKS;                 // rows between a thread's copies
+constexpr int A_COPIES = (BM + A_RSTEP - 1) / A_RSTEP;          // copies a thread makes a tile
+static_assert(W4G_THREADS % A_CHUNKS == 0 && A_RSTEP % 8 == 0, "copies keep the swizzle row");
+
+// What a block's copies read: the operands, their sizes and the block's corner.
+struct Operands {
+    const T *a;
+    const u32 *qweight;
+    const T *scales;
+    const u8 *zeros;
+    int M, N, K, n_pad, m0, n0;
+    // this thread's activation copies: chunk col / 8 of tile rows rb + A_RSTEP j, j < a_slots
+    // (the rows the tile has: a copy past them would zero-fill another row's bytes), of which
+    // j < a_rows exist in a (the others are zero-filled)
+    const T *a_src; // row rb, column 0 of the chunk (a itself when the thread has no row)
+    int a_dst;      // byte offset of row rb, chunk col / 8 in a stage
+    int a_slots;
+    int a_rows;
+    int a_col;
+};
+
+__device__ __forceinline__ Operands operands_of(const T *a, const u32 *qweight, const T *scales,
+                                                const u8 *zeros, int M, int N, int K, int n_pad,
+                                                int m0, int n0)
 {
-    const int tid = threadIdx.x, k0 = kt * BK;
-    for (int i = tid; i < BM * (BK / 8); i += W4G_THREADS) {
-        const int r = i / (BK / 8), c = i % (BK / 8), gm = m0 + r, gk = k0 + c * 8;
-        const bool ok = gm < M && gk < K;
-        tc_copy16(s.a + a_offset(r, c), ok ? a + (size_t)gm * K + gk : a, ok);
+    Operands op{a, qweight, scales, zeros, M, N, K, n_pad, m0, n0};
+    const int c = threadIdx.x % A_CHUNKS, rb = threadIdx.x / A_CHUNKS;
+    const int left = min(M - m0, BM) - rb; // rows of this token tile in a from rb on
+    op.a_slots = (BM - rb + A_RSTEP - 1) / A_RSTEP; // 0 <= rb < A_RSTEP: never negative
+    op.a_rows = left > 0 ? (left + A_RSTEP - 1) / A_RSTEP : 0;
+    op.a_src = op.a_rows > 0 ? a + (size_t)(m0 + rb) * K + c * 8 : a;
+    op.a_dst = a_offset(rb, c);
+    op.a_col = c * 8;
+    return op;
+}
+
+// Issues the copies of k tile kt's activations into stage s (rows past m, columns past k: zeros).
+__device__ __forceinline__ void load_acts(const Stage &s, int kt, const Operands &op)
+{
+    const int k0 = kt * BK;
+    const bool col_ok = k0 + op.a_col < op.K;
+#pragma unroll
+    for (int j = 0; j < A_COPIES; j++) {
+        if (BM % A_RSTEP != 0 && j >= op.a_slots)
+            break;
+        const bool ok = col_ok && j < op.a_rows;
+        tc_copy16(s.a + op.a_dst + j * (A_RSTEP * 128),
+                  ok ? op.a_src + (size_t)j * A_RSTEP * op.K + k0 : op.a, ok);
     }
 }
 
 // Issues the copies of k tile kt's weights, scales and zero points into stage s.
-__device__ __forceinline__ void load_weights(const Stage &s, int kt, const u32 *qw, const T *scales,
-                                             const u8 *zeros, int N, int K, int n_pad, int n0)
+__device__ __forceinline__ void load_weights(const Stage &s, int kt, const Operands &op)
 {
-    w4_load_weight_tile<BN, BK, B_LD, SROWS, GROUP, W4G_THREADS>(s.w, s.s, s.z, kt, qw, scales,
-                                                              zeros, N, K, n_pad, n0);
+    w4_load_weight_tile<BN, BK, B_LD, SROWS, GROUP, W4G_THREADS>(
+        s.w, s.s, s.z, kt, op.qweight, op.scales, op.zeros, op.N, op.K, op.n_pad, op.n0);
 }
 
 // Issues the copies of k tile kt into stage s; pieces outside m, n, k or the groups are zeros.
-__device__ __forceinline__ void load_tile(const Stage &s, int kt, const T *a, const u32 *qw,
-                                          const T *scales, const u8 *zeros, int M, int N, int K,
-                                          int n_pad, int m0, int n0)
+__device__ __forceinline__ void load_tile(const Stage &s, int kt, const Operands &op)
 {
-    load_acts(s, kt, a, M, K, m0);
-    load_weights(s, kt, qw, scales, zeros, N, K, n_pad, n0);
+    load_acts(s, kt, op);
+    load_weights(s, kt, op);
 }
 
 // A prologue stage: the whole tile, or with EARLY_W its activations only (its weights were
 // requested before the grid wait).
-__device__ __forceinline__ void load_first(const Stage &s, int kt, const T *a, const u32 *qw,
-                                           const T *scales, const u8 *zeros, int M, int N, int K,
-                                           int n_pad, int m0, int n0)
+__device__ __forceinline__ void load_first(const Stage &s, int kt, const Operands &op)
 {
 #if EARLY_W
-    load_acts(s, kt, a, M, K, m0);
+    load_acts(s, kt, op);
 #else
-    load_tile(s, kt, a, qw, scales, zeros, M, N, K, n_pad, m0, n0);
+    load_tile(s, kt, op);
 #endif
+}
+
+// A thread's part of a stage's weight side, read into registers before the tile's first MMA
+// (the wgmma fences between words keep the compiler from moving shared loads across them, so
+// loads made word by word would each wait out their latency in the issue path): the words of
+// weight rows r0 and r0 + 8 for every 32 columns, and the scales (zero points) of each group.
+struct TileWords {
+    u32 w0[BK / 32], w1[BK / 32];
+    T s0[SROWS], s1[SROWS];
+#if HAS_ZP
+    u8 z0[SROWS], z1[SROWS];
+#endif
+};
+
+__device__ __forceinline__ void read_words(TileWords &tw, const Stage &s, int r0, int t)
+{
+#pragma unroll
+    for (int kc = 0; kc < BK / 32; kc++) {
+        tw.w0[kc] = s.w[r0 * B_LD + kc * 4 + t];
+        tw.w1[kc] = s.w[(r0 + 8) * B_LD + kc * 4 + t];
+    }
+#pragma unroll
+    for (int sr = 0; sr < SROWS; sr++) {
+        tw.s0[sr] = s.s[sr * BN + r0];
+        tw.s1[sr] = s.s[sr * BN + r0 + 8];
+#if HAS_ZP
+        tw.z0[sr] = s.z[sr * BN + r0];
+        tw.z1[sr] = s.z[sr * BN + r0 + 8];
+#endif
+    }
 }
 
 // The A fragments of k16 steps 2 kc and 2 kc + 1 for this thread: weight rows r0 and r0 + 8
 // (block rows), pairs 2h and 2h + 1 of the 32-column word kc (h = the step's parity).
-__device__ __forceinline__ void dequant_word(const Stage &s, int r0, int t, int kc, u32 (&af)[2][4])
+__device__ __forceinline__ void dequant_word(const TileWords &tw, int kc, u32 (&af)[2][4])
 {
     const int sr = SROWS > 1 ? (kc * 32) / GROUP : 0;
-    const u32 w0 = s.w[r0 * B_LD + kc * 4 + t], w1 = s.w[(r0 + 8) * B_LD + kc * 4 + t];
-    const T2 s0 = w4_splat(s.s[sr * BN + r0]), s1 = w4_splat(s.s[sr * BN + r0 + 8]);
+    const u32 w0 = tw.w0[kc], w1 = tw.w1[kc];
+    const T2 s0 = w4_splat(tw.s0[sr]), s1 = w4_splat(tw.s1[sr]);
 #if HAS_ZP
-    const T2 z0 = w4_bias(s.z[sr * BN + r0]), z1 = w4_bias(s.z[sr * BN + r0 + 8]);
+    const T2 z0 = w4_bias(tw.z0[sr]), z1 = w4_bias(tw.z1[sr]);
 #else
     const T2 z0 = w4_bias(8u), z1 = z0;
 #endif
@@ -145,9 +215,11 @@ __device__ __forceinline__ void mma_issue(float (&acc)[BM / 2], const Stage &st,
                                           u32 (&af)[BK / 32][2][4])
 {
     const wg_u32 abase = tc_smem_addr(st.a);
+    TileWords tw;
+    read_words(tw, st, r0, t);
 #pragma unroll
     for (int kc = 0; kc < BK / 32; kc++) {
-        dequant_word(st, r0, t, kc, af[kc]);
+        dequant_word(tw, kc, af[kc]);
         wg_fence();
 #pragma unroll
         for (int h = 0; h < 2; h++) {
@@ -174,15 +246,13 @@ __device__ __forceinline__ void mma_tile(float (&acc)[BM / 2], const Stage &st, 
 // wait_group 1 after tile kt - 1 retired in every warpgroup before the barrier; the fragments
 // alternate between two register sets (unrolled by two), so tile kt never overwrites those of
 // tile kt - 1 while its MMAs read them.
-__device__ __forceinline__ void k_loop_inflight(float (&acc)[BM / 2], u8 *ring, const T *a,
-                                                const u32 *qweight, const T *scales,
-                                                const u8 *zeros, int M, int N, int K, int n_pad,
-                                                int m0, int n0, int r0, int t, int kb, int ktiles)
+__device__ __forceinline__ void k_loop_inflight(float (&acc)[BM / 2], u8 *ring, const Operands &op,
+                                                int r0, int t, int kb, int ktiles)
 {
 #pragma unroll
     for (int s = 0; s < STAGES - 2; s++) {
         if (s < ktiles)
-            load_first(stage_at(ring, s), kb + s, a, qweight, scales, zeros, M, N, K, n_pad, m0, n0);
+            load_first(stage_at(ring, s), kb + s, op);
         tc_copy_commit();
     }
     u32 af0[BK / 32][2][4], af1[BK / 32][2][4];
@@ -197,8 +267,7 @@ __device__ __forceinline__ void k_loop_inflight(float (&acc)[BM / 2], u8 *ring, 
                 __syncthreads();
                 const int nk = kk + STAGES - 2;
                 if (nk < ktiles)
-                    load_tile(stage_at(ring, nk % STAGES), kb + nk, a, qweight, scales, zeros, M, N,
-                              K, n_pad, m0, n0);
+                    load_tile(stage_at(ring, nk % STAGES), kb + nk, op);
                 tc_copy_commit();
                 if (half == 0)
                     mma_issue(acc, stage_at(ring, kk % STAGES), r0, t, af0);
@@ -240,6 +309,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
     const int r0 = warp * 16 + g; // this thread's first weight row in the block (warpgroup wg =
                                   // warp / 4 owns rows 64 wg ..)
     const int n0 = blockIdx.x * BN, m0 = blockIdx.y * BM;
+    const Operands op = operands_of(a, qweight, scales, zeros, M, N, K, n_pad, m0, n0);
 
     float acc[BM / 2];
 #pragma unroll
@@ -260,16 +330,16 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
 #pragma unroll
     for (int s = 0; s < STAGES - 1 - INFLIGHT; s++)
         if (s < ktiles)
-            load_weights(stage_at(ring, s), kb + s, qweight, scales, zeros, N, K, n_pad, n0);
+            load_weights(stage_at(ring, s), kb + s, op);
     tailor_grid_begin();
 #endif
 #if INFLIGHT
-    k_loop_inflight(acc, ring, a, qweight, scales, zeros, M, N, K, n_pad, m0, n0, r0, t, kb, ktiles);
+    k_loop_inflight(acc, ring, op, r0, t, kb, ktiles);
 #else
 #pragma unroll
     for (int s = 0; s < STAGES - 1; s++) {
         if (s < ktiles)
-            load_first(stage_at(ring, s), kb + s, a, qweight, scales, zeros, M, N, K, n_pad, m0, n0);
+            load_first(stage_at(ring, s), kb + s, op);
         tc_copy_commit();
     }
     for (int kt = 0; kt < ktiles; kt++) {
@@ -278,8 +348,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
         __syncthreads(); // tile kt landed; every warpgroup finished the tile of the stage refilled
         const int nk = kt + STAGES - 1;
         if (nk < ktiles)
-            load_tile(stage_at(ring, nk % STAGES), kb + nk, a, qweight, scales, zeros, M, N, K,
-                      n_pad, m0, n0);
+            load_tile(stage_at(ring, nk % STAGES), kb + nk, op);
         tc_copy_commit();
 
         mma_tile(acc, stage_at(ring, kt % STAGES), r0, t);
