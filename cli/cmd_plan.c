@@ -233,7 +233,7 @@ static void print_json(const tailor_plan *plan, const compiled_entry *comp)
                 cJSON_AddStringToObject(item, "compile_error", comp[i].text);
             } else if (comp && comp[i].done) {
                 cJSON_AddNumberToObject(item, "regs", comp[i].regs);
-                cJSON_AddBoolToObject(item, "wgmma_serialized", comp[i].wgmma_serialized);
+                cJSON_AddBoolToObject(item, "wgmma_serialized", comp[i].wgmma_serialized != 0);
                 cJSON_AddNumberToObject(item, "spill_stores", comp[i].spill_stores);
                 cJSON_AddNumberToObject(item, "spill_loads", comp[i].spill_loads);
                 cJSON_AddNumberToObject(item, "compile_seconds", comp[i].seconds);
@@ -292,11 +292,14 @@ static void print_text(const tailor_plan *plan, const compiled_entry *comp, int 
             tailor_occupancy_limit limit;
             char at[32];
             int blocks = entry_blocks(plan, e, &comp[i], &limit);
+            char ser[64] = "";
+            if (comp[i].wgmma_serialized)
+                snprintf(ser, sizeof ser, ", wgmma serialized (ptxas C%d)",
+                         comp[i].wgmma_serialized);
             printf("  %3d regs, spills %d/%d B, %.1f s, %d block%s/SM (%s%s)%s", comp[i].regs,
                    comp[i].spill_stores, comp[i].spill_loads, comp[i].seconds, blocks,
                    blocks == 1 ? "" : "s", tailor_occupancy_limit_name(limit),
-                   carveout_words(limit, at, sizeof at),
-                   comp[i].wgmma_serialized ? ", wgmma serialized (ptxas C7515)" : "");
+                   carveout_words(limit, at, sizeof at), ser);
         }
         printf("\n");
     }

@@ -36,7 +36,8 @@ typedef struct tailor_compile_result {
     int smem_static;           /* bytes of __shared__ memory */
     int stack_bytes;           /* stack frame */
     int spill_stores, spill_loads;
-    int wgmma_serialized;      /* ptxas C7515: it serialized this kernel's wgmma instructions */
+    int wgmma_serialized;      /* ptxas serialized this kernel's wgmma instructions: the notice's
+                                  code (7511, 7515, ...; 1 if it had none), else 0 */
     double seconds;            /* compile wall time */
     char *log;                 /* the whole NVRTC log; malloc'd */
     int reused;                /* 1: a copy of an identical earlier compile (tailor_compile_memo) */
@@ -94,7 +95,8 @@ void tailor_gen_kernel_name(const char *op, const char *template_name, int sm, c
                             const tailor_define *defines, int ndefines, char *buf, size_t size);
 
 /* Parses a ptxas -v log for the entry `kernel`; fields left at -1 when not found
- * (wgmma_serialized: 1 when ptxas says C7515 for that function, else 0). */
+ * (wgmma_serialized: the code of ptxas's "wgmma.mma_async instructions are serialized" notice for
+ * that function, C7511 or C7515 say, else 0). */
 void tailor_gen_parse_report(const char *log, const char *kernel, tailor_compile_result *r);
 
 #endif

@@ -103,13 +103,17 @@ void tailor_gen_parse_report(const char *log, const char *kernel, tailor_compile
         return;
     char needle[512];
     /* "ptxas info : (C7515) Potential Performance Loss: wgmma.mma_async instructions are
-     * serialized ... in the function 'kernel'" */
+     * serialized due to <why> in the function 'kernel'"; the code names the why (C7511: too few
+     * registers for the wgmma pipeline, C7515: non-wgmma instructions defining accumulators) */
+    static const char serialized[] = "wgmma.mma_async instructions are serialized";
     snprintf(needle, sizeof needle, "function '%s'", kernel);
-    for (const char *c = strstr(log, "(C7515)"); c; c = strstr(c + 1, "(C7515)")) {
-        const char *eol = strchr(c, '\n');
-        const char *f = strstr(c, needle);
+    for (const char *c = strstr(log, serialized); c; c = strstr(c + 1, serialized)) {
+        const char *bol = c, *eol = strchr(c, '\n');
+        while (bol > log && bol[-1] != '\n')
+            bol--;
+        const char *f = strstr(c, needle), *code = strstr(bol, "(C");
         if (f && (!eol || f < eol))
-            r->wgmma_serialized = 1;
+            r->wgmma_serialized = code && code < c ? atoi(code + 2) : 1;
     }
     snprintf(needle, sizeof needle, "Function properties for %s", kernel);
     const char *p = strstr(log, needle);

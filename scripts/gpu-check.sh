@@ -29,7 +29,8 @@
 # experimental: the experimental W4A16 templates (TAILOR_EXPERIMENTAL=1; w4a16_wgmma_dec, session
 # 31) verified survivor by survivor (tune --verify-all), then benched with them and without them
 # in the same run, and every configuration's time (experimental.txt; EXP_STEP=pairs: shape by
-# shape, verify then bench, for a call that may be cut short). experimental-attn: the same for the
+# shape, verify then bench, for a call that may be cut short; EXP_STEP=ws: w4a16_wgmma_ws, session
+# 36, verified at five prefill shapes and benched at m = 2048 / 512). experimental-attn: the same for the
 # experimental attention templates (none at present; session 13 promoted the last two) at
 # head_dim 256 and 512: five prefill
 # verify-all shapes (window, full causal, chunked GQA fp16, window 1, head_dim 512) and three
@@ -74,7 +75,8 @@
 # MLP_QUICK=1 verifies the E2B shapes and the small one only).
 # w4-base-new: an int4 template edit against probe-variants/base's templates in the same run
 # (scripts/probe/base_templates.sh REV; carry probe-variants): every survivor verified at
-# W4_VERIFY's shapes, then W4_SHAPES benched base, new, base, new (a "glu:" prefix: op w4a16_glu) (w4-base-new.txt; the new
+# W4_VERIFY's shapes, then W4_SHAPES benched base, new, base, new (W4_BENCH_TIMEOUT seconds a
+# bench, default 90: the 31B shapes at m = 2048 tune longer than that) (a "glu:" prefix: op w4a16_glu) (w4-base-new.txt; the new
 # cache's trials in w4-trials.txt; export TAILOR_EXPERIMENTAL=1 for an experimental space).
 set -uo pipefail
 what=${1:-all}
@@ -482,6 +484,28 @@ if [[ $what == experimental ]]; then
   # with and without it, cuBLAS in the same process), or both (default; ~10 minutes)
   # "pairs": shape by shape, most telling first, each verified then benched (exp 1 and 0, and
   # m = 1 beside it), so that a call cut short still leaves whole comparisons
+  # "ws" (session 36): w4a16_wgmma_ws, the prefill GEMM fed by a copy warpgroup through
+  # mbarriers: its survivors verified (--where: the default ones are verified elsewhere) at five
+  # shapes (both dtypes, zero points, groups 32 and 64, odd m and n, a token tile past m), then
+  # the m = 2048 / 512 shapes benched without and with it, twice, cuBLAS in the same process
+  if [[ ${EXP_STEP:-} == ws ]]; then
+    for sd in "m=2048,n=6144,k=1536,group=128 bf16" "m=2048,n=1536,k=6144,group=128 fp16" \
+              "m=300,n=1000,k=352,group=32,zp=1 fp16" "m=77,n=2056,k=1536,group=64,zp=1 bf16" \
+              "m=130,n=256,k=512,group=128 bf16"; do
+      verify w4a16_matmul $sd --where template=w4a16_wgmma_ws
+    done
+    for round in 1 2; do
+      for s in m=2048,n=6144,k=1536 m=2048,n=1536,k=6144 m=512,n=6144,k=1536; do
+        for x in 0 1; do
+          echo "== round $round bench TAILOR_EXPERIMENTAL=$x w4a16 $s,group=128" >>"$W"
+          TAILOR_EXPERIMENTAL=$x timeout 100 "$T" bench w4a16 --shape "$s,group=128" \
+            --cache "/tmp/exp-bench-$x.sqlite" >>"$W" 2>&1
+        done
+      done
+    done
+    echo "== trials with the experimental templates (fastest first)" >>"$W"
+    "$T" cache trials --cache /tmp/exp-bench-1.sqlite 2>&1 | head -120 >>"$W"
+  fi
   if [[ ${EXP_STEP:-} == pairs ]]; then
     for s in m=16,n=12288,k=1536 m=16,n=1536,k=12288; do
       verify w4a16_matmul "$s,group=128" bf16
@@ -898,7 +922,7 @@ if [[ $what == w4-base-new ]]; then
         if [[ $s == glu:* ]]; then # the gated GEMV: bench kernel (no cuBLAS counterpart)
           timeout 90 "$T" bench kernel --op w4a16_glu --shape "${s#glu:}" --cache "/tmp/w4-$side.sqlite" >>"$W" 2>&1
         else
-          timeout 90 "$T" bench w4a16 --shape "$s" --cache "/tmp/w4-$side.sqlite" >>"$W" 2>&1
+          timeout "${W4_BENCH_TIMEOUT:-90}" "$T" bench w4a16 --shape "$s" --cache "/tmp/w4-$side.sqlite" >>"$W" 2>&1
         fi
       done
     done

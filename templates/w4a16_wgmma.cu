@@ -18,15 +18,25 @@
 // Decode (BM = 8, 16, 32: a handful of tokens, one token tile): SPLITK > 1 splits the k tiles
 // over blockIdx.z; each split writes fp32 partials [SPLITK, M, N] and the last block of a column
 // tile sums them in z order (w4_splitk_finish), so that narrow n still fills the SMs.
+// The copies: a thread copies the same 16-byte column chunk of the same token rows in every
+// tile (fixed destinations, sources moving BK columns a tile: no division or swizzle arithmetic
+// in the k loop), and reads its weight words and scales of a stage into registers before the
+// tile's first MMA (session 36: m = 2048 0.53x -> 0.65x cuBLAS on the H100).
 // Defines: BM (8, 16, 32, 64, 128, 192, 256), BK (64, 128), WG (1-3), STAGES, INFLIGHT (0, 1:
 // k_loop_inflight), SPLITK (1: none; > 1 needs M <= BM), EARLY_W (1: the first stages' weights
-// requested before the grid wait), GROUP, HAS_ZP. Needs n % 8 == 0.
+// requested before the grid wait), WS (1: a copy warpgroup and mbarriers, ws_main; experimental),
+// GROUP, HAS_ZP. Needs n % 8 == 0.
 // Dynamic shared memory: 1024 (alignment slack) + STAGES · stage bytes (the epilogue's staging
-// reuses the ring; the space checks it fits).
+// reuses the ring; the space checks it fits) + with WS 16 bytes a stage (the mbarriers).
 #include "w4a16_common.cuh"
 #include "wgmma.cuh"
 
-#define W4G_THREADS (WG * 128)
+#ifndef WS
+#define WS 0
+#endif
+#define W4G_THREADS (WG * 128)              // the warpgroups that multiply
+#define W4G_BLOCK (W4G_THREADS + 128 * WS)  // + the copy warpgroup (WS = 1)
+#define W4G_COPY_THREADS (WS ? 128 : W4G_THREADS) // the threads that issue the ring's copies
 #ifndef SPLITK
 #define SPLITK 1
 #endif
@@ -50,6 +60,8 @@ static_assert(BK % 64 == 0 && GROUP % 32 == 0, "BK is whole swizzle atoms; GROUP
 static_assert(BK % GROUP == 0 || GROUP % BK == 0, "BK and GROUP must nest");
 static_assert(STAGES >= 2 + INFLIGHT, "at least 2 stages (3 with a tile in flight)");
 static_assert(BM * O_LD * 2 <= STAGES * STAGE_BYTES, "the epilogue staging must fit the ring");
+static_assert(!WS || (SPLITK == 1 && !EARLY_W && INFLIGHT),
+              "the copy warpgroup (WS) serves the prefill loop: no split k, no early weights, a tile in flight");
 
 struct Stage {
     u8 *a;  // activations, swizzled
@@ -80,9 +92,9 @@ __device__ __forceinline__ int a_offset(int r, int c)
 // the same for all of them: the destinations are fixed and the sources move BK columns a tile,
 // with no division or swizzle arithmetic in the k loop.
 constexpr int A_CHUNKS = BK / 8;                                // 16-byte chunks of a token row
-constexpr int A_RSTEP = W4G_THREADS / A_CHUNKS;                 // rows between a thread's copies
+constexpr int A_RSTEP = W4G_COPY_THREADS / A_CHUNKS;            // rows between a thread's copies
 constexpr int A_COPIES = (BM + A_RSTEP - 1) / A_RSTEP;          // copies a thread makes a tile
-static_assert(W4G_THREADS % A_CHUNKS == 0 && A_RSTEP % 8 == 0, "copies keep the swizzle row");
+static_assert(W4G_COPY_THREADS % A_CHUNKS == 0 && A_RSTEP % 8 == 0, "copies keep the swizzle row");
 
 // What a block's copies read: the operands, their sizes and the block's corner.
 struct Operands {
@@ -134,7 +146,7 @@ __device__ __forceinline__ void load_acts(const Stage &s, int kt, const Operands
 // Issues the copies of k tile kt's weights, scales and zero points into stage s.
 __device__ __forceinline__ void load_weights(const Stage &s, int kt, const Operands &op)
 {
-    w4_load_weight_tile<BN, BK, B_LD, SROWS, GROUP, W4G_THREADS>(
+    w4_load_weight_tile<BN, BK, B_LD, SROWS, GROUP, W4G_COPY_THREADS>(
         s.w, s.s, s.z, kt, op.qweight, op.scales, op.zeros, op.N, op.K, op.n_pad, op.n0);
 }
 
@@ -280,9 +292,172 @@ __device__ __forceinline__ void k_loop_inflight(float (&acc)[BM / 2], u8 *ring, 
     wg_wait<0>();
     wg_fence_acc(acc);
 }
+// The output tile: the accumulators rounded once and staged through the ring (free by now) as
+// [BM tokens][O_LD], then stored as 16-byte rows of n by the NT threads that multiplied (tid
+// 0 .. NT - 1), which sync() joins in between.
+template <int NT, typename Sync>
+__device__ __forceinline__ void store_out(T *out, const float (&acc)[BM / 2], u8 *ring, int r0,
+                                          int t, int tid, int m0, int n0, int M, int N, Sync sync)
+{
+    // acc[4j + e]: weight row r0 + 8 (e >> 1), token 8j + 2t + (e & 1)
+    T *stage_o = reinterpret_cast<T *>(ring);
+#pragma unroll
+    for (int j = 0; j < BM / 8; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            stage_o[(8 * j + 2 * t + (e & 1)) * O_LD + r0 + 8 * (e >> 1)] = from_f32(acc[4 * j + e]);
+    sync();
+    for (int i = tid; i < BM * (BN / 8); i += NT) {
+        const int r = i / (BN / 8), c = (i % (BN / 8)) * 8, gm = m0 + r, gn = n0 + c;
+        if (gm < M && gn < N)
+            *reinterpret_cast<uint4 *>(out + (size_t)gm * N + gn) =
+                *reinterpret_cast<const uint4 *>(stage_o + r * O_LD + c);
+    }
+}
+
+struct BlockSync {
+    __device__ void operator()() const { __syncthreads(); }
+};
+
+#if WS
+// ---- WS = 1: a copy warpgroup feeds the warpgroups that multiply, through mbarriers ----
+// Warpgroup 0 issues every copy of the ring (load_tile with 128 threads); warpgroups 1 .. WG
+// only wait for a stage, dequantize and multiply. Per stage s, full[s] completes when the copy
+// warpgroup's copies of its tile have landed (each thread's cp.async.mbarrier.arrive.noinc: 128
+// arrivals) and empty[s] when every multiplying thread has retired the MMAs that read it (one
+// arrival a thread, so that no branch splits a warp between the wgmma issue and its wait). No
+// block-wide barrier is left in the k loop: the warpgroups drift apart (one dequantizes while
+// another's MMAs run), and none of their threads issues a copy. With WG = 2, setmaxnreg moves
+// registers from the copy warpgroup (56) to the others (224): ptxas allots registers by
+// warpgroup in wgmma code, so a lone copy warp (288 threads, the first version) cost a whole
+// warpgroup's share and left the MMAs 158 registers, which ptxas serialized (C7511).
+// The barriers lie after the ring (16 bytes a stage, w4a16_wgmma_ws.lua). These helpers stay
+// here until a second template needs them: a new header changes every op's space hash
+// (docs/cache-format.md).
+typedef unsigned long long u64;
+
+__device__ __forceinline__ void mbar_init(u64 *bar, int count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(tc_smem_addr(bar)), "r"(count)
+                 : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive(u64 *bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(tc_smem_addr(bar)) : "memory");
+}
+
+// Arrives on bar once every cp.async this thread issued before has landed (counted at init).
+__device__ __forceinline__ void mbar_arrive_copies(u64 *bar)
+{
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(tc_smem_addr(bar))
+                 : "memory");
+}
+
+__device__ __forceinline__ bool mbar_try_wait(u64 *bar, int parity)
+{
+    unsigned done;
+    asm volatile("{\n.reg .pred p;\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                 "selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done)
+                 : "r"(tc_smem_addr(bar)), "r"(parity)
+                 : "memory");
+    return done != 0;
+}
+
+// Waits for the phase of bar with this parity to complete.
+__device__ __forceinline__ void mbar_wait(u64 *bar, int parity)
+{
+    while (!mbar_try_wait(bar, parity)) {
+    }
+}
+
+// The multiplying threads' own barrier (id 1; 0 is __syncthreads').
+struct MmaSync {
+    __device__ void operator()() const
+    {
+        asm volatile("bar.sync 1, %0;\n" ::"n"(W4G_THREADS) : "memory");
+    }
+};
+
+// The copy warpgroup: tile kt into stage kt % STAGES once the warpgroups have released it.
+__device__ __forceinline__ void ws_produce(u8 *ring, u64 *full, u64 *empty, const Operands &op,
+                                           int kb, int ktiles)
+{
+    for (int kt = 0; kt < ktiles; kt++) {
+        const int st = kt % STAGES;
+        if (kt >= STAGES)
+            mbar_wait(&empty[st], (kt / STAGES - 1) & 1);
+        load_tile(stage_at(ring, st), kb + kt, op);
+        mbar_arrive_copies(&full[st]);
+    }
+}
+
+// A multiplying warpgroup: each tile's MMAs issued once its stage is full, one tile left in
+// flight (the fragments alternate between two register sets, as in k_loop_inflight), the stage
+// of the tile before released once those MMAs have retired.
+__device__ __forceinline__ void ws_consume(float (&acc)[BM / 2], u8 *ring, u64 *full, u64 *empty,
+                                           int r0, int t, int ktiles)
+{
+    u32 af0[BK / 32][2][4], af1[BK / 32][2][4];
+    wg_fence_acc(acc);
+    for (int kt = 0; kt < ktiles; kt += 2) {
+#pragma unroll
+        for (int half = 0; half < 2; half++) {
+            const int kk = kt + half;
+            if (kk < ktiles) {
+                mbar_wait(&full[kk % STAGES], (kk / STAGES) & 1);
+                wg_fence_proxy_async(); // the copies of tile kk, visible to the wgmma operand reads
+                if (half == 0)
+                    mma_issue(acc, stage_at(ring, kk % STAGES), r0, t, af0);
+                else
+                    mma_issue(acc, stage_at(ring, kk % STAGES), r0, t, af1);
+                wg_wait<1>(); // tile kk - 1 retired: its stage and fragments are free
+                if (kk > 0)
+                    mbar_arrive(&empty[(kk - 1) % STAGES]);
+            }
+        }
+    }
+    wg_wait<0>();
+    wg_fence_acc(acc);
+}
+
+// A block of WS = 1 from the k loop on: barriers set up, then warpgroup 0 copies and the others
+// multiply and store.
+__device__ __forceinline__ void ws_main(T *out, u8 *ring, const Operands &op, int kb, int ktiles)
+{
+    u64 *full = reinterpret_cast<u64 *>(ring + STAGES * STAGE_BYTES), *empty = full + STAGES;
+    if (threadIdx.x == 0)
+        for (int s = 0; s < STAGES; s++) {
+            mbar_init(&full[s], W4G_COPY_THREADS);
+            mbar_init(&empty[s], W4G_THREADS);
+        }
+    __syncthreads();
+    if (threadIdx.x < W4G_COPY_THREADS) {
+#if WG > 1
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n" ::: "memory");
+#endif
+        ws_produce(ring, full, empty, op, kb, ktiles);
+        return;
+    }
+#if WG > 1
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n" ::: "memory");
+#endif
+    const int tid = threadIdx.x - W4G_COPY_THREADS, lane = tid & 31, warp = tid >> 5;
+    const int g = lane >> 2, t = lane & 3, r0 = warp * 16 + g;
+    float acc[BM / 2];
+#pragma unroll
+    for (int i = 0; i < BM / 2; i++)
+        acc[i] = 0.f;
+    ws_consume(acc, ring, full, empty, r0, t, ktiles);
+    MmaSync()(); // every multiplying warpgroup is done with the ring: it becomes the staging tile
+    store_out<W4G_THREADS>(out, acc, ring, r0, t, tid, op.m0, op.n0, op.M, op.N, MmaSync());
+}
+#endif
 } // namespace w4g
 
-extern "C" __global__ void __launch_bounds__(W4G_THREADS, 1)
+extern "C" __global__ void __launch_bounds__(W4G_BLOCK, 1)
 TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restrict__ qweight,
               const T *__restrict__ scales,
 #if HAS_ZP
@@ -311,11 +486,6 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
     const int n0 = blockIdx.x * BN, m0 = blockIdx.y * BM;
     const Operands op = operands_of(a, qweight, scales, zeros, M, N, K, n_pad, m0, n0);
 
-    float acc[BM / 2];
-#pragma unroll
-    for (int i = 0; i < BM / 2; i++)
-        acc[i] = 0.f;
-
     // this block's k tiles: [kb, kb + ktiles)
 #if SPLITK > 1
     const int kper = ((K + BK - 1) / BK + SPLITK - 1) / SPLITK, kb = blockIdx.z * kper;
@@ -323,6 +493,14 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
 #else
     const int kb = 0, ktiles = (K + BK - 1) / BK;
 #endif
+#if WS
+    (void)r0;
+    ws_main(out, ring, op, kb, ktiles);
+#else
+    float acc[BM / 2];
+#pragma unroll
+    for (int i = 0; i < BM / 2; i++)
+        acc[i] = 0.f;
 #if EARLY_W
     // the prologue stages' weights, scales and zero points before the grid wait (no kernel of a
     // forward writes them: tailor_common.cuh), their activations after it; they join the first
@@ -371,20 +549,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
     w4_splitk_finish(out, partial, counters, SPLITK, M, N, n0, BN, &w4g_last);
 #else
     __syncthreads(); // every warpgroup is done with the ring: it becomes the staging tile
-
-    // acc[4j + e]: weight row r0 + 8 (e >> 1), token 8j + 2t + (e & 1)
-    T *stage_o = reinterpret_cast<T *>(ring);
-#pragma unroll
-    for (int j = 0; j < BM / 8; j++)
-#pragma unroll
-        for (int e = 0; e < 4; e++)
-            stage_o[(8 * j + 2 * t + (e & 1)) * O_LD + r0 + 8 * (e >> 1)] = from_f32(acc[4 * j + e]);
-    __syncthreads();
-    for (int i = threadIdx.x; i < BM * (BN / 8); i += W4G_THREADS) {
-        const int r = i / (BN / 8), c = (i % (BN / 8)) * 8, gm = m0 + r, gn = n0 + c;
-        if (gm < M && gn < N)
-            *reinterpret_cast<uint4 *>(out + (size_t)gm * N + gn) =
-                *reinterpret_cast<const uint4 *>(stage_o + r * O_LD + c);
-    }
+    store_out<W4G_THREADS>(out, acc, ring, r0, t, threadIdx.x, m0, n0, M, N, BlockSync());
+#endif
 #endif
 }

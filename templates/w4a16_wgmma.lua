@@ -6,12 +6,25 @@
 -- next is dequantized (k_loop_inflight: the fragments in two register sets, prefetch distance
 -- STAGES - 2); INFLIGHT = 0 drains them at the end of every tile. Neither wins every shape
 -- (docs/perf/w4a16.md, v6). Every configuration here was verified on the H200 (tune
--- --verify-all, sessions 11 and 12).
+-- --verify-all, sessions 11 and 12) and, after session 36's copies, on the H100.
 
-return tailor.w4g_space({
+local space = tailor.w4g_space({
   BM = { 64, 128, 192, 256 },
   BK = { 64, 128 },
   WG = { 1, 2, 3 },
   STAGES = { 3, 4, 5 },
   INFLIGHT = { 0, 1 },
 })
+
+-- ptxas (CUDA 13.0) serializes the warpgroup MMAs of BM = 64 BK = 128 with one tile in flight
+-- through three stages (C7514: other instructions read the accumulators inside the pipeline
+-- stage; every WG without zero points, WG = 3 with them). Such a kernel is right but never
+-- the fastest (docs/perf/w4a16.md, session 36), so the space leaves it out (pruning only).
+local rules = space.valid
+space.valid = function(p, shape, dtype, device, purpose)
+  if purpose ~= "launch" and p.BM == 64 and p.BK == 128 and p.STAGES == 3 and p.INFLIGHT == 1 then
+    return false, "BM=64 BK=128 STAGES=3 INFLIGHT=1: ptxas serializes its wgmma instructions (C7514)"
+  end
+  return rules(p, shape, dtype, device, purpose)
+end
+return space

@@ -203,9 +203,19 @@ static void test_report_parser(void)
                         "accumulator registers of a wgmma between start and end of the pipeline "
                         "stage in the function 'kk'\n";
     tailor_gen_parse_report(c7515, "kk", &r);
-    CHECK(r.wgmma_serialized == 1);
+    CHECK(r.wgmma_serialized == 7515);
     tailor_gen_parse_report(c7515, "k", &r);
     CHECK(r.wgmma_serialized == 0);
+    /* the same notice for too few registers (a 288-thread wgmma block, session 36), among other
+     * lines */
+    const char *c7511 = "ptxas info    : Compiling entry function 'kk' for 'sm_90a'\n"
+                        "ptxas info    : (C7511) Potential Performance Loss: wgmma.mma_async "
+                        "instructions are serialized due to insufficient register resources for "
+                        "the wgmma pipeline in the function 'kk'\n"
+                        "ptxas info    : Used 158 registers, used 1 barriers\n";
+    tailor_gen_parse_report(c7511, "kk", &r);
+    CHECK(r.wgmma_serialized == 7511);
+    CHECK(r.regs == 158);
 }
 
 /* Four threads ask the memo for one instantiation at once: one compiles, the others wait for
