@@ -253,11 +253,38 @@ __device__ __forceinline__ void mma_tile(float (&acc)[BM / 2], const Stage &st, 
     wg_fence_acc(acc);
 }
 
-// The k loop with one tile's MMAs in flight while the next tile is dequantized: the prefetch
-// distance is STAGES - 2, so the stage refilled at tile kt held tile kt - 2, which the
-// wait_group 1 after tile kt - 1 retired in every warpgroup before the barrier; the fragments
-// alternate between two register sets (unrolled by two), so tile kt never overwrites those of
-// tile kt - 1 while its MMAs read them.
+// The tiles' MMAs with one tile in flight while the next is dequantized: before(kk) makes tile
+// kk's stage ready, mma_issue leaves its MMAs in flight, wait_group 1 retires tile kk - 1's, and
+// after(kk) may then hand that stage back. The fragments alternate between two register sets
+// (unrolled by two), so tile kk never overwrites those of tile kk - 1 while its MMAs read them.
+template <typename Before, typename After>
+__device__ __forceinline__ void tiles_in_flight(float (&acc)[BM / 2], u8 *ring, int r0, int t,
+                                                int ktiles, Before before, After after)
+{
+    u32 af0[BK / 32][2][4], af1[BK / 32][2][4];
+    wg_fence_acc(acc);
+    for (int kt = 0; kt < ktiles; kt += 2) {
+#pragma unroll
+        for (int half = 0; half < 2; half++) {
+            const int kk = kt + half;
+            if (kk < ktiles) {
+                before(kk);
+                if (half == 0)
+                    mma_issue(acc, stage_at(ring, kk % STAGES), r0, t, af0);
+                else
+                    mma_issue(acc, stage_at(ring, kk % STAGES), r0, t, af1);
+                wg_wait<1>(); // tile kk - 1 retired: its stage and fragments are free
+                after(kk);
+            }
+        }
+    }
+    wg_wait<0>();
+    wg_fence_acc(acc);
+}
+
+// The k loop with one tile's MMAs in flight (INFLIGHT = 1): the prefetch distance is STAGES - 2,
+// so the stage refilled at tile kt held tile kt - 2, which the wait_group 1 after tile kt - 1
+// retired in every warpgroup before the barrier.
 __device__ __forceinline__ void k_loop_inflight(float (&acc)[BM / 2], u8 *ring, const Operands &op,
                                                 int r0, int t, int kb, int ktiles)
 {
@@ -267,31 +294,20 @@ __device__ __forceinline__ void k_loop_inflight(float (&acc)[BM / 2], u8 *ring, 
             load_first(stage_at(ring, s), kb + s, op);
         tc_copy_commit();
     }
-    u32 af0[BK / 32][2][4], af1[BK / 32][2][4];
-    wg_fence_acc(acc);
-    for (int kt = 0; kt < ktiles; kt += 2) {
-#pragma unroll
-        for (int half = 0; half < 2; half++) {
-            const int kk = kt + half;
-            if (kk < ktiles) {
-                tc_copy_wait<STAGES - 3>();
-                wg_fence_proxy_async(); // tile kk's copies, visible to the wgmma operand reads
-                __syncthreads();
-                const int nk = kk + STAGES - 2;
-                if (nk < ktiles)
-                    load_tile(stage_at(ring, nk % STAGES), kb + nk, op);
-                tc_copy_commit();
-                if (half == 0)
-                    mma_issue(acc, stage_at(ring, kk % STAGES), r0, t, af0);
-                else
-                    mma_issue(acc, stage_at(ring, kk % STAGES), r0, t, af1);
-                wg_wait<1>(); // tile kk - 1 retired: its stage and fragments are free
-            }
-        }
-    }
-    wg_wait<0>();
-    wg_fence_acc(acc);
+    tiles_in_flight(
+        acc, ring, r0, t, ktiles,
+        [&](int kk) {
+            tc_copy_wait<STAGES - 3>();
+            wg_fence_proxy_async(); // tile kk's copies, visible to the wgmma operand reads
+            __syncthreads();
+            const int nk = kk + STAGES - 2;
+            if (nk < ktiles)
+                load_tile(stage_at(ring, nk % STAGES), kb + nk, op);
+            tc_copy_commit();
+        },
+        [](int) {});
 }
+
 // The output tile: the accumulators rounded once and staged through the ring (free by now) as
 // [BM tokens][O_LD], then stored as 16-byte rows of n by the NT threads that multiplied (tid
 // 0 .. NT - 1), which sync() joins in between.
@@ -395,32 +411,20 @@ __device__ __forceinline__ void ws_produce(u8 *ring, u64 *full, u64 *empty, cons
 }
 
 // A multiplying warpgroup: each tile's MMAs issued once its stage is full, one tile left in
-// flight (the fragments alternate between two register sets, as in k_loop_inflight), the stage
-// of the tile before released once those MMAs have retired.
+// flight, the stage of the tile before released once those MMAs have retired.
 __device__ __forceinline__ void ws_consume(float (&acc)[BM / 2], u8 *ring, u64 *full, u64 *empty,
                                            int r0, int t, int ktiles)
 {
-    u32 af0[BK / 32][2][4], af1[BK / 32][2][4];
-    wg_fence_acc(acc);
-    for (int kt = 0; kt < ktiles; kt += 2) {
-#pragma unroll
-        for (int half = 0; half < 2; half++) {
-            const int kk = kt + half;
-            if (kk < ktiles) {
-                mbar_wait(&full[kk % STAGES], (kk / STAGES) & 1);
-                wg_fence_proxy_async(); // the copies of tile kk, visible to the wgmma operand reads
-                if (half == 0)
-                    mma_issue(acc, stage_at(ring, kk % STAGES), r0, t, af0);
-                else
-                    mma_issue(acc, stage_at(ring, kk % STAGES), r0, t, af1);
-                wg_wait<1>(); // tile kk - 1 retired: its stage and fragments are free
-                if (kk > 0)
-                    mbar_arrive(&empty[(kk - 1) % STAGES]);
-            }
-        }
-    }
-    wg_wait<0>();
-    wg_fence_acc(acc);
+    tiles_in_flight(
+        acc, ring, r0, t, ktiles,
+        [&](int kk) {
+            mbar_wait(&full[kk % STAGES], (kk / STAGES) & 1);
+            wg_fence_proxy_async(); // the copies of tile kk, visible to the wgmma operand reads
+        },
+        [&](int kk) {
+            if (kk > 0)
+                mbar_arrive(&empty[(kk - 1) % STAGES]);
+        });
 }
 
 // A block of WS = 1 from the k loop on: barriers set up, then warpgroup 0 copies and the others
