@@ -408,6 +408,9 @@ __device__ __forceinline__ void ws_produce(u8 *ring, u64 *full, u64 *empty, cons
         load_tile(stage_at(ring, st), kb + kt, op);
         mbar_arrive_copies(&full[st]);
     }
+    // no thread leaves with its copies in flight (they have landed by the time the last tile
+    // is multiplied anyway: this wait costs the idle copy warpgroup only)
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
 }
 
 // A multiplying warpgroup: each tile's MMAs issued once its stage is full, one tile left in
