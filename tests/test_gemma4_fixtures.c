@@ -12,6 +12,7 @@
 #include "gemma4.h"
 #include "op.h"
 #include "sampler.h"
+#include "test_gemma4_writer.h"
 #include "testlib.h"
 
 /* Tolerance. The fixtures are transformers' forward in float32 from the same bf16 weights the C
@@ -45,11 +46,11 @@ static int json_ids(const cJSON *arr, int32_t *out, int cap)
     return n;
 }
 
-/* Returns 1 when the fixture ran (pass or fail), 0 when its folder is absent. */
-static int run_fixture(tailor_ctx *ctx, const char *name)
+/* The fixture in folder dir, called name. Returns 1 when it ran (pass or fail), 0 when its
+ * folder is absent. */
+static int run_fixture_in(tailor_ctx *ctx, const char *name, const char *dir)
 {
-    char dir[1024], p[1200];
-    snprintf(dir, sizeof dir, "%s/tests/fixtures/%s", test_source_dir(), name);
+    char p[1200];
     if (!exists(dir)) {
         printf("%s: folder absent, not checked\n", name);
         return 0;
@@ -146,6 +147,46 @@ static int run_fixture(tailor_ctx *ctx, const char *name)
     return 1;
 }
 
+/* A committed fixture (tests/fixtures/name). */
+static int run_fixture(tailor_ctx *ctx, const char *name)
+{
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/tests/fixtures/%s", test_source_dir(), name);
+    return run_fixture_in(ctx, name, dir);
+}
+
+/* e2b_w4a16_asym with three linears stored dense (tw_write_partly_dense: the dequantized values,
+ * so transformers' logits still apply): the loader takes int4 and 16-bit linears side by side,
+ * and the checkpoint it wrote has them where asked. */
+static void check_partly_dense(tailor_ctx *ctx)
+{
+    char src[1024], dir[256], p[1300];
+    snprintf(src, sizeof src, "%s/tests/fixtures/e2b_w4a16_asym", test_source_dir());
+    if (!exists(src))
+        return;
+    const char *const *partly_dense = tw_partly_dense_bases();
+    tw_tmpdir(dir, sizeof dir, "partly_dense");
+    CHECKF(tw_write_partly_dense_fixture(ctx, dir) == 0,
+           "could not write e2b_w4a16_asym with dense linears into %s: %s", dir,
+           tailor_ctx_message(ctx));
+    snprintf(p, sizeof p, "%s/model.safetensors", dir);
+    tailor_st *st = NULL;
+    CHECK_OK(ctx, tailor_st_open(ctx, p, &st));
+    for (int i = 0; st && partly_dense[i]; i++) {
+        char dn[300], pn[300];
+        snprintf(dn, sizeof dn, "%s.weight", partly_dense[i]);
+        snprintf(pn, sizeof pn, "%s.weight_packed", partly_dense[i]);
+        const tailor_st_tensor *d = tailor_st_find(st, dn);
+        CHECKF(d && d->dtype == TAILOR_ST_BF16 && !tailor_st_find(st, pn),
+               "partly dense: %s is not a BF16 %s alone", partly_dense[i], dn);
+    }
+    CHECKF(st && tailor_st_find(st, "model.layers.0.self_attn.q_proj.weight_packed"),
+           "partly dense: layer 0's q lost its int4 weights");
+    tailor_st_close(st);
+    run_fixture_in(ctx, "e2b_w4a16_asym (k, gate, o dense)", dir);
+    tw_rmdir(dir);
+}
+
 /* The CPU reference's int4 options: opts.quantize_head (of the GPU's --quantize-head) and
  * opts.quantize (of --quantize w4a16). head 1: the former. */
 static tailor_gemma4_cpu_opts quantized_opts(int head, int sd)
@@ -226,6 +267,7 @@ int main(void)
     int ran = 0;
     for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++)
         ran += run_fixture(ctx, fixtures[i]);
+    check_partly_dense(ctx);
     check_quantized(ctx, "e2b_flat", 1, 0);
     check_quantized(ctx, "e2b_flat", 0, 0);
     check_quantized(ctx, "e2b_w4a16", 0, 1);

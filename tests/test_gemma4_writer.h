@@ -11,7 +11,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "half.h"
+#include "safetensors.h"
 #include "testlib.h"
 
 typedef struct tw_tensor {
@@ -388,6 +391,157 @@ static inline void tw_rmdir(const char *dir)
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0)
         fprintf(stderr, "could not remove %s\n", dir);
+}
+
+/* ---- a W4A16 fixture with some linears dense ----------------------------------------------- */
+
+/* Copies the file src to dst. Returns 0 on success. */
+static inline int tw_copy_file(const char *src, const char *dst)
+{
+    size_t n = 0;
+    char *b = test_read_file(src, &n);
+    FILE *f = b ? fopen(dst, "wb") : NULL;
+    int ok = f && fwrite(b, 1, n, f) == n;
+    if (f)
+        ok = fclose(f) == 0 && ok;
+    free(b);
+    return ok ? 0 : -1;
+}
+
+/* The group size of a compressed-tensors config.json (config_groups.group_0.weights.group_size,
+ * nested or not), or 0. */
+static inline int tw_quant_group(const char *config_path)
+{
+    char *text = test_read_file(config_path, NULL);
+    cJSON *c = text ? cJSON_Parse(text) : NULL, *q = NULL;
+    free(text);
+    if (c) {
+        q = cJSON_GetObjectItemCaseSensitive(c, "quantization_config");
+        if (!q)
+            q = cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(c, "text_config"), "quantization_config");
+    }
+    const cJSON *gs = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(q, "config_groups"), "group_0"),
+            "weights"),
+        "group_size");
+    int group = cJSON_IsNumber(gs) ? gs->valueint : 0;
+    cJSON_Delete(c);
+    return group;
+}
+
+/* Nibble i (bits 4i..4i+3) of the 32-bit word at element w of an I32 tensor, minus 8. */
+static inline int tw_nibble(const tailor_st_tensor *t, int64_t w, int i)
+{
+    return (int)(((uint32_t)tailor_st_load_i64(t, w) >> (4 * i)) & 15u) - 8;
+}
+
+/* Adds base.weight in BF16: the int4 matrix base.weight_packed (+ _scale, _shape, optional
+ * _zero_point and _g_idx, compressed-tensors pack-quantized) dequantized as the fixtures' reference
+ * ran it, bf16((q - zp) * scale). Returns 0 on success. */
+static inline int tw_add_dequantized(tw *w, const tailor_st *st, const char *base, int group)
+{
+    char nm[300];
+#define TW_PART(suffix) (snprintf(nm, sizeof nm, "%s.%s", base, suffix), tailor_st_find(st, nm))
+    const tailor_st_tensor *pk = TW_PART("weight_packed"), *sc = TW_PART("weight_scale");
+    const tailor_st_tensor *shp = TW_PART("weight_shape"), *zp = TW_PART("weight_zero_point");
+    const tailor_st_tensor *gi = TW_PART("weight_g_idx");
+#undef TW_PART
+    if (!pk || !sc || !shp || shp->numel != 2 || group <= 0)
+        return -1;
+    int64_t n = tailor_st_load_i64(shp, 0), k = tailor_st_load_i64(shp, 1);
+    int64_t words = pk->shape[1], groups = sc->shape[1];
+    float *v = malloc((size_t)(n * k) * sizeof *v);
+    if (!v)
+        return -1;
+    for (int64_t r = 0; r < n; r++)
+        for (int64_t c = 0; c < k; c++) {
+            int64_t g = gi ? tailor_st_load_i64(gi, c) : c / group;
+            int q = tw_nibble(pk, r * words + c / 8, (int)(c % 8));
+            int z = zp ? tw_nibble(zp, (r / 8) * groups + g, (int)(r % 8)) : 0;
+            v[r * k + c] = (float)(q - z) * tailor_st_load_f32(sc, r * groups + g);
+        }
+    snprintf(nm, sizeof nm, "%s.weight", base);
+    int64_t shape[2] = {n, k};
+    tw_add_f(w, nm, "BF16", v, 2, shape);
+    free(v);
+    return 0;
+}
+
+/* Whether tensor `name` belongs to one of the bases in dense (NULL-terminated): "base." then a
+ * compressed-tensors part. */
+static inline int tw_in_dense(const char *name, const char *const *dense)
+{
+    for (int i = 0; dense[i]; i++) {
+        size_t l = strlen(dense[i]);
+        if (strncmp(name, dense[i], l) == 0 && strncmp(name + l, ".weight_", 8) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* A W4A16 fixture (folder src: config.json, model.safetensors, expected.json, logits.bin) with
+ * the linears named in dense (NULL-terminated bases, "model.layers.0.self_attn.k_proj") stored
+ * as 16-bit base.weight, as a checkpoint that leaves some linears out of its quantization does,
+ * written into the folder dst. The dense values are the dequantized ones the fixture's reference
+ * ran on, so its logits stay the reference of the new folder. Returns 0 on success. */
+static inline int tw_write_partly_dense(tailor_ctx *ctx, const char *src, const char *dst,
+                                        const char *const *dense)
+{
+    char a[1200], b[1200];
+    const char *files[] = {"config.json", "expected.json", "logits.bin"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(a, sizeof a, "%s/%s", src, files[i]);
+        snprintf(b, sizeof b, "%s/%s", dst, files[i]);
+        if (tw_copy_file(a, b))
+            return -1;
+    }
+    snprintf(a, sizeof a, "%s/config.json", src);
+    int group = tw_quant_group(a);
+    snprintf(a, sizeof a, "%s/model.safetensors", src);
+    tailor_st *st = NULL;
+    if (tailor_st_open(ctx, a, &st) != TAILOR_OK)
+        return -1;
+    tw *w = calloc(1, sizeof *w);
+    int rc = w ? 0 : -1;
+    for (int i = 0; w && dense[i] && rc == 0; i++)
+        rc = tw_add_dequantized(w, st, dense[i], group);
+    for (size_t i = 0; w && rc == 0 && i < tailor_st_count(st); i++) {
+        const tailor_st_tensor *t = tailor_st_at(st, i);
+        if (!tw_in_dense(t->name, dense))
+            tw_add_raw(w, t->name, tailor_st_dtype_name(t->dtype), t->ndim, t->shape, t->data,
+                       t->nbytes);
+    }
+    snprintf(b, sizeof b, "%s/model.safetensors", dst);
+    if (rc == 0)
+        rc = tw_write(w, b);
+    if (w)
+        tw_free(w);
+    free(w);
+    tailor_st_close(st);
+    return rc;
+}
+
+/* The linears the partly dense fixture stores 16-bit: k of layer 0 (its q|k|v then no longer of
+ * one int4 form), gate of layer 1 (gate|up likewise) and o of layer 2; layer 1's o and down keep
+ * their activation order. NULL-terminated. */
+static inline const char *const *tw_partly_dense_bases(void)
+{
+    static const char *const bases[] = {"model.layers.0.self_attn.k_proj",
+                                        "model.layers.1.mlp.gate_proj",
+                                        "model.layers.2.self_attn.o_proj", NULL};
+    return bases;
+}
+
+/* The partly dense fixture: the committed e2b_w4a16_asym with tw_partly_dense_bases() dense,
+ * written into the folder dst. Returns 0 on success. */
+static inline int tw_write_partly_dense_fixture(tailor_ctx *ctx, const char *dst)
+{
+    char src[1024];
+    snprintf(src, sizeof src, "%s/tests/fixtures/e2b_w4a16_asym", test_source_dir());
+    return tw_write_partly_dense(ctx, src, dst, tw_partly_dense_bases());
 }
 
 #endif

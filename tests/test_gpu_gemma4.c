@@ -6,7 +6,9 @@
  * bf16 with that head and the seams MIXED (--seams mixed), with the PLE table on the host, and
  * a 16-bit checkpoint quantized on load (--quantize w4a16, bf16) against the CPU reference with
  * the same int4 linears; the decode MLPs in one launch each (op w4a16_mlp, --fused-mlp: a W4A16
- * checkpoint as it is, a 16-bit one quantized on load as bf16-quantize). W4A16 fixtures compare with their dequantized reference. Kernels are
+ * checkpoint as it is, a 16-bit one quantized on load as bf16-quantize). W4A16 fixtures compare with their dequantized reference;
+ * "partly_dense" is e2b_w4a16_asym with three linears stored 16-bit (the loader's per-matrix
+ * forms where a stack's parts differ; four modes). Kernels are
  * tuned on demand into a temporary cache (random strategy, few trials). Output: one line per
  * (fixture, mode), and per failing position the largest difference and whether the argmax
  * agrees. TAILOR_DEBUG_LAYERS=1 also compares every depth
@@ -24,6 +26,7 @@
 #include "gemma4.h"
 #include "kernels.h"
 #include "sampler.h"
+#include "test_gemma4_writer.h"
 #include "testlib.h"
 
 /* Tolerance. The reference is fp32 throughout; the GPU rounds every activation that leaves a
@@ -508,10 +511,12 @@ static void run_mode(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, cons
     tailor_kernels_destroy(ks);
 }
 
-static void run_fixture(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, const char *name)
+/* The fixture in folder dir, called name, in every mode (TAILOR_TEST_MODES, else only_modes when
+ * not NULL, picks some). */
+static void run_fixture_in(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, const char *name,
+                           const char *dir, const char *only_modes)
 {
-    char dir[1024], p[1200];
-    snprintf(dir, sizeof dir, "%s/tests/fixtures/%s", test_source_dir(), name);
+    char p[1200];
     struct stat sb;
     if (stat(dir, &sb) != 0) { /* the fixtures are committed: a missing one is a failure */
         CHECKF(0, "%s: fixture folder %s is missing", name, dir);
@@ -540,7 +545,8 @@ static void run_fixture(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, c
         float *qref = malloc((size_t)T * (size_t)V * sizeof *qref);
         int32_t qids[256];
         double qgaps[256];
-        const char *only_modes = getenv("TAILOR_TEST_MODES"); /* a,b: only those modes */
+        if (getenv("TAILOR_TEST_MODES")) /* a,b: only those modes */
+            only_modes = getenv("TAILOR_TEST_MODES");
         for (size_t i = 0; i < sizeof modes / sizeof modes[0] && lbytes == (size_t)T * V * 4; i++) {
             mode fused_on_load; /* a 16-bit checkpoint's fused-MLP run: its linears int4 first */
             const mode *md = &modes[i];
@@ -580,6 +586,29 @@ static void run_fixture(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, c
     free(ej);
 }
 
+static void run_fixture(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, const char *name)
+{
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/tests/fixtures/%s", test_source_dir(), name);
+    run_fixture_in(ctx, gpu, cache, name, dir, NULL);
+}
+
+/* e2b_w4a16_asym with k of layer 0, gate of layer 1 and o of layer 2 stored dense (the values its
+ * reference ran on; tw_write_partly_dense_fixture): q|k|v and gate|up of one form no longer,
+ * each linear lands in a buffer of its own in its own form, and the fused MLP leaves layer 1 to
+ * the plain path. The modes that load weights differently; TAILOR_TEST_MODES overrides. */
+static void run_partly_dense(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache)
+{
+    char dir[256];
+    tw_tmpdir(dir, sizeof dir, "gpu_partly_dense");
+    int ok = tw_write_partly_dense_fixture(ctx, dir) == 0;
+    CHECKF(ok, "partly_dense: could not write the fixture into %s: %s", dir,
+           tailor_ctx_message(ctx));
+    if (ok)
+        run_fixture_in(ctx, gpu, cache, "partly_dense", dir, "bf16,fp16,rehearse-t4,bf16-fused-mlp");
+    tw_rmdir(dir);
+}
+
 int main(void)
 {
     tailor_ctx *ctx = test_ctx();
@@ -600,6 +629,10 @@ int main(void)
             run_fixture(ctx, gpu, cache, fixtures[i]);
             ran++;
         }
+    if (cache && (!only || listed(only, "partly_dense"))) {
+        run_partly_dense(ctx, gpu, cache);
+        ran++;
+    }
     CHECKF(ran > 0, "TAILOR_TEST_FIXTURES=%s names no fixture", only ? only : "");
     tailor_cache_close(cache);
     if (!getenv("TAILOR_TEST_CACHE")) {
