@@ -9,13 +9,16 @@
 #include "cli.h"
 #include "cuda.h"
 #include "device.h"
+#include "tuner.h"
 
 static void devices_usage(FILE *out)
 {
     fprintf(out, "usage: tailor devices [--json]\n\n"
                  "Lists each live GPU with its facts and fingerprint, then the built-in profiles\n"
                  "(the names --device accepts). Without a CUDA driver it says so in one line and\n"
-                 "lists the profiles.\n\n"
+                 "lists the profiles. A live GPU's cache key is its fingerprint as the tuner\n"
+                 "files winners under it: with \"|carveout=P\" when TAILOR_CARVEOUT asks for\n"
+                 "another shared-memory carveout than the default.\n\n"
                  "  --json   one JSON object {\"driver\", \"devices\", \"profiles\"}\n");
 }
 
@@ -75,11 +78,33 @@ static int scan_live(tailor_ctx *ctx, live_scan *s)
 
 static const char *fmt_int(char *buf, long long n) { return tailor_fmt_int(buf, 32, n); }
 
+/* The shared-memory carveout every kernel of this process prefers, as text ("25 % (default)",
+ * "60 % (TAILOR_CARVEOUT)", "the driver's choice (TAILOR_CARVEOUT)"). */
+static void carveout_text(char *buf, size_t size)
+{
+    int pct = tailor_carveout_preference();
+    const char *why = pct == TAILOR_DEFAULT_CARVEOUT ? "default" : "TAILOR_CARVEOUT";
+    if (pct < 0)
+        snprintf(buf, size, "the driver's choice (%s)", why);
+    else
+        snprintf(buf, size, "%d %% preferred (%s)", pct, why);
+}
+
+/* The fingerprint the tuner keys d's winners by (with this process's carveout). TAILOR_CARVEOUT
+ * was checked before anything printed, so this cannot fail. */
+static void cache_key(const tailor_device_info *d, char *buf, size_t size)
+{
+    if (tailor_tuner_fingerprint(NULL, d, NULL, buf, size) != TAILOR_OK)
+        tailor_device_fingerprint(d, buf, size);
+}
+
 static void print_live(const tailor_device_info *d)
 {
-    char a[32], b[32], arch[16], fp[256];
+    char a[32], b[32], arch[16], fp[256], key[300], carve[64];
     tailor_device_arch(d, arch, sizeof arch);
     tailor_device_fingerprint(d, fp, sizeof fp);
+    cache_key(d, key, sizeof key);
+    carveout_text(carve, sizeof carve);
     printf("GPU %d: %s\n", d->ordinal, d->name);
     printf("  compute capability     %d.%d (%s)\n", d->cc_major, d->cc_minor, arch);
     printf("  SMs                    %d\n", d->sm_count);
@@ -101,7 +126,9 @@ static void print_live(const tailor_device_info *d)
            (d->driver_version % 1000) / 10, d->driver_version);
     printf("  NVRTC                  %d.%d\n", d->nvrtc_major, d->nvrtc_minor);
     printf("  UUID                   %s\n", d->uuid);
-    printf("  fingerprint            %s\n\n", fp);
+    printf("  shared-memory carveout %s\n", carve);
+    printf("  fingerprint            %s\n", fp);
+    printf("  cache key              %s\n\n", key);
 }
 
 static void print_profile_row(const tailor_device_info *d)
@@ -190,6 +217,9 @@ static cJSON *device_json(const tailor_device_info *d)
         cJSON_AddStringToObject(o, "uuid", d->uuid);
         tailor_device_fingerprint(d, buf, sizeof buf);
         cJSON_AddStringToObject(o, "fingerprint", buf);
+        cache_key(d, buf, sizeof buf);
+        cJSON_AddStringToObject(o, "cache_key", buf);
+        cJSON_AddNumberToObject(o, "carveout_percent", tailor_carveout_preference());
     }
     cJSON_AddStringToObject(o, "source", d->source);
     return o;
@@ -294,6 +324,12 @@ int cmd_devices(int argc, char **argv)
         return cli_usage_error("devices", "it takes no arguments, but got '%s'", argv[optind]);
 
     tailor_ctx *ctx = cli_ctx();
+    int pct;
+    if (tailor_carveout_read(ctx, &pct) != TAILOR_OK) { /* the cache key would be wrong */
+        fprintf(stderr, "tailor: %s\n", tailor_ctx_message(ctx));
+        tailor_ctx_destroy(ctx);
+        return 2;
+    }
     live_scan scan;
     int failures = scan_live(ctx, &scan);
     int rc;

@@ -30,7 +30,15 @@ case "$first" in
     for fact in "compute capability" "SMs" "shared memory / SM" "registers / block" \
         "threads / block" "L2" "memory " "memory clock, bus" "driver" "NVRTC" "UUID"; do
         grep -q "^  $fact" "$tmp/out" || fail "live GPU lacks '$fact'"
-    done ;;
+    done
+    # the cache key: the fingerprint under the default carveout, keyed with any other
+    fp=$(sed -n 's/^  fingerprint  *//p' "$tmp/out" | head -n 1)
+    key=$(sed -n 's/^  cache key  *//p' "$tmp/out" | head -n 1)
+    [ -n "$fp" ] && [ "$key" = "$fp" ] || fail "cache key '$key' is not the fingerprint '$fp'"
+    grep -q '^  shared-memory carveout 25 % preferred (default)$' "$tmp/out" ||
+        fail "no default carveout line"
+    key60=$(TAILOR_CARVEOUT=60 "$TAILOR_BIN" devices | sed -n 's/^  cache key  *//p' | head -n 1)
+    [ "$key60" = "$fp|carveout=60" ] || fail "TAILOR_CARVEOUT=60 cache key is '$key60'" ;;
 *)
     fail "unexpected first line: $first" ;;
 esac
@@ -65,6 +73,7 @@ else:
     assert len(doc["devices"]) == doc["driver"]["device_count"]
     for d in doc["devices"]:
         assert d["live"] and d["fingerprint"].count("|") == 5, d
+        assert d["cache_key"] == d["fingerprint"] and d["carveout_percent"] == 25, d
 print("JSON structure ok:", len(doc["devices"]), "live devices")
 EOF
 fi
@@ -76,6 +85,11 @@ rc=$?
 [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "a bad flag printed $(wc -l <"$tmp/err") lines: $(cat "$tmp/err")"
 grep -q -- "--bogus" "$tmp/err" || fail "the bad-flag sentence does not name the flag"
 [ ! -s "$tmp/out" ] || fail "a bad flag printed to stdout"
+TAILOR_CARVEOUT=half "$TAILOR_BIN" devices >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ "$rc" -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && [ ! -s "$tmp/out" ] ||
+    fail "a malformed TAILOR_CARVEOUT was not refused in one line (rc $rc): $(cat "$tmp/err")"
+grep -q "TAILOR_CARVEOUT='half'" "$tmp/err" || fail "the carveout sentence does not name the value"
 "$TAILOR_BIN" devices extra >/dev/null 2>"$tmp/err"
 [ $? -ne 0 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "a stray argument was not refused in one line"
 
