@@ -488,14 +488,15 @@ if [[ $what == experimental ]]; then
   # mbarriers: its survivors verified (--where: the default ones are verified elsewhere) at five
   # shapes (both dtypes, zero points, groups 32 and 64, odd m and n, a token tile past m), then
   # the m = 2048 / 512 shapes benched without and with it, twice, cuBLAS in the same process
+  # (WS_VERIFY="SHAPE DTYPE;..." replaces the five shapes, WS_SHAPES="S ..." the benched ones,
+  # WS_ROUNDS="1" runs one round: a short call)
   if [[ ${EXP_STEP:-} == ws ]]; then
-    for sd in "m=2048,n=6144,k=1536,group=128 bf16" "m=2048,n=1536,k=6144,group=128 fp16" \
-              "m=300,n=1000,k=352,group=32,zp=1 fp16" "m=77,n=2056,k=1536,group=64,zp=1 bf16" \
-              "m=130,n=256,k=512,group=128 bf16"; do
+    IFS=';' read -r -a ws_verify <<<"${WS_VERIFY:-m=2048,n=6144,k=1536,group=128 bf16;m=2048,n=1536,k=6144,group=128 fp16;m=300,n=1000,k=352,group=32,zp=1 fp16;m=77,n=2056,k=1536,group=64,zp=1 bf16;m=130,n=256,k=512,group=128 bf16}"
+    for sd in "${ws_verify[@]}"; do
       verify w4a16_matmul $sd --where template=w4a16_wgmma_ws
     done
-    for round in 1 2; do
-      for s in m=2048,n=6144,k=1536 m=2048,n=1536,k=6144 m=512,n=6144,k=1536; do
+    for round in ${WS_ROUNDS:-1 2}; do
+      for s in ${WS_SHAPES:-m=2048,n=6144,k=1536 m=2048,n=1536,k=6144 m=512,n=6144,k=1536}; do
         for x in 0 1; do
           echo "== round $round bench TAILOR_EXPERIMENTAL=$x w4a16 $s,group=128" >>"$W"
           TAILOR_EXPERIMENTAL=$x timeout 100 "$T" bench w4a16 --shape "$s,group=128" \
