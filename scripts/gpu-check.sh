@@ -484,7 +484,7 @@ if [[ $what == experimental ]]; then
   # with and without it, cuBLAS in the same process), or both (default; ~10 minutes)
   # "pairs": shape by shape, most telling first, each verified then benched (exp 1 and 0, and
   # m = 1 beside it), so that a call cut short still leaves whole comparisons
-  # "ws" (session 36): w4a16_wgmma_ws, the prefill GEMM fed by a copy warpgroup through
+  # "ws" (session 36; in the default space since session 37): w4a16_wgmma_ws, the prefill GEMM fed by a copy warpgroup through
   # mbarriers: its survivors verified (--where: the default ones are verified elsewhere) at five
   # shapes (both dtypes, zero points, groups 32 and 64, odd m and n, a token tile past m), then
   # the m = 2048 / 512 shapes benched without and with it, twice, cuBLAS in the same process
