@@ -78,8 +78,8 @@ static int scan_live(tailor_ctx *ctx, live_scan *s)
 
 static const char *fmt_int(char *buf, long long n) { return tailor_fmt_int(buf, 32, n); }
 
-/* The shared-memory carveout every kernel of this process prefers, as text ("25 % (default)",
- * "60 % (TAILOR_CARVEOUT)", "the driver's choice (TAILOR_CARVEOUT)"). */
+/* The shared-memory carveout every kernel of this process prefers, as text: "25 % preferred
+ * (default)", "60 % preferred (TAILOR_CARVEOUT)", "the driver's choice (TAILOR_CARVEOUT)". */
 static void carveout_text(char *buf, size_t size)
 {
     int pct = tailor_carveout_preference();
