@@ -478,6 +478,12 @@ if [[ $what == experimental ]]; then
       --verify-all --cache /tmp/exp-verify.sqlite "$@" >>"$W" 2>&1
     echo "rc=$?" >>"$W"
   }
+  bench_exp() { # bench_exp X SHAPE SECONDS [HEADER_PREFIX]: bench w4a16 with TAILOR_EXPERIMENTAL=X
+    local x=$1 s=$2 secs=$3 pre=${4:-}
+    echo "== ${pre}bench TAILOR_EXPERIMENTAL=$x w4a16 $s" >>"$W"
+    TAILOR_EXPERIMENTAL=$x timeout "$secs" "$T" bench w4a16 --shape "$s" \
+      --cache "/tmp/exp-bench-$x.sqlite" >>"$W" 2>&1
+  }
   # w4a16_wgmma_dec (session 31): the decode wgmma tiles (BM = 8, 16, 32, split k). EXP_STEP:
   # "verify" (every survivor at six shapes: m = 16 wide and split, odd m with zero points and
   # group 32 in fp16, m = 1, m = 32, a stack stride), "bench" (m = 16 and m = 1 at the MLP shapes
@@ -498,9 +504,7 @@ if [[ $what == experimental ]]; then
     for round in ${WS_ROUNDS:-1 2}; do
       for s in ${WS_SHAPES:-m=2048,n=6144,k=1536 m=2048,n=1536,k=6144 m=512,n=6144,k=1536}; do
         for x in 0 1; do
-          echo "== round $round bench TAILOR_EXPERIMENTAL=$x w4a16 $s,group=128" >>"$W"
-          TAILOR_EXPERIMENTAL=$x timeout 100 "$T" bench w4a16 --shape "$s,group=128" \
-            --cache "/tmp/exp-bench-$x.sqlite" >>"$W" 2>&1
+          bench_exp "$x" "$s,group=128" 100 "round $round "
         done
       done
     done
@@ -511,13 +515,9 @@ if [[ $what == experimental ]]; then
     for s in m=16,n=12288,k=1536 m=16,n=1536,k=12288; do
       verify w4a16_matmul "$s,group=128" bf16
       for x in 1 0; do
-        echo "== bench TAILOR_EXPERIMENTAL=$x w4a16 $s,group=128" >>"$W"
-        TAILOR_EXPERIMENTAL=$x timeout 90 "$T" bench w4a16 --shape "$s,group=128" \
-          --cache "/tmp/exp-bench-$x.sqlite" >>"$W" 2>&1
+        bench_exp "$x" "$s,group=128" 90
       done
-      echo "== bench TAILOR_EXPERIMENTAL=0 w4a16 ${s/m=16/m=1},group=128" >>"$W"
-      TAILOR_EXPERIMENTAL=0 timeout 60 "$T" bench w4a16 --shape "${s/m=16/m=1},group=128" \
-        --cache /tmp/exp-bench-0.sqlite >>"$W" 2>&1
+      bench_exp 0 "${s/m=16/m=1},group=128" 60
     done
     verify w4a16_matmul m=13,n=1000,k=352,group=32,zp=1 fp16
     verify w4a16_matmul m=9,n=256,k=1536,group=64,s_ld=512 fp16
@@ -533,9 +533,7 @@ if [[ $what == experimental ]]; then
   if [[ ${EXP_STEP:-verify bench} == *bench* ]]; then
     for s in m=16,n=12288,k=1536 m=16,n=1536,k=12288 m=1,n=12288,k=1536 m=1,n=1536,k=12288; do
       for x in 0 1; do
-        echo "== bench TAILOR_EXPERIMENTAL=$x w4a16 $s,group=128" >>"$W"
-        TAILOR_EXPERIMENTAL=$x timeout 100 "$T" bench w4a16 --shape "$s,group=128" \
-          --cache "/tmp/exp-bench-$x.sqlite" >>"$W" 2>&1
+        bench_exp "$x" "$s,group=128" 100
       done
     done
     echo "== trials with the experimental templates (fastest first)" >>"$W"
