@@ -279,22 +279,32 @@ static tailor_status w4_finish(tailor_ctx *ctx, tailor_upload *u, w4_work *w,
 tailor_status tailor_upload_w4a16(tailor_ctx *ctx, tailor_upload *u, const tailor_w4a16_layout *lay,
                                   const int32_t *packed, const void *scales,
                                   tailor_dtype scale_dtype, const int32_t *zeros,
-                                  tailor_dtype out_dtype, const tailor_upload_w4a16_dst *dst)
+                                  const int32_t *order, tailor_dtype out_dtype,
+                                  const tailor_upload_w4a16_dst *dst)
 {
     w4_work w;
     tailor_status st = w4_work_init(ctx, u, lay, out_dtype, &w);
     if (st)
         return st;
     size_t wpr = ((size_t)lay->k + 7) / 8, ss = tailor_dtype_size(scale_dtype);
+    int32_t *ordered = NULL; /* one block's rows in the activation order */
+    if (order && !(ordered = malloc((size_t)w.block_rows * wpr * sizeof *ordered)))
+        st = tailor_set_error(ctx, TAILOR_ERR_NOMEM, "upload: out of memory for W4A16 rows");
     for (int row0 = 0; row0 < lay->n && st == TAILOR_OK; row0 += w.block_rows) {
         int rows = lay->n - row0 < w.block_rows ? lay->n - row0 : w.block_rows;
-        st = w4_block(ctx, u, &w, row0, rows, packed + (size_t)row0 * wpr,
+        const int32_t *rows_packed = packed + (size_t)row0 * wpr;
+        if (ordered) {
+            tailor_w4a16_order_rows(rows, lay->k, order, rows_packed, ordered);
+            rows_packed = ordered;
+        }
+        st = w4_block(ctx, u, &w, row0, rows, rows_packed,
                       (const unsigned char *)scales + (size_t)row0 * (size_t)lay->groups * ss,
                       scale_dtype, zeros ? zeros + (size_t)(row0 / 8) * (size_t)lay->groups : NULL,
                       dst->qweight);
     }
     if (st == TAILOR_OK)
         st = w4_finish(ctx, u, &w, dst);
+    free(ordered);
     w4_work_free(&w);
     return st;
 }

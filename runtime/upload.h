@@ -56,11 +56,14 @@ typedef struct tailor_upload_w4a16_dst {
 
 /* Repacks a compressed-tensors weight (packed [n, k/8] int32, scales [n, groups] of scale_dtype,
  * zeros [ceil(n/8), groups] int32 or NULL) into the kernel layout on the device, rows at a time.
- * Scales become out_dtype (F16/BF16). */
+ * Scales become out_dtype (F16/BF16). order (NULL: the columns as stored) is an activation
+ * order (tailor_w4a16_order_from_groups): column j of the uploaded weight is stored column
+ * order[j]. */
 tailor_status tailor_upload_w4a16(tailor_ctx *ctx, tailor_upload *u, const tailor_w4a16_layout *lay,
                                   const int32_t *packed, const void *scales,
                                   tailor_dtype scale_dtype, const int32_t *zeros,
-                                  tailor_dtype out_dtype, const tailor_upload_w4a16_dst *dst);
+                                  const int32_t *order, tailor_dtype out_dtype,
+                                  const tailor_upload_w4a16_dst *dst);
 
 /* Quantizes a dense weight w [lay->n, lay->k] (F32, F16 or BF16) to symmetric int4 with
  * round-to-nearest, one scale per lay->group columns (scale = max|w| / 7 rounded to out_dtype,

@@ -2,6 +2,7 @@
 #include "w4a16.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "half.h"
@@ -215,6 +216,44 @@ void tailor_w4a16_ct_pack_zeros(int n, int groups, const int8_t *zp, int32_t *ze
             }
             zeros[(size_t)r * (size_t)groups + (size_t)g] = (int32_t)word;
         }
+}
+
+int tailor_w4a16_order_from_groups(int k, int group, const int32_t *g_idx, int32_t *order)
+{
+    if (k <= 0 || group <= 0 || k % group != 0)
+        return 0;
+    int groups = k / group;
+    int *next = calloc((size_t)groups, sizeof *next); /* per group: its next place in order */
+    if (!next)
+        return -1;
+    int ok = 1;
+    for (int c = 0; c < k && ok; c++) {
+        if (g_idx[c] < 0 || g_idx[c] >= groups || next[g_idx[c]] == group)
+            ok = 0;
+        else
+            next[g_idx[c]]++;
+    }
+    for (int g = 0; g < groups && ok; g++) /* every count is `group` now: k columns in all */
+        next[g] = g * group;
+    for (int c = 0; c < k && ok; c++)
+        order[next[g_idx[c]]++] = c;
+    free(next);
+    return ok;
+}
+
+void tailor_w4a16_order_rows(int rows, int k, const int32_t *order, const int32_t *src,
+                             int32_t *dst)
+{
+    int wpr = k / 8;
+    for (int r = 0; r < rows; r++) {
+        const int32_t *s = src + (size_t)r * (size_t)wpr;
+        for (int c = 0; c < wpr; c++) {
+            uint32_t word = 0;
+            for (int j = 0; j < 8; j++)
+                word |= ct_nibble(s, wpr, 0, order[8 * c + j]) << (4 * j);
+            dst[(size_t)r * (size_t)wpr + (size_t)c] = (int32_t)word;
+        }
+    }
 }
 
 int tailor_w4a16_group_for(int k)

@@ -106,6 +106,21 @@ void tailor_w4a16_quantize_rows(const tailor_w4a16_layout *lay, const void *w, t
  * 16-bit). */
 int tailor_w4a16_group_for(int k);
 
+/* Activation order (GPTQ's act-order; compressed-tensors `actorder: "group"` stores g_idx[k],
+ * the group of every column). When each of the k / group groups holds exactly `group` columns,
+ * sorting the columns by group, stably, gives an order in which column j belongs to group
+ * j / group, the grouping the kernel layout reads: order[j] is the stored column placed at j.
+ * The weight is then stored in that order (tailor_w4a16_order_rows, or tailor_upload_w4a16's
+ * `order`) and its activations gathered by it before the product (op gather_cols); the product
+ * is unchanged. Returns 1 and fills order[k]; 0 (order unspecified) when a g_idx value is out
+ * of range or a group holds another number of columns; -1 when out of memory. */
+int tailor_w4a16_order_from_groups(int k, int group, const int32_t *g_idx, int32_t *order);
+
+/* Rows of a checkpoint's packed [rows, k/8] (k % 8 == 0) with their columns reordered: column j
+ * of dst is column order[j] of src. */
+void tailor_w4a16_order_rows(int rows, int k, const int32_t *order, const int32_t *src,
+                             int32_t *dst);
+
 /* Word index and nibble of column k of row n in the kernel's qweight (used by the repacker and
  * by tests): the value sits in bits [4*nibble, 4*nibble+3] of qweight[word]. */
 size_t tailor_w4a16_kernel_pos(const tailor_w4a16_layout *lay, int n, int k, int *nibble);

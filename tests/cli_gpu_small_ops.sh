@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # cli_gpu_small_ops.sh — Gemma 4's small ops on a live GPU: every survivor of residual_norm,
-# qk_norm_rope, gelu_gate, embed, softcap_argmax (with feed), gemma4_ple (with gather),
+# qk_norm_rope, gelu_gate, gather_cols, embed, softcap_argmax (with feed), gemma4_ple (with gather),
 # gemma4_kv_store and topk checked against its C
 # reference over the
 # E2B/E4B/31B widths (hidden 1536/2560/5376, heads 8/32, head dims 256/512, vocab 262144), in
@@ -44,6 +44,13 @@ for inter in 6144 10240 12288 21504; do
 done
 tune gelu_gate rows=5,inter=256,u_ld=8960 bf16
 tune gelu_gate rows=9,inter=6144,g_ld=12288,u_ld=12288 bf16
+
+# gather_cols: the inputs of int4 matrices in activation order (hidden 1536/5376, E2B o 2048,
+# downs 6144/21504), one row and a prefill's, and a width no block shape divides
+for cols in 1536 2048 5376 6144 21504; do
+  for rows in 1 33; do tune gather_cols rows=$rows,cols=$cols bf16; done
+done
+tune gather_cols rows=5,cols=1544 fp16
 
 # embed: into the dtype and into the fp32 residual stream; PLE rows (35 layers x 256, scale 16)
 tune embed tokens=3,cols=1536,vocab=262144,out_f32=1 bf16
@@ -96,6 +103,7 @@ tune gemma4_kv_store tokens=1,kv_heads=1,head_dim=256,slots=512,q_heads=8 fp16 -
 tune residual_norm rows=7,cols=1536,mode=1 fp16 --rehearse t4
 tune qk_norm_rope tokens=7,heads=8,head_dim=512,rope=2 fp16 --rehearse t4
 tune gelu_gate rows=7,inter=6144 fp16 --rehearse t4
+tune gather_cols rows=7,cols=1536 fp16 --rehearse t4
 tune embed tokens=7,cols=1536,vocab=4096,out_f32=1 fp16 --rehearse t4
 tune softcap_argmax rows=1,vocab=262144 fp16 --rehearse t4
 tune softcap_argmax rows=1,vocab=262144,feed=1 fp16 --rehearse t4

@@ -63,6 +63,8 @@ a10g bf16 attention_prefill q_len=512,kv_len=512,head_dim=512,heads=8,kv_heads=1
 h200 bf16 residual_norm rows=1,cols=1536,mode=0
 h200 bf16 qk_norm_rope tokens=1,heads=8,head_dim=512,weight=1,rope=2,inplace=0
 t4 fp16 gelu_gate rows=1,inter=6144
+t4 fp16 gather_cols rows=512,cols=1536
+h200 bf16 gather_cols rows=1,cols=21504
 h200 bf16 embed tokens=1,cols=1536,vocab=262144,scale_dim=1536,out_f32=1
 h200 bf16 gemma4_ple tokens=1,layers=35,dim=256,hidden=1536
 t4 fp16 gemma4_kv_store tokens=1,kv_heads=1,head_dim=256,slots=512,lin=0

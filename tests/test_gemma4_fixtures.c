@@ -155,35 +155,116 @@ static int run_fixture(tailor_ctx *ctx, const char *name)
     return run_fixture_in(ctx, name, dir);
 }
 
-/* e2b_w4a16_asym with three linears stored dense (tw_write_partly_dense: the dequantized values,
- * so transformers' logits still apply): the loader takes int4 and 16-bit linears side by side,
- * and the checkpoint it wrote has them where asked. */
+/* e2b_w4a16_asym with three linears stored dense (tw_partly_dense: the dequantized values, so
+ * transformers' logits still apply): the loader takes int4 and 16-bit linears side by side, and
+ * the checkpoint it wrote has them where asked. */
 static void check_partly_dense(tailor_ctx *ctx)
 {
     char src[1024], dir[256], p[1300];
     snprintf(src, sizeof src, "%s/tests/fixtures/e2b_w4a16_asym", test_source_dir());
     if (!exists(src))
         return;
-    const char *const *partly_dense = tw_partly_dense_bases();
+    const tw_rewrite *rw = tw_partly_dense();
     tw_tmpdir(dir, sizeof dir, "partly_dense");
-    CHECKF(tw_write_partly_dense_fixture(ctx, dir) == 0,
+    CHECKF(tw_write_asym_rewritten(ctx, dir, rw) == 0,
            "could not write e2b_w4a16_asym with dense linears into %s: %s", dir,
            tailor_ctx_message(ctx));
     snprintf(p, sizeof p, "%s/model.safetensors", dir);
     tailor_st *st = NULL;
     CHECK_OK(ctx, tailor_st_open(ctx, p, &st));
-    for (int i = 0; st && partly_dense[i]; i++) {
+    for (int i = 0; st && rw[i].base; i++) {
         char dn[300], pn[300];
-        snprintf(dn, sizeof dn, "%s.weight", partly_dense[i]);
-        snprintf(pn, sizeof pn, "%s.weight_packed", partly_dense[i]);
+        snprintf(dn, sizeof dn, "%s.weight", rw[i].base);
+        snprintf(pn, sizeof pn, "%s.weight_packed", rw[i].base);
         const tailor_st_tensor *d = tailor_st_find(st, dn);
         CHECKF(d && d->dtype == TAILOR_ST_BF16 && !tailor_st_find(st, pn),
-               "partly dense: %s is not a BF16 %s alone", partly_dense[i], dn);
+               "partly dense: %s is not a BF16 %s alone", rw[i].base, dn);
     }
     CHECKF(st && tailor_st_find(st, "model.layers.0.self_attn.q_proj.weight_packed"),
            "partly dense: layer 0's q lost its int4 weights");
     tailor_st_close(st);
     run_fixture_in(ctx, "e2b_w4a16_asym (k, gate, o dense)", dir);
+    tw_rmdir(dir);
+}
+
+/* Whether the GPU model's kernel list (its dry pass) has op at a shape with every "key=value"
+ * of want (comma-separated). */
+static int uses_kernel(const tailor_gemma4_kernel_use *u, int n, const char *op, const char *want)
+{
+    for (int i = 0; i < n; i++) {
+        if (strcmp(u[i].op, op) != 0)
+            continue;
+        char w[256], *save = NULL;
+        snprintf(w, sizeof w, "%s", want);
+        int all = 1;
+        for (char *kv = strtok_r(w, ",", &save); kv && all; kv = strtok_r(NULL, ",", &save)) {
+            char needle[80];
+            snprintf(needle, sizeof needle, ",%s,", kv);
+            char have[300];
+            snprintf(have, sizeof have, ",%s,", u[i].shape);
+            all = strstr(have, needle) != NULL;
+        }
+        if (all)
+            return 1;
+    }
+    return 0;
+}
+
+/* e2b_w4a16_asym with weight_g_idx added (tw_regrouped: each group split in two that share its
+ * scale, so the dequantized values and transformers' logits stay): the CPU reference reads the
+ * orders, and the GPU model's dry pass (no GPU needed) keeps each int4 in its order where the
+ * groups are even — a stack of three or two with one order, gathered inputs — and dequantizes
+ * the uneven one. */
+static void check_regrouped(tailor_ctx *ctx)
+{
+    char src[1024], dir[256], p[1300];
+    snprintf(src, sizeof src, "%s/tests/fixtures/e2b_w4a16_asym", test_source_dir());
+    if (!exists(src))
+        return;
+    tw_tmpdir(dir, sizeof dir, "regrouped");
+    CHECKF(tw_write_asym_rewritten(ctx, dir, tw_regrouped()) == 0,
+           "could not write e2b_w4a16_asym regrouped into %s: %s", dir, tailor_ctx_message(ctx));
+    snprintf(p, sizeof p, "%s/model.safetensors", dir);
+    tailor_st *st = NULL;
+    CHECK_OK(ctx, tailor_st_open(ctx, p, &st));
+    const tailor_st_tensor *gi = st ? tailor_st_find(st, "model.layers.0.self_attn.q_proj.weight_g_idx") : NULL;
+    const tailor_st_tensor *sc = st ? tailor_st_find(st, "model.layers.0.self_attn.q_proj.weight_scale") : NULL;
+    CHECKF(gi && sc && gi->numel == 64 && sc->ndim == 2 && sc->shape[1] == 2,
+           "regrouped: layer 0's q has no g_idx [64] beside a scale of 2 groups");
+    int first = 0, moved = 0;
+    for (int c = 0; gi && c < 64; c++) {
+        first += tailor_st_load_i64(gi, c) == 0;
+        moved += tailor_st_load_i64(gi, c) != (c >= 32);
+    }
+    CHECKF(first == 32 && moved > 0, "regrouped: q's g_idx puts %d of 64 columns in group 0 and "
+           "%d outside the column order", first, moved);
+    tailor_st_close(st);
+    run_fixture_in(ctx, "e2b_w4a16_asym (regrouped)", dir);
+
+    tailor_gemma4 *m = NULL;
+    CHECK_OK(ctx, tailor_gemma4_open(ctx, dir, &m));
+    tailor_gemma4_kernel_use *u = NULL;
+    int n = 0;
+    tailor_gemma4_gpu_opts o = {.max_tokens = 64};
+    if (m)
+        CHECK_OK(ctx, tailor_gemma4_gpu_kernels(ctx, tailor_gemma4_get_config(m), m, &o, &u, &n));
+    const struct { const char *op, *shape, *what; } want[] = {
+        {"w4a16_matmul", "m=1,n=1024,k=64,group=32", "layer 0's q|k|v stacked in one order"},
+        {"w4a16_glu", "m=1,n=128,k=64,group=32", "layer 2's gate|up stacked in one order"},
+        {"w4a16_matmul", "m=1,n=64,k=128,group=32", "layer 3's down in its order"},
+        {"w4a16_matmul", "m=1,n=64,k=512,group=64", "layer 1's o in the committed order"},
+        {"w4a16_matmul", "m=1,n=32,k=64,group=32", "layer 4's PLE gate in its order"},
+        {"matmul", "m=1,n=64,k=512", "layer 0's uneven o dequantized"},
+        {"gather_cols", "rows=1,cols=64", "the gathered one-row input of k=64"},
+        {"gather_cols", "rows=1,cols=512", "the gathered one-row input of k=512"},
+        {"gather_cols", "cols=128", "the gathered input of k=128"},
+    };
+    for (size_t i = 0; m && i < sizeof want / sizeof want[0]; i++)
+        CHECKF(uses_kernel(u, n, want[i].op, want[i].shape),
+               "regrouped: the GPU model runs no %s at %s (%s)", want[i].op, want[i].shape,
+               want[i].what);
+    free(u);
+    tailor_gemma4_close(m);
     tw_rmdir(dir);
 }
 
@@ -268,6 +349,7 @@ int main(void)
     for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++)
         ran += run_fixture(ctx, fixtures[i]);
     check_partly_dense(ctx);
+    check_regrouped(ctx);
     check_quantized(ctx, "e2b_flat", 1, 0);
     check_quantized(ctx, "e2b_flat", 0, 0);
     check_quantized(ctx, "e2b_w4a16", 0, 1);

@@ -470,25 +470,89 @@ static inline int tw_add_dequantized(tw *w, const tailor_st *st, const char *bas
     return 0;
 }
 
-/* Whether tensor `name` belongs to one of the bases in dense (NULL-terminated): "base." then a
- * compressed-tensors part. */
-static inline int tw_in_dense(const char *name, const char *const *dense)
+/* Adds base's int4 tensors with each group of `group` columns split into two groups of
+ * group / 2 that share its scale and zero point (base.weight_scale and _zero_point with every
+ * column doubled), each column's half named in a new base.weight_g_idx: `first` of a group's
+ * columns, a fixed pseudo-random choice the same for every matrix, go to the first half. The
+ * dequantized matrix is unchanged. first = group / 2 gives an activation order the W4A16
+ * kernels read; any other count, groups of unequal sizes, which they cannot. base must have
+ * no g_idx of its own. Returns 0 on success. */
+static inline int tw_add_split_groups(tw *w, const tailor_st *st, const char *base, int group,
+                                      int first)
 {
-    for (int i = 0; dense[i]; i++) {
-        size_t l = strlen(dense[i]);
-        if (strncmp(name, dense[i], l) == 0 && strncmp(name + l, ".weight_", 8) == 0)
+    char nm[300];
+#define TW_PART(suffix) (snprintf(nm, sizeof nm, "%s.%s", base, suffix), tailor_st_find(st, nm))
+    const tailor_st_tensor *pk = TW_PART("weight_packed"), *sc = TW_PART("weight_scale");
+    const tailor_st_tensor *shp = TW_PART("weight_shape"), *zp = TW_PART("weight_zero_point");
+    const tailor_st_tensor *gi = TW_PART("weight_g_idx");
+#undef TW_PART
+    if (!pk || !sc || !shp || shp->numel != 2 || gi || group < 2 || group % 2 || sc->ndim != 2 ||
+        (zp && zp->dtype != TAILOR_ST_I32) || group % 37 == 0)
+        return -1;
+    int64_t k = tailor_st_load_i64(shp, 1), rows = sc->shape[0], groups = sc->shape[1];
+    size_t es = sc->nbytes / (size_t)sc->numel;
+    unsigned char *s2 = malloc(sc->nbytes * 2);
+    int32_t *z2 = zp ? malloc(zp->nbytes * 2) : NULL, *g2 = malloc((size_t)k * sizeof *g2);
+    int rc = s2 && g2 && (!zp || z2) ? 0 : -1;
+    for (int64_t r = 0; rc == 0 && r < rows; r++)
+        for (int64_t g = 0; g < 2 * groups; g++)
+            memcpy(s2 + (size_t)(r * 2 * groups + g) * es,
+                   (const unsigned char *)sc->data + (size_t)(r * groups + g / 2) * es, es);
+    for (int64_t r = 0; rc == 0 && zp && r < zp->shape[0]; r++)
+        for (int64_t g = 0; g < 2 * groups; g++)
+            z2[r * 2 * groups + g] = (int32_t)tailor_st_load_i64(zp, r * groups + g / 2);
+    for (int64_t c = 0; rc == 0 && c < k; c++) {
+        int64_t rank = ((c % group) * 37 + 11) % group; /* a bijection of a group's columns */
+        g2[c] = (int32_t)(2 * (c / group) + (rank < first ? 0 : 1));
+    }
+    if (rc == 0) {
+        tw_add_raw(w, pk->name, "I32", pk->ndim, pk->shape, pk->data, pk->nbytes);
+        tw_add_raw(w, shp->name, tailor_st_dtype_name(shp->dtype), shp->ndim, shp->shape,
+                   shp->data, shp->nbytes);
+        int64_t s2shape[2] = {rows, 2 * groups};
+        tw_add_raw(w, sc->name, tailor_st_dtype_name(sc->dtype), 2, s2shape, s2, sc->nbytes * 2);
+        if (zp) {
+            int64_t z2shape[2] = {zp->shape[0], 2 * groups};
+            tw_add_raw(w, zp->name, "I32", 2, z2shape, z2, zp->nbytes * 2);
+        }
+        snprintf(nm, sizeof nm, "%s.weight_g_idx", base);
+        tw_add_raw(w, nm, "I32", 1, &k, g2, (size_t)k * sizeof *g2);
+    }
+    free(s2);
+    free(z2);
+    free(g2);
+    return rc;
+}
+
+/* How tw_write_rewritten rewrites one linear (base "model.layers.0.self_attn.k_proj"). */
+typedef enum {
+    TW_DENSE,       /* stored as 16-bit base.weight (tw_add_dequantized) */
+    TW_SPLIT,       /* tw_add_split_groups, an activation order the kernels read */
+    TW_SPLIT_UNEVEN /* tw_add_split_groups with groups of unequal sizes */
+} tw_how;
+
+typedef struct tw_rewrite {
+    const char *base; /* NULL ends a list */
+    tw_how how;
+} tw_rewrite;
+
+/* Whether tensor `name` belongs to one of the bases in rw: "base." then a compressed-tensors
+ * part. */
+static inline int tw_rewritten(const char *name, const tw_rewrite *rw)
+{
+    for (int i = 0; rw[i].base; i++) {
+        size_t l = strlen(rw[i].base);
+        if (strncmp(name, rw[i].base, l) == 0 && strncmp(name + l, ".weight_", 8) == 0)
             return 1;
     }
     return 0;
 }
 
 /* A W4A16 fixture (folder src: config.json, model.safetensors, expected.json, logits.bin) with
- * the linears named in dense (NULL-terminated bases, "model.layers.0.self_attn.k_proj") stored
- * as 16-bit base.weight, as a checkpoint that leaves some linears out of its quantization does,
- * written into the folder dst. The dense values are the dequantized ones the fixture's reference
- * ran on, so its logits stay the reference of the new folder. Returns 0 on success. */
-static inline int tw_write_partly_dense(tailor_ctx *ctx, const char *src, const char *dst,
-                                        const char *const *dense)
+ * the linears of rw stored another way, each dequantizing to the values the fixture's reference
+ * ran on, so its logits stay the reference of the new folder dst. Returns 0 on success. */
+static inline int tw_write_rewritten(tailor_ctx *ctx, const char *src, const char *dst,
+                                     const tw_rewrite *rw)
 {
     char a[1200], b[1200];
     const char *files[] = {"config.json", "expected.json", "logits.bin"};
@@ -506,11 +570,14 @@ static inline int tw_write_partly_dense(tailor_ctx *ctx, const char *src, const 
         return -1;
     tw *w = calloc(1, sizeof *w);
     int rc = w ? 0 : -1;
-    for (int i = 0; w && dense[i] && rc == 0; i++)
-        rc = tw_add_dequantized(w, st, dense[i], group);
+    for (int i = 0; w && rw[i].base && rc == 0; i++)
+        rc = rw[i].how == TW_DENSE
+                 ? tw_add_dequantized(w, st, rw[i].base, group)
+                 : tw_add_split_groups(w, st, rw[i].base, group,
+                                       rw[i].how == TW_SPLIT ? group / 2 : 3 * group / 4);
     for (size_t i = 0; w && rc == 0 && i < tailor_st_count(st); i++) {
         const tailor_st_tensor *t = tailor_st_at(st, i);
-        if (!tw_in_dense(t->name, dense))
+        if (!tw_rewritten(t->name, rw))
             tw_add_raw(w, t->name, tailor_st_dtype_name(t->dtype), t->ndim, t->shape, t->data,
                        t->nbytes);
     }
@@ -524,24 +591,42 @@ static inline int tw_write_partly_dense(tailor_ctx *ctx, const char *src, const 
     return rc;
 }
 
-/* The linears the partly dense fixture stores 16-bit: k of layer 0 (its q|k|v then no longer of
- * one int4 form), gate of layer 1 (gate|up likewise) and o of layer 2; layer 1's o and down keep
- * their activation order. NULL-terminated. */
-static inline const char *const *tw_partly_dense_bases(void)
-{
-    static const char *const bases[] = {"model.layers.0.self_attn.k_proj",
-                                        "model.layers.1.mlp.gate_proj",
-                                        "model.layers.2.self_attn.o_proj", NULL};
-    return bases;
-}
-
-/* The partly dense fixture: the committed e2b_w4a16_asym with tw_partly_dense_bases() dense,
- * written into the folder dst. Returns 0 on success. */
-static inline int tw_write_partly_dense_fixture(tailor_ctx *ctx, const char *dst)
+/* The committed e2b_w4a16_asym rewritten by rw into the folder dst. Returns 0 on success. */
+static inline int tw_write_asym_rewritten(tailor_ctx *ctx, const char *dst, const tw_rewrite *rw)
 {
     char src[1024];
     snprintf(src, sizeof src, "%s/tests/fixtures/e2b_w4a16_asym", test_source_dir());
-    return tw_write_partly_dense(ctx, src, dst, tw_partly_dense_bases());
+    return tw_write_rewritten(ctx, src, dst, rw);
+}
+
+/* The partly dense fixture: the linears e2b_w4a16_asym stores 16-bit, k of layer 0 (its q|k|v
+ * then no longer of one int4 form), gate of layer 1 (gate|up likewise) and o of layer 2; layer
+ * 1's o and down keep their activation order. */
+static inline const tw_rewrite *tw_partly_dense(void)
+{
+    static const tw_rewrite rw[] = {{"model.layers.0.self_attn.k_proj", TW_DENSE},
+                                    {"model.layers.1.mlp.gate_proj", TW_DENSE},
+                                    {"model.layers.2.self_attn.o_proj", TW_DENSE},
+                                    {NULL, TW_DENSE}};
+    return rw;
+}
+
+/* The regrouped fixture: e2b_w4a16_asym with activation orders the W4A16 kernels read on both
+ * stacks of layer 0's q|k|v (one order shared by the three) and layer 2's gate|up, on layer 3's
+ * down and on layer 4's PLE gate, besides layer 1's o and down (the committed random orders);
+ * and layer 0's o in groups of unequal sizes, which the GPU loader runs dequantized. */
+static inline const tw_rewrite *tw_regrouped(void)
+{
+    static const tw_rewrite rw[] = {{"model.layers.0.self_attn.q_proj", TW_SPLIT},
+                                    {"model.layers.0.self_attn.k_proj", TW_SPLIT},
+                                    {"model.layers.0.self_attn.v_proj", TW_SPLIT},
+                                    {"model.layers.2.mlp.gate_proj", TW_SPLIT},
+                                    {"model.layers.2.mlp.up_proj", TW_SPLIT},
+                                    {"model.layers.3.mlp.down_proj", TW_SPLIT},
+                                    {"model.layers.4.per_layer_input_gate", TW_SPLIT},
+                                    {"model.layers.0.self_attn.o_proj", TW_SPLIT_UNEVEN},
+                                    {NULL, TW_DENSE}};
+    return rw;
 }
 
 #endif

@@ -8,7 +8,8 @@
  * the same int4 linears; the decode MLPs in one launch each (op w4a16_mlp, --fused-mlp: a W4A16
  * checkpoint as it is, a 16-bit one quantized on load as bf16-quantize). W4A16 fixtures compare with their dequantized reference;
  * "partly_dense" is e2b_w4a16_asym with three linears stored 16-bit (the loader's per-matrix
- * forms where a stack's parts differ; four modes). Kernels are
+ * forms where a stack's parts differ; four modes), "regrouped" the same with activation orders
+ * (weight_g_idx) on stacks and single matrices (six modes). Kernels are
  * tuned on demand into a temporary cache (random strategy, few trials). Output: one line per
  * (fixture, mode), and per failing position the largest difference and whether the argmax
  * agrees. TAILOR_DEBUG_LAYERS=1 also compares every depth
@@ -70,29 +71,35 @@ typedef struct mode {
                              (tailor_gemma4_cpu_opts.quantize) instead of transformers; W4A16
                              checkpoints skip it (nothing of theirs is quantized) */
     int fused_mlp;        /* tailor_gemma4_gpu_opts.fused_mlp */
+    int named;            /* 1: runs only where named (only_modes, TAILOR_TEST_MODES) */
 } mode;
 
-static const mode modes[] = {{"bf16", TAILOR_DTYPE_BF16, NULL, 0, 0, 0, 0, 0},
-                             {"fp16", TAILOR_DTYPE_F16, NULL, 0, 0, 0, 0, 0},
-                             {"rehearse-t4", TAILOR_DTYPE_F16, "t4", 0, 0, 0, 0, 0},
+static const mode modes[] = {{"bf16", TAILOR_DTYPE_BF16, NULL, 0, 0, 0, 0, 0, 0},
+                             {"fp16", TAILOR_DTYPE_F16, NULL, 0, 0, 0, 0, 0, 0},
+                             {"rehearse-t4", TAILOR_DTYPE_F16, "t4", 0, 0, 0, 0, 0, 0},
                              /* a 99 KB sm_86 card: bf16, no PDL, no clusters or wgmma, and
                                 16-key attention tiles at head_dim 512 */
-                             {"rehearse-a10g", TAILOR_DTYPE_BF16, "a10g", 0, 0, 0, 0, 0},
-                             {"bf16-qhead", TAILOR_DTYPE_BF16, NULL, 1, 0, 0, 0, 0},
-                             {"fp16-qhead", TAILOR_DTYPE_F16, NULL, 1, 0, 0, 0, 0},
+                             {"rehearse-a10g", TAILOR_DTYPE_BF16, "a10g", 0, 0, 0, 0, 0, 0},
+                             {"bf16-qhead", TAILOR_DTYPE_BF16, NULL, 1, 0, 0, 0, 0, 0},
+                             {"fp16-qhead", TAILOR_DTYPE_F16, NULL, 1, 0, 0, 0, 0, 0},
                              /* a W4A16 model's seams before int4 GEMVs in the projections'
                                 epilogues (w4a16_seam, matmul_seam; for 16-bit weights the
                                 default's kernels) */
                              {"bf16-qhead-mixed", TAILOR_DTYPE_BF16, NULL, 1,
-                              TAILOR_GEMMA4_SEAMS_MIXED, 0, 0, 0},
+                              TAILOR_GEMMA4_SEAMS_MIXED, 0, 0, 0, 0},
                              /* the PLE table on the host: a row staged per token, greedy
                                 steps one at a time */
-                             {"bf16-ple-host", TAILOR_DTYPE_BF16, NULL, 0, 0, 1, 0, 0},
+                             {"bf16-ple-host", TAILOR_DTYPE_BF16, NULL, 0, 0, 1, 0, 0, 0},
                              /* a 16-bit checkpoint quantized on load (issue 7, item 2) */
-                             {"bf16-quantize", TAILOR_DTYPE_BF16, NULL, 0, 0, 0, 1, 0},
+                             {"bf16-quantize", TAILOR_DTYPE_BF16, NULL, 0, 0, 0, 1, 0, 0},
                              /* the decode MLPs in one launch each (w4a16_mlp): a W4A16
                                 checkpoint as it is, a 16-bit one quantized on load */
-                             {"bf16-fused-mlp", TAILOR_DTYPE_BF16, NULL, 0, 0, 0, 0, 1}};
+                             {"bf16-fused-mlp", TAILOR_DTYPE_BF16, NULL, 0, 0, 0, 0, 1, 0},
+                             /* every decode seam in the next GEMV's prologue, int4 ones too
+                                (w4a16_pro), but for matrices in activation order, whose
+                                input is gathered: named only (the regrouped fixture) */
+                             {"bf16-prologue", TAILOR_DTYPE_BF16, NULL, 0,
+                              TAILOR_GEMMA4_SEAMS_PROLOGUE, 0, 0, 0, 1}};
 
 /* The reference of a quantize_head or quantize mode: the CPU forward with the int4 head and/or
  * the int4 linears the GPU makes in that compute dtype, over the prompt (logits [T, V]) and then
@@ -550,7 +557,7 @@ static void run_fixture_in(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache
         for (size_t i = 0; i < sizeof modes / sizeof modes[0] && lbytes == (size_t)T * V * 4; i++) {
             mode fused_on_load; /* a 16-bit checkpoint's fused-MLP run: its linears int4 first */
             const mode *md = &modes[i];
-            if (only_modes && !listed(only_modes, md->name))
+            if (only_modes ? !listed(only_modes, md->name) : md->named)
                 continue;
             if (md->fused_mlp && !tailor_gemma4_is_w4a16(m)) {
                 fused_on_load = *md;
@@ -593,21 +600,35 @@ static void run_fixture(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, c
     run_fixture_in(ctx, gpu, cache, name, dir, NULL);
 }
 
-/* e2b_w4a16_asym with k of layer 0, gate of layer 1 and o of layer 2 stored dense (the values its
- * reference ran on; tw_write_partly_dense_fixture): q|k|v and gate|up of one form no longer,
- * each linear lands in a buffer of its own in its own form, and the fused MLP leaves layer 1 to
- * the plain path. The modes that load weights differently; TAILOR_TEST_MODES overrides. */
-static void run_partly_dense(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache)
+/* e2b_w4a16_asym rewritten by rw (tw_write_asym_rewritten: the values its reference ran on) in
+ * the modes only_modes (TAILOR_TEST_MODES overrides). */
+static void run_rewritten(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache, const char *name,
+                          const tw_rewrite *rw, const char *only_modes)
 {
     char dir[256];
-    tw_tmpdir(dir, sizeof dir, "gpu_partly_dense");
-    int ok = tw_write_partly_dense_fixture(ctx, dir) == 0;
-    CHECKF(ok, "partly_dense: could not write the fixture into %s: %s", dir,
-           tailor_ctx_message(ctx));
+    tw_tmpdir(dir, sizeof dir, name);
+    int ok = tw_write_asym_rewritten(ctx, dir, rw) == 0;
+    CHECKF(ok, "%s: could not write the fixture into %s: %s", name, dir, tailor_ctx_message(ctx));
     if (ok)
-        run_fixture_in(ctx, gpu, cache, "partly_dense", dir, "bf16,fp16,rehearse-t4,bf16-fused-mlp");
+        run_fixture_in(ctx, gpu, cache, name, dir, only_modes);
     tw_rmdir(dir);
 }
+
+/* The fixtures made from e2b_w4a16_asym, each in the modes that load or run its weights
+ * differently. partly_dense (tw_partly_dense): k of layer 0, gate of layer 1 and o of layer 2
+ * stored 16-bit, so q|k|v and gate|up are of one form no longer: each linear lands in a buffer
+ * of its own in its own form, and the fused MLP leaves layer 1 to the plain path. regrouped
+ * (tw_regrouped): activation orders on both stacks of a layer, a down projection and a PLE gate
+ * (their inputs gathered; no seam in their prologue, no fused MLP), and an order of unequal
+ * groups run dequantized. */
+static const struct {
+    const char *name;
+    const tw_rewrite *(*rewrite)(void);
+    const char *modes;
+} rewritten[] = {
+    {"partly_dense", tw_partly_dense, "bf16,fp16,rehearse-t4,bf16-fused-mlp"},
+    {"regrouped", tw_regrouped, "bf16,fp16,rehearse-t4,bf16-qhead-mixed,bf16-fused-mlp,bf16-prologue"},
+};
 
 int main(void)
 {
@@ -629,10 +650,12 @@ int main(void)
             run_fixture(ctx, gpu, cache, fixtures[i]);
             ran++;
         }
-    if (cache && (!only || listed(only, "partly_dense"))) {
-        run_partly_dense(ctx, gpu, cache);
-        ran++;
-    }
+    for (size_t i = 0; cache && i < sizeof rewritten / sizeof rewritten[0]; i++)
+        if (!only || listed(only, rewritten[i].name)) {
+            run_rewritten(ctx, gpu, cache, rewritten[i].name, rewritten[i].rewrite(),
+                          rewritten[i].modes);
+            ran++;
+        }
     CHECKF(ran > 0, "TAILOR_TEST_FIXTURES=%s names no fixture", only ? only : "");
     tailor_cache_close(cache);
     if (!getenv("TAILOR_TEST_CACHE")) {

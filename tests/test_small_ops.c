@@ -1,6 +1,6 @@
 /* test_small_ops.c — the C references of Gemma 4's small ops (residual_norm, qk_norm_rope,
- * gelu_gate, embed, softcap_argmax) against hand-computed values and naive recomputations, and
- * their describe() refusals. CPU only. */
+ * gelu_gate, gather_cols, embed, softcap_argmax) against hand-computed values and naive
+ * recomputations, and their describe() refusals. CPU only. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -373,6 +373,46 @@ static void test_gelu_gate(tailor_ctx *ctx)
     check_refused(ctx, "gelu_gate", "rows=0,inter=8", TAILOR_DTYPE_F16);
 }
 
+/* ---- gather_cols ---- */
+
+/* The fill's idx is a permutation (not the identity), the reference copies a[r, idx[j]] exactly,
+ * an index past the row is refused, and so are bad shapes. */
+static void test_gather_cols(tailor_ctx *ctx)
+{
+    host_inst h;
+    if (inst_make(ctx, &h, "gather_cols", "rows=3,cols=40", TAILOR_DTYPE_BF16))
+        return;
+    const int32_t *idx = h.t.host[inst_buf(&h, "idx")];
+    int seen[40] = {0}, moved = 0, valid = 1;
+    for (int j = 0; j < 40; j++) {
+        valid &= idx[j] >= 0 && idx[j] < 40;
+        if (valid) {
+            seen[idx[j]]++;
+            moved += idx[j] != j;
+        }
+    }
+    for (int j = 0; j < 40 && valid; j++)
+        valid &= seen[j] == 1;
+    CHECKF(valid && moved > 0, "gather_cols' fill: idx a permutation that moves columns (%d moved)",
+           moved);
+    if (valid && inst_reference(ctx, &h) == 0) {
+        const float *o = ref_of(&h, "out");
+        int bad = 0;
+        for (int r = 0; r < 3; r++)
+            for (int j = 0; j < 40; j++)
+                bad += o[r * 40 + j] != in_at(&h, "a", (size_t)(r * 40 + idx[j]));
+        CHECKF(bad == 0, "gather_cols' reference: %d elements are not a[r, idx[j]]", bad);
+        ((int32_t *)h.t.host[inst_buf(&h, "idx")])[7] = 40;
+        CHECKF(h.op->reference(ctx, &h.t.shape, h.dtype, &h.t.bufs, h.t.host, h.t.ref) ==
+                   TAILOR_ERR_MISUSE && strstr(tailor_ctx_message(ctx), "idx[7]"),
+               "gather_cols' reference refuses idx[7] = 40: %s", tailor_ctx_message(ctx));
+    }
+    inst_free(&h);
+    check_refused(ctx, "gather_cols", "rows=0,cols=8", TAILOR_DTYPE_BF16);
+    check_refused(ctx, "gather_cols", "rows=70000,cols=8", TAILOR_DTYPE_F16);
+    check_refused(ctx, "gather_cols", "rows=1,cols=0", TAILOR_DTYPE_F16);
+}
+
 /* ---- embed ---- */
 
 static void test_embed(tailor_ctx *ctx)
@@ -638,6 +678,7 @@ int main(void)
     test_qk_norm_rope_proportional(ctx);
     test_kv_store_q(ctx);
     test_gelu_gate(ctx);
+    test_gather_cols(ctx);
     test_embed(ctx);
     test_softcap_argmax(ctx);
     test_softcap_argmax_feed(ctx);

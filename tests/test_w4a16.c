@@ -771,6 +771,80 @@ static void pro_product(const test_op_inst *in, tailor_dtype dt, const float *a,
 }
 
 /* The int4 head's group: 128 where it divides, else 64 or 32 (test models), else none. */
+/* Activation order: a g_idx with `group` columns in each group (a shuffle) gives the stable
+ * sort by group (column j of the order in group j / group, ascending within a group); a
+ * weight's rows reordered by it (tailor_w4a16_order_rows) and its input gathered by it give the
+ * product of the stored weight with g_idx's grouping; a g_idx with one group short, or a value
+ * out of range, is no order. */
+static void check_activation_order(int n, int k, int group, test_rng *rng)
+{
+    int groups = k / group;
+    int32_t *gi = malloc((size_t)k * sizeof *gi), *order = malloc((size_t)k * sizeof *order);
+    int8_t *q = malloc((size_t)n * (size_t)k);
+    int32_t *packed = malloc((size_t)n * (size_t)(k / 8) * sizeof *packed);
+    int32_t *ordered = malloc((size_t)n * (size_t)(k / 8) * sizeof *ordered);
+    float *x = malloc((size_t)k * sizeof *x), *s = malloc((size_t)n * (size_t)groups * sizeof *s);
+    if (!gi || !order || !q || !packed || !ordered || !x || !s) {
+        CHECKF(0, "out of memory");
+        goto out;
+    }
+    for (int c = 0; c < k; c++)
+        gi[c] = c / group;
+    for (int c = k; c > 1; c--) { /* Fisher-Yates */
+        int r = (int)(test_rng_next(rng) % (uint64_t)c), t = gi[c - 1];
+        gi[c - 1] = gi[r];
+        gi[r] = t;
+    }
+    CHECK(tailor_w4a16_order_from_groups(k, group, gi, order) == 1);
+    int bad_group = 0, bad_stable = 0, moved = 0;
+    for (int j = 0; j < k; j++) {
+        bad_group += gi[order[j]] != j / group;
+        bad_stable += j % group != 0 && order[j] <= order[j - 1];
+        moved += order[j] != j;
+    }
+    CHECKF(bad_group == 0 && bad_stable == 0 && moved > 0,
+           "order of k=%d group=%d: %d columns in another group, %d out of ascending order, %d "
+           "moved", k, group, bad_group, bad_stable, moved);
+
+    for (size_t i = 0; i < (size_t)n * (size_t)k; i++)
+        q[i] = (int8_t)((int)(test_rng_next(rng) % 16) - 8);
+    for (int c = 0; c < k; c++)
+        x[c] = test_rng_normal(rng);
+    for (int i = 0; i < n * groups; i++)
+        s[i] = test_rng_normal(rng) * 0.02f;
+    tailor_w4a16_ct_pack(n, k, q, packed);
+    tailor_w4a16_order_rows(n, k, order, packed, ordered);
+    int bad_nibble = 0;
+    double worst = 0;
+    for (int r = 0; r < n; r++) {
+        double stored = 0, reordered = 0;
+        for (int j = 0; j < k; j++) {
+            int qs = ct_q(packed, k, r, j), qo = ct_q(ordered, k, r, j);
+            bad_nibble += qo != ct_q(packed, k, r, order[j]);
+            stored += (double)x[j] * qs * s[r * groups + gi[j]];
+            reordered += (double)x[order[j]] * qo * s[r * groups + j / group];
+        }
+        worst = fmax(worst, fabs(stored - reordered));
+    }
+    CHECKF(bad_nibble == 0 && worst < 1e-9,
+           "reordered rows: %d nibbles misplaced, products differ by %.3g", bad_nibble, worst);
+
+    gi[0] = (gi[0] + 1) % groups; /* one group a column short, another a column over */
+    int uneven = tailor_w4a16_order_from_groups(k, group, gi, order);
+    gi[0] = groups; /* out of range */
+    int beyond = tailor_w4a16_order_from_groups(k, group, gi, order);
+    CHECKF(uneven == 0 && beyond == 0, "no order from uneven groups (%d) or a g_idx of %d (%d)",
+           uneven, groups, beyond);
+out:
+    free(gi);
+    free(order);
+    free(q);
+    free(packed);
+    free(ordered);
+    free(x);
+    free(s);
+}
+
 static void check_group_for(void)
 {
     static const int k[] = {1536, 2560, 5376, 64, 96, 192, 32, 48, 0, 8};
@@ -798,6 +872,8 @@ int main(void)
     check_layout_refusals(ctx);
     check_fill_rows_distinct(ctx, SEED + 7);
     check_group_for();
+    check_activation_order(5, 256, 32, &rng);
+    check_activation_order(3, 1536, 128, &rng);
     check_quantizer(ctx, 40, 384, TAILOR_DTYPE_BF16, &rng);
     check_quantizer(ctx, 16, 1536, TAILOR_DTYPE_F16, &rng);
 

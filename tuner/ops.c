@@ -19,6 +19,7 @@ extern const tailor_op tailor_op_attention_decode;
 extern const tailor_op tailor_op_residual_norm;
 extern const tailor_op tailor_op_qk_norm_rope;
 extern const tailor_op tailor_op_gelu_gate;
+extern const tailor_op tailor_op_gather_cols;
 extern const tailor_op tailor_op_embed;
 extern const tailor_op tailor_op_softcap_argmax;
 extern const tailor_op tailor_op_gemma4_kv_store;
@@ -44,6 +45,7 @@ static const tailor_op *const all_ops[] = {
     &tailor_op_residual_norm,
     &tailor_op_qk_norm_rope,
     &tailor_op_gelu_gate,
+    &tailor_op_gather_cols,
     &tailor_op_embed,
     &tailor_op_softcap_argmax,
     &tailor_op_gemma4_kv_store,

@@ -15,6 +15,10 @@ typedef struct g4g_mat {
     int int4, group, zp;
     int s_ld; /* int4 part of a stack: its scales' row stride (the stack's n); 0: its own */
     CUdeviceptr w, qw, sc, zs;
+    /* int4 stored in activation order (a checkpoint's weight_g_idx; runtime/w4a16.h,
+     * tailor_w4a16_order_from_groups): int32 [k], column j is stored column order[j], and the
+     * product reads its input gathered by it (op gather_cols, into g->ob); 0 otherwise */
+    CUdeviceptr order;
 } g4g_mat;
 
 /* 1 when m holds a matrix (dense or int4). */
@@ -92,6 +96,9 @@ struct tailor_gemma4_gpu {
     CUdeviceptr kb, vb;         /* [C, max kv_heads * head_dim] raw K, V */
     CUdeviceptr gb, ub, hb;     /* [C, max inter] */
     CUdeviceptr dec;            /* [max(q|k|v, 2 inter)] decode: a stack's one-row output */
+    CUdeviceptr ob;             /* [C, order_k] the input of a matrix in activation order,
+                                   gathered (0 when no matrix has an order) */
+    int order_k;                /* the widest k of a matrix in activation order, or 0 */
     CUdeviceptr pg, ph;         /* [C, P] PLE gate, gated */
     CUdeviceptr pc, pe, pli;    /* [C, L*P] context projection, table rows, per-layer inputs */
     CUdeviceptr logits;         /* [logit_rows, vocab] dtype */

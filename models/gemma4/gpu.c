@@ -194,11 +194,28 @@ static tailor_status seam_settle(tailor_ctx *ctx, tailor_gemma4_gpu *g)
                 g->owed.scalar);
 }
 
-/* Whether the owed seam can be the prologue of w's one-row GEMV of g->y. */
+/* Whether the owed seam can be the prologue of w's one-row GEMV of g->y (not of a matrix in
+ * activation order: its GEMV reads the row gathered). */
 static int seam_payable(const tailor_gemma4_gpu *g, const g4g_mat *w, CUdeviceptr a, int m)
 {
-    return g->owing && m == 1 && a == g->y && w->k == g->cfg.hidden &&
+    return g->owing && m == 1 && a == g->y && w->k == g->cfg.hidden && !w->order &&
            seam_at(g, w) == G4G_SEAM_PROLOGUE;
+}
+
+/* The input of w's product: a itself, or for a matrix in activation order a's m rows gathered
+ * into that order (op gather_cols) in g->ob. */
+static tailor_status ordered_input(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4g_mat *w,
+                                   CUdeviceptr a, int m, CUdeviceptr *in)
+{
+    *in = a;
+    if (!w->order)
+        return TAILOR_OK;
+    tailor_shape s = {0};
+    g4g_put(&s, "rows", m);
+    g4g_put(&s, "cols", w->k);
+    tailor_binding b[] = {{"a", a}, {"idx", w->order}, {"out", g->ob}};
+    *in = g->ob;
+    return run_rows(ctx, g, "gather_cols", &s, "rows", g->tchunk, b, 3);
 }
 
 /* The owed seam, then h = (w's product of the normed row): plain (glu 0) or gated (1: w a
@@ -248,7 +265,7 @@ static tailor_status linear(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4g_mat
     if (seam_payable(g, w, a, m))
         return pay_seam(ctx, g, w, w->n, 0, 0, 0, out);
     tailor_status st = seam_settle(ctx, g);
-    if (st)
+    if (st || (st = ordered_input(ctx, g, w, a, m, &a)))
         return st;
     tailor_shape s = {0};
     g4g_put(&s, "m", m);
@@ -310,7 +327,7 @@ static tailor_status linear_seam(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4
         return st ? st : seam_of_tb(ctx, g, at, T, mode, w_post, w_next, scalar);
     }
     tailor_status st = seam_settle(ctx, g); /* the epilogue writes g->x and g->y */
-    if (st)
+    if (st || (st = ordered_input(ctx, g, w, a, 1, &a)))
         return st;
     tailor_shape s = {0};
     g4g_put(&s, "m", 1);
@@ -349,8 +366,9 @@ static tailor_status glu(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4g_mat *w
 {
     if (seam_payable(g, w, g->y, 1))
         return pay_seam(ctx, g, w, n, u ? 2 : 1, u, u_ld, h);
+    CUdeviceptr a = g->y;
     tailor_status st = seam_settle(ctx, g);
-    if (st)
+    if (st || (st = ordered_input(ctx, g, w, a, 1, &a)))
         return st;
     tailor_shape s = {0};
     g4g_put(&s, "m", 1);
@@ -360,7 +378,7 @@ static tailor_status glu(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4g_mat *w
         g4g_put(&s, "group", w->group);
         g4g_put(&s, "zp", w->zp);
         g4g_put(&s, "s_ld", w->s_ld);
-        tailor_binding b[] = {{"a", g->y},
+        tailor_binding b[] = {{"a", a},
                               {"qweight", w->qw},
                               {"scales", w->sc},
                               {"zeros", w->zp ? w->zs : w->sc},
@@ -369,17 +387,18 @@ static tailor_status glu(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4g_mat *w
     }
     g4g_put(&s, "ext", u ? 1 : 0);
     g4g_put(&s, "u_ld", u ? u_ld : 0);
-    tailor_binding b[] = {{"a", g->y}, {"w", w->w}, {"u", u ? u : w->w}, {"out", h}};
+    tailor_binding b[] = {{"a", a}, {"w", w->w}, {"u", u ? u : w->w}, {"out", h}};
     return g4g_run(ctx, g, "matmul_glu", &s, &s, b, 4);
 }
 
 /* Whether layer L's decode MLP can run as one w4a16_mlp: an int4 gate|up stack and an int4 down
- * of the same group and zero-point kind, and the option on. */
+ * of the same group and zero-point kind, neither in activation order, and the option on. */
 static int mlp_fusable(const tailor_gemma4_gpu *g, const g4g_layer *L, int inter)
 {
     const g4g_mat *gu = &L->gu, *d = &L->down;
     return g->mlp_fused && g4g_mat_present(gu) && gu->int4 && d->int4 && gu->n == 2 * inter &&
-           d->k == inter && gu->k == d->n && gu->group == d->group && gu->zp == d->zp;
+           d->k == inter && gu->k == d->n && gu->group == d->group && gu->zp == d->zp &&
+           !gu->order && !d->order;
 }
 
 /* One decode row's MLP in one launch (op w4a16_mlp): g->tb = down(gelu(gate y) * (up y)), h in

@@ -55,7 +55,7 @@ static tailor_status rnd_fill(tailor_ctx *ctx, tailor_gemma4_gpu *g, CUdeviceptr
  * buffer (w), or of its int4 buffers (qw; sc and zs at its first column of the stack's [G, s_ld]
  * scale rows). All zero: a buffer of its own. */
 typedef struct g4g_place {
-    CUdeviceptr w, qw, sc, zs;
+    CUdeviceptr w, qw, sc, zs, order;
     int s_ld;
 } g4g_place;
 
@@ -129,9 +129,89 @@ static tailor_status alloc_w4(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_w4a1
     return st;
 }
 
-/* An int4 matrix whose groups follow weight_g_idx (activation order), which the W4A16 kernels
- * do not read: dequantized on the host a few rows at a time (what the reference computes) and
- * run as a 16-bit matrix. Host memory stays bounded by the row block. */
+static int form_of(const tailor_gemma4_gpu *g, const g4_mat *m, int n, int k, int quantizable,
+                   int *group, int *zp);
+
+/* The group size of an int4 matrix with weight_g_idx: k over its scale columns (0 when they do
+ * not divide k). */
+static int g_idx_group(const g4_mat *m) { return m->k % m->groups == 0 ? m->k / m->groups : 0; }
+
+/* The activation order of an int4 matrix with weight_g_idx (tailor_w4a16_order_from_groups):
+ * 1 and *order (malloc'd, k entries; NULL when order is NULL) when each of its groups holds
+ * g_idx_group columns; 0 when not (it runs dequantized); -1 when out of memory. */
+static int mat_order(const g4_mat *m, int32_t **order)
+{
+    int k = m->k, ok = -1;
+    int32_t *gi = malloc((size_t)k * sizeof *gi), *o = malloc((size_t)k * sizeof *o);
+    if (gi && o) {
+        for (int c = 0; c < k; c++)
+            gi[c] = (int32_t)tailor_st_load_i64(m->g_idx, c);
+        ok = tailor_w4a16_order_from_groups(k, g_idx_group(m), gi, o);
+    }
+    free(gi);
+    if (ok == 1 && order)
+        *order = o;
+    else
+        free(o);
+    return ok;
+}
+
+/* Whether two int4 matrices with weight_g_idx have the same one (so one gathered input serves
+ * both: parts of one stack). */
+static int same_g_idx(const g4_mat *a, const g4_mat *b)
+{
+    if (a->k != b->k || a->groups != b->groups)
+        return 0;
+    for (int c = 0; c < a->k; c++)
+        if (tailor_st_load_i64(a->g_idx, c) != tailor_st_load_i64(b->g_idx, c))
+            return 0;
+    return 1;
+}
+
+/* The device buffer of a matrix's activation order: its stack's (at->order), or its own. */
+static tailor_status alloc_order(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4g_place *at,
+                                 int k, g4g_mat *out)
+{
+    if (k > g->order_k)
+        g->order_k = k;
+    if (at && at->order) {
+        out->order = at->order;
+        return TAILOR_OK;
+    }
+    return dalloc(ctx, g, (size_t)k * 4, &g->weight_bytes, &out->order);
+}
+
+/* An int4 matrix in activation order: its columns stored in that order (uploaded with it), the
+ * order beside them for the gather before its product. */
+static tailor_status up_mat_ordered(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_upload *u,
+                                    const g4_mat *m, tailor_dtype sd, const char *what,
+                                    const g4g_place *into, g4g_mat *out)
+{
+    tailor_w4a16_layout lay;
+    tailor_upload_w4a16_dst dst;
+    int32_t *order = NULL;
+    tailor_status st = TAILOR_OK;
+    if (mat_order(m, &order) != 1)
+        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "gemma4 gpu: %s: out of memory", what);
+    if ((st = tailor_w4a16_layout_init(ctx, m->n, m->k, g_idx_group(m), m->zp != NULL, &lay)))
+        st = tailor_wrap_error(ctx, "gemma4 gpu: %s", what);
+    if (st == TAILOR_OK)
+        st = alloc_w4(ctx, g, &lay, into, out, &dst);
+    if (st == TAILOR_OK)
+        st = alloc_order(ctx, g, into, m->k, out);
+    if (st == TAILOR_OK) /* a stack's parts share one order: each writes the same values */
+        st = tailor_gpu_upload(ctx, g->gpu, out->order, order, (size_t)m->k * sizeof *order);
+    if (st == TAILOR_OK)
+        st = tailor_upload_w4a16(ctx, u, &lay, m->packed->data, m->scale->data, sd,
+                                 m->zp ? m->zp->data : NULL, order, g->dt, &dst);
+    free(order);
+    return st;
+}
+
+/* An int4 matrix whose weight_g_idx is no activation order the kernels can read (a group with
+ * another number of columns than the others): dequantized on the host a few rows at a time
+ * (what the reference computes) and run as a 16-bit matrix. Host memory stays bounded by the
+ * row block. */
 static tailor_status up_mat_dequantized(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_upload *u,
                                         const g4_mat *m, const char *what, g4g_mat *out)
 {
@@ -147,8 +227,8 @@ static tailor_status up_mat_dequantized(tailor_ctx *ctx, tailor_gemma4_gpu *g, t
     if (!buf)
         return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "gemma4 gpu: %s: out of memory", what);
     tailor_log(ctx, TAILOR_LOG_INFO,
-               "gemma4 gpu: %s has weight_g_idx (activation order): run as a dequantized 16-bit "
-               "matrix", what);
+               "gemma4 gpu: %s has a weight_g_idx whose groups are not all of %d columns: run as "
+               "a dequantized 16-bit matrix", what, g_idx_group(m));
     for (int r0 = 0; r0 < m->n && st == TAILOR_OK; r0 += rows) {
         int nr = m->n - r0 < rows ? m->n - r0 : rows;
         for (int r = 0; r < nr; r++)
@@ -183,18 +263,21 @@ static tailor_status up_mat_unreleased(tailor_ctx *ctx, tailor_gemma4_gpu *g, ta
     tailor_status st;
     if (m->int4) {
         tailor_dtype sd;
-        if (m->g_idx) /* activation order: the kernels read groups in column order */
+        int group = 0, zp = 0, form = form_of(g, m, m->n, m->k, quantizable, &group, &zp);
+        if (form < 0) /* an order the kernels cannot read */
             return up_mat_dequantized(ctx, g, u, m, what, out);
         if (!g4_st_dtype(m->scale->dtype, &sd))
             return tailor_set_error(ctx, TAILOR_ERR_UNSUPPORTED,
                                     "gemma4 gpu: %s.weight_scale is %s, not a float type", what,
                                     tailor_st_dtype_name(m->scale->dtype));
+        if (form == 2)
+            return up_mat_ordered(ctx, g, u, m, sd, what, into, out);
         if ((st = tailor_w4a16_layout_init(ctx, m->n, m->k, m->group, m->zp != NULL, &lay)))
             return tailor_wrap_error(ctx, "gemma4 gpu: %s", what);
         if ((st = alloc_w4(ctx, g, &lay, into, out, &dst)))
             return st;
         return tailor_upload_w4a16(ctx, u, &lay, m->packed->data, m->scale->data, sd,
-                                   m->zp ? m->zp->data : NULL, g->dt, &dst);
+                                   m->zp ? m->zp->data : NULL, NULL, g->dt, &dst);
     }
     tailor_dtype wd;
     if (!g4_st_dtype(m->w->dtype, &wd))
@@ -224,7 +307,8 @@ static tailor_status up_mat(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_upload
 }
 
 /* How a [n, k] matrix lands on the GPU (m NULL: random weights): 0 a dense 16-bit matrix, 1
- * int4 in the kernel layout (*group, *zp), -1 another way (an activation-ordered int4 matrix,
+ * int4 in the kernel layout (*group, *zp), 2 the same in activation order (weight_g_idx whose
+ * groups all hold *group columns; g4g_mat.order), -1 another way (any other weight_g_idx,
  * dequantized into a buffer of its own): never part of a stack. The same decisions as up_mat
  * and rnd_mat. */
 static int form_of(const tailor_gemma4_gpu *g, const g4_mat *m, int n, int k, int quantizable,
@@ -232,11 +316,13 @@ static int form_of(const tailor_gemma4_gpu *g, const g4_mat *m, int n, int k, in
 {
     tailor_w4a16_layout lay;
     if (m && m->int4) {
-        if (m->g_idx || tailor_w4a16_layout_init(NULL, n, k, m->group, m->zp != NULL, &lay))
+        int gr = m->g_idx ? g_idx_group(m) : m->group;
+        if (tailor_w4a16_layout_init(NULL, n, k, gr, m->zp != NULL, &lay) ||
+            (m->g_idx && mat_order(m, NULL) != 1))
             return -1;
-        *group = m->group;
+        *group = gr;
         *zp = m->zp != NULL;
-        return 1;
+        return m->g_idx ? 2 : 1;
     }
     if (g->quantize && quantizable && g4_quantize_layout(n, k, &lay)) {
         *group = lay.group;
@@ -257,28 +343,31 @@ static tailor_status stack_alloc(tailor_ctx *ctx, tailor_gemma4_gpu *g, const in
     memset(whole, 0, sizeof *whole);
     int n = 0;
     for (int i = 0; i < count; i++) {
-        if (form == 1 && ns[i] % 16 != 0)
+        if (form >= 1 && ns[i] % 16 != 0)
             return TAILOR_OK;
         n += ns[i];
     }
     whole->n = n;
     whole->k = k;
     tailor_status st;
-    if (form == 1) {
+    if (form >= 1) {
         tailor_w4a16_layout lay;
         tailor_upload_w4a16_dst dst;
         if ((st = tailor_w4a16_layout_init(ctx, n, k, group, zp, &lay)) ||
             (st = alloc_w4(ctx, g, &lay, NULL, whole, &dst)))
+            return st;
+        if (form == 2 && (st = alloc_order(ctx, g, NULL, k, whole)))
             return st;
     } else if ((st = dalloc(ctx, g, (size_t)n * (size_t)k * g->es, &g->weight_bytes, &whole->w))) {
         return st;
     }
     size_t off = 0;
     for (int i = 0; i < count; i++) {
-        if (form == 1)
+        if (form >= 1)
             into[i] = (g4g_place){.qw = whole->qw + off * (size_t)(k / 8) * 4,
                                   .sc = whole->sc + off * g->es,
                                   .zs = whole->zs ? whole->zs + off : 0,
+                                  .order = whole->order,
                                   .s_ld = n};
         else
             into[i] = (g4g_place){.w = whole->w + off * (size_t)k * g->es};
@@ -294,7 +383,8 @@ static int common_form(const tailor_gemma4_gpu *g, const g4_mat *const *ms, cons
     int form = -1;
     for (int i = 0; i < count; i++) {
         int gr = 0, z = 0, f = form_of(g, ms[i], ns[i], k, 1, &gr, &z);
-        if (f < 0 || (i > 0 && (f != form || (f == 1 && (gr != *group || z != *zp)))))
+        if (f < 0 || (i > 0 && (f != form || (f >= 1 && (gr != *group || z != *zp)) ||
+                                (f == 2 && !same_g_idx(ms[0], ms[i])))))
             return -1;
         form = f;
         *group = gr;
@@ -304,7 +394,8 @@ static int common_form(const tailor_gemma4_gpu *g, const g4_mat *const *ms, cons
 }
 
 /* Places for q|k|v (when the layer owns its KV) and gate|up when every part lands in the same
- * form (dense, or int4 with one group size and zero-point kind); into[] is indexed like
+ * form (dense, or int4 with one group size and zero-point kind, and one activation order if
+ * any); into[] is indexed like
  * up_layer's matrices (0 q, 1 k, 2 v, 4 gate, 5 up), all zero = a buffer of its own. */
 static tailor_status plan_stacks(tailor_ctx *ctx, tailor_gemma4_gpu *g, int i, const g4_mat *q,
                                  const g4_mat *k, const g4_mat *v, const g4_mat *gate,
@@ -460,11 +551,12 @@ static tailor_status rnd_mat(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4_mat
     tailor_w4a16_layout lay;
     tailor_upload_w4a16_dst dst;
     tailor_status st;
-    int group = 0, zp = 0;
-    if (form_of(g, like, n, k, quantizable, &group, &zp) == 1 &&
-        tailor_w4a16_layout_init(NULL, n, k, group, zp, &lay) == TAILOR_OK) {
+    int group = 0, zp = 0, form = form_of(g, like, n, k, quantizable, &group, &zp);
+    if (form >= 1 && tailor_w4a16_layout_init(NULL, n, k, group, zp, &lay) == TAILOR_OK) {
         if ((st = alloc_w4(ctx, g, &lay, into, out, &dst)))
             return st;
+        if (form == 2) /* only mirroring a checkpoint (dry): accounted, never filled */
+            return alloc_order(ctx, g, into, k, out);
         if (into && into->qw) /* filled with its stack (fill_stack) */
             return TAILOR_OK;
         if ((st = rnd_fill(ctx, g, out->qw, lay.qweight_words * 4, 0, 0, 0)))
@@ -802,10 +894,12 @@ static tailor_status alloc_acts(tailor_ctx *ctx, tailor_gemma4_gpu *g)
         {&g->pc, C * LP * es}, {&g->pli, C * LP * es},
         {&g->logits, LR * V * es}, {&g->capped, LR * V * 4}, {&g->ids, C * 4},
         {&g->tok, C * 4}, {&g->posb, C * 4}, {&g->x_spare, H * 4},
-        {&g->top_vals, TAILOR_GEMMA4_TOP_K * 4}, {&g->top_ids, TAILOR_GEMMA4_TOP_K * 4}};
+        {&g->top_vals, TAILOR_GEMMA4_TOP_K * 4}, {&g->top_ids, TAILOR_GEMMA4_TOP_K * 4},
+        {&g->ob, C * (size_t)g->order_k * es}}; /* after the weights, which set order_k */
     tailor_status st = TAILOR_OK;
     for (size_t i = 0; i < sizeof a / sizeof a[0] && st == TAILOR_OK; i++)
-        st = dalloc(ctx, g, a[i].bytes, &g->act_bytes, a[i].p);
+        if (a[i].bytes)
+            st = dalloc(ctx, g, a[i].bytes, &g->act_bytes, a[i].p);
     g->x_main = g->x;
     g->x_next = g->x_spare;
     void *p = NULL;
