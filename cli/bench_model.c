@@ -167,7 +167,7 @@ static void model_usage(void)
     printf("usage: tailor bench model (--model DIR | --preset NAME) [--quantize w4a16]\n"
            "         [--quantize-head] [--prompt-len N] [--decode N] [--cache FILE]\n"
            "         [--profile] [--no-pdl] [--separate-gating] [--separate-q-prep]\n"
-           "         [--attention-q-prep] [--fused-mlp]\n"
+           "         [--attention-q-prep] [--fused-mlp] [--act-order]\n"
            "         [--seams kernel|prologue|epilogue|mixed] [--knockout OP[:k=v,...]]... [--trace]\n"
            "         [--step-tune] [--ple-host] [--one-by-one] [--sample rows|top] [--device gpu:N]\n"
            "         [--json]\n\n"
@@ -180,7 +180,9 @@ static void model_usage(void)
            "gating as their own kernels instead of GEMV epilogues; --separate-q-prep: q's norm and\n"
            "RoPE in a kernel of their own on every layer (else folded into the K/V store where a\n"
            "layer has one); --fused-mlp: an int4 MLP as one w4a16_mlp launch instead of two\n"
-           "GEMVs (gate|up gated, then down); --attention-q-prep: q's norm and\n"
+           "GEMVs (gate|up gated, then down); --act-order (random weights with --quantize\n"
+           "w4a16): every int4 linear in an activation order, its input gathered first, as a\n"
+           "checkpoint's weight_g_idx runs; --attention-q-prep: q's norm and\n"
            "RoPE inside decode attention instead of a kernel before it; --seams: the layer seams as\n"
            "their own kernels, in the next GEMV (the default before 16-bit ones), in the\n"
            "projection's last block, or mixed: in the next GEMV before 16-bit ones, in the last\n"
@@ -263,6 +265,7 @@ static int parse_model_args(int argc, char **argv, model_args *a)
                                          {"attention-q-prep", no_argument, 0, 'Q'},
                                          {"separate-q-prep", no_argument, 0, 'S'},
                                          {"fused-mlp", no_argument, 0, 'M'},
+                                         {"act-order", no_argument, 0, 'R'},
                                          {"quantize-head", no_argument, 0, 'H'},
                                          {"knockout", required_argument, 0, 'K'},
                                          {"trace", no_argument, 0, 'T'},
@@ -309,6 +312,7 @@ static int parse_model_args(int argc, char **argv, model_args *a)
         case 'Q': o->attention_q_prep = 1; break;
         case 'S': o->separate_q_prep = 1; break;
         case 'M': o->fused_mlp = 1; break;
+        case 'R': o->act_order = 1; break;
         case 'H': o->quantize_head = 1; break;
         case 'T': a->trace = 1; break;
         case 'X': a->step_tune = 1; break;
@@ -337,6 +341,10 @@ static int parse_model_args(int argc, char **argv, model_args *a)
                                "--prompt-len and --decode, and --quantize w4a16 or nothing");
     if (o->seams < 0)
         return cli_usage_error("bench model", "--seams takes kernel, prologue, epilogue or mixed");
+    if (o->act_order && (a->model || !a->quant))
+        return cli_usage_error("bench model", "--act-order orders random int4 weights: give it "
+                               "with --preset and --quantize w4a16 (a checkpoint's weight_g_idx "
+                               "decides its own)");
     if (a->json && (a->trace || a->profile || a->step_tune))
         return cli_usage_error("bench model", "--trace, --profile and --step-tune print tables; "
                                "leave out --json with them");

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu-check.sh — on the GPU machine: build, run every GPU test, then the benchmarks; logs go to
 # $OUT (ctest.txt, bench.txt, model.txt, ...) and a short summary is printed last.
-#   bash scripts/gpu-check.sh [tests|quick|gemma4|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|sanitize|carveout-kernels|experimental|experimental-attn|attn-wg|wgmma|boot|decode-scale|decode-wg|decode-merge|decode-linear|trace|spacer|seams|step-tune|queue|sample|topk|carveout|cards|w4-base-new|mlp|all] [ctest -R regex]
+#   bash scripts/gpu-check.sh [tests|quick|gemma4|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|sanitize|carveout-kernels|experimental|experimental-attn|attn-wg|wgmma|boot|decode-scale|decode-wg|decode-merge|decode-linear|trace|spacer|seams|step-tune|queue|sample|topk|carveout|cards|w4-base-new|mlp|order|order-bench|all] [ctest -R regex]
 # quick: the GPU tests but test_gpu_gemma4 with the long scripts in their smoke subsets
 # (MATMUL_QUICK, W4A16_QUICK, ATTN_QUICK); on an H100 (session 27) cli_gpu_small_ops 241 s,
 # cli_gpu_w4a16 202, test_gpu_gemma4_load 95, cli_gpu_matmul 94, cli_gpu_run 70,
@@ -73,6 +73,10 @@
 # mlp: the fused int4 MLP (w4a16_mlp) verified survivor by survivor at five shapes and the T4,
 # then the E2B W4A16 decode without it and with it (--fused-mlp), alternating (MLP_VERIFY, MLP_BENCH;
 # MLP_QUICK=1 verifies the E2B shapes and the small one only).
+# order: activation order (weight_g_idx) verified: every gather_cols survivor, then
+# test_gpu_gemma4 on the regrouped fixture and e2b_w4a16_asym (ORDER_FIXTURES, ORDER_S);
+# order-bench: the E2B W4A16 + int4 head decode with every int4 linear in an activation order
+# (bench model --act-order) and without, alternating on one cache (order-bench.txt).
 # w4-base-new: an int4 template edit against probe-variants/base's templates in the same run
 # (scripts/probe/base_templates.sh REV; carry probe-variants): every survivor verified at
 # W4_VERIFY's shapes, then W4_SHAPES benched base, new, base, new (W4_BENCH_TIMEOUT seconds a
@@ -935,6 +939,44 @@ if [[ $what == sanitize ]]; then
   Z="$OUT/sanitize.txt"
   (cd build-gpu && ctest -R '^cli_gpu_sanitize$' -V) >"$Z" 2>&1
   summary+=("sanitize: $(grep -cE '^== .*rc 0$' "$Z") of $(grep -c '^== ' "$Z") runs clean; $(grep -E 'tests passed|tests failed' "$Z")")
+fi
+if [[ $what == order ]]; then
+  # activation order (session 38): every gather_cols survivor verified (the int4 inputs' widths,
+  # a prefill's rows, an odd width, the T4), then test_gpu_gemma4 on the regrouped fixture (six
+  # modes) and, while ORDER_S lasts, e2b_w4a16_asym (order.txt, gemma4.txt)
+  R="$OUT/order.txt"
+  : >"$R"
+  for sd in "rows=1,cols=1536 bf16" "rows=1,cols=12288 bf16" "rows=33,cols=21504 bf16" \
+            "rows=512,cols=6144 bf16" "rows=5,cols=1544 fp16"; do
+    echo "== verify-all gather_cols $sd" >>"$R"
+    timeout 60 "$T" tune --op gather_cols --shape "${sd% *}" --dtype "${sd#* }" --verify-all \
+      --cache /tmp/order.sqlite >>"$R" 2>&1
+    echo "rc=$?" >>"$R"
+  done
+  echo "== verify-all gather_cols rows=7,cols=1536 fp16 --rehearse t4" >>"$R"
+  timeout 60 "$T" tune --op gather_cols --shape rows=7,cols=1536 --dtype fp16 --verify-all \
+    --rehearse t4 --cache /tmp/order.sqlite >>"$R" 2>&1
+  echo "rc=$?" >>"$R"
+  (cd build-gpu && env TAILOR_SOURCE_DIR=$PWD/.. TAILOR_TEST_FIXTURES=${ORDER_FIXTURES:-regrouped,e2b_w4a16_asym} \
+    timeout "${ORDER_S:-420}" ./tests/test_gpu_gemma4) >"$OUT/gemma4.txt" 2>&1
+  echo "rc=$?" >>"$OUT/gemma4.txt"
+  summary+=("order: gather_cols verify $(grep -c '^rc=0' "$R") of $(grep -c '^rc=' "$R") rc=0; test_gpu_gemma4: $(tail -2 "$OUT/gemma4.txt" | tr '\n' ' ')")
+fi
+if [[ $what == order-bench ]]; then
+  # what the gathers cost: E2B W4A16 + int4 head, random weights, every int4 linear in an
+  # activation order (--act-order) or not, alternating on one cache tuned for the preset first
+  # (order-bench.txt)
+  B="$OUT/order-bench.txt"
+  { time timeout "${BOOT_TUNE_S:-300}" "$T" tune --preset gemma-4-e2b --cache /tmp/ob.sqlite; } >"$B" 2>&1
+  for r in 1 2; do
+    for flags in "" "--act-order"; do
+      echo "== round $r bench model --quantize w4a16 --quantize-head $flags" >>"$B"
+      timeout 90 "$T" bench model --preset gemma-4-e2b --quantize w4a16 --quantize-head \
+        --prompt-len 512 --decode 128 --cache /tmp/ob.sqlite $flags 2>&1 |
+        grep -vE '^tailor: (tuning|gemma4 gpu)' >>"$B"
+    done
+  done
+  summary+=("order-bench: $(grep -c '^decode' "$B") decode figures in order-bench.txt")
 fi
 if [[ $what == pdl ]]; then
   # one variant a call (~7 minutes with the build): PDL_NAMES="attn" for the second

@@ -137,6 +137,9 @@ check "bench model --help lists --seams" grep -q -- "--seams kernel|prologue|epi
 check "bench model --help lists --attention-q-prep" grep -q -- "--attention-q-prep" "$TMPDIR_ERR"
 check "bench model --help lists --quantize-head" grep -q -- "--quantize-head" "$TMPDIR_ERR"
 check "bench model --help lists --knockout" grep -q -- "--knockout OP" "$TMPDIR_ERR"
+"$T" bench model --preset gemma-4-e2b --act-order 2>"$TMPDIR_ERR"; rc=$?
+check "bench model: --act-order without --quantize w4a16 exits 2" test $rc -eq 2
+check "bench model: --act-order's refusal says what it needs" grep -q -- "--act-order.*--quantize w4a16" "$TMPDIR_ERR"
 "$T" bench model --preset gemma-4-e2b --seams sideways 2>"$TMPDIR_ERR"; rc=$?
 check "bench model: a bad --seams exits 2" test $rc -eq 2
 check "bench model: a bad --seams says what it takes" grep -q "kernel, prologue, epilogue or mixed" "$TMPDIR_ERR"

@@ -266,6 +266,11 @@ typedef struct tailor_gemma4_gpu_opts {
                          (docs/perf/model.md, session 35) */
     int ple_host;     /* 1: the PLE table stays on the host (a row uploaded per token, decode
                          steps one at a time); 0: on the device when it fits (the log says) */
+    int act_order;    /* random weights with quantize only (bench model --act-order): every
+                         int4 linear is stored in an activation order (a pseudo-random order of
+                         its k columns, one per k, so stacks stay whole) and its input gathered
+                         before the product, as a checkpoint's weight_g_idx runs; ignored with
+                         a checkpoint, whose g_idx decides */
     const char *knockout; /* timing experiments only (bench model --knockout): launches of these
                              ops are skipped, so every output is meaningless and the inf/NaN
                              check is off. Items "OP" or "OP:k=v,k=v" (only launches whose

@@ -71,6 +71,7 @@ struct tailor_gemma4_gpu {
     int glu_epilogue;           /* !opts.separate_gating: decode gating in the GEMV epilogue */
     int q_prep_in_attention;    /* opts.attention_q_prep: decode attention prepares raw q */
     int mlp_fused;              /* opts.fused_mlp: decode runs an int4 MLP as one w4a16_mlp */
+    int act_order;              /* opts.act_order: random int4 linears in activation order */
     int q_prep_in_kv_store;     /* !opts.separate_q_prep: decode folds q's prep into K/V's store */
     char knockout[256];         /* opts.knockout ("" = none): ops whose launches are skipped */
     int seams;                  /* opts.seams: where decode seams go (gpu.c seam_at) */

@@ -327,7 +327,7 @@ static int form_of(const tailor_gemma4_gpu *g, const g4_mat *m, int n, int k, in
     if (g->quantize && quantizable && g4_quantize_layout(n, k, &lay)) {
         *group = lay.group;
         *zp = 0;
-        return 1;
+        return !m && g->act_order ? 2 : 1;
     }
     return 0;
 }
@@ -539,6 +539,31 @@ static tailor_status rnd_vec(tailor_ctx *ctx, tailor_gemma4_gpu *g, int n, CUdev
     return st ? st : rnd_fill(ctx, g, *out, bytes, 1, 100000, 1000000); /* 1 +- 0.1 */
 }
 
+/* The activation order of a random int4 matrix (opts.act_order): a pseudo-random permutation of
+ * its k columns, the same for every matrix of that k (the parts of a stack write one buffer). */
+static tailor_status rnd_order(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4g_place *into,
+                               int k, g4g_mat *out)
+{
+    tailor_status st = alloc_order(ctx, g, into, k, out);
+    if (st || g->dry)
+        return st;
+    int32_t *order = malloc((size_t)k * sizeof *order);
+    if (!order)
+        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "gemma4 gpu: out of memory");
+    uint64_t s = 0x9e3779b97f4a7c15ull ^ (uint64_t)k;
+    for (int j = 0; j < k; j++)
+        order[j] = j;
+    for (int j = k; j > 1; j--) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        int r = (int)((s >> 33) % (uint64_t)j), t = order[j - 1];
+        order[j - 1] = order[r];
+        order[r] = t;
+    }
+    st = tailor_gpu_upload(ctx, g->gpu, out->order, order, (size_t)k * sizeof *order);
+    free(order);
+    return st;
+}
+
 /* A random [n, k] matrix: int4 when `like` (a dry run's checkpoint matrix) is int4 in a layout
  * the kernels read, else when quantizing a quantizable matrix; otherwise dense (at `into` when
  * it is part of a stack). */
@@ -555,8 +580,8 @@ static tailor_status rnd_mat(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4_mat
     if (form >= 1 && tailor_w4a16_layout_init(NULL, n, k, group, zp, &lay) == TAILOR_OK) {
         if ((st = alloc_w4(ctx, g, &lay, into, out, &dst)))
             return st;
-        if (form == 2) /* only mirroring a checkpoint (dry): accounted, never filled */
-            return alloc_order(ctx, g, into, k, out);
+        if (form == 2 && (st = rnd_order(ctx, g, into, k, out)))
+            return st;
         if (into && into->qw) /* filled with its stack (fill_stack) */
             return TAILOR_OK;
         if ((st = rnd_fill(ctx, g, out->qw, lay.qweight_words * 4, 0, 0, 0)))
@@ -940,6 +965,7 @@ static void configure(tailor_gemma4_gpu *g, const tailor_gemma4_config *cfg,
     g->q_prep_in_attention = o->attention_q_prep != 0;
     g->q_prep_in_kv_store = !o->separate_q_prep;
     g->mlp_fused = o->fused_mlp != 0;
+    g->act_order = o->act_order != 0;
     snprintf(g->knockout, sizeof g->knockout, "%s", o->knockout ? o->knockout : "");
     g->seams = o->seams;
     g->all_logits = o->all_logits;
