@@ -131,6 +131,9 @@ float tailor_fill_uniform01(uint64_t *state);
 uint64_t tailor_fill_u64(uint64_t *state);
 #define TAILOR_FILL_U64_STEP 0x9e3779b97f4a7c15ull
 
+/* A random permutation of 0..n-1 into out (Fisher-Yates over tailor_fill_u64's stream). */
+void tailor_fill_permutation(int32_t *out, size_t n, uint64_t *state);
+
 /* The state of tailor_fill_uniform01's stream n steps after `state` (O(log n)). */
 uint64_t tailor_fill_uniform01_skip(uint64_t state, uint64_t n);
 

@@ -310,6 +310,18 @@ uint64_t tailor_fill_u64(uint64_t *s)
     return z ^ (z >> 31);
 }
 
+void tailor_fill_permutation(int32_t *out, size_t n, uint64_t *state)
+{
+    for (size_t j = 0; j < n; j++)
+        out[j] = (int32_t)j;
+    for (size_t j = n; j > 1; j--) {
+        size_t r = (size_t)(tailor_fill_u64(state) % j);
+        int32_t t = out[j - 1];
+        out[j - 1] = out[r];
+        out[r] = t;
+    }
+}
+
 void tailor_ref_norm_rope(float *x, size_t hd, tailor_dtype dtype, const void *w, float pos,
                           const float *inv_freq, size_t rot)
 {

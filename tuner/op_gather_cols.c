@@ -46,24 +46,14 @@ static tailor_status gather_cols_describe(tailor_ctx *ctx, const tailor_shape *s
     return TAILOR_OK;
 }
 
-/* Distinct values in a, and idx a random permutation (Fisher-Yates): a misplaced or repeated
- * column shows. */
+/* Random values in a, and idx a random permutation: a misplaced or repeated column shows. */
 static void gather_cols_fill(const tailor_shape *shape, tailor_dtype dtype,
                              const tailor_op_buffers *bufs, void *const *host, uint64_t seed)
 {
     uint64_t s = seed;
     for (size_t i = 0; i < bufs->b[GC_A].count; i++)
         tailor_dtype_store(dtype, host[GC_A], i, (tailor_fill_uniform01(&s) * 2 - 1) * 8.0f);
-    int32_t *idx = host[GC_IDX];
-    size_t cols = (size_t)tailor_shape_get(shape, "cols", 0);
-    for (size_t j = 0; j < cols; j++)
-        idx[j] = (int32_t)j;
-    for (size_t j = cols; j > 1; j--) {
-        size_t r = (size_t)(tailor_fill_u64(&s) % j);
-        int32_t t = idx[j - 1];
-        idx[j - 1] = idx[r];
-        idx[r] = t;
-    }
+    tailor_fill_permutation(host[GC_IDX], (size_t)tailor_shape_get(shape, "cols", 0), &s);
 }
 
 static tailor_status gather_cols_reference(tailor_ctx *ctx, const tailor_shape *shape,

@@ -550,15 +550,8 @@ static tailor_status rnd_order(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4g_
     int32_t *order = malloc((size_t)k * sizeof *order);
     if (!order)
         return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "gemma4 gpu: out of memory");
-    uint64_t s = 0x9e3779b97f4a7c15ull ^ (uint64_t)k;
-    for (int j = 0; j < k; j++)
-        order[j] = j;
-    for (int j = k; j > 1; j--) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        int r = (int)((s >> 33) % (uint64_t)j), t = order[j - 1];
-        order[j - 1] = order[r];
-        order[r] = t;
-    }
+    uint64_t s = (uint64_t)k; /* one order per k */
+    tailor_fill_permutation(order, (size_t)k, &s);
     st = tailor_gpu_upload(ctx, g->gpu, out->order, order, (size_t)k * sizeof *order);
     free(order);
     return st;
