@@ -438,17 +438,33 @@ static inline int tw_nibble(const tailor_st_tensor *t, int64_t w, int i)
     return (int)(((uint32_t)tailor_st_load_i64(t, w) >> (4 * i)) & 15u) - 8;
 }
 
+/* The compressed-tensors tensors of one int4 linear (base "model.layers.0.mlp.down_proj"), each
+ * NULL when absent. */
+typedef struct tw_int4 {
+    const tailor_st_tensor *packed, *scale, *shape, *zp, *g_idx;
+} tw_int4;
+
+static inline tw_int4 tw_int4_of(const tailor_st *st, const char *base)
+{
+    const char *part[] = {"weight_packed", "weight_scale", "weight_shape", "weight_zero_point",
+                          "weight_g_idx"};
+    const tailor_st_tensor *found[5];
+    for (int i = 0; i < 5; i++) {
+        char nm[300];
+        snprintf(nm, sizeof nm, "%s.%s", base, part[i]);
+        found[i] = tailor_st_find(st, nm);
+    }
+    return (tw_int4){found[0], found[1], found[2], found[3], found[4]};
+}
+
 /* Adds base.weight in BF16: the int4 matrix base.weight_packed (+ _scale, _shape, optional
  * _zero_point and _g_idx, compressed-tensors pack-quantized) dequantized as the fixtures' reference
  * ran it, bf16((q - zp) * scale). Returns 0 on success. */
 static inline int tw_add_dequantized(tw *w, const tailor_st *st, const char *base, int group)
 {
     char nm[300];
-#define TW_PART(suffix) (snprintf(nm, sizeof nm, "%s.%s", base, suffix), tailor_st_find(st, nm))
-    const tailor_st_tensor *pk = TW_PART("weight_packed"), *sc = TW_PART("weight_scale");
-    const tailor_st_tensor *shp = TW_PART("weight_shape"), *zp = TW_PART("weight_zero_point");
-    const tailor_st_tensor *gi = TW_PART("weight_g_idx");
-#undef TW_PART
+    tw_int4 t = tw_int4_of(st, base);
+    const tailor_st_tensor *pk = t.packed, *sc = t.scale, *shp = t.shape, *zp = t.zp, *gi = t.g_idx;
     if (!pk || !sc || !shp || shp->numel != 2 || group <= 0)
         return -1;
     int64_t n = tailor_st_load_i64(shp, 0), k = tailor_st_load_i64(shp, 1);
@@ -481,12 +497,9 @@ static inline int tw_add_split_groups(tw *w, const tailor_st *st, const char *ba
                                       int first)
 {
     char nm[300];
-#define TW_PART(suffix) (snprintf(nm, sizeof nm, "%s.%s", base, suffix), tailor_st_find(st, nm))
-    const tailor_st_tensor *pk = TW_PART("weight_packed"), *sc = TW_PART("weight_scale");
-    const tailor_st_tensor *shp = TW_PART("weight_shape"), *zp = TW_PART("weight_zero_point");
-    const tailor_st_tensor *gi = TW_PART("weight_g_idx");
-#undef TW_PART
-    if (!pk || !sc || !shp || shp->numel != 2 || gi || group < 2 || group % 2 || sc->ndim != 2 ||
+    tw_int4 t = tw_int4_of(st, base);
+    const tailor_st_tensor *pk = t.packed, *sc = t.scale, *shp = t.shape, *zp = t.zp;
+    if (!pk || !sc || !shp || shp->numel != 2 || t.g_idx || group < 2 || group % 2 || sc->ndim != 2 ||
         (zp && zp->dtype != TAILOR_ST_I32) || group % 37 == 0)
         return -1;
     int64_t k = tailor_st_load_i64(shp, 1), rows = sc->shape[0], groups = sc->shape[1];
