@@ -300,6 +300,20 @@ static void test_seam_placement(tailor_ctx *ctx)
     CHECK(uses_of(u, n, "w4a16_matmul", "k=12288,m=1,n=1536") == 1);
     free(u);
 
+    /* every int4 linear in an activation order (bench model --act-order): one-row gathers at
+     * the five input widths (q|k|v and gate|up 1536, o 2048 and 4096, down 6144 and 12288), the
+     * stacks still whole, the same seam kernels (no int4 prologue by default anyway) */
+    o.act_order = 1;
+    CHECK_OK(ctx, tailor_gemma4_gpu_kernels(ctx, &c, NULL, &o, &u, &n));
+    CHECKF(uses_of(u, n, "gather_cols", "rows=1") == 5, "act-order: %d one-row gathers",
+           uses_of(u, n, "gather_cols", "rows=1"));
+    CHECK(uses_of(u, n, "gather_cols", "cols=2048,rows=1") == 1);
+    CHECK(uses_of(u, n, "w4a16_glu", "k=1536,m=1") == 2);
+    CHECK(uses_of(u, n, "w4a16_matmul", "k=1536,m=1,n=2560") == 1); /* q|k|v of a full layer */
+    CHECK(seam_kernel_modes(u, n) == (1 << 0 | 1 << 1 | 1 << 3));
+    free(u);
+    o.act_order = 0;
+
     o.fused_mlp = 1; /* in one launch at both widths, with the same seams: the down's seam owed
                         to the PLE gate as before */
     CHECK_OK(ctx, tailor_gemma4_gpu_kernels(ctx, &c, NULL, &o, &u, &n));

@@ -376,7 +376,9 @@ static tailor_status stack_alloc(tailor_ctx *ctx, tailor_gemma4_gpu *g, const in
     return TAILOR_OK;
 }
 
-/* The form shared by every one of `count` matrices, or -1. */
+/* The form shared by every one of `count` matrices, or -1. Checkpoint matrices in activation
+ * order share it when their g_idx is one; random ones (ms[i] NULL, opts.act_order) have one
+ * order per k. */
 static int common_form(const tailor_gemma4_gpu *g, const g4_mat *const *ms, const int *ns,
                        int count, int k, int *group, int *zp)
 {
@@ -384,7 +386,7 @@ static int common_form(const tailor_gemma4_gpu *g, const g4_mat *const *ms, cons
     for (int i = 0; i < count; i++) {
         int gr = 0, z = 0, f = form_of(g, ms[i], ns[i], k, 1, &gr, &z);
         if (f < 0 || (i > 0 && (f != form || (f >= 1 && (gr != *group || z != *zp)) ||
-                                (f == 2 && !same_g_idx(ms[0], ms[i])))))
+                                (f == 2 && ms[0] && !same_g_idx(ms[0], ms[i])))))
             return -1;
         form = f;
         *group = gr;
