@@ -100,6 +100,11 @@ struct tailor_gemma4_gpu {
     CUdeviceptr ob;             /* [C, order_k] the input of a matrix in activation order,
                                    gathered (0 when no matrix has an order) */
     int order_k;                /* the widest k of a matrix in activation order, or 0 */
+    struct {                    /* what g->ob holds: src's rows gathered by order (src 0:
+                                   nothing reusable; gpu.c ordered_input, g4g_run) */
+        CUdeviceptr src, order;
+        int rows;
+    } gathered;
     CUdeviceptr pg, ph;         /* [C, P] PLE gate, gated */
     CUdeviceptr pc, pe, pli;    /* [C, L*P] context projection, table rows, per-layer inputs */
     CUdeviceptr logits;         /* [logit_rows, vocab] dtype */

@@ -107,10 +107,20 @@ static int knocked_out(const tailor_gemma4_gpu *g, const char *op, const tailor_
     return 0;
 }
 
+/* Whether a launch of op keeps g->ob and its source as they were (ordered_input): the gather
+ * itself, and the plain int4 product, which reads g->ob and writes none of the buffers a gather
+ * reads (y, att, hb, ph: its outputs are q, k, v, gate, up, the stacks' dec, tb, pg, logits). */
+static int keeps_gathered(const char *op)
+{
+    return strcmp(op, "gather_cols") == 0 || strcmp(op, "w4a16_matmul") == 0;
+}
+
 tailor_status g4g_run(tailor_ctx *ctx, tailor_gemma4_gpu *g, const char *op,
                       const tailor_shape *tuned, const tailor_shape *actual,
                       const tailor_binding *b, int nb)
 {
+    if (!keeps_gathered(op))
+        g->gathered.src = 0;
     if (g->dry)
         return record(ctx, g, op, tuned);
     if (knocked_out(g, op, actual))
@@ -203,19 +213,27 @@ static int seam_payable(const tailor_gemma4_gpu *g, const g4g_mat *w, CUdevicept
 }
 
 /* The input of w's product: a itself, or for a matrix in activation order a's m rows gathered
- * into that order (op gather_cols) in g->ob. */
+ * into that order (op gather_cols) in g->ob — once for the parts of a stack that prefill runs
+ * one after another (k then v, gate then up): g->gathered says what g->ob holds until a launch
+ * of another kind than these products (g4g_run) may have changed its source. */
 static tailor_status ordered_input(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4g_mat *w,
                                    CUdeviceptr a, int m, CUdeviceptr *in)
 {
     *in = a;
     if (!w->order)
         return TAILOR_OK;
+    *in = g->ob;
+    if (g->gathered.src == a && g->gathered.order == w->order && g->gathered.rows == m)
+        return TAILOR_OK;
     tailor_shape s = {0};
     g4g_put(&s, "rows", m);
     g4g_put(&s, "cols", w->k);
     tailor_binding b[] = {{"a", a}, {"idx", w->order}, {"out", g->ob}};
-    *in = g->ob;
-    return run_rows(ctx, g, "gather_cols", &s, "rows", g->tchunk, b, 3);
+    tailor_status st = run_rows(ctx, g, "gather_cols", &s, "rows", g->tchunk, b, 3);
+    g->gathered.src = st ? 0 : a;
+    g->gathered.order = w->order;
+    g->gathered.rows = m;
+    return st;
 }
 
 /* The owed seam, then h = (w's product of the normed row): plain (glu 0) or gated (1: w a
