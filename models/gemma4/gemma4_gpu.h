@@ -100,6 +100,7 @@ struct tailor_gemma4_gpu {
     CUdeviceptr ob;             /* [C, order_k] the input of a matrix in activation order,
                                    gathered (0 when no matrix has an order) */
     int order_k;                /* the widest k of a matrix in activation order, or 0 */
+    int ordered;                /* matrices in activation order (the load's log line) */
     struct {                    /* what g->ob holds: src's rows gathered by order (src 0:
                                    nothing reusable; gpu.c ordered_input, g4g_run) */
         CUdeviceptr src, order;

@@ -199,6 +199,7 @@ static tailor_status up_mat_ordered(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailo
         st = alloc_w4(ctx, g, &lay, into, out, &dst);
     if (st == TAILOR_OK)
         st = alloc_order(ctx, g, into, m->k, out);
+    g->ordered++;
     if (st == TAILOR_OK) /* a stack's parts share one order: each writes the same values */
         st = tailor_gpu_upload(ctx, g->gpu, out->order, order, (size_t)m->k * sizeof *order);
     if (st == TAILOR_OK)
@@ -547,6 +548,7 @@ static tailor_status rnd_order(tailor_ctx *ctx, tailor_gemma4_gpu *g, const g4g_
                                int k, g4g_mat *out)
 {
     tailor_status st = alloc_order(ctx, g, into, k, out);
+    g->ordered++;
     if (st || g->dry)
         return st;
     int32_t *order = malloc((size_t)k * sizeof *order);
@@ -1213,6 +1215,11 @@ static tailor_status create(tailor_ctx *ctx, const tailor_gemma4 *m, const tailo
                g->kernels_cached, g->kernels_tuned, (double)g->weight_bytes / 1e9,
                (double)g->kv_bytes / 1e6, g->max_tokens,
                g->graph.exec ? "a CUDA graph" : "kernel by kernel", g->chunk);
+    if (g->ordered)
+        tailor_log(ctx, TAILOR_LOG_INFO,
+                   "gemma4 gpu: %d int4 matrices in activation order (weight_g_idx): their "
+                   "inputs are gathered into it before each product (op gather_cols)",
+                   g->ordered);
     *out = g;
     return TAILOR_OK;
 }
