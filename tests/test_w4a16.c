@@ -874,6 +874,8 @@ int main(void)
     check_group_for();
     check_activation_order(5, 256, 32, &rng);
     check_activation_order(3, 1536, 128, &rng);
+    check_activation_order(130, 512, 64, &rng);  /* rows over several tasks */
+    check_activation_order(2, 33024, 128, &rng); /* wider than the unpacked row: nibble by nibble */
     check_quantizer(ctx, 40, 384, TAILOR_DTYPE_BF16, &rng);
     check_quantizer(ctx, 16, 1536, TAILOR_DTYPE_F16, &rng);
 
