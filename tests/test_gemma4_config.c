@@ -233,37 +233,6 @@ static void test_presets(tailor_ctx *ctx)
                "unknown preset", "gemma-5", "gemma-4-e2b");
 }
 
-/* Whether a formatted shape ("k=1536,m=1,n=2048") holds every comma-separated k=v of `kvs`. */
-static int shape_has(const char *shape, const char *kvs)
-{
-    char want[256];
-    snprintf(want, sizeof want, "%s", kvs);
-    for (char *save = NULL, *kv = strtok_r(want, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
-        size_t len = strlen(kv);
-        const char *p = shape;
-        int found = 0;
-        while ((p = strstr(p, kv)) != NULL) {
-            if ((p == shape || p[-1] == ',') && (p[len] == ',' || p[len] == '\0')) {
-                found = 1;
-                break;
-            }
-            p += len;
-        }
-        if (!found)
-            return 0;
-    }
-    return 1;
-}
-
-/* How many of the dry pass's kernel uses are of op with the given k=v values. */
-static int uses_of(const tailor_gemma4_kernel_use *u, int n, const char *op, const char *kvs)
-{
-    int c = 0;
-    for (int i = 0; i < n; i++)
-        c += strcmp(u[i].op, op) == 0 && shape_has(u[i].shape, kvs);
-    return c;
-}
-
 /* The one-row residual_norm modes a kernel list holds, as a bit set (1 << mode). */
 static int seam_kernel_modes(const tailor_gemma4_kernel_use *u, int n)
 {
@@ -271,7 +240,7 @@ static int seam_kernel_modes(const tailor_gemma4_kernel_use *u, int n)
     for (int m = 0; m < 4; m++) {
         char kv[32];
         snprintf(kv, sizeof kv, "rows=1,mode=%d", m);
-        if (uses_of(u, n, "residual_norm", kv))
+        if (test_kernel_uses(u, n, "residual_norm", kv))
             modes |= 1 << m;
     }
     return modes;
@@ -292,12 +261,12 @@ static void test_seam_placement(tailor_ctx *ctx)
     CHECK_OK(ctx, tailor_gemma4_gpu_kernels(ctx, &c, NULL, &o, &u, &n));
     CHECKF(seam_kernel_modes(u, n) == (1 << 0 | 1 << 1 | 1 << 3),
            "W4A16 default: seam kernels of modes 0, 1, 3 (bits %#x)", seam_kernel_modes(u, n));
-    CHECK(uses_of(u, n, "w4a16_seam", "m=1") == 0 && uses_of(u, n, "matmul_seam", "m=1") == 0);
-    CHECK(uses_of(u, n, "matmul_pro", "glu=2,m=1,mode=2,n=256") == 1);
+    CHECK(test_kernel_uses(u, n, "w4a16_seam", "m=1") == 0 && test_kernel_uses(u, n, "matmul_seam", "m=1") == 0);
+    CHECK(test_kernel_uses(u, n, "matmul_pro", "glu=2,m=1,mode=2,n=256") == 1);
     /* the int4 MLP as two GEMVs at both widths (the default) */
-    CHECK(uses_of(u, n, "w4a16_mlp", "m=1") == 0);
-    CHECK(uses_of(u, n, "w4a16_glu", "k=1536,m=1") == 2);
-    CHECK(uses_of(u, n, "w4a16_matmul", "k=12288,m=1,n=1536") == 1);
+    CHECK(test_kernel_uses(u, n, "w4a16_mlp", "m=1") == 0);
+    CHECK(test_kernel_uses(u, n, "w4a16_glu", "k=1536,m=1") == 2);
+    CHECK(test_kernel_uses(u, n, "w4a16_matmul", "k=12288,m=1,n=1536") == 1);
     free(u);
 
     /* every int4 linear in an activation order (bench model --act-order): one-row gathers at
@@ -305,11 +274,11 @@ static void test_seam_placement(tailor_ctx *ctx)
      * stacks still whole, the same seam kernels (no int4 prologue by default anyway) */
     o.act_order = 1;
     CHECK_OK(ctx, tailor_gemma4_gpu_kernels(ctx, &c, NULL, &o, &u, &n));
-    CHECKF(uses_of(u, n, "gather_cols", "rows=1") == 5, "act-order: %d one-row gathers",
-           uses_of(u, n, "gather_cols", "rows=1"));
-    CHECK(uses_of(u, n, "gather_cols", "cols=2048,rows=1") == 1);
-    CHECK(uses_of(u, n, "w4a16_glu", "k=1536,m=1") == 2);
-    CHECK(uses_of(u, n, "w4a16_matmul", "k=1536,m=1,n=2560") == 1); /* q|k|v of a full layer */
+    CHECKF(test_kernel_uses(u, n, "gather_cols", "rows=1") == 5, "act-order: %d one-row gathers",
+           test_kernel_uses(u, n, "gather_cols", "rows=1"));
+    CHECK(test_kernel_uses(u, n, "gather_cols", "cols=2048,rows=1") == 1);
+    CHECK(test_kernel_uses(u, n, "w4a16_glu", "k=1536,m=1") == 2);
+    CHECK(test_kernel_uses(u, n, "w4a16_matmul", "k=1536,m=1,n=2560") == 1); /* q|k|v of a full layer */
     CHECK(seam_kernel_modes(u, n) == (1 << 0 | 1 << 1 | 1 << 3));
     free(u);
     o.act_order = 0;
@@ -319,11 +288,11 @@ static void test_seam_placement(tailor_ctx *ctx)
     CHECK_OK(ctx, tailor_gemma4_gpu_kernels(ctx, &c, NULL, &o, &u, &n));
     CHECKF(seam_kernel_modes(u, n) == (1 << 0 | 1 << 1 | 1 << 3),
            "W4A16 fused MLP: seam kernels of modes 0, 1, 3 (bits %#x)", seam_kernel_modes(u, n));
-    CHECK(uses_of(u, n, "w4a16_mlp", "k=1536,m=1,n=6144") == 1);
-    CHECK(uses_of(u, n, "w4a16_mlp", "k=1536,m=1,n=12288") == 1);
-    CHECK(uses_of(u, n, "w4a16_glu", "m=1") == 0);
-    CHECK(uses_of(u, n, "w4a16_matmul", "k=6144,m=1") == 0);
-    CHECK(uses_of(u, n, "matmul_pro", "glu=2,m=1,mode=2,n=256") == 1);
+    CHECK(test_kernel_uses(u, n, "w4a16_mlp", "k=1536,m=1,n=6144") == 1);
+    CHECK(test_kernel_uses(u, n, "w4a16_mlp", "k=1536,m=1,n=12288") == 1);
+    CHECK(test_kernel_uses(u, n, "w4a16_glu", "m=1") == 0);
+    CHECK(test_kernel_uses(u, n, "w4a16_matmul", "k=6144,m=1") == 0);
+    CHECK(test_kernel_uses(u, n, "matmul_pro", "glu=2,m=1,mode=2,n=256") == 1);
     /* under PROLOGUE the o seam owed to the fused MLP (no prologue) runs as a kernel (mode 0);
      * under EPILOGUE its own seam (no epilogue) as well (mode 2) */
     o.seams = TAILOR_GEMMA4_SEAMS_PROLOGUE;
@@ -344,35 +313,35 @@ static void test_seam_placement(tailor_ctx *ctx)
     CHECK_OK(ctx, tailor_gemma4_gpu_kernels(ctx, &c, NULL, &o, &u, &n));
     CHECKF(seam_kernel_modes(u, n) == 1 << 3, "W4A16 mixed: only the first input norm is a seam "
            "kernel (bits %#x)", seam_kernel_modes(u, n));
-    CHECK(uses_of(u, n, "w4a16_seam", "k=2048,m=1,mode=0,n=1536") == 1); /* o, before gate|up */
-    CHECK(uses_of(u, n, "w4a16_seam", "k=4096,m=1,mode=0,n=1536") == 1); /* full layers' o */
-    CHECK(uses_of(u, n, "matmul_seam", "k=256,m=1,mode=1,n=1536") == 1); /* PLE projection */
-    CHECK(uses_of(u, n, "matmul_pro", "glu=2,m=1,mode=2,n=256") == 1); /* the PLE gate pays */
-    CHECK(uses_of(u, n, "w4a16_pro", "m=1") == 0);
+    CHECK(test_kernel_uses(u, n, "w4a16_seam", "k=2048,m=1,mode=0,n=1536") == 1); /* o, before gate|up */
+    CHECK(test_kernel_uses(u, n, "w4a16_seam", "k=4096,m=1,mode=0,n=1536") == 1); /* full layers' o */
+    CHECK(test_kernel_uses(u, n, "matmul_seam", "k=256,m=1,mode=1,n=1536") == 1); /* PLE projection */
+    CHECK(test_kernel_uses(u, n, "matmul_pro", "glu=2,m=1,mode=2,n=256") == 1); /* the PLE gate pays */
+    CHECK(test_kernel_uses(u, n, "w4a16_pro", "m=1") == 0);
     free(u);
 
     o.seams = TAILOR_GEMMA4_SEAMS_PROLOGUE; /* in the next GEMV, int4 ones too */
     CHECK_OK(ctx, tailor_gemma4_gpu_kernels(ctx, &c, NULL, &o, &u, &n));
     CHECKF(seam_kernel_modes(u, n) == (1 << 1 | 1 << 3), "W4A16 prologue: seam kernels only "
            "for the first input norm and before the LM head (bits %#x)", seam_kernel_modes(u, n));
-    CHECK(uses_of(u, n, "w4a16_pro", "glu=1,m=1,mode=0") == 2); /* gate|up after o, both widths */
-    CHECK(uses_of(u, n, "w4a16_pro", "glu=0,m=1,mode=1") > 0);  /* q|k|v after the PLE */
-    CHECK(uses_of(u, n, "w4a16_seam", "m=1") == 0 && uses_of(u, n, "matmul_seam", "m=1") == 0);
+    CHECK(test_kernel_uses(u, n, "w4a16_pro", "glu=1,m=1,mode=0") == 2); /* gate|up after o, both widths */
+    CHECK(test_kernel_uses(u, n, "w4a16_pro", "glu=0,m=1,mode=1") > 0);  /* q|k|v after the PLE */
+    CHECK(test_kernel_uses(u, n, "w4a16_seam", "m=1") == 0 && test_kernel_uses(u, n, "matmul_seam", "m=1") == 0);
     free(u);
 
     o.seams = TAILOR_GEMMA4_SEAMS_KERNEL; /* every decode seam a residual_norm launch */
     CHECK_OK(ctx, tailor_gemma4_gpu_kernels(ctx, &c, NULL, &o, &u, &n));
     CHECKF(seam_kernel_modes(u, n) == 0xf, "W4A16 kernel: seam kernels of modes 0-3 (bits %#x)",
            seam_kernel_modes(u, n));
-    CHECK(uses_of(u, n, "matmul_pro", "m=1") == 0 && uses_of(u, n, "w4a16_pro", "m=1") == 0);
+    CHECK(test_kernel_uses(u, n, "matmul_pro", "m=1") == 0 && test_kernel_uses(u, n, "w4a16_pro", "m=1") == 0);
     free(u);
 
     o.seams = TAILOR_GEMMA4_SEAMS_EPILOGUE; /* in every projection's last block */
     CHECK_OK(ctx, tailor_gemma4_gpu_kernels(ctx, &c, NULL, &o, &u, &n));
     CHECKF(seam_kernel_modes(u, n) == 1 << 3, "W4A16 epilogue: only the first input norm is a "
            "seam kernel (bits %#x)", seam_kernel_modes(u, n));
-    CHECK(uses_of(u, n, "w4a16_seam", "m=1,mode=2") == 2); /* down (both widths), before PLE */
-    CHECK(uses_of(u, n, "matmul_pro", "m=1") == 0);
+    CHECK(test_kernel_uses(u, n, "w4a16_seam", "m=1,mode=2") == 2); /* down (both widths), before PLE */
+    CHECK(test_kernel_uses(u, n, "matmul_pro", "m=1") == 0);
     free(u);
 
     tailor_gemma4_kernel_use *d = NULL;

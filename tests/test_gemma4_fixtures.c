@@ -187,29 +187,6 @@ static void check_partly_dense(tailor_ctx *ctx)
     tw_rmdir(dir);
 }
 
-/* Whether the GPU model's kernel list (its dry pass) has op at a shape with every "key=value"
- * of want (comma-separated). */
-static int uses_kernel(const tailor_gemma4_kernel_use *u, int n, const char *op, const char *want)
-{
-    for (int i = 0; i < n; i++) {
-        if (strcmp(u[i].op, op) != 0)
-            continue;
-        char w[256], *save = NULL;
-        snprintf(w, sizeof w, "%s", want);
-        int all = 1;
-        for (char *kv = strtok_r(w, ",", &save); kv && all; kv = strtok_r(NULL, ",", &save)) {
-            char needle[80];
-            snprintf(needle, sizeof needle, ",%s,", kv);
-            char have[300];
-            snprintf(have, sizeof have, ",%s,", u[i].shape);
-            all = strstr(have, needle) != NULL;
-        }
-        if (all)
-            return 1;
-    }
-    return 0;
-}
-
 /* e2b_w4a16_asym with weight_g_idx added (tw_regrouped: each group split in two that share its
  * scale, so the dequantized values and transformers' logits stay): the CPU reference reads the
  * orders, and the GPU model's dry pass (no GPU needed) keeps each int4 in its order where the
@@ -260,7 +237,7 @@ static void check_regrouped(tailor_ctx *ctx)
         {"gather_cols", "cols=128", "the gathered input of k=128"},
     };
     for (size_t i = 0; m && i < sizeof want / sizeof want[0]; i++)
-        CHECKF(uses_kernel(u, n, want[i].op, want[i].shape),
+        CHECKF(test_kernel_uses(u, n, want[i].op, want[i].shape) > 0,
                "regrouped: the GPU model runs no %s at %s (%s)", want[i].op, want[i].shape,
                want[i].what);
     free(u);

@@ -256,3 +256,32 @@ double test_pro_tolerance(tailor_ctx *ctx, const char *op_name, const char *text
     printf("%s %s %s: worst |diff|/tol %.3f\n", op_name, text, tailor_dtype_name(dt), worst);
     return worst;
 }
+
+int test_shape_has(const char *shape, const char *kvs)
+{
+    char want[256];
+    snprintf(want, sizeof want, "%s", kvs);
+    for (char *save = NULL, *kv = strtok_r(want, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+        size_t len = strlen(kv);
+        const char *p = shape;
+        int found = 0;
+        while ((p = strstr(p, kv)) != NULL) {
+            if ((p == shape || p[-1] == ',') && (p[len] == ',' || p[len] == '\0')) {
+                found = 1;
+                break;
+            }
+            p += len;
+        }
+        if (!found)
+            return 0;
+    }
+    return 1;
+}
+
+int test_kernel_uses(const tailor_gemma4_kernel_use *u, int n, const char *op, const char *kvs)
+{
+    int c = 0;
+    for (int i = 0; i < n; i++)
+        c += strcmp(u[i].op, op) == 0 && test_shape_has(u[i].shape, kvs);
+    return c;
+}

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "gemma4.h"
 #include "op.h"
 #include "tailor.h"
 
@@ -122,5 +123,12 @@ double test_tol_ratio(const tailor_buffer_spec *b, double got, double ref);
  * reference; a [k] as floats, rounded to the dtype. */
 void test_emulate_seam_row(const test_op_inst *in, tailor_dtype dt, int mode, int k, double pert,
                            float *a);
+
+/* Whether a formatted shape ("k=1536,m=1,n=2048") holds every comma-separated k=v of `kvs`. */
+int test_shape_has(const char *shape, const char *kvs);
+
+/* How many of a GPU model's kernel uses (tailor_gemma4_gpu_kernels, its dry pass) are of op
+ * with the given k=v values. */
+int test_kernel_uses(const tailor_gemma4_kernel_use *u, int n, const char *op, const char *kvs);
 
 #endif
