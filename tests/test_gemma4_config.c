@@ -261,7 +261,8 @@ static void test_seam_placement(tailor_ctx *ctx)
     CHECK_OK(ctx, tailor_gemma4_gpu_kernels(ctx, &c, NULL, &o, &u, &n));
     CHECKF(seam_kernel_modes(u, n) == (1 << 0 | 1 << 1 | 1 << 3),
            "W4A16 default: seam kernels of modes 0, 1, 3 (bits %#x)", seam_kernel_modes(u, n));
-    CHECK(test_kernel_uses(u, n, "w4a16_seam", "m=1") == 0 && test_kernel_uses(u, n, "matmul_seam", "m=1") == 0);
+    CHECK(test_kernel_uses(u, n, "w4a16_seam", "m=1") == 0 &&
+          test_kernel_uses(u, n, "matmul_seam", "m=1") == 0);
     CHECK(test_kernel_uses(u, n, "matmul_pro", "glu=2,m=1,mode=2,n=256") == 1);
     /* the int4 MLP as two GEMVs at both widths (the default) */
     CHECK(test_kernel_uses(u, n, "w4a16_mlp", "m=1") == 0);
@@ -278,7 +279,8 @@ static void test_seam_placement(tailor_ctx *ctx)
            test_kernel_uses(u, n, "gather_cols", "rows=1"));
     CHECK(test_kernel_uses(u, n, "gather_cols", "cols=2048,rows=1") == 1);
     CHECK(test_kernel_uses(u, n, "w4a16_glu", "k=1536,m=1") == 2);
-    CHECK(test_kernel_uses(u, n, "w4a16_matmul", "k=1536,m=1,n=2560") == 1); /* q|k|v of a full layer */
+    /* q|k|v of a full layer */
+    CHECK(test_kernel_uses(u, n, "w4a16_matmul", "k=1536,m=1,n=2560") == 1);
     CHECK(seam_kernel_modes(u, n) == (1 << 0 | 1 << 1 | 1 << 3));
     free(u);
     o.act_order = 0;
@@ -313,10 +315,14 @@ static void test_seam_placement(tailor_ctx *ctx)
     CHECK_OK(ctx, tailor_gemma4_gpu_kernels(ctx, &c, NULL, &o, &u, &n));
     CHECKF(seam_kernel_modes(u, n) == 1 << 3, "W4A16 mixed: only the first input norm is a seam "
            "kernel (bits %#x)", seam_kernel_modes(u, n));
-    CHECK(test_kernel_uses(u, n, "w4a16_seam", "k=2048,m=1,mode=0,n=1536") == 1); /* o, before gate|up */
-    CHECK(test_kernel_uses(u, n, "w4a16_seam", "k=4096,m=1,mode=0,n=1536") == 1); /* full layers' o */
-    CHECK(test_kernel_uses(u, n, "matmul_seam", "k=256,m=1,mode=1,n=1536") == 1); /* PLE projection */
-    CHECK(test_kernel_uses(u, n, "matmul_pro", "glu=2,m=1,mode=2,n=256") == 1); /* the PLE gate pays */
+    /* o, before gate|up */
+    CHECK(test_kernel_uses(u, n, "w4a16_seam", "k=2048,m=1,mode=0,n=1536") == 1);
+    /* full layers' o */
+    CHECK(test_kernel_uses(u, n, "w4a16_seam", "k=4096,m=1,mode=0,n=1536") == 1);
+    /* PLE projection */
+    CHECK(test_kernel_uses(u, n, "matmul_seam", "k=256,m=1,mode=1,n=1536") == 1);
+    /* the PLE gate pays */
+    CHECK(test_kernel_uses(u, n, "matmul_pro", "glu=2,m=1,mode=2,n=256") == 1);
     CHECK(test_kernel_uses(u, n, "w4a16_pro", "m=1") == 0);
     free(u);
 
@@ -324,23 +330,27 @@ static void test_seam_placement(tailor_ctx *ctx)
     CHECK_OK(ctx, tailor_gemma4_gpu_kernels(ctx, &c, NULL, &o, &u, &n));
     CHECKF(seam_kernel_modes(u, n) == (1 << 1 | 1 << 3), "W4A16 prologue: seam kernels only "
            "for the first input norm and before the LM head (bits %#x)", seam_kernel_modes(u, n));
-    CHECK(test_kernel_uses(u, n, "w4a16_pro", "glu=1,m=1,mode=0") == 2); /* gate|up after o, both widths */
+    /* gate|up after o, both widths */
+    CHECK(test_kernel_uses(u, n, "w4a16_pro", "glu=1,m=1,mode=0") == 2);
     CHECK(test_kernel_uses(u, n, "w4a16_pro", "glu=0,m=1,mode=1") > 0);  /* q|k|v after the PLE */
-    CHECK(test_kernel_uses(u, n, "w4a16_seam", "m=1") == 0 && test_kernel_uses(u, n, "matmul_seam", "m=1") == 0);
+    CHECK(test_kernel_uses(u, n, "w4a16_seam", "m=1") == 0 &&
+          test_kernel_uses(u, n, "matmul_seam", "m=1") == 0);
     free(u);
 
     o.seams = TAILOR_GEMMA4_SEAMS_KERNEL; /* every decode seam a residual_norm launch */
     CHECK_OK(ctx, tailor_gemma4_gpu_kernels(ctx, &c, NULL, &o, &u, &n));
     CHECKF(seam_kernel_modes(u, n) == 0xf, "W4A16 kernel: seam kernels of modes 0-3 (bits %#x)",
            seam_kernel_modes(u, n));
-    CHECK(test_kernel_uses(u, n, "matmul_pro", "m=1") == 0 && test_kernel_uses(u, n, "w4a16_pro", "m=1") == 0);
+    CHECK(test_kernel_uses(u, n, "matmul_pro", "m=1") == 0 &&
+          test_kernel_uses(u, n, "w4a16_pro", "m=1") == 0);
     free(u);
 
     o.seams = TAILOR_GEMMA4_SEAMS_EPILOGUE; /* in every projection's last block */
     CHECK_OK(ctx, tailor_gemma4_gpu_kernels(ctx, &c, NULL, &o, &u, &n));
     CHECKF(seam_kernel_modes(u, n) == 1 << 3, "W4A16 epilogue: only the first input norm is a "
            "seam kernel (bits %#x)", seam_kernel_modes(u, n));
-    CHECK(test_kernel_uses(u, n, "w4a16_seam", "m=1,mode=2") == 2); /* down (both widths), before PLE */
+    /* down (both widths), before PLE */
+    CHECK(test_kernel_uses(u, n, "w4a16_seam", "m=1,mode=2") == 2);
     CHECK(test_kernel_uses(u, n, "matmul_pro", "m=1") == 0);
     free(u);
 

@@ -204,8 +204,10 @@ static void check_regrouped(tailor_ctx *ctx)
     snprintf(p, sizeof p, "%s/model.safetensors", dir);
     tailor_st *st = NULL;
     CHECK_OK(ctx, tailor_st_open(ctx, p, &st));
-    const tailor_st_tensor *gi = st ? tailor_st_find(st, "model.layers.0.self_attn.q_proj.weight_g_idx") : NULL;
-    const tailor_st_tensor *sc = st ? tailor_st_find(st, "model.layers.0.self_attn.q_proj.weight_scale") : NULL;
+    tw_int4 q = {0};
+    if (st)
+        q = tw_int4_of(st, "model.layers.0.self_attn.q_proj");
+    const tailor_st_tensor *gi = q.g_idx, *sc = q.scale;
     CHECKF(gi && sc && gi->numel == 64 && sc->ndim == 2 && sc->shape[1] == 2,
            "regrouped: layer 0's q has no g_idx [64] beside a scale of 2 groups");
     int first = 0, moved = 0;

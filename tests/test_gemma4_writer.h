@@ -499,8 +499,8 @@ static inline int tw_add_split_groups(tw *w, const tailor_st *st, const char *ba
     char nm[300];
     tw_int4 t = tw_int4_of(st, base);
     const tailor_st_tensor *pk = t.packed, *sc = t.scale, *shp = t.shape, *zp = t.zp;
-    if (!pk || !sc || !shp || shp->numel != 2 || t.g_idx || group < 2 || group % 2 || sc->ndim != 2 ||
-        (zp && zp->dtype != TAILOR_ST_I32) || group % 37 == 0)
+    if (!pk || !sc || !shp || shp->numel != 2 || t.g_idx || group < 2 || group % 2 ||
+        sc->ndim != 2 || (zp && zp->dtype != TAILOR_ST_I32) || group % 37 == 0)
         return -1;
     int64_t k = tailor_st_load_i64(shp, 1), rows = sc->shape[0], groups = sc->shape[1];
     size_t es = sc->nbytes / (size_t)sc->numel;

@@ -627,7 +627,8 @@ static const struct {
     const char *modes;
 } rewritten[] = {
     {"partly_dense", tw_partly_dense, "bf16,fp16,rehearse-t4,bf16-fused-mlp"},
-    {"regrouped", tw_regrouped, "bf16,fp16,rehearse-t4,bf16-qhead-mixed,bf16-fused-mlp,bf16-prologue"},
+    {"regrouped", tw_regrouped,
+     "bf16,fp16,rehearse-t4,bf16-qhead-mixed,bf16-fused-mlp,bf16-prologue"},
 };
 
 int main(void)
