@@ -162,8 +162,12 @@ if [[ $what == bench || $what == all ]]; then
   : >"$B"
   cache=/tmp/bench.sqlite
   "$T" bench copy >>"$B" 2>&1
+  # issue 4's shapes: m = 1 and 16 on the E2B MLP, every >= 50 MB one (31B gate/up, down, q/o;
+  # E4B gate/up, down; the int4 head), m = 2048 on the E2B MLP
   for s in m=1,n=6144,k=1536 m=1,n=1536,k=6144 m=1,n=12288,k=1536 m=1,n=1536,k=12288 \
-           m=16,n=6144,k=1536 m=16,n=1536,k=12288 m=1,n=21504,k=5376 m=1,n=5376,k=21504 \
+           m=16,n=6144,k=1536 m=16,n=1536,k=6144 m=16,n=12288,k=1536 m=16,n=1536,k=12288 \
+           m=1,n=21504,k=5376 m=1,n=5376,k=21504 m=1,n=16384,k=5376 m=1,n=10240,k=2560 \
+           m=1,n=2560,k=10240 m=1,n=262144,k=1536 \
            m=2048,n=6144,k=1536 m=2048,n=1536,k=6144; do
     "$T" bench w4a16 --shape "$s,group=128" --cache "$cache" >>"$B" 2>&1
   done
