@@ -209,10 +209,10 @@ static tailor_status up_mat_ordered(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailo
     return st;
 }
 
-/* An int4 matrix whose weight_g_idx is no activation order the kernels can read (a group with
- * another number of columns than the others): dequantized on the host a few rows at a time
- * (what the reference computes) and run as a 16-bit matrix. Host memory stays bounded by the
- * row block. */
+/* An int4 matrix the kernels cannot read (form_of -1: a weight_g_idx with a group of another
+ * number of columns than the others, or k and group outside the kernel layout's rules):
+ * dequantized on the host a few rows at a time (what the reference computes) and run as a
+ * 16-bit matrix, as the dry pass accounts it. Host memory stays bounded by the row block. */
 static tailor_status up_mat_dequantized(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_upload *u,
                                         const g4_mat *m, const char *what, g4g_mat *out)
 {
@@ -227,9 +227,15 @@ static tailor_status up_mat_dequantized(tailor_ctx *ctx, tailor_gemma4_gpu *g, t
     float *buf = malloc((size_t)rows * k * sizeof *buf);
     if (!buf)
         return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "gemma4 gpu: %s: out of memory", what);
-    tailor_log(ctx, TAILOR_LOG_INFO,
-               "gemma4 gpu: %s has a weight_g_idx whose groups are not all of %d columns: run as "
-               "a dequantized 16-bit matrix", what, g_idx_group(m));
+    if (m->g_idx)
+        tailor_log(ctx, TAILOR_LOG_INFO,
+                   "gemma4 gpu: %s has a weight_g_idx whose groups are not all of %d columns: "
+                   "run as a dequantized 16-bit matrix", what, g_idx_group(m));
+    else
+        tailor_log(ctx, TAILOR_LOG_INFO,
+                   "gemma4 gpu: %s: k=%d in groups of %d is no int4 layout the kernels read (k "
+                   "and the group multiples of 32, k of the group): run as a dequantized 16-bit "
+                   "matrix", what, m->k, m->group);
     for (int r0 = 0; r0 < m->n && st == TAILOR_OK; r0 += rows) {
         int nr = m->n - r0 < rows ? m->n - r0 : rows;
         for (int r = 0; r < nr; r++)
@@ -265,7 +271,7 @@ static tailor_status up_mat_unreleased(tailor_ctx *ctx, tailor_gemma4_gpu *g, ta
     if (m->int4) {
         tailor_dtype sd;
         int group = 0, zp = 0, form = form_of(g, m, m->n, m->k, quantizable, &group, &zp);
-        if (form < 0) /* an order the kernels cannot read */
+        if (form < 0) /* a layout or an order the kernels cannot read */
             return up_mat_dequantized(ctx, g, u, m, what, out);
         if (!g4_st_dtype(m->scale->dtype, &sd))
             return tailor_set_error(ctx, TAILOR_ERR_UNSUPPORTED,
@@ -309,9 +315,9 @@ static tailor_status up_mat(tailor_ctx *ctx, tailor_gemma4_gpu *g, tailor_upload
 
 /* How a [n, k] matrix lands on the GPU (m NULL: random weights): 0 a dense 16-bit matrix, 1
  * int4 in the kernel layout (*group, *zp), 2 the same in activation order (weight_g_idx whose
- * groups all hold *group columns; g4g_mat.order), -1 another way (any other weight_g_idx,
- * dequantized into a buffer of its own): never part of a stack. The same decisions as up_mat
- * and rnd_mat. */
+ * groups all hold *group columns; g4g_mat.order), -1 another way (any other weight_g_idx, or k
+ * and group outside the kernel layout: dequantized into a buffer of its own): never part of a
+ * stack. The same decisions as up_mat and rnd_mat. */
 static int form_of(const tailor_gemma4_gpu *g, const g4_mat *m, int n, int k, int quantizable,
                    int *group, int *zp)
 {
