@@ -23,6 +23,8 @@
 //               score wait. Oᵀ is HEAD_DIM / 64 x 4 fp32 a thread.
 // Then the block's partial (unnormalised Oᵀ, the running max and the summed P per head) goes to
 // its tree leaf, or straight to `out` when one block covers the live slots.
+// PDL (as attention_decode.cu, attn_cur_slot): qpos, the live split and the first STAGES - 1
+// tiles but the own slot are requested before the grid wait; q and the own slot after it.
 // Dynamic shared memory (1024-aligned): sQ [8 x HEAD_DIM], STAGES x (sK, sV [BN x HEAD_DIM]),
 // sPt [8 x 64], then int sPos [STAGES x BN], float sMax [4 x 8], float sSum [4 x 8], int sFlag;
 // the merge weights reuse sPt and sPos (with SPREAD, sQ), the staged partials of the merge the K/V area. Sizes in attention_decode_wg.lua.
@@ -101,8 +103,8 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
     (void)nsplit;
     TAILOR_PROBE_INIT; // timeline marks (tailor_probe.cuh): 0 entry, 1 after the grid wait,
                        // 2 first tile landed, 3 stream done, 4 partial written, then the exit
-    tailor_grid_begin();
-    TAILOR_PROBE_MARK(1);
+    // Before the wait (attn_cur_slot, attn_mma.cuh): qpos, the live split, the first stages
+    // without the own slot; after it q and that slot.
     const int qp = qpos[b];
     const AttnLive live = attn_live_split(slots, qp, split, gridDim.x, BN, chunk);
     if (split >= live.nact) {
@@ -115,32 +117,60 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
     const size_t cache_off = (size_t)pair * slots * HEAD_DIM;
     const T *kh = k_cache + cache_off, *vh = v_cache + cache_off;
     const int *ph = positions + (size_t)b * slots;
+    const int cur = attn_cur_slot(slots, qp), own = cur >= s0 && cur < s1 ? cur : -1;
 
-    // Q: 8 head rows (zeros past GROUP), swizzled; in the first commit group
-    for (int i = tid; i < 8 * (HEAD_DIM / 8); i += 128) {
-        const int r = i / (HEAD_DIM / 8), c = i % (HEAD_DIM / 8);
-        attn_copy16(reinterpret_cast<T *>(sQ + swz(r, c, 8)),
-                    qb + (size_t)(r < GROUP ? r : 0) * HEAD_DIM + c * 8, r < GROUP);
-    }
-    auto refill = [&](int tile) { // tile `tile` into its stage; one commit group either way
+    // Tile `tile` into its stage; one commit group either way. early (before the wait) leaves
+    // out the own slot (fix_own fetches it after the wait); after the wait that slot's position
+    // comes from L2 (its L1 line may predate the wait).
+    auto refill = [&](int tile, bool early) {
         if (tile < ntiles) {
             const int kb = s0 + tile * BN, st = tile % STAGES;
             u8 *dk = stage_k(st), *dv = stage_v(st);
             for (int i = tid; i < BN * (HEAD_DIM / 8); i += 128) {
                 const int r = i / (HEAD_DIM / 8), c = i % (HEAD_DIM / 8);
+                if (early && kb + r == own)
+                    continue;
                 const bool ok = kb + r < s1;
                 const size_t off = (size_t)(ok ? kb + r : 0) * HEAD_DIM + c * 8;
                 attn_copy16(reinterpret_cast<T *>(dk + swz(r, c, BN)), kh + off, ok);
                 attn_copy16(reinterpret_cast<T *>(dv + swz(r, c, BN)), vh + off, ok);
             }
-            for (int r = tid; r < BN; r += 128)
-                copy_pos(sPos + st * BN + r, ph + (kb + r < s1 ? kb + r : 0), kb + r < s1);
+            for (int r = tid; r < BN; r += 128) {
+                if (kb + r != own)
+                    copy_pos(sPos + st * BN + r, ph + (kb + r < s1 ? kb + r : 0), kb + r < s1);
+                else if (!early)
+                    sPos[st * BN + r] = __ldcg(ph + own);
+            }
         }
         attn_commit();
     };
 #pragma unroll
     for (int s = 0; s < STAGES - 1; s++)
-        refill(s);
+        refill(s, true);
+    tailor_grid_begin();
+    TAILOR_PROBE_MARK(1);
+    // The own slot, left out above: its K and V rows (swizzled) and position from L2; plain
+    // stores, which the loop's proxy fence and barrier publish to the wgmma.
+    if (own >= 0 && own < s0 + (STAGES - 1) * BN) {
+        const int r = (own - s0) % BN, st = (own - s0) / BN;
+        for (int c = tid; c < HEAD_DIM / 8; c += 128) {
+            const size_t off = (size_t)own * HEAD_DIM + c * 8;
+            *reinterpret_cast<uint4 *>(stage_k(st) + swz(r, c, BN)) =
+                __ldcg(reinterpret_cast<const uint4 *>(kh + off));
+            *reinterpret_cast<uint4 *>(stage_v(st) + swz(r, c, BN)) =
+                __ldcg(reinterpret_cast<const uint4 *>(vh + off));
+        }
+        if (tid == 0)
+            sPos[st * BN + r] = __ldcg(ph + own);
+    }
+    // Q: 8 head rows (zeros past GROUP), swizzled; its own commit group, after the early stages
+    // (the first tile waits for every group)
+    for (int i = tid; i < 8 * (HEAD_DIM / 8); i += 128) {
+        const int r = i / (HEAD_DIM / 8), c = i % (HEAD_DIM / 8);
+        attn_copy16(reinterpret_cast<T *>(sQ + swz(r, c, 8)),
+                    qb + (size_t)(r < GROUP ? r : 0) * HEAD_DIM + c * 8, r < GROUP);
+    }
+    attn_commit();
 
     float o[NMT][4], sc[4];
 #pragma unroll
@@ -155,7 +185,10 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
     const wg_u32 qaddr = attn_smem_addr(sQ), ptaddr = attn_smem_addr(sPt);
 
     for (int i = 0; i < ntiles; i++) {
-        attn_wait<STAGES - 2>(); // tile i landed (this thread's copies)
+        if (i == 0) // q and the early stages
+            attn_wait<0>();
+        else
+            attn_wait<STAGES - 2>(); // tile i landed (this thread's copies)
         wg_fence_proxy_async();
         __syncthreads();
         if (i == 0)
@@ -204,7 +237,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
         }
         __syncthreads(); // the warps' maxima are in; Oᵀ of tile i - 1 is retired everywhere, so
                          // its stage and Pᵀ are free
-        refill(i + STAGES - 1);
+        refill(i + STAGES - 1, false);
         float mu[2], alpha[2];
 #pragma unroll
         for (int h = 0; h < 2; h++) {
