@@ -23,8 +23,10 @@
 //               score wait. Oᵀ is HEAD_DIM / 64 x 4 fp32 a thread.
 // Then the block's partial (unnormalised Oᵀ, the running max and the summed P per head) goes to
 // its tree leaf, or straight to `out` when one block covers the live slots.
-// PDL (as attention_decode.cu, attn_cur_slot): qpos, the live split and the first STAGES - 1
-// tiles but the own slot are requested before the grid wait; q and the own slot after it.
+// EARLY = 1 (PDL, as attention_decode.cu, attn_cur_slot): qpos, the live split and the first
+// STAGES - 1 tiles but the own slot are requested before the grid wait; q and the own slot after
+// it. EARLY = 0: everything after the wait (wins at 32k on the H100: the next launch's early
+// tiles compete with a stream still running; session 39).
 // Dynamic shared memory (1024-aligned): sQ [8 x HEAD_DIM], STAGES x (sK, sV [BN x HEAD_DIM]),
 // sPt [8 x 64], then int sPos [STAGES x BN], float sMax [4 x 8], float sSum [4 x 8], int sFlag;
 // the merge weights reuse sPt and sPos (with SPREAD, sQ), the staged partials of the merge the K/V area. Sizes in attention_decode_wg.lua.
@@ -32,7 +34,7 @@
 // over their mergers; cnt's last two per pair are the root's arrival and leaving counters);
 // SPREAD = 2: attn_merge_flat (one level, a slice of the output on every live block; cnt: the
 // arrivals and the leavers per pair); else attn_merge_tree.
-// Defines: HEAD_DIM (256, 512), GROUP (<= 8), BN (32, 64), STAGES (>= 2), SPREAD, and for attn_mma.cuh's
+// Defines: HEAD_DIM (256, 512), GROUP (<= 8), BN (32, 64), STAGES (>= 2), SPREAD, EARLY, and for attn_mma.cuh's
 // helpers WM = 1, WN = 4 (128 threads), MMA_K = 16, Q_REGS = 0, ASYNC = 1, PREP = 0.
 #include "attn_mma.cuh"
 #include "wgmma.cuh"
@@ -44,6 +46,9 @@
 
 #if ATTN_NT != 128 || PREP || !ASYNC
 #error "attention_decode_wg.cu: one warpgroup (WM = 1, WN = 4), prep = 0, cp.async"
+#endif
+#ifndef EARLY
+#define EARLY 1
 #endif
 #if GROUP > 8 || (BN != 32 && BN != 64) || STAGES < 2
 #error "attention_decode_wg.cu: GROUP <= 8, BN 32 or 64, STAGES >= 2"
@@ -103,8 +108,12 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
     (void)nsplit;
     TAILOR_PROBE_INIT; // timeline marks (tailor_probe.cuh): 0 entry, 1 after the grid wait,
                        // 2 first tile landed, 3 stream done, 4 partial written, then the exit
-    // Before the wait (attn_cur_slot, attn_mma.cuh): qpos, the live split, the first stages
-    // without the own slot; after it q and that slot.
+#if !EARLY
+    tailor_grid_begin();
+    TAILOR_PROBE_MARK(1);
+#endif
+    // EARLY: before the wait (attn_cur_slot, attn_mma.cuh) qpos, the live split, the first
+    // stages without the own slot; after it q and that slot.
     const int qp = qpos[b];
     const AttnLive live = attn_live_split(slots, qp, split, gridDim.x, BN, chunk);
     if (split >= live.nact) {
@@ -144,9 +153,22 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
         }
         attn_commit();
     };
+    // Q: 8 head rows (zeros past GROUP), swizzled: EARLY in its own commit group after the wait
+    // (the first tile then waits for every group), else in the first one
+    auto load_q = [&]() {
+        for (int i = tid; i < 8 * (HEAD_DIM / 8); i += 128) {
+            const int r = i / (HEAD_DIM / 8), c = i % (HEAD_DIM / 8);
+            attn_copy16(reinterpret_cast<T *>(sQ + swz(r, c, 8)),
+                        qb + (size_t)(r < GROUP ? r : 0) * HEAD_DIM + c * 8, r < GROUP);
+        }
+    };
+#if !EARLY
+    load_q();
+#endif
 #pragma unroll
     for (int s = 0; s < STAGES - 1; s++)
-        refill(s, true);
+        refill(s, EARLY);
+#if EARLY
     tailor_grid_begin();
     TAILOR_PROBE_MARK(1);
     // The own slot, left out above: its K and V rows (swizzled) and position from L2; plain
@@ -163,14 +185,9 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
         if (tid == 0)
             sPos[st * BN + r] = __ldcg(ph + own);
     }
-    // Q: 8 head rows (zeros past GROUP), swizzled; its own commit group, after the early stages
-    // (the first tile waits for every group)
-    for (int i = tid; i < 8 * (HEAD_DIM / 8); i += 128) {
-        const int r = i / (HEAD_DIM / 8), c = i % (HEAD_DIM / 8);
-        attn_copy16(reinterpret_cast<T *>(sQ + swz(r, c, 8)),
-                    qb + (size_t)(r < GROUP ? r : 0) * HEAD_DIM + c * 8, r < GROUP);
-    }
+    load_q();
     attn_commit();
+#endif
 
     float o[NMT][4], sc[4];
 #pragma unroll
@@ -185,7 +202,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
     const wg_u32 qaddr = attn_smem_addr(sQ), ptaddr = attn_smem_addr(sPt);
 
     for (int i = 0; i < ntiles; i++) {
-        if (i == 0) // q and the early stages
+        if (EARLY && i == 0) // q and the early stages
             attn_wait<0>();
         else
             attn_wait<STAGES - 2>(); // tile i landed (this thread's copies)

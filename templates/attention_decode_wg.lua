@@ -79,6 +79,8 @@ return {
     STAGES = { 2, 3 },
     QWAVES = QWAVES,
     SPREAD = { 0, 1, 2 },
+    -- 1: qpos, the split and the first stages before the grid wait (PDL); 0: all after it
+    EARLY = { 0, 1 },
   },
 
   -- attn_mma.cuh's helpers (live split, merge) see one warpgroup: WM = 1, WN = 4

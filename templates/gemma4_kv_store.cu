@@ -11,32 +11,10 @@
 #define QH 0
 #endif
 
-#define KV_NP ((HEAD_DIM / 2 + THREADS - 1) / THREADS) // rotation pairs a thread owns
-
-// A thread's pairs j = threadIdx.x + i THREADS: their weights (w[j], w[j + HEAD_DIM / 2]) and
-// angles at position p. Loaded before the grid wait (tailor_grid_begin's exception: weights, and
-// the step's positions, written before it began), so that after it only the rows' loads stand
-// before the math.
-struct KvRot {
-    float w0[KV_NP], w1[KV_NP], sn[KV_NP], cs[KV_NP];
-};
-__device__ __forceinline__ void kv_rot_prepare(KvRot &r, const T *__restrict__ w,
-                                               const float *__restrict__ inv_freq, int p)
-{
-#pragma unroll
-    for (int i = 0; i < KV_NP; i++) {
-        const int j = threadIdx.x + i * THREADS;
-        r.w0[i] = r.w1[i] = r.sn[i] = r.cs[i] = 0.f;
-        if (j < HEAD_DIM / 2) {
-            r.w0[i] = to_f32(w[j]);
-            r.w1[i] = to_f32(w[j + HEAD_DIM / 2]);
-            sincosf((float)p * inv_freq[j], &r.sn[i], &r.cs[i]);
-        }
-    }
-}
-
-// Row x [HEAD_DIM] normed with r's weights and rotated at r's angles into y (y may be x).
-__device__ __forceinline__ void kv_norm_rope_row(T *y, const T *x, const KvRot &r, float *scratch)
+// Row x [HEAD_DIM] normed with weight w and rotated at position p into y (y may be x).
+__device__ __forceinline__ void kv_norm_rope_row(T *y, const T *x, const T *__restrict__ w,
+                                                 const float *__restrict__ inv_freq, int p,
+                                                 float *scratch)
 {
     float ss = 0.f;
     for (int j = threadIdx.x; j < HEAD_DIM; j += THREADS) {
@@ -45,15 +23,13 @@ __device__ __forceinline__ void kv_norm_rope_row(T *y, const T *x, const KvRot &
     }
     ss = block_sum<THREADS>(ss, scratch);
     const float inv = rsqrtf(ss / (float)HEAD_DIM + 1e-6f);
-#pragma unroll
-    for (int i = 0; i < KV_NP; i++) {
-        const int j = threadIdx.x + i * THREADS;
-        if (j < HEAD_DIM / 2) {
-            const float a = to_f32(x[j]) * inv * r.w0[i];
-            const float b = to_f32(x[j + HEAD_DIM / 2]) * inv * r.w1[i];
-            y[j] = from_f32(a * r.cs[i] - b * r.sn[i]);
-            y[j + HEAD_DIM / 2] = from_f32(b * r.cs[i] + a * r.sn[i]);
-        }
+    for (int j = threadIdx.x; j < HEAD_DIM / 2; j += THREADS) {
+        const float a = to_f32(x[j]) * inv * to_f32(w[j]);
+        const float b = to_f32(x[j + HEAD_DIM / 2]) * inv * to_f32(w[j + HEAD_DIM / 2]);
+        float sn, cs;
+        sincosf((float)p * inv_freq[j], &sn, &cs);
+        y[j] = from_f32(a * cs - b * sn);
+        y[j + HEAD_DIM / 2] = from_f32(b * cs + a * sn);
     }
 }
 
@@ -67,21 +43,16 @@ TAILOR_KERNEL(T *__restrict__ k_cache, T *__restrict__ v_cache, int *__restrict_
 #endif
 )
 {
+    tailor_grid_begin();
     __shared__ float scratch[THREADS / 32 > 0 ? THREADS / 32 : 1];
     const int t = blockIdx.x, h = blockIdx.y;
     const int p = pos[t], slot = p % slots;
-    KvRot rot;
 #if QH > 0
-    kv_rot_prepare(rot, h >= kv_heads ? wq : w, inv_freq, p);
-    tailor_grid_begin();
     if (h >= kv_heads) { // a q head
         const size_t at = ((size_t)t * QH + (h - kv_heads)) * HEAD_DIM;
-        kv_norm_rope_row(q_out + at, q + at, rot, scratch);
+        kv_norm_rope_row(q_out + at, q + at, wq, inv_freq, p, scratch);
         return;
     }
-#else
-    kv_rot_prepare(rot, w, inv_freq, p);
-    tailor_grid_begin();
 #endif
     const size_t in = ((size_t)t * kv_heads + h) * HEAD_DIM;
     const size_t at = ((size_t)h * slots + slot) * HEAD_DIM;
@@ -95,15 +66,12 @@ TAILOR_KERNEL(T *__restrict__ k_cache, T *__restrict__ v_cache, int *__restrict_
     sk = block_sum<THREADS>(sk, scratch);
     sv = block_sum<THREADS>(sv, scratch);
     const float ik = rsqrtf(sk / (float)HEAD_DIM + 1e-6f), iv = rsqrtf(sv / (float)HEAD_DIM + 1e-6f);
-#pragma unroll
-    for (int i = 0; i < KV_NP; i++) {
-        const int j = threadIdx.x + i * THREADS;
-        if (j >= HEAD_DIM / 2)
-            continue;
-        const float a = to_f32(kr[j]) * ik * rot.w0[i];
-        const float b = to_f32(kr[j + HEAD_DIM / 2]) * ik * rot.w1[i];
-        const T k0 = from_f32(a * rot.cs[i] - b * rot.sn[i]);
-        const T k1 = from_f32(b * rot.cs[i] + a * rot.sn[i]);
+    for (int j = threadIdx.x; j < HEAD_DIM / 2; j += THREADS) {
+        const float a = to_f32(kr[j]) * ik * to_f32(w[j]);
+        const float b = to_f32(kr[j + HEAD_DIM / 2]) * ik * to_f32(w[j + HEAD_DIM / 2]);
+        float sn, cs;
+        sincosf((float)p * inv_freq[j], &sn, &cs);
+        const T k0 = from_f32(a * cs - b * sn), k1 = from_f32(b * cs + a * sn);
         const T v0 = from_f32(to_f32(vr[j]) * iv), v1 = from_f32(to_f32(vr[j + HEAD_DIM / 2]) * iv);
         k_cache[at + j] = k0;
         k_cache[at + j + HEAD_DIM / 2] = k1;

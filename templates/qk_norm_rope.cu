@@ -14,46 +14,12 @@ extern "C" __global__ void __launch_bounds__(TPR * RPB)
 TAILOR_KERNEL(T *out, const T *x, const T *__restrict__ w, const int *__restrict__ pos,
               const float *__restrict__ inv_freq, int rows, int heads, float eps)
 {
+    tailor_grid_begin();
     const int lane = threadIdx.x % TPR;
     const int r = blockIdx.x * RPB + threadIdx.x / TPR;
     const bool live = r < rows;
     // rows past the end compute on the last row and store nothing (every lane shuffles)
     const size_t row = (size_t)(live ? r : rows - 1);
-
-    // Before the wait (tailor_grid_begin's exception: no kernel of a forward writes them, and
-    // the step's positions were written before it began): the lane's weights and its pairs'
-    // angles, so that after the wait only the row's own load stands before the math.
-#if HAS_WEIGHT
-    const TVec<VEC> *wr = reinterpret_cast<const TVec<VEC> *>(w);
-    TVec<VEC> ga[NIT], gb[NIT];
-#pragma unroll
-    for (int it = 0; it < NIT; it++) {
-        ga[it] = wr[it * TPR + lane];
-        gb[it] = wr[it * TPR + lane + HALF / VEC];
-    }
-#else
-    (void)w;
-#endif
-#if ROT > 0
-    float sn[NIT][VEC], cs[NIT][VEC];
-    const float p = (float)pos[row / heads];
-#pragma unroll
-    for (int it = 0; it < NIT; it++)
-#pragma unroll
-        for (int j = 0; j < VEC; j++) {
-            const int k = (it * TPR + lane) * VEC + j;
-            sn[it][j] = 0.f;
-            cs[it][j] = 0.f;
-            if (k < ROT)
-                sincosf(p * inv_freq[k], &sn[it][j], &cs[it][j]);
-        }
-#else
-    (void)pos;
-    (void)inv_freq;
-    (void)heads;
-#endif
-    tailor_grid_begin();
-
     const TVec<VEC> *xr = reinterpret_cast<const TVec<VEC> *>(x + row * HD);
     float lo[NIT][VEC], hi[NIT][VEC];
     float ss = 0.f;
@@ -72,21 +38,37 @@ TAILOR_KERNEL(T *out, const T *x, const T *__restrict__ w, const int *__restrict
     for (int o = TPR / 2; o > 0; o >>= 1)
         ss += __shfl_xor_sync(0xffffffffu, ss, o);
     const float inv = rsqrtf(ss / (float)HD + eps);
+#if ROT > 0
+    const float p = (float)pos[row / heads];
+#else
+    (void)pos;
+    (void)inv_freq;
+    (void)heads;
+#endif
+    const TVec<VEC> *wr = reinterpret_cast<const TVec<VEC> *>(w);
     TVec<VEC> *yr = reinterpret_cast<TVec<VEC> *>(out + row * HD);
 #pragma unroll
     for (int it = 0; it < NIT; it++) {
         const int v = it * TPR + lane;
         TVec<VEC> oa, ob;
+#if HAS_WEIGHT
+        const TVec<VEC> ga = wr[v], gb = wr[v + HALF / VEC];
+#else
+        (void)wr;
+#endif
 #pragma unroll
         for (int j = 0; j < VEC; j++) {
             float a = lo[it][j] * inv, b = hi[it][j] * inv;
 #if HAS_WEIGHT
-            a *= to_f32(ga[it].v[j]);
-            b *= to_f32(gb[it].v[j]);
+            a *= to_f32(ga.v[j]);
+            b *= to_f32(gb.v[j]);
 #endif
 #if ROT > 0
-            if (v * VEC + j < ROT) { // the pairs past ROT stay as they are
-                const float ra = a * cs[it][j] - b * sn[it][j], rb = b * cs[it][j] + a * sn[it][j];
+            const int k = v * VEC + j;
+            if (k < ROT) {
+                float s, c;
+                sincosf(p * inv_freq[k], &s, &c);
+                const float ra = a * c - b * s, rb = b * c + a * s;
                 a = ra;
                 b = rb;
             }
