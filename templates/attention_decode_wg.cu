@@ -128,16 +128,16 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
     const int *ph = positions + (size_t)b * slots;
     const int cur = attn_cur_slot(slots, qp), own = cur >= s0 && cur < s1 ? cur : -1;
 
-    // Tile `tile` into its stage; one commit group either way. early (before the wait) leaves
-    // out the own slot (fix_own fetches it after the wait); after the wait that slot's position
-    // comes from L2 (its L1 line may predate the wait).
+    // Tile `tile` into its stage; one commit group either way. With EARLY, early (before the
+    // wait) leaves out the own slot (fetched after the wait, below), and after the wait that
+    // slot's position comes from L2 (its L1 line may predate the wait).
     auto refill = [&](int tile, bool early) {
         if (tile < ntiles) {
             const int kb = s0 + tile * BN, st = tile % STAGES;
             u8 *dk = stage_k(st), *dv = stage_v(st);
             for (int i = tid; i < BN * (HEAD_DIM / 8); i += 128) {
                 const int r = i / (HEAD_DIM / 8), c = i % (HEAD_DIM / 8);
-                if (early && kb + r == own)
+                if (EARLY && early && kb + r == own)
                     continue;
                 const bool ok = kb + r < s1;
                 const size_t off = (size_t)(ok ? kb + r : 0) * HEAD_DIM + c * 8;
@@ -145,7 +145,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
                 attn_copy16(reinterpret_cast<T *>(dv + swz(r, c, BN)), vh + off, ok);
             }
             for (int r = tid; r < BN; r += 128) {
-                if (kb + r != own)
+                if (!EARLY || kb + r != own) // EARLY = 0: no line of L1 predates the wait
                     copy_pos(sPos + st * BN + r, ph + (kb + r < s1 ? kb + r : 0), kb + r < s1);
                 else if (!early)
                     sPos[st * BN + r] = __ldcg(ph + own);
