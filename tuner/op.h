@@ -133,6 +133,8 @@ uint64_t tailor_fill_u64(uint64_t *state);
 
 /* A random permutation of 0..n-1 into out (Fisher-Yates over tailor_fill_u64's stream). */
 void tailor_fill_permutation(int32_t *out, size_t n, uint64_t *state);
+/* tailor_op.flops of an op that only moves data (a gather, a fill): 0. */
+double tailor_op_no_flops(const tailor_shape *shape, tailor_dtype dtype);
 
 /* The state of tailor_fill_uniform01's stream n steps after `state` (O(log n)). */
 uint64_t tailor_fill_uniform01_skip(uint64_t state, uint64_t n);

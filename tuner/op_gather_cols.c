@@ -82,13 +82,6 @@ static double gather_cols_bytes(const tailor_shape *shape, tailor_dtype dtype)
     return 2.0 * rows * cols * (double)tailor_dtype_size(dtype) + 4.0 * cols;
 }
 
-static double gather_cols_flops(const tailor_shape *shape, tailor_dtype dtype)
-{
-    (void)shape;
-    (void)dtype;
-    return 0.0;
-}
-
 const tailor_op tailor_op_gather_cols = {
     .name = "gather_cols",
     .summary = "out[r, j] = a[r, idx[j]]: activations in an int4 matrix's activation order",
@@ -97,5 +90,5 @@ const tailor_op tailor_op_gather_cols = {
     .fill = gather_cols_fill,
     .reference = gather_cols_reference,
     .bytes = gather_cols_bytes,
-    .flops = gather_cols_flops,
+    .flops = tailor_op_no_flops,
 };

@@ -312,13 +312,6 @@ static double kv_gather_bytes(const tailor_shape *shape, tailor_dtype dtype)
            (double)tailor_dtype_size(dtype);
 }
 
-static double kv_gather_flops(const tailor_shape *shape, tailor_dtype dtype)
-{
-    (void)shape;
-    (void)dtype;
-    return 0;
-}
-
 const tailor_op tailor_op_gemma4_kv_gather = {
     .name = "gemma4_kv_gather",
     .summary = "Gemma 4: cached K/V of a run of positions into the linear layout of prefill",
@@ -327,7 +320,7 @@ const tailor_op tailor_op_gemma4_kv_gather = {
     .fill = kv_gather_fill,
     .reference = kv_gather_reference,
     .bytes = kv_gather_bytes,
-    .flops = kv_gather_flops,
+    .flops = tailor_op_no_flops,
 };
 
 /* ---- gemma4_ple --------------------------------------------------------------------------------- */
@@ -521,13 +514,6 @@ static double fill_bytes(const tailor_shape *shape, tailor_dtype dtype)
     return 4.0 * g4_dim(shape, "words");
 }
 
-static double fill_flops(const tailor_shape *shape, tailor_dtype dtype)
-{
-    (void)shape;
-    (void)dtype;
-    return 0;
-}
-
 const tailor_op tailor_op_gemma4_fill = {
     .name = "gemma4_fill",
     .summary = "Deterministic pseudo-random device data (benchmark weights made on the GPU)",
@@ -536,5 +522,5 @@ const tailor_op tailor_op_gemma4_fill = {
     .fill = fill_fill,
     .reference = fill_reference,
     .bytes = fill_bytes,
-    .flops = fill_flops,
+    .flops = tailor_op_no_flops,
 };
