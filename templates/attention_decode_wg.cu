@@ -25,7 +25,7 @@
 // its tree leaf, or straight to `out` when one block covers the live slots.
 // EARLY = 1 (PDL, as attention_decode.cu, attn_cur_slot): qpos, the live split and the first
 // STAGES - 1 tiles but the own slot are requested before the grid wait; q and the own slot after
-// it. EARLY = 0: everything after the wait (wins at 32k on the H100: the next launch's early
+// it (its position read into a register and stored at its tile's turn: no thread stalls on it). EARLY = 0: everything after the wait (wins at 32k on the H100: the next launch's early
 // tiles compete with a stream still running; session 39).
 // Dynamic shared memory (1024-aligned): sQ [8 x HEAD_DIM], STAGES x (sK, sV [BN x HEAD_DIM]),
 // sPt [8 x 64], then int sPos [STAGES x BN], float sMax [4 x 8], float sSum [4 x 8], int sFlag;
@@ -127,10 +127,14 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
     const T *kh = k_cache + cache_off, *vh = v_cache + cache_off;
     const int *ph = positions + (size_t)b * slots;
     const int cur = attn_cur_slot(slots, qp), own = cur >= s0 && cur < s1 ? cur : -1;
+    // EARLY: the own slot's position, read from L2 into a register by thread own_r when its tile
+    // is requested (its L1 line may predate the wait) and stored to sPos when that tile's turn
+    // comes, so no thread waits on the load while the stream runs
+    const int own_tile = own >= 0 ? (own - s0) / BN : -1, own_r = own >= 0 ? (own - s0) % BN : -1;
+    int own_p = -1;
 
     // Tile `tile` into its stage; one commit group either way. With EARLY, early (before the
-    // wait) leaves out the own slot (fetched after the wait, below), and after the wait that
-    // slot's position comes from L2 (its L1 line may predate the wait).
+    // wait) leaves out the own slot (fetched after the wait, below).
     auto refill = [&](int tile, bool early) {
         if (tile < ntiles) {
             const int kb = s0 + tile * BN, st = tile % STAGES;
@@ -148,7 +152,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
                 if (!EARLY || kb + r != own) // EARLY = 0: no line of L1 predates the wait
                     copy_pos(sPos + st * BN + r, ph + (kb + r < s1 ? kb + r : 0), kb + r < s1);
                 else if (!early)
-                    sPos[st * BN + r] = __ldcg(ph + own);
+                    own_p = __ldcg(ph + own);
             }
         }
         attn_commit();
@@ -171,19 +175,16 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
 #if EARLY
     tailor_grid_begin();
     TAILOR_PROBE_MARK(1);
-    // The own slot, left out above: its K and V rows (swizzled) and position from L2; plain
-    // stores, which the loop's proxy fence and barrier publish to the wgmma.
-    if (own >= 0 && own < s0 + (STAGES - 1) * BN) {
-        const int r = (own - s0) % BN, st = (own - s0) / BN;
+    // The own slot, left out above: its K and V rows (swizzled; cp.async.cg reads L2) in q's
+    // commit group, its position into own_p
+    if (own_tile >= 0 && own_tile < STAGES - 1) {
         for (int c = tid; c < HEAD_DIM / 8; c += 128) {
             const size_t off = (size_t)own * HEAD_DIM + c * 8;
-            *reinterpret_cast<uint4 *>(stage_k(st) + swz(r, c, BN)) =
-                __ldcg(reinterpret_cast<const uint4 *>(kh + off));
-            *reinterpret_cast<uint4 *>(stage_v(st) + swz(r, c, BN)) =
-                __ldcg(reinterpret_cast<const uint4 *>(vh + off));
+            attn_copy16(reinterpret_cast<T *>(stage_k(own_tile) + swz(own_r, c, BN)), kh + off, true);
+            attn_copy16(reinterpret_cast<T *>(stage_v(own_tile) + swz(own_r, c, BN)), vh + off, true);
         }
-        if (tid == 0)
-            sPos[st * BN + r] = __ldcg(ph + own);
+        if (tid == own_r)
+            own_p = __ldcg(ph + own);
     }
     load_q();
     attn_commit();
@@ -206,6 +207,8 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
             attn_wait<0>();
         else
             attn_wait<STAGES - 2>(); // tile i landed (this thread's copies)
+        if (EARLY && i == own_tile && tid == own_r)
+            sPos[(i % STAGES) * BN + own_r] = own_p; // published by the barrier below
         wg_fence_proxy_async();
         __syncthreads();
         if (i == 0)
