@@ -3,10 +3,13 @@
 -- on sm_90a warpgroup MMAs with the scores transposed (the GROUP <= 8 query heads are the wgmma's
 -- N), one warpgroup a block streaming BN-key tiles STAGES deep, the splits merged by
 -- attention_decode_wide's tree, with the root spread over the level-1 mergers (SPREAD = 1), or in
--- one level spread over every block (SPREAD = 2). For long caches: the issue-5 target of 70 % of
--- the copy bandwidth at 8k and more (docs/perf/attention.md, v6 and session 15). Verified on the
--- H200 (tune --verify-all, sessions 13-15); with SPREAD = 2 it wins 32k hd512 (23.7 us), 32k
--- hd256 (14.6) and 8k hd256 (9.2 against wide's 12.1).
+-- one level spread over every block (SPREAD = 2). Written for the long caches (the issue-5 target
+-- of 70 % of the copy bandwidth at 8k and more; docs/perf/attention.md, v6 and session 15):
+-- with SPREAD = 2 it wins 32k hd512 (23.7 us, H200), 32k hd256 (14.6) and 8k hd256 (9.2 against
+-- wide's 12.1). Planned at every cache length since session 40: with BN = 32 a full layer's
+-- 1,024 slots are 32 blocks, and it wins E2B's full layers (H100: 10.7 -> 6.1 us at 1,024 slots
+-- and head_dim 512, 12.2 -> 6.0 at 640); the 512-slot rings stay attention_decode's (4.5 us
+-- against 5.1).
 
 local slots = tailor.attn_slots
 
@@ -98,10 +101,6 @@ return {
     local group = tailor.attn_group(shape)
     if group > 8 then
       return false, string.format("%d query heads per KV head: the scores' N side holds 8", group)
-    end
-    -- pruning only: a long-cache template (short rings are the other templates' ground)
-    if purpose ~= "launch" and slots(shape) < 2048 then
-      return false, string.format("%d cache slots < 2048: a long-cache template", slots(shape))
     end
     local n = nsplit_for(p.QWAVES, p, shape, device)
     local plan, pwhy = merge_plan(p, n, shape, device)

@@ -790,8 +790,8 @@ static void test_stride_and_prep_launch(tailor_ctx *ctx)
 /* attention_decode_wg hands its kernel wide's arguments: the split of 32k slots
  * over a wave of 132 SMs (128 blocks of 256 slots), the merge tree's fan-in 12 (12^2 >= 128),
  * its 139 stored nodes (128 leaves, 11 parents) and 12 counters; one warpgroup, no static shared
- * memory. prep = 1 and 16 heads a KV head are refused; short caches are left to the others
- * (pruning only). */
+ * memory. prep = 1 and 16 heads a KV head are refused; short caches (E2B's 512-slot ring) are
+ * planned too. */
 static void test_decode_wg_launch(tailor_ctx *ctx)
 {
     char got[600];
@@ -805,7 +805,7 @@ static void test_decode_wg_launch(tailor_ctx *ctx)
     expect_valid(ctx, "attention_decode_wg", cfg,
                  "kv_len=32768,head_dim=512,heads=16,kv_heads=1,window=0,batch=1", 1, 0);
     expect_valid(ctx, "attention_decode_wg", cfg,
-                 "kv_len=512,head_dim=256,heads=8,kv_heads=1,window=512,batch=1", 0, 0);
+                 "kv_len=512,head_dim=256,heads=8,kv_heads=1,window=512,batch=1", 0, 1);
     expect_valid(ctx, "attention_decode_wg", cfg,
                  "kv_len=512,head_dim=256,heads=8,kv_heads=1,window=512,batch=1", 1, 1);
     /* SPREAD = 1: level-1 groups of 4 leaves, whose 32 mergers share the root (at most 32, and
