@@ -1083,8 +1083,8 @@ static void test_trace_compile(tailor_ctx *ctx)
 }
 
 /* The timing method is part of every space hash: the W4A16 ops are timed with the spacer by
- * default (space.h), the others as before, and TAILOR_TIMING_SPACER=0/1 moves every op to one
- * method, so that their cached winners are told apart. */
+ * default (space.h), the others as before, TAILOR_TIMING_SPACER=0/1 moves every op to one
+ * method and a list of op names adds those, so that their cached winners are told apart. */
 static void space_hash_of(tailor_ctx *ctx, const char *name, char hex[65])
 {
     tailor_space *s = NULL;
@@ -1109,6 +1109,13 @@ static void test_timing_method(tailor_ctx *ctx)
     CHECK(!tailor_timing_spacer("w4a16_matmul"));
     space_hash_of(ctx, "matmul_gemv", m_off);
     space_hash_of(ctx, "w4a16_gemv", w_off);
+    /* a list: the ops it names besides the W4A16 ones; no prefix or substring matches */
+    setenv("TAILOR_TIMING_SPACER", "rmsnorm,attention_decode", 1);
+    CHECK(tailor_timing_spacer("attention_decode") && tailor_timing_spacer("rmsnorm"));
+    CHECK(tailor_timing_spacer("w4a16_matmul") && !tailor_timing_spacer("matmul"));
+    CHECK(!tailor_timing_spacer("attention_prefill"));
+    setenv("TAILOR_TIMING_SPACER", "attention_decode_x,norm", 1);
+    CHECK(!tailor_timing_spacer("attention_decode") && !tailor_timing_spacer("rmsnorm"));
     setenv("TAILOR_TIMING_SPACER", "1", 1);
     CHECK(tailor_timing_spacer("matmul"));
     space_hash_of(ctx, "matmul_gemv", m_on);

@@ -94,7 +94,8 @@ int tailor_experimental_on(void);
  * W4A16 ops only 718 against 686 (every op) and 684 (none). So the ops that say so
  * (tailor_op.spaced_timing: the W4A16 ones) use it by default and the others keep
  * TAILOR_TIMING_METHOD; TAILOR_TIMING_SPACER=1 (or 0) in the environment gives every op the
- * spacer (or none). */
+ * spacer (or none), and a comma-separated list of op names (attention_decode,rmsnorm) gives it to
+ * those ops besides the W4A16 ones. */
 #define TAILOR_TIMING_METHOD_SPACER "cuda-graph-replay-pdl-spacer/3"
 #define TAILOR_SPACER_NS 1000
 
