@@ -10,6 +10,9 @@
 # rounds), and the new templates' step is traced.
 #   bash scripts/probe/ab_model.sh [bench model flags...]   (default: --quantize w4a16 --quantize-head;
 #   "bf16" alone: no flags, the 16-bit model)
+# AB_NEW_ENV="VAR=VALUE ..." sets those variables for the new side only (e.g. with
+# AB_BASE_PATH=templates, both sides on the working tree's templates:
+# AB_NEW_ENV=TAILOR_TIMING_SPACER=attention_decode A/Bs one op's timing method).
 # Output: $OUT/ab.txt (decode lines, tagged), $OUT/ab-trace.txt. AB_TUNE_S bounds the first (tuning)
 # bench, AB_S each other one, REPS the alternating rounds.
 source scripts/probe/common.sh || exit 1
@@ -26,13 +29,14 @@ flags=("$@")
 [[ ${#flags[@]} -eq 0 ]] && flags=(--quantize w4a16 --quantize-head)
 [[ ${flags[*]} == bf16 ]] && flags=()
 A="$OUT/ab.txt"
-echo "base ${base_path:-working tree}, new ${new_path:-working tree}, flags ${flags[*]}" >"$A"
+echo "base ${base_path:-working tree}, new ${new_path:-working tree} ${AB_NEW_ENV:-}, flags ${flags[*]}" >"$A"
 bench() { # bench TAG CACHE [extra flags]: one bench model run, its decode and tuning lines tagged
   local tag=$1 cache=$2
   shift 2
-  local tp=() path=$new_path
+  local tp=(env) path=$new_path
   [[ $tag == base ]] && path=$base_path
-  [[ -n $path ]] && tp=(env TAILOR_TEMPLATE_PATH=$path)
+  [[ -n $path ]] && tp+=(TAILOR_TEMPLATE_PATH=$path)
+  [[ $tag == new && -n ${AB_NEW_ENV:-} ]] && read -r -a extra <<<"$AB_NEW_ENV" && tp+=("${extra[@]}")
   timeout "${AB_S:-200}" "${tp[@]}" "$T" bench model --preset gemma-4-e2b "${flags[@]}" --cache "$cache" \
     --prompt-len 512 --decode 128 "$@" 2>&1 | grep -E '^(decode|tuning)' | sed "s/^/$tag: /" >>"$A"
 }
@@ -44,8 +48,9 @@ for ((r = 0; r < ${REPS:-2}; r++)); do
   bench base /tmp/ab-base.sqlite
   bench new /tmp/ab-new.sqlite
 done
-tp=()
-[[ -n $new_path ]] && tp=(env TAILOR_TEMPLATE_PATH=$new_path)
+tp=(env)
+[[ -n $new_path ]] && tp+=(TAILOR_TEMPLATE_PATH=$new_path)
+[[ -n ${AB_NEW_ENV:-} ]] && read -r -a extra <<<"$AB_NEW_ENV" && tp+=("${extra[@]}")
 timeout "${AB_S:-200}" "${tp[@]}" "$T" bench model --preset gemma-4-e2b "${flags[@]}" \
   --cache /tmp/ab-new.sqlite --prompt-len 512 --decode 8 --trace >"$OUT/ab-trace.txt" 2>&1
 cat "$A"
