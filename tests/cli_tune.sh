@@ -223,6 +223,15 @@ for sub in copy kernel w4a16 attention strategies tokenizer sampler model; do
   out=$("$T" bench $sub --help 2>"$TMPDIR_ERR"); rc=$?
   check "bench $sub --help exits 0 with a usage" test $rc -eq 0 -a -n "$(echo "$out" | grep usage)"
 done
+# TAILOR_TIMING_SPACER: a misspelt op in its list is refused in one sentence naming it (planning
+# hashes every space with its timing method), a right one plans as usual
+TAILOR_TIMING_SPACER=rmsnorm,atention_decode "$T" plan --device h100 --op rmsnorm \
+  --shape rows=1,cols=64 >/dev/null 2>"$TMPDIR_ERR"; rc=$?
+check "TAILOR_TIMING_SPACER with a misspelt op exits 2 naming it" test $rc -eq 2 -a \
+  "$(cat "$TMPDIR_ERR")" = "tailor: TAILOR_TIMING_SPACER='rmsnorm,atention_decode': 'atention_decode' is no op (give 0, 1 or a comma-separated list of op names, e.g. attention_decode,rmsnorm)"
+out=$(TAILOR_TIMING_SPACER=rmsnorm,attention_decode "$T" plan --device h100 --op rmsnorm \
+  --shape rows=1,cols=64 2>&1); rc=$?
+check "TAILOR_TIMING_SPACER with op names plans" test $rc -eq 0 -a -n "$(grep -E 'candidates, [1-9][0-9]* survive' <<<"$out")"
 rm -f "$TMPDIR_ERR" "$TMPDIR_ERR.db" "$TMPDIR_ERR.help"
 [ $fail -eq 0 ] && echo "cli_tune: all checks passed"
 exit $fail

@@ -1114,8 +1114,26 @@ static void test_timing_method(tailor_ctx *ctx)
     CHECK(tailor_timing_spacer("attention_decode") && tailor_timing_spacer("rmsnorm"));
     CHECK(tailor_timing_spacer("w4a16_matmul") && !tailor_timing_spacer("matmul"));
     CHECK(!tailor_timing_spacer("attention_prefill"));
+    CHECK_OK(ctx, tailor_timing_spacer_check(ctx));
     setenv("TAILOR_TIMING_SPACER", "attention_decode_x,norm", 1);
     CHECK(!tailor_timing_spacer("attention_decode") && !tailor_timing_spacer("rmsnorm"));
+    /* a name that is no op, or an empty item, is refused with the item named, and no space
+     * hash (so no cached winner) comes out under it */
+    CHECK(tailor_timing_spacer_check(ctx) == TAILOR_ERR_MISUSE);
+    CHECKF(strstr(tailor_ctx_message(ctx), "TAILOR_TIMING_SPACER='attention_decode_x,norm': "
+                                           "'attention_decode_x' is no op") != NULL,
+           "%s", tailor_ctx_message(ctx));
+    tailor_space *sp = NULL;
+    char bad[65] = "";
+    CHECK_OK(ctx, tailor_space_load(ctx, "rmsnorm", &sp));
+    CHECK(sp && tailor_space_hash(ctx, sp, bad) == TAILOR_ERR_MISUSE && bad[0] == 0);
+    tailor_space_destroy(sp);
+    setenv("TAILOR_TIMING_SPACER", "rmsnorm,", 1);
+    CHECK(tailor_timing_spacer_check(ctx) == TAILOR_ERR_MISUSE);
+    CHECK(strstr(tailor_ctx_message(ctx), "'' is no op") != NULL);
+    setenv("TAILOR_TIMING_SPACER", "", 1); /* set and empty: as unset */
+    CHECK_OK(ctx, tailor_timing_spacer_check(ctx));
+    CHECK(!tailor_timing_spacer("rmsnorm") && tailor_timing_spacer("w4a16_matmul"));
     setenv("TAILOR_TIMING_SPACER", "1", 1);
     CHECK(tailor_timing_spacer("matmul"));
     space_hash_of(ctx, "matmul_gemv", m_on);

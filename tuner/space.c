@@ -602,6 +602,32 @@ static int list_names(const char *list, const char *op)
     return 0;
 }
 
+tailor_status tailor_timing_spacer_check(tailor_ctx *ctx)
+{
+    const char *v = getenv("TAILOR_TIMING_SPACER");
+    if (!v || !*v || strcmp(v, "0") == 0 || strcmp(v, "1") == 0)
+        return TAILOR_OK;
+    char name[64];
+    for (const char *p = v;;) {
+        const char *end = strchr(p, ',');
+        const size_t len = end ? (size_t)(end - p) : strlen(p);
+        int known = 0;
+        if (len > 0 && len < sizeof name) {
+            memcpy(name, p, len);
+            name[len] = 0;
+            known = tailor_op_find(name) != NULL;
+        }
+        if (!known)
+            return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
+                                    "TAILOR_TIMING_SPACER='%s': '%.*s' is no op (give 0, 1 or a "
+                                    "comma-separated list of op names, e.g. attention_decode,rmsnorm)",
+                                    v, (int)len, p);
+        if (!end)
+            return TAILOR_OK;
+        p = end + 1;
+    }
+}
+
 int tailor_timing_spacer(const char *op)
 {
     const char *v = getenv("TAILOR_TIMING_SPACER");
@@ -618,14 +644,16 @@ const char *tailor_timing_method(const char *op)
 
 tailor_status tailor_space_hash(tailor_ctx *ctx, const tailor_space *s, char hex[65])
 {
+    tailor_status st = tailor_timing_spacer_check(ctx); /* the method below reads it */
+    if (st)
+        return st;
     tailor_sha256 h;
     tailor_sha256_init(&h);
     const char *method = tailor_timing_method(s->op);
     tailor_sha256_update(&h, method, strlen(method) + 1);
     tailor_sha256_update(&h, s->lua_text_hash, 64);
     tailor_template_file f;
-    tailor_status st = tailor_template_read(ctx, s->source, &f);
-    if (st)
+    if ((st = tailor_template_read(ctx, s->source, &f)))
         return st;
     tailor_sha256_update(&h, f.text, f.size);
     tailor_template_file_free(&f);

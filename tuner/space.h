@@ -102,6 +102,10 @@ int tailor_experimental_on(void);
 /* 1 when op's timed launches are followed by the spacer (TAILOR_TIMING_METHOD_SPACER). */
 int tailor_timing_spacer(const char *op);
 
+/* TAILOR_ERR_MISUSE, naming the item, when TAILOR_TIMING_SPACER is set to neither 0, 1 nor a list
+ * of op names (tailor_space_hash checks it, so no winner is looked up or tuned under a misspelt one). */
+tailor_status tailor_timing_spacer_check(tailor_ctx *ctx);
+
 /* The timing method of op's tuning: TAILOR_TIMING_METHOD_SPACER or TAILOR_TIMING_METHOD. */
 const char *tailor_timing_method(const char *op);
 
