@@ -368,7 +368,7 @@ static void check_budgets(tailor_ctx *ctx)
     n = plan_survivors(ctx, "h200", "attention_prefill", pf256, TAILOR_DTYPE_BF16);
     CHECK(n > 0 && n <= 96);
     /* decode has three templates (v1, wide, transposed; the transposed one with and without its
-     * early stages, EARLY, and at every cache length: dc256's 1,024-slot ring has 24 of them):
+     * early stages, EARLY, and at every cache length: dc256's 1,024-slot ring has 32 of them):
      * a few more survivors */
     n = plan_survivors(ctx, "h200", "attention_decode", dc512, TAILOR_DTYPE_BF16);
     CHECK(n > 0 && n <= 64);
