@@ -248,3 +248,18 @@ tailor_status tailor_read_file(tailor_ctx *ctx, const char *path, size_t max_byt
     fclose(f);
     return st;
 }
+
+int tailor_list_has(const char *list, const char *item)
+{
+    const size_t n = strlen(item);
+    for (const char *p = list; *p;) {
+        const char *end = strchr(p, ',');
+        const size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && strncmp(p, item, n) == 0)
+            return 1;
+        if (!end)
+            break;
+        p = end + 1;
+    }
+    return 0;
+}

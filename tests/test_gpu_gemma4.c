@@ -281,22 +281,6 @@ static void check_greedy(tailor_ctx *ctx, tailor_gemma4_gpu *g, const char *tag,
            "token: %s\n", tag, k, same ? "the steps' ids" : "DIFFER");
 }
 
-/* 1 when `name` is an item of the comma-separated `list`. */
-static int listed(const char *list, const char *name)
-{
-    size_t n = strlen(name);
-    for (const char *p = list; *p;) {
-        const char *e = strchr(p, ',');
-        size_t len = e ? (size_t)(e - p) : strlen(p);
-        if (len == n && strncmp(p, name, n) == 0)
-            return 1;
-        if (!e)
-            break;
-        p = e + 1;
-    }
-    return 0;
-}
-
 static const float *rank_row; /* for rank_cmp: qsort passes no context */
 
 /* The order of the op topk and of the sampler: larger logit first, lower id among equals. */
@@ -557,7 +541,7 @@ static void run_fixture_in(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache
         for (size_t i = 0; i < sizeof modes / sizeof modes[0] && lbytes == (size_t)T * V * 4; i++) {
             mode fused_on_load; /* a 16-bit checkpoint's fused-MLP run: its linears int4 first */
             const mode *md = &modes[i];
-            if (only_modes ? !listed(only_modes, md->name) : md->named)
+            if (only_modes ? !tailor_list_has(only_modes, md->name) : md->named)
                 continue;
             if (md->fused_mlp && !tailor_gemma4_is_w4a16(m)) {
                 fused_on_load = *md;
@@ -647,12 +631,12 @@ int main(void)
     const char *only = getenv("TAILOR_TEST_FIXTURES");
     int ran = 0;
     for (size_t i = 0; cache && i < sizeof fixtures / sizeof fixtures[0]; i++)
-        if (!only || listed(only, fixtures[i])) {
+        if (!only || tailor_list_has(only, fixtures[i])) {
             run_fixture(ctx, gpu, cache, fixtures[i]);
             ran++;
         }
     for (size_t i = 0; cache && i < sizeof rewritten / sizeof rewritten[0]; i++)
-        if (!only || listed(only, rewritten[i].name)) {
+        if (!only || tailor_list_has(only, rewritten[i].name)) {
             run_rewritten(ctx, gpu, cache, rewritten[i].name, rewritten[i].rewrite(),
                           rewritten[i].modes);
             ran++;

@@ -1109,6 +1109,9 @@ static void test_timing_method(tailor_ctx *ctx)
     CHECK(!tailor_timing_spacer("w4a16_matmul"));
     space_hash_of(ctx, "matmul_gemv", m_off);
     space_hash_of(ctx, "w4a16_gemv", w_off);
+    /* tailor_list_has, which reads the list: whole entries only */
+    CHECK(tailor_list_has("a,bc", "bc") && tailor_list_has("a,bc", "a"));
+    CHECK(!tailor_list_has("a,bc", "b") && !tailor_list_has("a,bc", "a,b") && !tailor_list_has("", "a"));
     /* a list: the ops it names besides the W4A16 ones; no prefix or substring matches */
     setenv("TAILOR_TIMING_SPACER", "rmsnorm,attention_decode", 1);
     CHECK(tailor_timing_spacer("attention_decode") && tailor_timing_spacer("rmsnorm"));

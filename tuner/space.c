@@ -586,22 +586,6 @@ int tailor_space_supports(const tailor_space *s, tailor_dtype dtype)
     return (s->dtypes_mask >> dtype) & 1;
 }
 
-/* 1 when the comma-separated list names op as one of its items. */
-static int list_names(const char *list, const char *op)
-{
-    const size_t n = strlen(op);
-    for (const char *p = list; *p;) {
-        const char *end = strchr(p, ',');
-        const size_t len = end ? (size_t)(end - p) : strlen(p);
-        if (len == n && strncmp(p, op, n) == 0)
-            return 1;
-        if (!end)
-            break;
-        p = end + 1;
-    }
-    return 0;
-}
-
 tailor_status tailor_timing_spacer_check(tailor_ctx *ctx)
 {
     const char *v = getenv("TAILOR_TIMING_SPACER");
@@ -634,7 +618,7 @@ int tailor_timing_spacer(const char *op)
     if (v && (strcmp(v, "0") == 0 || strcmp(v, "1") == 0))
         return v[0] == '1';
     const tailor_op *o = op ? tailor_op_find(op) : NULL;
-    return o && (o->spaced_timing || (v && list_names(v, op)));
+    return o && (o->spaced_timing || (v && tailor_list_has(v, op)));
 }
 
 const char *tailor_timing_method(const char *op)
