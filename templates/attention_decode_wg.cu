@@ -25,8 +25,9 @@
 // its tree leaf, or straight to `out` when one block covers the live slots.
 // EARLY = 1 (PDL, as attention_decode.cu, attn_cur_slot): qpos, the live split and the first
 // STAGES - 1 tiles but the own slot are requested before the grid wait; q and the own slot after
-// it (its position read into a register and stored at its tile's turn: no thread stalls on it). EARLY = 0: everything after the wait (wins at 32k on the H100: the next launch's early
-// tiles compete with a stream still running; session 39).
+// it (its position read into a register and stored at its tile's turn: no thread stalls on it).
+// EARLY = 0: everything after the wait (wins at 32k on the H100: the next launch's early tiles
+// compete with a stream still running; session 39).
 // Dynamic shared memory (1024-aligned): sQ [8 x HEAD_DIM], STAGES x (sK, sV [BN x HEAD_DIM]),
 // sPt [8 x 64], then int sPos [STAGES x BN], float sMax [4 x 8], float sSum [4 x 8], int sFlag;
 // the merge weights reuse sPt and sPos (with SPREAD, sQ), the staged partials of the merge the K/V area. Sizes in attention_decode_wg.lua.
