@@ -261,20 +261,9 @@ int test_shape_has(const char *shape, const char *kvs)
 {
     char want[256];
     snprintf(want, sizeof want, "%s", kvs);
-    for (char *save = NULL, *kv = strtok_r(want, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
-        size_t len = strlen(kv);
-        const char *p = shape;
-        int found = 0;
-        while ((p = strstr(p, kv)) != NULL) {
-            if ((p == shape || p[-1] == ',') && (p[len] == ',' || p[len] == '\0')) {
-                found = 1;
-                break;
-            }
-            p += len;
-        }
-        if (!found)
+    for (char *save = NULL, *kv = strtok_r(want, ",", &save); kv; kv = strtok_r(NULL, ",", &save))
+        if (!tailor_list_has(shape, kv))
             return 0;
-    }
     return 1;
 }
 
