@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu-check.sh — on the GPU machine: build, run every GPU test, then the benchmarks; logs go to
 # $OUT (ctest.txt, bench.txt, model.txt, ...) and a short summary is printed last.
-#   bash scripts/gpu-check.sh [tests|quick|gemma4|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|sanitize|carveout-kernels|experimental|experimental-attn|attn-wg|wgmma|boot|decode-scale|decode-wg|decode-merge|decode-linear|trace|spacer|seams|step-tune|queue|sample|topk|carveout|cards|w4-base-new|mlp|order|order-bench|all] [ctest -R regex]
+#   bash scripts/gpu-check.sh [tests|quick|gemma4|bench|model|knockout|profile|probe|pdl|fused|fused-bench|attn|sanitize|carveout-kernels|experimental|experimental-attn|attn-wg|wgmma|boot|decode-scale|decode-wg|decode-merge|decode-linear|decode-flat|trace|spacer|seams|step-tune|queue|sample|topk|carveout|cards|w4-base-new|mlp|order|order-bench|all] [ctest -R regex]
 # quick: the GPU tests but test_gpu_gemma4 with the long scripts in their smoke subsets
 # (MATMUL_QUICK, W4A16_QUICK, ATTN_QUICK); on an H100 (session 27) cli_gpu_small_ops 241 s,
 # cli_gpu_w4a16 202, test_gpu_gemma4_load 95, cli_gpu_matmul 94, cli_gpu_run 70,
@@ -61,6 +61,10 @@
 # by default, QUEUE_STEP_TUNE=1 adds --step-tune; queue.txt).
 # cards: what a 99 KB sm_86 card (A10G, L4, RTX 3090/4090) runs, rehearsed here: its head_dim 512
 # attention tiles verified survivor by survivor, test_gpu_gemma4's rehearse-a10g mode (cards.txt).
+# decode-flat: attention_decode's flat merge (FLAT = 1) verified survivor by survivor natively and
+# under the T4 and A10G profiles, then E2B's decode shapes and 8k benched with probe-variants/base's
+# templates and the working tree's under each profile (FLAT_PROFILES, FLAT_SHAPES, FLAT_VERIFY=0;
+# decode-flat.txt, df-SIDE-PROFILE-trials.txt).
 # sample: the op topk verified, then the E2B decode sampled from whole rows against from the
 # 64 best, beside greedy (SAMPLE_W; SAMPLE_QUICK_TUNE=1: bf16 tuned with 2 random trials a
 # shape first, for a quick comparison; sample.txt).
@@ -342,6 +346,40 @@ if [[ $what == decode-merge ]]; then
   done
   [[ ${DM_TIMELINE:-1} == 1 ]] && timeout 200 bash scripts/probe/timeline.sh >/dev/null 2>&1
   summary+=("decode-merge: $(grep -c '^rc=0' "$M") of ${#dm_verify[@]} verify-all runs passed; figures in decode-merge.txt")
+fi
+if [[ $what == decode-flat ]]; then
+  # attention_decode's flat merge (FLAT = 1, session 41) for cards below sm_90: every decode
+  # survivor verified at four shapes natively and under the T4 and A10G profiles (compute_75 /
+  # compute_86 code on this card), then E2B's decode shapes and 8k benched with
+  # probe-variants/base's templates and the working tree's under each profile (FLAT_PROFILES:
+  # "t4 a10g native" by default; decode-flat.txt, each cache's trials in df-*-trials.txt)
+  F="$OUT/decode-flat.txt"
+  : >"$F"
+  "$T" bench copy >>"$F" 2>&1
+  for prof in ${FLAT_PROFILES:-t4 a10g native}; do
+    dt=bf16
+    [[ $prof == t4 ]] && dt=fp16
+    flags=""
+    [[ $prof != native ]] && flags="--rehearse $prof"
+    [[ ${FLAT_VERIFY:-1} == 1 ]] && VERIFY_FLAGS="$flags" verify_all "$F" attention_decode /tmp/df-verify-$prof.sqlite \
+      "kv_len=1024,head_dim=512,heads=8,kv_heads=1,window=0,batch=1 $dt" \
+      "kv_len=512,head_dim=256,heads=8,kv_heads=1,window=512,batch=1 $dt" \
+      "kv_len=700,head_dim=512,heads=8,kv_heads=2,window=0,batch=3 fp16" \
+      "kv_len=3000,head_dim=256,heads=4,kv_heads=1,window=1000,batch=2,prep=1 $dt"
+    for side in base new; do
+      tp=""
+      [[ $side == base ]] && tp=$PWD/probe-variants/base/templates
+      for s in ${FLAT_SHAPES:-kv_len=1024,head_dim=512,heads=8,kv_heads=1,window=0,batch=1 \
+               kv_len=512,head_dim=256,heads=8,kv_heads=1,window=512,batch=1 \
+               kv_len=8192,head_dim=256,heads=8,kv_heads=1,window=0,batch=1}; do
+        echo "== $prof $side bench attention_decode $s" >>"$F"
+        TAILOR_TEMPLATE_PATH=$tp timeout 90 "$T" bench attention --op attention_decode --shape "$s" \
+          --dtype $dt $flags --cache /tmp/df-$side-$prof.sqlite >>"$F" 2>&1
+      done
+      "$T" cache trials --cache /tmp/df-$side-$prof.sqlite >"$OUT/df-$side-$prof-trials.txt" 2>&1
+    done
+  done
+  summary+=("decode-flat: $(grep -c '^rc=0' "$F") verify-all runs passed, $(grep -c '^rc=' "$F") run; figures in decode-flat.txt")
 fi
 if [[ $what == trace ]]; then
   # the decode step's timeline: where the step's time goes launch by launch (docs/development.md)

@@ -1,7 +1,8 @@
 // attention_decode.cu — one new query per sequence against its KV cache, split-KV (flash
 // decoding): the cache slots are split over gridDim.x blocks, all GROUP query heads of a KV head
 // are served by one read of K and V (they are the 16-row tile of the mma), and the last block of
-// each (sequence, KV head) to finish merges the partial results and resets its counter.
+// each (sequence, KV head) to finish merges the partial results and resets its counter (FLAT and
+// CLUSTER, below: every block merges a slice instead).
 //
 // Layouts (row-major):
 //   q         [batch, heads, HEAD_DIM]            T
@@ -17,7 +18,8 @@
 // 0 <= positions[s] <= qpos and (window == 0 or positions[s] > qpos - window). Empty slots must
 // still hold finite values (P = 0 multiplies them).
 // Workspace (zeroed once when allocated; left zeroed): ws = partial outputs
-// [pairs, nsplit, GROUP, HEAD_DIM] then (max, sum) [pairs, nsplit, GROUP, 2] fp32; cnt [pairs] u32.
+// [pairs, nsplit, GROUP, HEAD_DIM] then (max, sum) [pairs, nsplit, GROUP, 2] fp32; cnt [pairs] u32
+// ([pairs][2] with FLAT).
 // Grid: (nsplit, kv_heads, batch); `chunk` (a multiple of BN) covers all slots in nsplit blocks.
 // Slot contract: the slot of position p is p mod slots, so while qpos + 1 < slots nothing at or
 // past qpos + 1 is visible; only the live min(slots, qpos + 1) slots are streamed, re-split over
@@ -31,10 +33,21 @@
 // after one cluster barrier every block of the cluster, idle ones included, merges a slice of
 // the outputs from the others' shared memory (attn_cluster_merge): no workspace, fence, ticket
 // or L2 round trip; ws and cnt are passed but unused.
+// FLAT (any arch; the space allows it only when the grid is one wave of at most one block per
+// SM): every live block writes its partial to ws, arrives at the pair's counter, waits for the
+// others and merges a slice of the output over all of them (attn_merge_flat, attn_mma.cuh: the
+// slices staged in the K/V tile area, the merge weights in Q's tile); cnt [pairs][2] (arrivals,
+// leavers). The cluster merge's one-level shape without clusters, for cards below sm_90.
 #include "attn_mma.cuh"
 
 #ifndef CLUSTER
 #define CLUSTER 0
+#endif
+#ifndef FLAT
+#define FLAT 0
+#endif
+#if CLUSTER && FLAT
+#error "attention_decode.cu: CLUSTER and FLAT are two merges; a kernel has one"
 #endif
 
 #if STAGES > 1 && !ASYNC
@@ -337,10 +350,16 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ q, const T *__restrict_
         }
     }
 
+#if FLAT
+    // Every live block merges a slice (the last to leave puts the pair's two counters back).
+    attn_merge_flat(reinterpret_cast<const float4 *>(wso), wsml, cnt + 2 * (size_t)pair, nact, split,
+                    reinterpret_cast<float *>(sQ), ob, reinterpret_cast<float4 *>(sK));
+#else
     // The last block to arrive merges; it also puts the counter back to zero for the next launch.
     if (!attn_last_arrival(cnt + pair, (unsigned)nact, reinterpret_cast<int *>(sP)))
         return;
     attn_merge_nodes(reinterpret_cast<const float4 *>(wso), wsml, nact, nact,
                      reinterpret_cast<float *>(sK), true, ob, nullptr, nullptr);
+#endif
 #endif
 }

@@ -3,7 +3,9 @@
 -- heads of one KV head (the 16-row mma tile) over a chunk of cache slots; SPLITS is the target
 -- number of chunks per (sequence, KV head); the last block to finish merges the partials, or with
 -- CLUSTER = 1 (sm_90) the blocks of a (sequence, KV head) form one thread block cluster and merge
--- through distributed shared memory (no workspace, fence or ticket).
+-- through distributed shared memory (no workspace, fence or ticket); with FLAT = 1 (any card)
+-- every block writes its partial, waits for the others and merges a slice of the output
+-- (attn_merge_flat), which needs the grid resident at once: one wave, at most a block per SM.
 
 local slots = tailor.attn_slots
 local function wm(shape) return (tailor.attn_group(shape) + 15) // 16 end
@@ -40,6 +42,33 @@ local function blocks(p, shape)
   return p.CLUSTER == 1 and p.SPLITS or nsplit_of(p.SPLITS, p.BN, shape)
 end
 
+-- FLAT = 1 (attn_merge_flat): every live block waits at the pair's counter until all have written
+-- their partials, so the whole grid must be resident at once (at most a block per SM, the same
+-- rule as attention_decode_wg's SPREAD = 2); the slices of every partial are staged in the K/V
+-- tile area (ATTN_ME + n float4) and the weights of the rows a slice touches, (2 n + 1) floats a
+-- row, go in Q's tile. Returns nil if it fits, else why (with the numbers).
+local function flat_refusal(p, n, shape, device)
+  local pairs, sms = shape.batch * shape.kv_heads, tailor.sms(device)
+  if pairs * n > sms then
+    return string.format("FLAT=1: %d pairs x %d blocks exceed one wave of %d SMs (every block "
+                         .. "waits for the others)", pairs, n, sms)
+  end
+  local d, group = shape.head_dim, tailor.attn_group(shape)
+  local me, row4 = group * d // 4, d // 4
+  local slen = (me + n - 1) // n
+  local rows = math.min(group, (slen + row4 - 1) // row4 + 1)
+  local stage, area = 16 * (me + n), 2 * 2 * p.STAGES * p.BN * (d + 8)
+  if stage > area then
+    return string.format("FLAT=1: the merge's stage of %d B exceeds the K/V tile area %d B", stage,
+                         area)
+  end
+  local weights, qtile = 4 * rows * (2 * n + 1), 2 * 16 * wm(shape) * (d + 8)
+  if weights > qtile then
+    return string.format("FLAT=1: the merge weights' %d B exceed Q's tile, %d B", weights, qtile)
+  end
+  return nil
+end
+
 local function smem_bytes(p, shape)
   local bm, kstr, pstr = 16 * wm(shape), shape.head_dim + 8, p.BN + 8
   return 4 * p.WN * bm + 4 * p.STAGES * p.BN
@@ -73,6 +102,8 @@ return {
     ASYNC = function(shape, dtype, device) return { device.sm >= 80 and 1 or 0 } end,
     -- 1: the nsplit blocks of a (sequence, KV head) are one cluster (sm_90's clusters)
     CLUSTER = function(shape, dtype, device) return device.sm >= 90 and { 0, 1 } or { 0 } end,
+    -- 1: every live block merges a slice of the output (attn_merge_flat; flat_refusal)
+    FLAT = { 0, 1 },
   },
 
   -- CLUSTER_X: the cluster's size, compiled in (__cluster_dims__) = the grid's x = SPLITS; only
@@ -107,6 +138,17 @@ return {
     if unfilled then return false, unfilled end
     -- Two targets rounding to the same block count would be the same launch twice.
     local n = blocks(p, shape)
+    if p.FLAT == 1 then
+      if p.CLUSTER == 1 then
+        return false, "FLAT=1 and CLUSTER=1 are two merges; a kernel has one"
+      end
+      if purpose ~= "launch" and n < 2 then
+        return false, string.format("FLAT=1 with %d block per (sequence, KV head): nothing to merge",
+                                    n)
+      end
+      local flat = flat_refusal(p, n, shape, device)
+      if flat then return false, flat end
+    end
     local rep = purpose ~= "launch" and p.CLUSTER ~= 1
                 and tailor.attn_split_repeat(p, p.BN, shape, device)
     if rep then return false, rep end
@@ -149,12 +191,14 @@ return {
     return { blocks(p, shape), shape.kv_heads, shape.batch }
   end,
 
-  -- ws: partial outputs then (max, sum) per split; cnt: one arrival counter per (sequence, KV head).
+  -- ws: partial outputs then (max, sum) per split; cnt: one arrival counter per (sequence, KV head)
+  -- (FLAT = 1: two, the arrivals and the leavers).
   -- CLUSTER = 1 leaves both unused (the arguments stay the same; they cost one allocation).
   workspace = function(p, shape, dtype, device)
     local pairs = shape.batch * shape.kv_heads
     local n = blocks(p, shape)
-    return { ws = 4 * pairs * n * tailor.attn_group(shape) * (shape.head_dim + 2), cnt = 4 * pairs }
+    return { ws = 4 * pairs * n * tailor.attn_group(shape) * (shape.head_dim + 2),
+             cnt = 4 * pairs * (p.FLAT == 1 and 2 or 1) }
   end,
 
   args = function(p, shape, dtype, device)

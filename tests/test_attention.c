@@ -368,12 +368,12 @@ static void check_budgets(tailor_ctx *ctx)
     n = plan_survivors(ctx, "h200", "attention_prefill", pf256, TAILOR_DTYPE_BF16);
     CHECK(n > 0 && n <= 96);
     /* decode has three templates (v1, wide, transposed; the transposed one with and without its
-     * early stages, EARLY, and at every cache length: dc256's 1,024-slot ring has 32 of them):
-     * a few more survivors */
+     * early stages, EARLY, and at every cache length: dc256's 1,024-slot ring has 32 of them; v1
+     * with and without its flat merge, FLAT: 12 more at each): a few more survivors */
     n = plan_survivors(ctx, "h200", "attention_decode", dc512, TAILOR_DTYPE_BF16);
-    CHECK(n > 0 && n <= 64);
-    n = plan_survivors(ctx, "h200", "attention_decode", dc256, TAILOR_DTYPE_BF16);
     CHECK(n > 0 && n <= 80);
+    n = plan_survivors(ctx, "h200", "attention_decode", dc256, TAILOR_DTYPE_BF16);
+    CHECK(n > 0 && n <= 96);
 
     /* vLLM's Triton kernel on Turing: a 64-row Q tile and 32-key tiles at head_dim 512 (98,304 B
      * for Q and one K tile alone). In this template: WM=4 (BM 64), BN=32, Q in shared memory. */

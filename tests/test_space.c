@@ -890,10 +890,10 @@ static void test_decode_cluster(tailor_ctx *ctx)
     CHECKF(fit >= 4 && one >= 1 && sixteen >= 1,
            "h200 ring: %d CLUSTER=1 survivors, %d refused at 1 block, %d at 32", fit, one, sixteen);
     const tailor_plan_entry *e =
-        find_entry(&p, "attention_decode", "ASYNC=1 BN=64 CLUSTER=1 MMA_K=16 SPLITS=8 STAGES=2 WN=4");
+        find_entry(&p, "attention_decode", "ASYNC=1 BN=64 CLUSTER=1 FLAT=0 MMA_K=16 SPLITS=8 STAGES=2 WN=4");
     CHECK(e && e->verdict == TAILOR_FITS && e->launch.grid[0] == 8 &&
           define_int(&e->launch, "CLUSTER_X") == 8);
-    e = find_entry(&p, "attention_decode", "ASYNC=1 BN=64 CLUSTER=0 MMA_K=16 SPLITS=8 STAGES=2 WN=4");
+    e = find_entry(&p, "attention_decode", "ASYNC=1 BN=64 CLUSTER=0 FLAT=0 MMA_K=16 SPLITS=8 STAGES=2 WN=4");
     CHECK(e && e->verdict == TAILOR_FITS && define_int(&e->launch, "CLUSTER_X") == -1 &&
           !has_feature(&e->launch, "cluster"));
     tailor_plan_free(&p);
@@ -956,6 +956,84 @@ static void test_decode_cluster(tailor_ctx *ctx)
     launch_text(ctx, "attention_decode", c8, ring, got, sizeof got);
     CHECKF(strstr(got, " 8 | out q k_cache v_cache positions qpos ws cnt i:8 i:1 i:512 i:512 "
                        "i:64") != NULL, "attention_decode CLUSTER=1 launch: %s", got);
+}
+
+/* The workspace buffer `name` of a launch, in bytes, or -1. */
+static long long workspace_bytes(const tailor_launch *l, const char *name)
+{
+    for (int i = 0; i < l->nworkspace; i++)
+        if (strcmp(l->workspace[i].name, name) == 0)
+            return l->workspace[i].bytes;
+    return -1;
+}
+
+/* Decode attention's flat merge (FLAT = 1, any card: every live block waits for the others and
+ * merges a slice, attn_merge_flat). The T4 keeps FLAT=1 survivors for the E2B full layer whose
+ * grids are one wave of its 40 SMs, and refuses the 64-block split with the numbers; the wait
+ * makes that a rule of correctness, so it holds at launch too (the 99 KB A10G has 80 SMs: two
+ * sequences of 32 blocks fit, three do not); the counters are two a (sequence, KV head); FLAT
+ * and CLUSTER together are refused. */
+static void test_decode_flat(tailor_ctx *ctx)
+{
+    const char *full = "kv_len=1024,head_dim=512,heads=8,kv_heads=1,window=0,batch=1";
+    tailor_plan p;
+    CHECK_OK(ctx, plan_for(ctx, "t4", "attention_decode", full, TAILOR_DTYPE_F16, &p));
+    int fit = 0, wave = 0;
+    for (int i = 0; i < p.nentries; i++) {
+        const tailor_plan_entry *e = &p.entries[i];
+        if (strcmp(e->template_name, "attention_decode") != 0 ||
+            define_int(&e->launch, "FLAT") != 1)
+            continue;
+        if (e->verdict == TAILOR_FITS) {
+            fit++;
+            CHECKF(e->launch.grid[0] >= 2 && e->launch.grid[0] <= 40 &&
+                       workspace_bytes(&e->launch, "cnt") == 8,
+                   "t4 FLAT=1 survivor: grid x %u, cnt %lld B", e->launch.grid[0],
+                   workspace_bytes(&e->launch, "cnt"));
+        }
+        wave += strstr(e->reason, "FLAT=1: 1 pairs x 64 blocks exceed one wave of 40 SMs (every "
+                                  "block waits for the others)") != NULL;
+    }
+    CHECKF(fit >= 2 && wave >= 1, "t4 full layer: %d FLAT=1 survivors, %d refused for the wave",
+           fit, wave);
+    tailor_plan_free(&p);
+
+    const tailor_device_info *a10g = tailor_device_profile_find("a10g");
+    tailor_space *s = NULL;
+    CHECK_OK(ctx, tailor_space_load(ctx, "attention_decode", &s));
+    const char *f32 = "{\"ASYNC\":1,\"BN\":32,\"CLUSTER\":0,\"FLAT\":1,\"MMA_K\":16,\"SPLITS\":40,"
+                      "\"STAGES\":2,\"WN\":2}";
+    const char *shapes[] = {"kv_len=1024,head_dim=512,heads=8,kv_heads=1,window=0,batch=2",
+                            "kv_len=1024,head_dim=512,heads=8,kv_heads=1,window=0,batch=3"};
+    for (int i = 0; s && a10g && i < 2; i++) {
+        tailor_config cfg;
+        tailor_shape shape;
+        tailor_launch l;
+        CHECK_OK(ctx, tailor_config_parse_json(ctx, f32, &cfg));
+        CHECK_OK(ctx, tailor_shape_parse(ctx, shapes[i], &shape));
+        if (tailor_op_complete_shape(ctx, tailor_op_find("attention_decode"), &shape) != TAILOR_OK ||
+            tailor_space_evaluate(ctx, s, &cfg, &shape, TAILOR_DTYPE_BF16, a10g, 1, &l) != TAILOR_OK) {
+            CHECKF(0, "could not evaluate FLAT=1 on the A10G: %s", tailor_ctx_message(ctx));
+            continue;
+        }
+        if (i == 0)
+            CHECKF(l.valid && l.grid[0] == 32 && l.grid[2] == 2 && workspace_bytes(&l, "cnt") == 16,
+                   "a10g FLAT=1, 2 sequences: valid %d, grid %u x %u, cnt %lld B (%s)", l.valid,
+                   l.grid[0], l.grid[2], workspace_bytes(&l, "cnt"), l.invalid_reason);
+        else
+            CHECKF(!l.valid && strstr(l.invalid_reason, "FLAT=1: 3 pairs x 32 blocks exceed one "
+                                                        "wave of 80 SMs"),
+                   "a10g FLAT=1, 3 sequences at launch: valid %d (%s)", l.valid, l.invalid_reason);
+    }
+    tailor_space_destroy(s);
+
+    tailor_launch l;
+    if (evaluate(ctx, "attention_decode",
+                 "{\"ASYNC\":1,\"BN\":64,\"CLUSTER\":1,\"FLAT\":1,\"MMA_K\":16,\"SPLITS\":8,"
+                 "\"STAGES\":2,\"WN\":4}",
+                 "kv_len=512,head_dim=256,heads=8,kv_heads=1,window=512,batch=1", 1, &l))
+        CHECKF(!l.valid && strstr(l.invalid_reason, "FLAT=1 and CLUSTER=1 are two merges"),
+               "FLAT=1 with CLUSTER=1: valid %d (%s)", l.valid, l.invalid_reason);
 }
 
 /* The helper library (templates/include/spacelib.lua, the global `tailor`): spaces use it, it is
@@ -1184,6 +1262,7 @@ int main(void)
     test_stride_and_prep_launch(ctx);
     test_decode_wg_launch(ctx);
     test_decode_cluster(ctx);
+    test_decode_flat(ctx);
     test_space_lib(ctx);
     test_split_neighbours(ctx);
     test_trace_compile(ctx);

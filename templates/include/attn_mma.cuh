@@ -846,9 +846,9 @@ __device__ __forceinline__ void attn_merge_tree(float4 *wso, float *wsml, unsign
     }
 }
 
-#if ASYNC
 // A 32-bit load from global memory with acquire semantics at GPU scope (the spin of
-// attn_merge_spread: what the releasing block wrote before its fence and atomic is visible after).
+// attn_arrive_wait: what the releasing block wrote before its fence and atomic is visible after;
+// sm_70+).
 __device__ __forceinline__ unsigned attn_ld_acquire(const unsigned *p)
 {
     unsigned v;
@@ -874,10 +874,14 @@ __device__ __forceinline__ void attn_arrive_wait(unsigned *counter, unsigned cou
 }
 
 // The pieces [e0, e1) of n partial outputs src [n][ATTN_ME] float4 into stage[c * slen + e - e0]
-// with cp.async (one commit group; the caller waits).
+// with cp.async (one commit group; the caller waits). Without ASYNC (sm_75) the pieces go
+// through registers from L2, ATTN_SLICE_BATCH loads in flight per thread before their stores, so
+// the staging costs a few round trips rather than one per piece.
+#define ATTN_SLICE_BATCH 8
 __device__ __forceinline__ void attn_stage_slices(const float4 *src, int n, int slen, int e0,
                                                   int e1, float4 *stage)
 {
+#if ASYNC
     for (int i = threadIdx.x; i < n * slen; i += ATTN_NT) {
         const int c = i / slen, e = e0 + i % slen;
         if (e < e1)
@@ -885,6 +889,23 @@ __device__ __forceinline__ void attn_stage_slices(const float4 *src, int n, int 
                          "l"(src + (size_t)c * ATTN_ME + e));
     }
     attn_commit();
+#else
+    for (int i0 = threadIdx.x; i0 < n * slen; i0 += ATTN_SLICE_BATCH * ATTN_NT) {
+        float4 v[ATTN_SLICE_BATCH];
+#pragma unroll
+        for (int u = 0; u < ATTN_SLICE_BATCH; u++) {
+            const int i = i0 + u * ATTN_NT, c = i / slen, e = e0 + i % slen;
+            if (i < n * slen && e < e1)
+                v[u] = __ldcg(src + (size_t)c * ATTN_ME + e);
+        }
+#pragma unroll
+        for (int u = 0; u < ATTN_SLICE_BATCH; u++) {
+            const int i = i0 + u * ATTN_NT, e = e0 + i % slen;
+            if (i < n * slen && e < e1)
+                stage[i] = v[u];
+        }
+    }
+#endif
 }
 
 // Outputs [e0, e1) of a merge over n partials staged by attn_stage_slices: each weighed by
@@ -911,6 +932,7 @@ __device__ __forceinline__ void attn_store_slice(const float4 *stage, int n, int
     }
 }
 
+#if ASYNC
 // Decode's merge with the root spread over the level-1 mergers (two levels; sm_80+). The nact
 // leaves (this block's partial is leaf `split`, written before the call) are merged by groups of
 // `fan` into pn = ceil(nact / fan) level-1 nodes (wso/wsml [nact + j], by the last child of group
@@ -963,12 +985,12 @@ __device__ __forceinline__ void attn_merge_spread(float4 *wso, float *wsml, unsi
 }
 #endif
 
-#if ASYNC
-// Decode's merge in one level, spread over every live block (sm_80+; a grid of one wave only).
+// Decode's merge in one level, spread over every live block (a grid of one wave only; sm_80+
+// stages the slices with cp.async, sm_75 through registers: attn_stage_slices).
 // Each of the nact live blocks, after writing its partial (leaf `split`), arrives at the pair's
 // counter pc[0] and waits until all nact partials are in, then merges slice `split` of the GROUP
-// x HEAD_DIM outputs over all nact partials: the slice's pieces of every partial staged with
-// cp.async at once, the weights of the rows it touches computed from the nact (max, sum) pairs
+// x HEAD_DIM outputs over all nact partials: the slice's pieces of every partial staged at once
+// (attn_stage_slices), the weights of the rows it touches computed from the nact (max, sum) pairs
 // (one warp a row), normalised, stored to out. After the last partial lands, the merge is one
 // fence and atomic, the wait's poll, and one L2 round trip on every SM at once, where a tree
 // chains a round trip of tickets and reads per level on one SM. Every live block waits, so the
@@ -1002,7 +1024,6 @@ __device__ __forceinline__ void attn_merge_flat(const float4 *wso, const float *
         *leave = 0u;
     }
 }
-#endif
 #endif
 
 // After the last tile: full row sums (quad, then across the WN warps through sMax). Every thread
