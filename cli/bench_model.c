@@ -170,7 +170,7 @@ static void model_usage(void)
            "         [--attention-q-prep] [--fused-mlp] [--act-order]\n"
            "         [--seams kernel|prologue|epilogue|mixed] [--knockout OP[:k=v,...]]... [--trace]\n"
            "         [--step-tune] [--ple-host] [--one-by-one] [--sample rows|top] [--device gpu:N]\n"
-           "         [--json]\n\n"
+           "         [--rehearse PROFILE] [--json]\n\n"
            "Gemma 4 end to end on the GPU: prefill and decode tok/s, time to first token, peak host\n"
            "memory of the load, GPU memory, decode against the bandwidth bound (weight bytes per\n"
            "token over the copy bandwidth measured in the same run). Without --model, random\n"
@@ -202,7 +202,10 @@ static void model_usage(void)
            "comparisons). --sample: decode sampled with Gemma's defaults (top-k 64, top-p 0.95,\n"
            "temperature 1), one step at a time, each step downloading its whole row of logits\n"
            "for the host sampler (rows) or only the row's 128 best (top: the op topk; the same\n"
-           "ids, as tailor run draws them; the row where the 64th best's ties run past them).\n");
+           "ids, as tailor run draws them; the row where the 64th best's ties run past them).\n"
+           "--rehearse P: the kernels chosen and compiled under profile P's budget and features\n"
+           "(e.g. t4, a10g; its dtype unless --quantize says otherwise: fp16 below sm_80), run on\n"
+           "this GPU with this GPU's bandwidth, as tailor run --rehearse runs them.\n");
 }
 
 /* What the command line asked for. */
@@ -212,6 +215,7 @@ typedef struct model_args {
     int ordinal;    /* --device N: the GPU */
     int one_by_one; /* --one-by-one: decode steps waited for one at a time */
     int sample;     /* --sample: 0 greedy, SAMPLE_ROWS, SAMPLE_TOP */
+    const tailor_device_info *rehearse; /* --rehearse: the profile whose kernels run */
     tailor_gemma4_gpu_opts o; /* o.knockout points to knock */
     char knock[256];
 } model_args;
@@ -274,6 +278,7 @@ static int parse_model_args(int argc, char **argv, model_args *a)
                                          {"one-by-one", no_argument, 0, 'O'},
                                          {"sample", required_argument, 0, 'A'},
                                          {"device", required_argument, 0, 'D'},
+                                         {"rehearse", required_argument, 0, 'r'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     memset(a, 0, sizeof *a);
@@ -332,6 +337,11 @@ static int parse_model_args(int argc, char **argv, model_args *a)
                                        "OP an op the model launches, at most 240 "
                                        "characters in all; not '%s'", optarg);
             break;
+        case 'r':
+            if (!(a->rehearse = tailor_device_profile_find(optarg)))
+                return cli_usage_error("bench model", "--rehearse '%s' is not a device profile "
+                                       "(see tailor devices)", optarg);
+            break;
         case 'h': model_usage(); return 0;
         default: return cli_bad_flag("bench model", c, argc, argv);
         }
@@ -353,7 +363,7 @@ static int parse_model_args(int argc, char **argv, model_args *a)
                                "and --knockout");
     /* positions: the prompt, the decode, the token after it, and the traced or profiled step */
     o->max_tokens = a->plen + a->ndec + 1 + a->trace + a->profile;
-    o->dtype = -1;
+    o->dtype = !a->rehearse ? -1 : a->rehearse->cc_major >= 8 ? TAILOR_DTYPE_BF16 : TAILOR_DTYPE_F16;
     o->quantize = a->quant != NULL;
     o->knockout = a->knock;
     return -1;
@@ -380,7 +390,7 @@ static tailor_status open_run(tailor_ctx *ctx, const model_args *a, model_run *r
     if (s == TAILOR_OK)
         s = tailor_cache_open(ctx, path, &r->cache);
     if (s == TAILOR_OK)
-        s = tailor_kernels_create(ctx, r->gpu, r->cache, NULL, 1, &r->ks);
+        s = tailor_kernels_create(ctx, r->gpu, r->cache, a->rehearse, 1, &r->ks);
     if (s == TAILOR_OK && a->trace)
         tailor_kernels_set_trace(r->ks, 1);
     return s;

@@ -150,6 +150,11 @@ for dev in gpu:x cpu "" cuda:-1; do
   check "bench model: --device '$dev' exits 2 (rc=$rc)" test $rc -eq 2
   check "bench model: --device '$dev' says what it takes" grep -q "is none of gpu, cuda, gpu:N, cuda:N, N" "$TMPDIR_ERR"
 done
+# --rehearse: a device profile, checked before any GPU work
+check "bench model --help lists --rehearse" grep -q -- "--rehearse PROFILE" "$TMPDIR_ERR.help"
+"$T" bench model --preset gemma-4-e2b --rehearse t5 2>"$TMPDIR_ERR"; rc=$?
+check "bench model: --rehearse t5 exits 2 (rc=$rc)" test $rc -eq 2
+check "bench model: --rehearse t5 is named" grep -q -- "--rehearse 't5' is not a device profile" "$TMPDIR_ERR"
 # a kernel benchmark's op and shape are checked before any GPU work (exit 2 even without one)
 "$T" bench w4a16 --shape m=1,n=2,k=x 2>"$TMPDIR_ERR"; rc=$?
 check "bench w4a16: a malformed shape exits 2" test $rc -eq 2
