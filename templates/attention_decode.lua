@@ -48,11 +48,8 @@ end
 -- tile area (ATTN_ME + n float4) and the weights of the rows a slice touches, (2 n + 1) floats a
 -- row, go in Q's tile. Returns nil if it fits, else why (with the numbers).
 local function flat_refusal(p, n, shape, device)
-  local pairs, sms = shape.batch * shape.kv_heads, tailor.sms(device)
-  if pairs * n > sms then
-    return string.format("FLAT=1: %d pairs x %d blocks exceed one wave of %d SMs (every block "
-                         .. "waits for the others)", pairs, n, sms)
-  end
+  local wave = tailor.attn_one_wave("FLAT=1", shape.batch * shape.kv_heads, n, device)
+  if wave then return wave end
   local d, group = shape.head_dim, tailor.attn_group(shape)
   local me, row4 = group * d // 4, d // 4
   local slen = (me + n - 1) // n

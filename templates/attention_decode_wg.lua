@@ -44,11 +44,8 @@ local QWAVES = { 4, 8 }
 -- weights' floats and the stage's float4 instead), or nil and why.
 local function merge_plan(p, n, shape, device)
   if p.SPREAD == 2 then
-    local pairs = shape.batch * shape.kv_heads
-    if pairs * n > tailor.sms(device) then
-      return nil, string.format("SPREAD=2: %d pairs x %d blocks exceed one wave of %d SMs (every "
-                                .. "block waits for the others)", pairs, n, tailor.sms(device))
-    end
+    local wave = tailor.attn_one_wave("SPREAD=2", shape.batch * shape.kv_heads, n, device)
+    if wave then return nil, wave end
     return { fan = n, nodes = n, cnts = 2, wstride = 0, flat_floats = 2 * (16 + 3 * (n + 1)),
              flat_stage = tailor.attn_group(shape) * shape.head_dim // 4 + n }
   end

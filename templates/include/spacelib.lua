@@ -342,6 +342,15 @@ function lib.attn_split_targets(shape, device)
   return list
 end
 
+-- Why a decode merge in which every block waits for the others cannot run (nil when it can):
+-- `what` (e.g. "FLAT=1") with n blocks for each of `pairs` (sequence, KV head) pairs needs the
+-- whole grid resident at once, counted as one wave of a block an SM.
+function lib.attn_one_wave(what, pairs, n, device)
+  if pairs * n <= lib.sms(device) then return nil end
+  return string.format("%s: %d pairs x %d blocks exceed one wave of %d SMs (every block waits "
+                       .. "for the others)", what, pairs, n, lib.sms(device))
+end
+
 -- Why SPLITS is a repeat: a smaller target giving the same block count (nil when it is not).
 function lib.attn_split_repeat(p, gran, shape, device)
   local n = lib.attn_nsplit(p.SPLITS, gran, shape)
