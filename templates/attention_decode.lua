@@ -133,7 +133,6 @@ return {
     local unfilled = purpose ~= "launch"
                      and tailor.attn_unfilled_stages(p.STAGES, chunk_of(p.SPLITS, p.BN, shape), p.BN)
     if unfilled then return false, unfilled end
-    -- Two targets rounding to the same block count would be the same launch twice.
     local n = blocks(p, shape)
     if p.FLAT == 1 then
       if p.CLUSTER == 1 then
@@ -146,6 +145,7 @@ return {
       local flat = flat_refusal(p, n, shape, device)
       if flat then return false, flat end
     end
+    -- Two targets rounding to the same block count would be the same launch twice.
     local rep = purpose ~= "launch" and p.CLUSTER ~= 1
                 and tailor.attn_split_repeat(p, p.BN, shape, device)
     if rep then return false, rep end
