@@ -21,6 +21,7 @@ return {
     SPLITK = tailor.W4T_SPLITS,
     MT = { 1, 2 },
     ASMEM = { 0, 1 },
+    PERSIST = tailor.W4T_PERSIST,
   },
 
   defines = function(p, shape, dtype, device) return tailor.w4t_defines(shape, false) end,
@@ -36,7 +37,7 @@ return {
   smem_static = function(p, shape, dtype, device) return tailor.w4t_smem_static(p) end,
   -- ASMEM = 1: T sA[m][128 qps + 16] (pieces swizzled)
   smem_dynamic = function(p, shape, dtype, device) return tailor.w4t_asmem_bytes(p, shape) end,
-  grid = function(p, shape, dtype, device) return tailor.w4t_grid(p, shape, false) end,
+  grid = function(p, shape, dtype, device) return tailor.w4t_grid(p, shape, false, device) end,
 
   -- fp32 partials [SPLITK, m, n] and one counter per column tile, left reusable by the kernel
   workspace = function(p, shape, dtype, device)

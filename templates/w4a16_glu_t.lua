@@ -17,6 +17,7 @@ return {
     SPLITK = { 1 },
     MT = { 1, 2 },
     ASMEM = { 0, 1 },
+    PERSIST = tailor.W4T_PERSIST,
   },
 
   defines = function(p, shape, dtype, device) return tailor.w4t_defines(shape, true) end,
@@ -30,7 +31,7 @@ return {
   threads = function(p, shape, dtype, device) return p.WR * p.WK * 32 end,
   smem_static = function(p, shape, dtype, device) return tailor.w4t_smem_static(p) end,
   smem_dynamic = function(p, shape, dtype, device) return tailor.w4t_asmem_bytes(p, shape) end,
-  grid = function(p, shape, dtype, device) return tailor.w4t_grid(p, shape, true) end,
+  grid = function(p, shape, dtype, device) return tailor.w4t_grid(p, shape, true, device) end,
 
   args = function(p, shape, dtype, device) return tailor.w4a16_glu_args(shape) end,
 }

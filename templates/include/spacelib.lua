@@ -638,6 +638,8 @@ function lib.w4t_valid(p, shape, device, purpose, glu)
   if not ok then
     return false, string.format("SPLITK=%d WK=%d UNROLL=%d: %s", p.SPLITK, p.WK, p.UNROLL, why)
   end
+  local pok, pwhy = lib.w4t_persist_ok(p, shape, glu, device)
+  if not pok then return false, pwhy end
   local sa = lib.w4t_asmem_bytes(p, shape)
   if sa > lib.W4T_ASMEM_MAX then
     return false, string.format("ASMEM=1: %d B of activations per block (at most %d)", sa,
@@ -676,8 +678,42 @@ end
 -- The k warps' sums: float red[WK * MT * 8 * block rows].
 function lib.w4t_smem_static(p) return 4 * p.WK * p.MT * 8 * lib.w4t_block_rows(p) end
 
-function lib.w4t_grid(p, shape, glu)
-  return { lib.ceil_div(shape.n, lib.w4t_block_outputs(p, glu)), p.SPLITK, 1 }
+-- PERSIST = P > 0: about P blocks an SM take the column tiles in turn (any grid is correct):
+-- with P x SMs blocks the most a block takes is `per`, and the fewest blocks that keep it are
+-- these. Returns the blocks and per.
+lib.W4T_PERSIST = { 0, 1, 2, 3, 4 }
+function lib.w4t_persist_grid(p, shape, glu, device)
+  local tiles = lib.ceil_div(shape.n, lib.w4t_block_outputs(p, glu))
+  if (p.PERSIST or 0) == 0 then return tiles, 1 end
+  local per = lib.ceil_div(tiles, p.PERSIST * lib.sms(device))
+  return lib.ceil_div(tiles, per), per
+end
+
+-- Is PERSIST worth its own candidates here? A block takes at least two tiles, and no smaller P
+-- gives the same grid.
+function lib.w4t_persist_ok(p, shape, glu, device)
+  if (p.PERSIST or 0) == 0 then return true end
+  if p.SPLITK ~= 1 then return false, string.format("PERSIST=%d with SPLITK=%d (the split-k "
+                                                    .. "finish counts one block a tile)",
+                                                    p.PERSIST, p.SPLITK) end
+  local blocks, per = lib.w4t_persist_grid(p, shape, glu, device)
+  if per < 2 then
+    return false, string.format("PERSIST=%d: %d column tiles for %d x %d SMs, one tile a "
+                                .. "block (PERSIST=0's grid)", p.PERSIST, blocks, p.PERSIST,
+                                lib.sms(device))
+  end
+  for q = 1, p.PERSIST - 1 do
+    local other = lib.w4t_persist_grid({ WR = p.WR, RT = p.RT, PERSIST = q }, shape, glu, device)
+    if other == blocks then
+      return false, string.format("PERSIST=%d: the grid of PERSIST=%d (%d blocks)", p.PERSIST,
+                                  q, blocks)
+    end
+  end
+  return true
+end
+
+function lib.w4t_grid(p, shape, glu, device)
+  return { (lib.w4t_persist_grid(p, shape, glu, device)), p.SPLITK, 1 }
 end
 
 -- What every sm_90a warpgroup-MMA template needs: wgmma (code for sm_90a), cp.async, and bf16
