@@ -231,6 +231,11 @@ void tailor_kernels_count_cached(tailor_kernels *set, const tailor_tune_target *
     tailor_ctx_destroy(scratch);
 }
 
+const tailor_device_info *tailor_kernels_rehearsal(const tailor_kernels *set)
+{
+    return set->rehearse;
+}
+
 /* The device the set's kernels are compiled and their launches evaluated for: the rehearsed
  * profile, else the live GPU. */
 static const tailor_device_info *target_device(const tailor_kernels *set)

@@ -105,6 +105,10 @@ tailor_status tailor_kernels_trace_read(tailor_ctx *ctx, tailor_kernels *set,
 /* How many winners came from the cache and how many were tuned by this set. */
 void tailor_kernels_stats(const tailor_kernels *set, int *from_cache, int *tuned);
 
+/* The profile whose budget and features the set's kernels are chosen and compiled under (a
+ * rehearsal: tailor_kernels_create's `rehearse`), or NULL when they are the live GPU's own. */
+const tailor_device_info *tailor_kernels_rehearsal(const tailor_kernels *set);
+
 typedef struct tailor_binding {
     const char *name;  /* an op buffer name ("x", "out", ...) */
     CUdeviceptr ptr;

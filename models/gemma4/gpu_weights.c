@@ -1179,14 +1179,21 @@ static tailor_status create(tailor_ctx *ctx, const tailor_gemma4 *m, const tailo
     else
         snprintf(kernels, sizeof kernels, "%d of %d kernels in the cache, the rest tuned on demand",
                  in_cache, known);
-    tailor_log(ctx, TAILOR_LOG_INFO, "gemma4 gpu: %s, sm_%d, compute %s (%s), weights %s%s%s; %s",
+    const tailor_device_info *reh = tailor_kernels_rehearsal(ks);
+    char rehearsal[320] = "";
+    if (reh)
+        snprintf(rehearsal, sizeof rehearsal, " (a rehearsal: chosen and compiled under the %s "
+                 "profile's budget, %s, sm_%d)", reh->short_name, reh->name,
+                 reh->cc_major * 10 + reh->cc_minor);
+    tailor_log(ctx, TAILOR_LOG_INFO, "gemma4 gpu: %s, sm_%d, compute %s (%s), weights %s%s%s; %s%s",
                dev->name, dev->cc_major * 10 + dev->cc_minor, tailor_dtype_name(g->dt),
                o->dtype == TAILOR_DTYPE_F16 || o->dtype == TAILOR_DTYPE_BF16 ? "--dtype"
                                                                              : "follows the device",
                m ? (tailor_gemma4_is_w4a16(m) ? "W4A16 checkpoint" : "16-bit checkpoint")
                  : "random (made on the GPU)",
                o->quantize ? ", quantized to W4A16 on load" : "",
-               o->quantize_head ? ", an int4 copy of the embedding as the LM head" : "", kernels);
+               o->quantize_head ? ", an int4 copy of the embedding as the LM head" : "", kernels,
+               rehearsal);
     size_t free_b = 0, total_b = 0; /* before a byte is uploaded: does it fit at all? */
     tailor_status st = tailor_gpu_mem_info(ctx, gpu, &free_b, &total_b);
     if (st == TAILOR_OK)
