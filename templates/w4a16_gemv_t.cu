@@ -318,12 +318,11 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
     const int qb = min(QT, blockIdx.y * qps + wk * qpw);    // this warp's quads [qb, qe)
     const int qe = min(min(QT, (int)(blockIdx.y + 1) * qps), qb + qpw);
     const int ntiles = (N + W4T_BO - 1) / W4T_BO; // column tiles (gridDim.x unless PERSIST)
-    int tile = blockIdx.x;
+    int tile = blockIdx.x, row0 = warp_row0(tile, wr);
 
     Batch cur;
-    load_batch(cur, qweight, scales, zeros, warp_row0(tile, wr), qb, qe, N, C, ld,
-               lane);    // weights: before
-    tailor_grid_begin(); // the wait
+    load_batch(cur, qweight, scales, zeros, row0, qb, qe, N, C, ld, lane); // weights: before
+    tailor_grid_begin();                                                   // the wait
 
 #if ASMEM
     extern __shared__ __align__(16) unsigned char w4t_smem[];
@@ -335,7 +334,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
     const ASrc src = {a, K, 0};
 #endif
     for (;;) {
-        const int row0 = warp_row0(tile, wr), next = tile + gridDim.x;
+        const int next = tile + gridDim.x;
         float tot[RT][MT][4];
         tc_zero(tot);
         // activations one quad ahead of the math, across batches
@@ -419,6 +418,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
         if (!PERSIST || next >= ntiles)
             break;
         tile = next;
+        row0 = warp_row0(tile, wr);
         __syncthreads(); // the tile's sums are read from red before the next tile's are written
     }
 }

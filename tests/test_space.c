@@ -1041,6 +1041,7 @@ static void test_decode_flat(tailor_ctx *ctx)
  * grid, is refused with the numbers, and PERSIST with a split k is refused at launch too. */
 static void test_w4t_persist(tailor_ctx *ctx)
 {
+    setenv("TAILOR_EXPERIMENTAL", "1", 1); /* w4a16_gemv_t_persist, w4a16_glu_t_persist */
     tailor_plan p;
     /* the E2B gate|up at n = 12288 on the H100 (132 SMs): 768 tiles at WR = 1, 384 at 2, 192 at 4 */
     CHECK_OK(ctx, plan_for(ctx, "h100", "w4a16_glu", "m=1,n=12288,k=1536,group=128",
@@ -1049,7 +1050,7 @@ static void test_w4t_persist(tailor_ctx *ctx)
     for (int i = 0; i < p.nentries; i++) {
         const tailor_plan_entry *e = &p.entries[i];
         const int P = define_int(&e->launch, "PERSIST"), wr = define_int(&e->launch, "WR");
-        if (strcmp(e->template_name, "w4a16_glu_t") != 0 || P < 1)
+        if (strcmp(e->template_name, "w4a16_glu_t_persist") != 0 || P < 1)
             continue;
         if (e->verdict == TAILOR_FITS) {
             /* the most tiles a block takes with P x 132 blocks, and the fewest blocks that
@@ -1077,7 +1078,7 @@ static void test_w4t_persist(tailor_ctx *ctx)
     for (int i = 0; i < p.nentries; i++) {
         const tailor_plan_entry *e = &p.entries[i];
         const int P = define_int(&e->launch, "PERSIST");
-        if (strcmp(e->template_name, "w4a16_gemv_t") == 0 && e->verdict == TAILOR_FITS &&
+        if (strcmp(e->template_name, "w4a16_gemv_t_persist") == 0 && e->verdict == TAILOR_FITS &&
             P >= 1 && P <= 4 && define_int(&e->launch, "WR") * define_int(&e->launch, "RT") == 1)
             grids[P] = e->launch.grid[0];
     }
@@ -1086,13 +1087,14 @@ static void test_w4t_persist(tailor_ctx *ctx)
     tailor_plan_free(&p);
 
     tailor_launch l;
-    if (evaluate(ctx, "w4a16_gemv_t",
+    if (evaluate(ctx, "w4a16_gemv_t_persist",
                  "{\"ASMEM\":0,\"MT\":1,\"PERSIST\":1,\"RT\":1,\"SPLITK\":2,\"UNROLL\":2,"
                  "\"WK\":2,\"WR\":2}",
                  "m=1,n=65536,k=1536,group=128", 1, &l))
         CHECKF(!l.valid && strstr(l.invalid_reason, "PERSIST=1 with SPLITK=2 (the split-k "
                                                     "finish counts one block a tile)"),
                "PERSIST with SPLITK at launch: valid %d (%s)", l.valid, l.invalid_reason);
+    unsetenv("TAILOR_EXPERIMENTAL");
 }
 
 /* The helper library (templates/include/spacelib.lua, the global `tailor`): spaces use it, it is

@@ -681,7 +681,7 @@ function lib.w4t_smem_static(p) return 4 * p.WK * p.MT * 8 * lib.w4t_block_rows(
 -- PERSIST = P > 0: about P blocks an SM take the column tiles in turn (any grid is correct):
 -- with P x SMs blocks the most a block takes is `per`, and the fewest blocks that keep it are
 -- these. Returns the blocks and per.
-lib.W4T_PERSIST = { 0, 1, 2, 3, 4 }
+lib.W4T_PERSIST = { 1, 2, 3, 4 }
 function lib.w4t_persist_grid(p, shape, glu, device)
   local tiles = lib.ceil_div(shape.n, lib.w4t_block_outputs(p, glu))
   if (p.PERSIST or 0) == 0 then return tiles, 1 end
@@ -714,6 +714,42 @@ end
 
 function lib.w4t_grid(p, shape, glu, device)
   return { (lib.w4t_persist_grid(p, shape, glu, device)), p.SPLITK, 1 }
+end
+
+-- The space of w4a16_gemv_t.cu over `params`: op w4a16_matmul, or with glu the gated
+-- w4a16_glu (a warp's two row tiles are 16 gate rows and their 16 up rows; no split-k: the
+-- gating needs both whole sums in one block). opts.experimental (optional) is the sentence
+-- that keeps it out of the default space. A builder, so that a variant space is its params.
+function lib.w4t_space(params, glu, opts)
+  opts = opts or {}
+  local space = {
+    op = glu and "w4a16_glu" or "w4a16_matmul",
+    source = "w4a16_gemv_t.cu",
+    experimental = opts.experimental,
+    dtypes = { "fp16", "bf16" },
+    params = params,
+    defines = function(p, shape, dtype, device) return lib.w4t_defines(shape, glu) end,
+    valid = function(p, shape, dtype, device, purpose)
+      return lib.w4t_valid(p, shape, device, purpose, glu)
+    end,
+    requires = function(p, shape, dtype, device) return lib.w4t_requires(dtype, device) end,
+    threads = function(p, shape, dtype, device) return p.WR * p.WK * 32 end,
+    -- __shared__ float red[WK * MT * 8 * BN]: the k warps' sums (and the split-k flag)
+    smem_static = function(p, shape, dtype, device) return lib.w4t_smem_static(p) end,
+    -- ASMEM = 1: T sA[m][128 qps + 16] (pieces swizzled)
+    smem_dynamic = function(p, shape, dtype, device) return lib.w4t_asmem_bytes(p, shape) end,
+    grid = function(p, shape, dtype, device) return lib.w4t_grid(p, shape, glu, device) end,
+  }
+  if glu then
+    space.args = function(p, shape, dtype, device) return lib.w4a16_glu_args(shape) end
+  else
+    -- fp32 partials [SPLITK, m, n] and one counter per column tile, left reusable by the kernel
+    space.workspace = function(p, shape, dtype, device)
+      return lib.splitk_workspace(p, shape, lib.ceil_div(shape.n, lib.w4t_block_rows(p)))
+    end
+    space.args = function(p, shape, dtype, device) return lib.w4a16_args(p, shape) end
+  end
+  return space
 end
 
 -- What every sm_90a warpgroup-MMA template needs: wgmma (code for sm_90a), cp.async, and bf16
