@@ -42,16 +42,9 @@
 // GLU (op w4a16_glu, decode; RT = 2, SPLITK = 1): the weight is a layer's gate|up stack of 2N
 // rows; a warp's row tile 0 holds 16 gate rows o.. and tile 1 the matching up rows N + o.., and
 // the block stores gelu_tanh(gate) * up for its WR·16 outputs (gemv_finish, tailor_common.cuh).
-// PERSIST > 0 (SPLITK = 1): the grid holds about PERSIST blocks an SM, fewer than the column
-// tiles, and a block takes tiles blockIdx.x, + gridDim.x, ... in turn. A warp's last batch of
-// one tile is computed while the first batch of its next tile is in flight, so the DRAM answers
-// the tiles in order and their math overlaps the loads of the tiles after them; with one block
-// a tile (PERSIST = 0) every warp requests its quads at once and all the math waits for the
-// last bytes of the burst (docs/perf/w4a16.md, sessions 8-9 and 42). Any grid is correct; the
-// space chooses the fewest blocks that keep the most tiles a block takes.
 // Defines: WR, WK, RT, UNROLL, SPLITK, MT (n8 tiles of activation rows: m <= 8·MT), ASMEM, GROUP,
-// HAS_ZP, PRESCALE, GLU, PERSIST. Dynamic shared memory (ASMEM 1): T sA[M][qps·128 + 16], qps =
-// the block's quads (the same k slice for every tile of a block, so staged once).
+// HAS_ZP, PRESCALE, GLU. Dynamic shared memory (ASMEM 1): T sA[M][qps·128 + 16], qps = the block's
+// quads.
 #include "w4a16_common.cuh"
 
 #define W4T_THREADS (WR * WK * 32)
@@ -62,12 +55,6 @@
 #endif
 #if GLU && (RT != 2 || SPLITK != 1)
 #error "w4a16_gemv_t: GLU takes RT = 2 (a gate tile, an up tile) and SPLITK = 1"
-#endif
-#ifndef PERSIST
-#define PERSIST 0
-#endif
-#if PERSIST && SPLITK != 1
-#error "w4a16_gemv_t: PERSIST takes SPLITK = 1 (the split-k finish counts blocks per tile)"
 #endif
 
 namespace w4t {
@@ -281,16 +268,6 @@ __device__ __forceinline__ void compute_quad(const Batch &b, int u, const uint4 
 #endif
     }
 }
-
-// The warp's first weight row in column tile `tile` (GLU: its first output, a gate row).
-__device__ __forceinline__ int warp_row0(int tile, int wr)
-{
-#if GLU
-    return tile * W4T_BO + wr * 16;
-#else
-    return tile * BN + wr * RT * 16;
-#endif
-}
 } // namespace w4t
 
 extern "C" __global__ void __launch_bounds__(W4T_THREADS)
@@ -317,12 +294,18 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
     const int qpw = (qps + WK - 1) / WK;                    // quads per warp
     const int qb = min(QT, blockIdx.y * qps + wk * qpw);    // this warp's quads [qb, qe)
     const int qe = min(min(QT, (int)(blockIdx.y + 1) * qps), qb + qpw);
-    const int ntiles = (N + W4T_BO - 1) / W4T_BO; // column tiles (gridDim.x unless PERSIST)
-    int tile = blockIdx.x, row0 = warp_row0(tile, wr);
+#if GLU
+    const int row0 = blockIdx.x * W4T_BO + wr * 16; // the warp's first output (gate row)
+#else
+    const int row0 = blockIdx.x * BN + wr * RT * 16;
+#endif
 
     Batch cur;
     load_batch(cur, qweight, scales, zeros, row0, qb, qe, N, C, ld, lane); // weights: before
     tailor_grid_begin();                                                   // the wait
+
+    float tot[RT][MT][4];
+    tc_zero(tot);
 
 #if ASMEM
     extern __shared__ __align__(16) unsigned char w4t_smem[];
@@ -333,92 +316,79 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
 #else
     const ASrc src = {a, K, 0};
 #endif
-    for (;;) {
-        const int next = tile + gridDim.x;
-        float tot[RT][MT][4];
-        tc_zero(tot);
-        // activations one quad ahead of the math, across batches
-        uint4 av[MT][4];
-        load_a(av, src, qb, qe, M, C, lane);
-        for (int q = qb; q < qe; q += UNROLL) {
-            Batch nxt; // past qe: zeros, no load; PERSIST: the next tile's first batch
-            if (!PERSIST || q + UNROLL < qe)
-                load_batch(nxt, qweight, scales, zeros, row0, q + UNROLL, qe, N, C, ld, lane);
-            else
-                load_batch(nxt, qweight, scales, zeros, warp_row0(next, wr), qb,
-                           next < ntiles ? qe : qb, N, C, ld, lane);
+    // activations one quad ahead of the math, across batches
+    uint4 av[MT][4];
+    load_a(av, src, qb, qe, M, C, lane);
+    for (int q = qb; q < qe; q += UNROLL) {
+        Batch nxt; // past qe: zeros, no load
+        load_batch(nxt, qweight, scales, zeros, row0, q + UNROLL, qe, N, C, ld, lane);
 #pragma unroll
-            for (int u = 0; u < UNROLL; u++) {
-                uint4 an[MT][4];
-                load_a(an, src, q + u + 1, qe, M, C, lane);
-                compute_quad(cur, u, av, tot);
-#pragma unroll
-                for (int j = 0; j < MT; j++)
-#pragma unroll
-                    for (int i = 0; i < 4; i++)
-                        av[j][i] = an[j][i];
-            }
-            cur = nxt;
-        }
-        // The k warps' sums through shared memory: column m = 8j + 2t + (e & 1), block row
-        // wr·RT·16 + 16rt + g + 8(e >> 1).
-        const int g = lane >> 2, t = lane & 3;
-#pragma unroll
-        for (int rt = 0; rt < RT; rt++)
+        for (int u = 0; u < UNROLL; u++) {
+            uint4 an[MT][4];
+            load_a(an, src, q + u + 1, qe, M, C, lane);
+            compute_quad(cur, u, av, tot);
 #pragma unroll
             for (int j = 0; j < MT; j++)
 #pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    const int m = 8 * j + 2 * t + (e & 1);
-                    const int r = wr * RT * 16 + rt * 16 + g + 8 * (e >> 1);
-                    if (m < M)
-                        red[(wk * MC + m) * BN + r] = tot[rt][j][e];
-                }
-        __syncthreads();
-#if GLU
-        // output o of the tile: warp o / 16's gate row o % 16 (block row 32 (o / 16) + o % 16)
-        // and its up row, 16 further
-        const int o0 = tile * W4T_BO;
-        for (int i = threadIdx.x; i < M * W4T_BO; i += W4T_THREADS) {
-            const int m = i / W4T_BO, o = i % W4T_BO, r = 32 * (o / 16) + o % 16;
-            if (o0 + o >= N)
-                continue;
-            float vg = 0.f, vu = 0.f;
+                for (int i = 0; i < 4; i++)
+                    av[j][i] = an[j][i];
+        }
+        cur = nxt;
+    }
+
+    // The k warps' sums through shared memory: column m = 8j + 2t + (e & 1), block row
+    // wr·RT·16 + 16rt + g + 8(e >> 1).
+    const int g = lane >> 2, t = lane & 3;
 #pragma unroll
-            for (int w = 0; w < WK; w++) {
-                vg += red[(w * MC + m) * BN + r];
-                vu += red[(w * MC + m) * BN + r + 16];
+    for (int rt = 0; rt < RT; rt++)
+#pragma unroll
+        for (int j = 0; j < MT; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int m = 8 * j + 2 * t + (e & 1);
+                const int r = wr * RT * 16 + rt * 16 + g + 8 * (e >> 1);
+                if (m < M)
+                    red[(wk * MC + m) * BN + r] = tot[rt][j][e];
             }
-            out[(size_t)m * N + o0 + o] = gemv_finish(vg, vu);
-        }
-#else
-        const int n0 = tile * BN;
-#if SPLITK > 1
-        float *mine = partial + (size_t)blockIdx.y * M * N;
-#endif
-        for (int i = threadIdx.x; i < M * BN; i += W4T_THREADS) {
-            const int m = i / BN, r = i % BN;
-            if (n0 + r >= N)
-                continue;
-            float v = 0.f;
+    __syncthreads();
+#if GLU
+    // output o of the block: warp o / 16's gate row o % 16 (block row 32 (o / 16) + o % 16) and
+    // its up row, 16 further
+    const int o0 = blockIdx.x * W4T_BO;
+    for (int i = threadIdx.x; i < M * W4T_BO; i += W4T_THREADS) {
+        const int m = i / W4T_BO, o = i % W4T_BO, r = 32 * (o / 16) + o % 16;
+        if (o0 + o >= N)
+            continue;
+        float vg = 0.f, vu = 0.f;
 #pragma unroll
-            for (int w = 0; w < WK; w++)
-                v += red[(w * MC + m) * BN + r];
-#if SPLITK > 1
-            mine[(size_t)m * N + n0 + r] = v;
-#else
-            out[(size_t)m * N + n0 + r] = from_f32(v);
-#endif
+        for (int w = 0; w < WK; w++) {
+            vg += red[(w * MC + m) * BN + r];
+            vu += red[(w * MC + m) * BN + r + 16];
         }
+        out[(size_t)m * N + o0 + o] = gemv_finish(vg, vu);
+    }
+#else
+    const int n0 = blockIdx.x * BN;
 #if SPLITK > 1
-        w4_splitk_finish(out, partial, counters, SPLITK, M, N, n0, BN,
-                         reinterpret_cast<int *>(red));
+    float *mine = partial + (size_t)blockIdx.y * M * N;
+#endif
+    for (int i = threadIdx.x; i < M * BN; i += W4T_THREADS) {
+        const int m = i / BN, r = i % BN;
+        if (n0 + r >= N)
+            continue;
+        float v = 0.f;
+#pragma unroll
+        for (int w = 0; w < WK; w++)
+            v += red[(w * MC + m) * BN + r];
+#if SPLITK > 1
+        mine[(size_t)m * N + n0 + r] = v;
+#else
+        out[(size_t)m * N + n0 + r] = from_f32(v);
+#endif
+    }
+#if SPLITK > 1
+    w4_splitk_finish(out, partial, counters, SPLITK, M, N, n0, BN,
+                     reinterpret_cast<int *>(red));
 #endif
 #endif // GLU
-        if (!PERSIST || next >= ntiles)
-            break;
-        tile = next;
-        row0 = warp_row0(tile, wr);
-        __syncthreads(); // the tile's sums are read from red before the next tile's are written
-    }
 }

@@ -6,8 +6,7 @@
 -- column tile where the tiles alone cannot keep enough warps loading, ASMEM the block's
 -- activations staged in shared memory (1) or read from L1 one quad ahead (0).
 
--- The rules are spacelib's (tailor.w4t_space), shared with w4a16_glu_t.lua and the PERSIST
--- variants (w4a16_gemv_t_persist.lua).
+-- The rules are spacelib's (tailor.w4t_space), shared with w4a16_glu_t.lua.
 
 return tailor.w4t_space({
   WR = { 1, 2, 4 },

@@ -1036,67 +1036,6 @@ static void test_decode_flat(tailor_ctx *ctx)
                "FLAT=1 with CLUSTER=1: valid %d (%s)", l.valid, l.invalid_reason);
 }
 
-/* w4a16_gemv_t PERSIST: about P blocks an SM take the column tiles in turn, as few blocks as
- * keep the most tiles a block takes; a P that leaves one tile a block, or repeats a smaller P's
- * grid, is refused with the numbers, and PERSIST with a split k is refused at launch too. */
-static void test_w4t_persist(tailor_ctx *ctx)
-{
-    setenv("TAILOR_EXPERIMENTAL", "1", 1); /* w4a16_gemv_t_persist, w4a16_glu_t_persist */
-    tailor_plan p;
-    /* the E2B gate|up at n = 12288 on the H100 (132 SMs): 768 tiles at WR = 1, 384 at 2, 192 at 4 */
-    CHECK_OK(ctx, plan_for(ctx, "h100", "w4a16_glu", "m=1,n=12288,k=1536,group=128",
-                           TAILOR_DTYPE_BF16, &p));
-    int fit = 0, one = 0, same = 0;
-    for (int i = 0; i < p.nentries; i++) {
-        const tailor_plan_entry *e = &p.entries[i];
-        const int P = define_int(&e->launch, "PERSIST"), wr = define_int(&e->launch, "WR");
-        if (strcmp(e->template_name, "w4a16_glu_t_persist") != 0 || P < 1)
-            continue;
-        if (e->verdict == TAILOR_FITS) {
-            /* the most tiles a block takes with P x 132 blocks, and the fewest blocks that
-             * take no more */
-            const unsigned tiles = 12288u / (16u * (unsigned)wr), blocks = e->launch.grid[0];
-            const unsigned per = (tiles + (unsigned)P * 132 - 1) / ((unsigned)P * 132);
-            fit++;
-            CHECKF(per >= 2 && blocks == (tiles + per - 1) / per && e->launch.grid[1] == 1,
-                   "PERSIST=%d WR=%d: %u blocks for %u tiles", P, wr, blocks, tiles);
-        }
-        one += strstr(e->reason, "PERSIST=2: 192 column tiles for 2 x 132 SMs, one tile a block "
-                                 "(PERSIST=0's grid)") != NULL;
-        same += strstr(e->reason, "PERSIST=4: the grid of PERSIST=3 (384 blocks)") != NULL;
-    }
-    CHECKF(fit >= 6 && one >= 1 && same >= 1,
-           "h100 glu n=12288: %d PERSIST survivors, %d refused for one tile a block, %d for a "
-           "repeated grid", fit, one, same);
-    tailor_plan_free(&p);
-
-    /* the T4 (40 SMs): n = 6144 is 384 tiles of 16 rows, so P = 1..4 give at most 10, 5, 4
-     * and 3 tiles a block (grids of 39, 77, 96 and 128 blocks) */
-    CHECK_OK(ctx, plan_for(ctx, "t4", "w4a16_matmul", "m=1,n=6144,k=1536,group=128",
-                           TAILOR_DTYPE_F16, &p));
-    unsigned grids[5] = {0};
-    for (int i = 0; i < p.nentries; i++) {
-        const tailor_plan_entry *e = &p.entries[i];
-        const int P = define_int(&e->launch, "PERSIST");
-        if (strcmp(e->template_name, "w4a16_gemv_t_persist") == 0 && e->verdict == TAILOR_FITS &&
-            P >= 1 && P <= 4 && define_int(&e->launch, "WR") * define_int(&e->launch, "RT") == 1)
-            grids[P] = e->launch.grid[0];
-    }
-    CHECKF(grids[1] == 39 && grids[2] == 77 && grids[3] == 96 && grids[4] == 128,
-           "t4 n=6144 PERSIST grids: %u %u %u %u", grids[1], grids[2], grids[3], grids[4]);
-    tailor_plan_free(&p);
-
-    tailor_launch l;
-    if (evaluate(ctx, "w4a16_gemv_t_persist",
-                 "{\"ASMEM\":0,\"MT\":1,\"PERSIST\":1,\"RT\":1,\"SPLITK\":2,\"UNROLL\":2,"
-                 "\"WK\":2,\"WR\":2}",
-                 "m=1,n=65536,k=1536,group=128", 1, &l))
-        CHECKF(!l.valid && strstr(l.invalid_reason, "PERSIST=1 with SPLITK=2 (the split-k "
-                                                    "finish counts one block a tile)"),
-               "PERSIST with SPLITK at launch: valid %d (%s)", l.valid, l.invalid_reason);
-    unsetenv("TAILOR_EXPERIMENTAL");
-}
-
 /* The helper library (templates/include/spacelib.lua, the global `tailor`): spaces use it, it is
  * part of their hash, and a broken one is named. */
 static void test_space_lib(tailor_ctx *ctx)
@@ -1324,7 +1263,6 @@ int main(void)
     test_decode_wg_launch(ctx);
     test_decode_cluster(ctx);
     test_decode_flat(ctx);
-    test_w4t_persist(ctx);
     test_space_lib(ctx);
     test_split_neighbours(ctx);
     test_trace_compile(ctx);

@@ -638,8 +638,6 @@ function lib.w4t_valid(p, shape, device, purpose, glu)
   if not ok then
     return false, string.format("SPLITK=%d WK=%d UNROLL=%d: %s", p.SPLITK, p.WK, p.UNROLL, why)
   end
-  local pok, pwhy = lib.w4t_persist_ok(p, shape, glu, device)
-  if not pok then return false, pwhy end
   local sa = lib.w4t_asmem_bytes(p, shape)
   if sa > lib.W4T_ASMEM_MAX then
     return false, string.format("ASMEM=1: %d B of activations per block (at most %d)", sa,
@@ -678,48 +676,15 @@ end
 -- The k warps' sums: float red[WK * MT * 8 * block rows].
 function lib.w4t_smem_static(p) return 4 * p.WK * p.MT * 8 * lib.w4t_block_rows(p) end
 
--- PERSIST = P > 0: about P blocks an SM take the column tiles in turn (any grid is correct):
--- with P x SMs blocks the most a block takes is `per`, and the fewest blocks that keep it are
--- these. Returns the blocks and per.
-lib.W4T_PERSIST = { 1, 2, 3, 4 }
-function lib.w4t_persist_grid(p, shape, glu, device)
-  local tiles = lib.ceil_div(shape.n, lib.w4t_block_outputs(p, glu))
-  if (p.PERSIST or 0) == 0 then return tiles, 1 end
-  local per = lib.ceil_div(tiles, p.PERSIST * lib.sms(device))
-  return lib.ceil_div(tiles, per), per
-end
-
--- Is PERSIST worth its own candidates here? A block takes at least two tiles, and no smaller P
--- gives the same grid.
-function lib.w4t_persist_ok(p, shape, glu, device)
-  if (p.PERSIST or 0) == 0 then return true end
-  if p.SPLITK ~= 1 then return false, string.format("PERSIST=%d with SPLITK=%d (the split-k "
-                                                    .. "finish counts one block a tile)",
-                                                    p.PERSIST, p.SPLITK) end
-  local blocks, per = lib.w4t_persist_grid(p, shape, glu, device)
-  if per < 2 then
-    return false, string.format("PERSIST=%d: %d column tiles for %d x %d SMs, one tile a "
-                                .. "block (PERSIST=0's grid)", p.PERSIST, blocks, p.PERSIST,
-                                lib.sms(device))
-  end
-  for q = 1, p.PERSIST - 1 do
-    local other = lib.w4t_persist_grid({ WR = p.WR, RT = p.RT, PERSIST = q }, shape, glu, device)
-    if other == blocks then
-      return false, string.format("PERSIST=%d: the grid of PERSIST=%d (%d blocks)", p.PERSIST,
-                                  q, blocks)
-    end
-  end
-  return true
-end
-
-function lib.w4t_grid(p, shape, glu, device)
-  return { (lib.w4t_persist_grid(p, shape, glu, device)), p.SPLITK, 1 }
+function lib.w4t_grid(p, shape, glu)
+  return { lib.ceil_div(shape.n, lib.w4t_block_outputs(p, glu)), p.SPLITK, 1 }
 end
 
 -- The space of w4a16_gemv_t.cu over `params`: op w4a16_matmul, or with glu the gated
 -- w4a16_glu (a warp's two row tiles are 16 gate rows and their 16 up rows; no split-k: the
 -- gating needs both whole sums in one block). opts.experimental (optional) is the sentence
--- that keeps it out of the default space. A builder, so that a variant space is its params.
+-- that keeps it out of the default space. A builder, so that a variant space is its params
+-- (session 42's PERSIST variants were two such files; docs/perf/w4a16.md).
 function lib.w4t_space(params, glu, opts)
   opts = opts or {}
   local space = {
@@ -738,7 +703,7 @@ function lib.w4t_space(params, glu, opts)
     smem_static = function(p, shape, dtype, device) return lib.w4t_smem_static(p) end,
     -- ASMEM = 1: T sA[m][128 qps + 16] (pieces swizzled)
     smem_dynamic = function(p, shape, dtype, device) return lib.w4t_asmem_bytes(p, shape) end,
-    grid = function(p, shape, dtype, device) return lib.w4t_grid(p, shape, glu, device) end,
+    grid = function(p, shape, dtype, device) return lib.w4t_grid(p, shape, glu) end,
   }
   if glu then
     space.args = function(p, shape, dtype, device) return lib.w4a16_glu_args(shape) end
