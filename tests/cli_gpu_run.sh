@@ -36,8 +36,8 @@ M=$S/tests/fixtures/e2b_flat
 # a rehearsal's first log line says whose kernels run: the T4 profile's, here
 first=$("$T" run --model "$M" --ids 2,17,33 --max-tokens 2 --rehearse t4 --cache "$tmp/c.db" \
         2>&1 >/dev/null | head -1)
-check "the first log line of a rehearsal names the profile ($first)" \
-  grep -qF "(a rehearsal: chosen and compiled under the t4 profile's budget, Tesla T4, sm_75)" \
+check "the first log line of a rehearsal names the profile and its dtype ($first)" \
+  grep -qE "compute fp16 \(follows the rehearsed profile\), .*\(a rehearsal: chosen and compiled under the t4 profile's budget, Tesla T4, sm_75\)$" \
   <<<"$first"
 run_ids() { "$T" run --model "$M" --ids 2,17,33 --max-tokens 6 --print-ids \
               --cache "$tmp/c.db" "$@" 2>/dev/null | grep -E '^([0-9]+,){5}[0-9]+' | head -1; }

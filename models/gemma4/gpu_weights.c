@@ -1179,16 +1179,20 @@ static tailor_status create(tailor_ctx *ctx, const tailor_gemma4 *m, const tailo
     else
         snprintf(kernels, sizeof kernels, "%d of %d kernels in the cache, the rest tuned on demand",
                  in_cache, known);
+    /* a rehearsal runs the profile's kernels in the profile's dtype unless --dtype says else */
     const tailor_device_info *reh = tailor_kernels_rehearsal(ks);
+    const tailor_dtype reh_dt = reh && reh->cc_major >= 8 ? TAILOR_DTYPE_BF16 : TAILOR_DTYPE_F16;
+    const char *dt_from = reh && (int)g->dt == (int)reh_dt ? "follows the rehearsed profile"
+                          : o->dtype == TAILOR_DTYPE_F16 || o->dtype == TAILOR_DTYPE_BF16
+                              ? "--dtype"
+                              : "follows the device";
     char rehearsal[320] = "";
     if (reh)
         snprintf(rehearsal, sizeof rehearsal, " (a rehearsal: chosen and compiled under the %s "
                  "profile's budget, %s, sm_%d)", reh->short_name, reh->name,
                  reh->cc_major * 10 + reh->cc_minor);
     tailor_log(ctx, TAILOR_LOG_INFO, "gemma4 gpu: %s, sm_%d, compute %s (%s), weights %s%s%s; %s%s",
-               dev->name, dev->cc_major * 10 + dev->cc_minor, tailor_dtype_name(g->dt),
-               o->dtype == TAILOR_DTYPE_F16 || o->dtype == TAILOR_DTYPE_BF16 ? "--dtype"
-                                                                             : "follows the device",
+               dev->name, dev->cc_major * 10 + dev->cc_minor, tailor_dtype_name(g->dt), dt_from,
                m ? (tailor_gemma4_is_w4a16(m) ? "W4A16 checkpoint" : "16-bit checkpoint")
                  : "random (made on the GPU)",
                o->quantize ? ", quantized to W4A16 on load" : "",
