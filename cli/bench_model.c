@@ -363,7 +363,7 @@ static int parse_model_args(int argc, char **argv, model_args *a)
                                "and --knockout");
     /* positions: the prompt, the decode, the token after it, and the traced or profiled step */
     o->max_tokens = a->plen + a->ndec + 1 + a->trace + a->profile;
-    o->dtype = !a->rehearse ? -1 : a->rehearse->cc_major >= 8 ? TAILOR_DTYPE_BF16 : TAILOR_DTYPE_F16;
+    o->dtype = a->rehearse ? (int)tailor_dtype_for_cc(a->rehearse->cc_major) : -1;
     o->quantize = a->quant != NULL;
     o->knockout = a->knock;
     return -1;

@@ -519,7 +519,7 @@ static tailor_status generate_gpu(tailor_ctx *ctx, const run_args *a, tailor_gem
     if (a->dtype)
         o.dtype = strcmp(a->dtype, "fp16") == 0 ? TAILOR_DTYPE_F16 : TAILOR_DTYPE_BF16;
     else if (reh)
-        o.dtype = reh->cc_major >= 8 ? TAILOR_DTYPE_BF16 : TAILOR_DTYPE_F16;
+        o.dtype = tailor_dtype_for_cc(reh->cc_major);
     if (s == TAILOR_OK)
         s = tailor_gemma4_gpu_create(ctx, m, gpu, ks, &o, &g);
     if (s == TAILOR_OK)

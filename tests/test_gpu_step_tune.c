@@ -153,7 +153,7 @@ int main(void)
     }
     snprintf(path, sizeof path, "%s/cache.sqlite", dir);
     const tailor_device_info *info = tailor_gpu_info(gpu);
-    tailor_dtype dt = info->cc_major >= 8 ? TAILOR_DTYPE_BF16 : TAILOR_DTYPE_F16;
+    tailor_dtype dt = tailor_dtype_for_cc(info->cc_major);
     const tailor_op *op = tailor_op_find("rmsnorm");
     tailor_cache *cache = NULL;
     tailor_kernels *ks = NULL;

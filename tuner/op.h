@@ -23,6 +23,9 @@ typedef enum tailor_dtype {
 size_t tailor_dtype_size(tailor_dtype dtype);
 /* "fp32", "fp16", "bf16", "i32", "i64", "u8". */
 const char *tailor_dtype_name(tailor_dtype dtype);
+/* The 16-bit compute dtype a card of compute capability major cc_major runs by default: fp16
+ * below sm_80 (no bf16 arithmetic), bf16 from sm_80. */
+tailor_dtype tailor_dtype_for_cc(int cc_major);
 /* Parses the names above (and "float16"/"bfloat16"/"float32"); TAILOR_ERR_MISUSE otherwise. */
 tailor_status tailor_dtype_parse(tailor_ctx *ctx, const char *text, tailor_dtype *out);
 /* Converts element i of a buffer of `dtype` to float (integers converted as values). */

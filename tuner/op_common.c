@@ -17,6 +17,11 @@ size_t tailor_dtype_size(tailor_dtype dtype)
     return (unsigned)dtype < TAILOR_DTYPE_COUNT ? sizes[dtype] : 0;
 }
 
+tailor_dtype tailor_dtype_for_cc(int cc_major)
+{
+    return cc_major >= 8 ? TAILOR_DTYPE_BF16 : TAILOR_DTYPE_F16;
+}
+
 const char *tailor_dtype_name(tailor_dtype dtype)
 {
     static const char *const names[TAILOR_DTYPE_COUNT] = {"fp32", "fp16", "bf16",

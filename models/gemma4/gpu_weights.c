@@ -1161,7 +1161,7 @@ static tailor_status create(tailor_ctx *ctx, const tailor_gemma4 *m, const tailo
     tailor_kernels_set_pdl(ks, !o->no_pdl); /* a chain of dependent kernels: see kernels.h */
     g->model = m;
     g->seed = (uint32_t)seed;
-    configure(g, cfg, o, dev->cc_major >= 8 ? TAILOR_DTYPE_BF16 : TAILOR_DTYPE_F16);
+    configure(g, cfg, o, tailor_dtype_for_cc(dev->cc_major));
     tailor_gemma4_gpu_opts od = *o;
     od.dtype = (int)g->dt;
     /* the kernels it will launch: how many the cache holds (the first log line says), and the
@@ -1181,8 +1181,8 @@ static tailor_status create(tailor_ctx *ctx, const tailor_gemma4 *m, const tailo
                  in_cache, known);
     /* a rehearsal runs the profile's kernels in the profile's dtype unless --dtype says else */
     const tailor_device_info *reh = tailor_kernels_rehearsal(ks);
-    const tailor_dtype reh_dt = reh && reh->cc_major >= 8 ? TAILOR_DTYPE_BF16 : TAILOR_DTYPE_F16;
-    const char *dt_from = reh && (int)g->dt == (int)reh_dt ? "follows the rehearsed profile"
+    const char *dt_from = reh && g->dt == tailor_dtype_for_cc(reh->cc_major)
+                              ? "follows the rehearsed profile"
                           : o->dtype == TAILOR_DTYPE_F16 || o->dtype == TAILOR_DTYPE_BF16
                               ? "--dtype"
                               : "follows the device";

@@ -682,15 +682,12 @@ end
 
 -- The space of w4a16_gemv_t.cu over `params`: op w4a16_matmul, or with glu the gated
 -- w4a16_glu (a warp's two row tiles are 16 gate rows and their 16 up rows; no split-k: the
--- gating needs both whole sums in one block). opts.experimental (optional) is the sentence
--- that keeps it out of the default space. A builder, so that a variant space is its params
+-- gating needs both whole sums in one block). A builder, so that a variant space is its params
 -- (session 42's PERSIST variants were two such files; docs/perf/w4a16.md).
-function lib.w4t_space(params, glu, opts)
-  opts = opts or {}
+function lib.w4t_space(params, glu)
   local space = {
     op = glu and "w4a16_glu" or "w4a16_matmul",
     source = "w4a16_gemv_t.cu",
-    experimental = opts.experimental,
     dtypes = { "fp16", "bf16" },
     params = params,
     defines = function(p, shape, dtype, device) return lib.w4t_defines(shape, glu) end,
