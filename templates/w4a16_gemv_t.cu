@@ -37,13 +37,15 @@
 // PDL: the first batch of weights, scales and zero points is requested before
 // griddepcontrol.wait (no kernel of a forward writes them); activations after it.
 // Each lane issues UNROLL quads x RT tiles x 2 rows of 16-byte loads per batch, and the next
-// batch before computing the current one.
+// batch before computing the current one. TAPER 1: the warp's last full batch is taken as
+// single quads, so that the math left after its last bytes land is one quad, not UNROLL
+// (every warp's requests are answered interleaved, so the last batch lands near the end).
 // SPLITK > 1: fp32 partials [SPLITK, M, N] and the last block's z-order sum (w4_splitk_finish).
 // GLU (op w4a16_glu, decode; RT = 2, SPLITK = 1): the weight is a layer's gate|up stack of 2N
 // rows; a warp's row tile 0 holds 16 gate rows o.. and tile 1 the matching up rows N + o.., and
 // the block stores gelu_tanh(gate) * up for its WR·16 outputs (gemv_finish, tailor_common.cuh).
 // Defines: WR, WK, RT, UNROLL, SPLITK, MT (n8 tiles of activation rows: m <= 8·MT), ASMEM, GROUP,
-// HAS_ZP, PRESCALE, GLU. Dynamic shared memory (ASMEM 1): T sA[M][qps·128 + 16], qps = the block's
+// HAS_ZP, PRESCALE, GLU, TAPER. Dynamic shared memory (ASMEM 1): T sA[M][qps·128 + 16], qps = the block's
 // quads.
 #include "w4a16_common.cuh"
 
@@ -52,6 +54,9 @@
 
 #ifndef GLU
 #define GLU 0
+#endif
+#ifndef TAPER
+#define TAPER 0
 #endif
 #if GLU && (RT != 2 || SPLITK != 1)
 #error "w4a16_gemv_t: GLU takes RT = 2 (a gate tile, an up tile) and SPLITK = 1"
@@ -108,6 +113,15 @@ __device__ __forceinline__ void load_batch(Batch &b, const u32 *__restrict__ qw,
     (void)zeros;
 #endif
 }
+
+#if TAPER
+// Where the batch starting at quad q ends: UNROLL quads while more than UNROLL remain before qe,
+// then one quad a batch.
+__device__ __forceinline__ int batch_end(int q, int qe)
+{
+    return qe - q > UNROLL ? q + UNROLL : min(q + 1, qe);
+}
+#endif
 
 __device__ __forceinline__ u32 word_of(const uint4 &w, int i)
 {
@@ -301,7 +315,12 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
 #endif
 
     Batch cur;
+#if TAPER
+    int bq = batch_end(qb, qe); // the end of the batch in cur
+    load_batch(cur, qweight, scales, zeros, row0, qb, bq, N, C, ld, lane);
+#else
     load_batch(cur, qweight, scales, zeros, row0, qb, qe, N, C, ld, lane); // weights: before
+#endif
     tailor_grid_begin();                                                   // the wait
 
     float tot[RT][MT][4];
@@ -319,6 +338,29 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
     // activations one quad ahead of the math, across batches
     uint4 av[MT][4];
     load_a(av, src, qb, qe, M, C, lane);
+#if TAPER
+    for (int q = qb; q < qe;) {
+        const int nq = bq < qe ? batch_end(bq, qe) : bq; // the end of the next batch
+        Batch nxt;
+        load_batch(nxt, qweight, scales, zeros, row0, bq, nq, N, C, ld, lane);
+#pragma unroll
+        for (int u = 0; u < UNROLL; u++) {
+            if (q + u >= bq) // a single-quad batch: its other slots hold no quad
+                break;
+            uint4 an[MT][4];
+            load_a(an, src, q + u + 1, qe, M, C, lane);
+            compute_quad(cur, u, av, tot);
+#pragma unroll
+            for (int j = 0; j < MT; j++)
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    av[j][i] = an[j][i];
+        }
+        cur = nxt;
+        q = bq;
+        bq = nq;
+    }
+#else
     for (int q = qb; q < qe; q += UNROLL) {
         Batch nxt; // past qe: zeros, no load
         load_batch(nxt, qweight, scales, zeros, row0, q + UNROLL, qe, N, C, ld, lane);
@@ -335,6 +377,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
         }
         cur = nxt;
     }
+#endif
 
     // The k warps' sums through shared memory: column m = 8j + 2t + (e & 1), block row
     // wr·RT·16 + 16rt + g + 8(e >> 1).

@@ -16,4 +16,5 @@ return tailor.w4t_space({
   SPLITK = tailor.W4T_SPLITS,
   MT = { 1, 2 },
   ASMEM = { 0, 1 },
+  TAPER = { 0, 1 },
 }, false)

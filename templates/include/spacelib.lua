@@ -638,6 +638,16 @@ function lib.w4t_valid(p, shape, device, purpose, glu)
   if not ok then
     return false, string.format("SPLITK=%d WK=%d UNROLL=%d: %s", p.SPLITK, p.WK, p.UNROLL, why)
   end
+  -- TAPER = 1 takes the warp's last full batch as single quads: only where a warp has more
+  -- quads than one batch holds
+  local tp = p.TAPER or 0
+  if tp == 1 then
+    local _, _, qpw = lib.w4t_quads(p, shape, p.SPLITK)
+    if p.UNROLL < 2 or qpw <= p.UNROLL then
+      return false, string.format("TAPER=1: %d quads per warp in batches of %d (nothing to "
+                                  .. "taper)", qpw, p.UNROLL)
+    end
+  end
   local sa = lib.w4t_asmem_bytes(p, shape)
   if sa > lib.W4T_ASMEM_MAX then
     return false, string.format("ASMEM=1: %d B of activations per block (at most %d)", sa,
