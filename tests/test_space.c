@@ -854,6 +854,35 @@ static int has_feature(const tailor_launch *l, const char *feature)
     return 0;
 }
 
+/* w4a16_gemv_t's TAPER (the warp's last full batch as single quads) only where a warp has more
+ * quads than one batch holds: k = 1536 is 12 quads, six a warp at WK = 2 (tapered 2+2+1+1),
+ * three at WK = 4 (2+1, the zero quad skipped), three in one batch at UNROLL = 3 (refused). */
+static void test_taper(tailor_ctx *ctx)
+{
+    const char *sh = "m=1,n=6144,k=1536,group=128";
+    expect_valid(ctx, "w4a16_gemv_t",
+                 "{\"ASMEM\":1,\"MT\":1,\"RT\":1,\"SPLITK\":1,\"TAPER\":1,\"UNROLL\":2,"
+                 "\"WK\":2,\"WR\":2}", sh, 0, 1);
+    expect_valid(ctx, "w4a16_gemv_t",
+                 "{\"ASMEM\":1,\"MT\":1,\"RT\":1,\"SPLITK\":1,\"TAPER\":1,\"UNROLL\":2,"
+                 "\"WK\":4,\"WR\":1}", sh, 0, 1);
+    expect_valid(ctx, "w4a16_glu_t",
+                 "{\"ASMEM\":0,\"MT\":1,\"RT\":2,\"SPLITK\":1,\"TAPER\":1,\"UNROLL\":2,"
+                 "\"WK\":2,\"WR\":2}", sh, 0, 1);
+    tailor_launch l;
+    if (evaluate(ctx, "w4a16_gemv_t",
+                 "{\"ASMEM\":1,\"MT\":1,\"RT\":1,\"SPLITK\":1,\"TAPER\":1,\"UNROLL\":3,"
+                 "\"WK\":4,\"WR\":1}", sh, 0, &l))
+        CHECKF(!l.valid && strstr(l.invalid_reason,
+                                  "TAPER=1: 3 quads per warp in batches of 3 (nothing to taper)"),
+               "TAPER=1 at 3 quads a warp, UNROLL=3: valid=%d (%s)", l.valid, l.invalid_reason);
+    if (evaluate(ctx, "w4a16_gemv_t",
+                 "{\"ASMEM\":1,\"MT\":1,\"RT\":1,\"SPLITK\":1,\"TAPER\":0,\"UNROLL\":3,"
+                 "\"WK\":4,\"WR\":1}", sh, 0, &l))
+        CHECKF(l.valid && define_int(&l, "TAPER") == 0, "TAPER=0 at UNROLL=3: valid=%d (%s)",
+               l.valid, l.invalid_reason);
+}
+
 /* Decode attention's cluster merge (CLUSTER = 1, sm_90: the blocks of a (sequence, KV head) are
  * one cluster whose size is compiled in as CLUSTER_X). On the H200 a 512-slot ring keeps
  * CLUSTER=1 survivors whose CLUSTER_X is their grid's x, 2..8, needing the "cluster" feature;
@@ -1258,6 +1287,7 @@ int main(void)
     test_find_for_op_follows_text(ctx);
     test_plan_errors(ctx);
     test_launch_purpose(ctx);
+    test_taper(ctx);
     test_prologue_launch(ctx);
     test_stride_and_prep_launch(ctx);
     test_decode_wg_launch(ctx);
