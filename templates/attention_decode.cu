@@ -66,46 +66,6 @@
 #define ATTN_CJ ((ATTN_ME + CLUSTER_X * ATTN_NT - 1) / (CLUSTER_X * ATTN_NT)) // float4 per thread
 #define ATTN_CLUSTER_DIMS __cluster_dims__(CLUSTER_X, 1, 1)
 
-// Barrier of every thread of the cluster, split in two: the arrive releases this thread's earlier
-// memory operations (its partial's stores, or its loads from other blocks), the wait acquires
-// what every other thread released. Called by all threads of all blocks, in uniform control flow.
-__device__ __forceinline__ void attn_cluster_arrive(void)
-{
-    asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ void attn_cluster_wait(void)
-{
-    asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
-
-// The shared::cluster address, in block `rank` of the cluster, of this block's shared address a.
-__device__ __forceinline__ unsigned attn_cluster_map(unsigned a, int rank)
-{
-    unsigned r;
-    asm("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(a), "r"(rank));
-    return r;
-}
-
-// Loads from another block's shared memory (an address from attn_cluster_map).
-__device__ __forceinline__ float2 attn_ld_cluster_f2(unsigned a)
-{
-    float2 v;
-    asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];\n"
-                 : "=f"(v.x), "=f"(v.y)
-                 : "r"(a)
-                 : "memory");
-    return v;
-}
-__device__ __forceinline__ float4 attn_ld_cluster_f4(unsigned a)
-{
-    float4 v;
-    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-                 : "r"(a)
-                 : "memory");
-    return v;
-}
-
 // This block's partial into its own shared memory (the K/V tile area: drained, no longer read):
 // sO [GROUP][ATTN_CSTR] fp32 unnormalised output, sML [GROUP] (running max, row sum).
 __device__ __forceinline__ void attn_put_partial(float *sO, float2 *sML, const AttnAcc &acc, int wm,
@@ -138,8 +98,8 @@ __device__ __forceinline__ void attn_put_partial(float *sO, float2 *sML, const A
 __device__ __forceinline__ void attn_cluster_merge(const float *sO, const float2 *sML, int nact,
                                                    int rank, T *out)
 {
-    attn_cluster_arrive();
-    attn_cluster_wait();
+    tailor_cluster_arrive();
+    tailor_cluster_wait();
 #pragma unroll
     for (int j = 0; j < ATTN_CJ; j++) {
         const int e = (j * CLUSTER_X + rank) * ATTN_NT + (int)threadIdx.x;
@@ -154,8 +114,8 @@ __device__ __forceinline__ void attn_cluster_merge(const float *sO, const float2
             ml[c] = make_float2(-ATTN_INF, 0.f);
             v[c] = make_float4(0.f, 0.f, 0.f, 0.f);
             if (c < nact) {
-                ml[c] = attn_ld_cluster_f2(attn_cluster_map(aml, c));
-                v[c] = attn_ld_cluster_f4(attn_cluster_map(ao, c));
+                ml[c] = tailor_ld_cluster_f2(tailor_cluster_map(aml, c));
+                v[c] = tailor_ld_cluster_f4(tailor_cluster_map(ao, c));
             }
         }
         float M = -ATTN_INF;
@@ -178,8 +138,8 @@ __device__ __forceinline__ void attn_cluster_merge(const float *sO, const float2
         *reinterpret_cast<T2 *>(dst) = from_f32x2(make_float2(a.x * inv, a.y * inv));
         *reinterpret_cast<T2 *>(dst + 2) = from_f32x2(make_float2(a.z * inv, a.w * inv));
     }
-    attn_cluster_arrive();
-    attn_cluster_wait();
+    tailor_cluster_arrive();
+    tailor_cluster_wait();
 }
 #else
 #define ATTN_CLUSTER_DIMS

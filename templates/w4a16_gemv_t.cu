@@ -40,12 +40,16 @@
 // batch before computing the current one. TAPER 1: the warp's last full batch is taken as
 // single quads, so that the math left after its last bytes land is one quad, not UNROLL
 // (every warp's requests are answered interleaved, so the last batch lands near the end).
-// SPLITK > 1: fp32 partials [SPLITK, M, N] and the last block's z-order sum (w4_splitk_finish).
+// SPLITK > 1: fp32 partials [SPLITK, M, N] and the last block's z-order sum (w4_splitk_finish);
+// or, CSPLIT 1 (sm_90, SPLITK 2..8), the SPLITK blocks of a column tile are one thread block
+// cluster: each leaves its sums in its shared memory and, after a cluster barrier, stores a
+// 1/SPLITK share of the tile's outputs summed over the blocks' shared memory in rank order (the
+// sum w4_splitk_finish makes, bit for bit) — no workspace, fence, ticket or L2 round trip.
 // GLU (op w4a16_glu, decode; RT = 2, SPLITK = 1): the weight is a layer's gate|up stack of 2N
 // rows; a warp's row tile 0 holds 16 gate rows o.. and tile 1 the matching up rows N + o.., and
 // the block stores gelu_tanh(gate) * up for its WR·16 outputs (gemv_finish, tailor_common.cuh).
 // Defines: WR, WK, RT, UNROLL, SPLITK, MT (n8 tiles of activation rows: m <= 8·MT), ASMEM, GROUP,
-// HAS_ZP, PRESCALE, GLU, TAPER. Dynamic shared memory (ASMEM 1): T sA[M][qps·128 + 16], qps = the block's
+// HAS_ZP, PRESCALE, GLU, TAPER, CSPLIT. Dynamic shared memory (ASMEM 1): T sA[M][qps·128 + 16], qps = the block's
 // quads.
 #include "w4a16_common.cuh"
 
@@ -57,6 +61,17 @@
 #endif
 #ifndef TAPER
 #define TAPER 0
+#endif
+#ifndef CSPLIT
+#define CSPLIT 0
+#endif
+#if CSPLIT && (GLU || SPLITK < 2 || SPLITK > 8)
+#error "w4a16_gemv_t: CSPLIT takes SPLITK 2..8 (a portable cluster) and no GLU"
+#endif
+#if CSPLIT
+#define W4T_CLUSTER_DIMS __cluster_dims__(1, SPLITK, 1)
+#else
+#define W4T_CLUSTER_DIMS
 #endif
 #if GLU && (RT != 2 || SPLITK != 1)
 #error "w4a16_gemv_t: GLU takes RT = 2 (a gate tile, an up tile) and SPLITK = 1"
@@ -284,13 +299,13 @@ __device__ __forceinline__ void compute_quad(const Batch &b, int u, const uint4 
 }
 } // namespace w4t
 
-extern "C" __global__ void __launch_bounds__(W4T_THREADS)
+extern "C" __global__ void __launch_bounds__(W4T_THREADS) W4T_CLUSTER_DIMS
 TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restrict__ qweight,
               const T *__restrict__ scales,
 #if HAS_ZP
               const u8 *__restrict__ zeros,
 #endif
-#if SPLITK > 1
+#if SPLITK > 1 && !CSPLIT
               float *__restrict__ partial, int *__restrict__ counters,
 #endif
               int M, int N, int K, int ld)
@@ -410,6 +425,35 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
         }
         out[(size_t)m * N + o0 + o] = gemv_finish(vg, vu);
     }
+#elif CSPLIT
+    // The block's sums over its k warps, in place in red's first M x BN floats (each thread its
+    // own entries; the k warps' slots lie past them), published to the cluster; then this
+    // block's share of the tile's outputs, summed over the SPLITK blocks in rank (= split) order.
+    const int n0 = blockIdx.x * BN;
+    for (int i = threadIdx.x; i < M * BN; i += W4T_THREADS) {
+        const int m = i / BN, r = i % BN;
+        float v = 0.f;
+#pragma unroll
+        for (int w = 0; w < WK; w++)
+            v += red[(w * MC + m) * BN + r];
+        red[i] = v;
+    }
+    tailor_cluster_arrive();
+    tailor_cluster_wait();
+    const int per = (M * BN + SPLITK - 1) / SPLITK, i0 = blockIdx.y * per;
+    for (int i = i0 + threadIdx.x; i < min(M * BN, i0 + per); i += W4T_THREADS) {
+        const int m = i / BN, r = i % BN;
+        if (n0 + r >= N)
+            continue;
+        const unsigned addr = tc_smem_addr(red + i);
+        float v = 0.f;
+#pragma unroll
+        for (int c = 0; c < SPLITK; c++)
+            v += tailor_ld_cluster_f32(tailor_cluster_map(addr, c));
+        out[(size_t)m * N + n0 + r] = from_f32(v);
+    }
+    tailor_cluster_arrive(); // no block leaves while another still reads its sums
+    tailor_cluster_wait();
 #else
     const int n0 = blockIdx.x * BN;
 #if SPLITK > 1

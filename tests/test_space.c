@@ -996,6 +996,35 @@ static long long workspace_bytes(const tailor_launch *l, const char *name)
     return -1;
 }
 
+/* w4a16_gemv_t's CSPLIT (sm_90: a column tile's split blocks summed in a thread block cluster):
+ * no partials or counters among the arguments and no workspace, the "cluster" feature required,
+ * and refused, with its sentence, where the split blocks are not a portable cluster. */
+static void test_csplit(tailor_ctx *ctx)
+{
+    char got[600];
+    const char *sh = "m=1,n=6144,k=1536,group=128,s_ld=12288";
+    const char *cs = "{\"CSPLIT\":1,\"MT\":1,\"RT\":1,\"SPLITK\":3,\"UNROLL\":2,\"WK\":1,"
+                     "\"WR\":4}";
+    launch_text(ctx, "w4a16_gemv_t", cs, sh, got, sizeof got);
+    CHECKF(strcmp(got, "128 2048 96 | out a qweight scales i:1 i:6144 i:1536 i:12288") == 0,
+           "w4a16_gemv_t CSPLIT=1 launch: %s", got);
+    tailor_launch l;
+    if (evaluate(ctx, "w4a16_gemv_t", cs, sh, 0, &l)) {
+        CHECKF(l.valid && has_feature(&l, "cluster") && define_int(&l, "CSPLIT") == 1,
+               "CSPLIT=1 at SPLITK=3: valid=%d cluster=%d (%s)", l.valid,
+               has_feature(&l, "cluster"), l.invalid_reason);
+        CHECKF(workspace_bytes(&l, "partial") < 0 && workspace_bytes(&l, "counters") < 0,
+               "CSPLIT=1 asks for no split-k workspace (partial %lld, counters %lld)",
+               workspace_bytes(&l, "partial"), workspace_bytes(&l, "counters"));
+    }
+    if (evaluate(ctx, "w4a16_gemv_t",
+                 "{\"CSPLIT\":1,\"MT\":1,\"RT\":1,\"SPLITK\":1,\"UNROLL\":2,\"WK\":2,"
+                 "\"WR\":2}", sh, 0, &l))
+        CHECKF(!l.valid && strstr(l.invalid_reason, "CSPLIT=1: SPLITK=1 blocks are not a "
+                                                    "portable cluster (2 to 8)"),
+               "CSPLIT=1 at SPLITK=1: valid=%d (%s)", l.valid, l.invalid_reason);
+}
+
 /* Decode attention's flat merge (FLAT = 1, any card: every live block waits for the others and
  * merges a slice, attn_merge_flat). The T4 keeps FLAT=1 survivors for the E2B full layer whose
  * grids are one wave of its 40 SMs, and refuses the 64-block split with the numbers; the wait
@@ -1288,6 +1317,7 @@ int main(void)
     test_plan_errors(ctx);
     test_launch_purpose(ctx);
     test_taper(ctx);
+    test_csplit(ctx);
     test_prologue_launch(ctx);
     test_stride_and_prep_launch(ctx);
     test_decode_wg_launch(ctx);

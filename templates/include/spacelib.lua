@@ -245,7 +245,7 @@ end
 -- Split-k's workspace: fp32 partials [SPLITK, m, n] and one counter per tile; the kernels leave
 -- both reusable (partials are overwritten before they are read, counters reset by the last block).
 function lib.splitk_workspace(p, shape, tiles)
-  if p.SPLITK == 1 then return {} end
+  if p.SPLITK == 1 or (p.CSPLIT or 0) == 1 then return {} end -- CSPLIT: a cluster's sum
   return { partial = 4 * p.SPLITK * shape.m * shape.n,
            counters = 4 * (tiles or lib.mma_tiles(p, shape)) }
 end
@@ -255,7 +255,7 @@ end
 function lib.w4a16_args(p, shape)
   local a = { "out", "a", "qweight", "scales" }
   if shape.zp ~= 0 then a[#a + 1] = "zeros" end
-  if p.SPLITK > 1 then
+  if p.SPLITK > 1 and (p.CSPLIT or 0) == 0 then
     a[#a + 1] = "partial"
     a[#a + 1] = "counters"
   end
@@ -638,6 +638,11 @@ function lib.w4t_valid(p, shape, device, purpose, glu)
   if not ok then
     return false, string.format("SPLITK=%d WK=%d UNROLL=%d: %s", p.SPLITK, p.WK, p.UNROLL, why)
   end
+  -- CSPLIT = 1 sums the split blocks' shares in a thread block cluster (sm_90): a portable one
+  if (p.CSPLIT or 0) == 1 and (p.SPLITK < 2 or p.SPLITK > 8) then
+    return false, string.format("CSPLIT=1: SPLITK=%d blocks are not a portable cluster (2 to 8)",
+                                p.SPLITK)
+  end
   -- TAPER = 1 takes the warp's last full batch as single quads: only where a warp has more
   -- quads than one batch holds
   local tp = p.TAPER or 0
@@ -676,10 +681,11 @@ function lib.w4t_defines(shape, glu)
   return d
 end
 
-function lib.w4t_requires(dtype, device)
+function lib.w4t_requires(p, dtype, device)
   local r
   if device.sm >= 80 then r = { "mma.m16n8k16" } else r = { "mma.m16n8k8" } end
   if dtype == "bf16" then r[#r + 1] = "bf16" end
+  if (p.CSPLIT or 0) == 1 then r[#r + 1] = "cluster" end
   return r
 end
 
@@ -704,7 +710,7 @@ function lib.w4t_space(params, glu)
     valid = function(p, shape, dtype, device, purpose)
       return lib.w4t_valid(p, shape, device, purpose, glu)
     end,
-    requires = function(p, shape, dtype, device) return lib.w4t_requires(dtype, device) end,
+    requires = function(p, shape, dtype, device) return lib.w4t_requires(p, dtype, device) end,
     threads = function(p, shape, dtype, device) return p.WR * p.WK * 32 end,
     -- __shared__ float red[WK * MT * 8 * BN]: the k warps' sums (and the split-k flag)
     smem_static = function(p, shape, dtype, device) return lib.w4t_smem_static(p) end,

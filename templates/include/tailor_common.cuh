@@ -90,6 +90,51 @@ __device__ __forceinline__ void tailor_grid_begin()
 #endif
 }
 
+// Thread block clusters (sm_90): a barrier of every thread of the cluster, split in two (the
+// arrive releases this thread's earlier memory operations, the wait acquires what every other
+// thread released; called by all threads of all blocks, in uniform control flow), the
+// shared::cluster address in block `rank` of this block's shared address a, and loads from it.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+__device__ __forceinline__ void tailor_cluster_arrive(void)
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void tailor_cluster_wait(void)
+{
+    asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ unsigned tailor_cluster_map(unsigned a, int rank)
+{
+    unsigned r;
+    asm("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(a), "r"(rank));
+    return r;
+}
+__device__ __forceinline__ float tailor_ld_cluster_f32(unsigned a)
+{
+    float v;
+    asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(a) : "memory");
+    return v;
+}
+__device__ __forceinline__ float2 tailor_ld_cluster_f2(unsigned a)
+{
+    float2 v;
+    asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];\n"
+                 : "=f"(v.x), "=f"(v.y)
+                 : "r"(a)
+                 : "memory");
+    return v;
+}
+__device__ __forceinline__ float4 tailor_ld_cluster_f4(unsigned a)
+{
+    float4 v;
+    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                 : "r"(a)
+                 : "memory");
+    return v;
+}
+#endif
+
 // transformers' gelu_pytorch_tanh in fp32: 0.5 z (1 + tanh(sqrt(2/pi) (z + 0.044715 z^3))).
 __device__ __forceinline__ float tailor_gelu_tanh(float z)
 {
