@@ -115,9 +115,9 @@ check "w4a16_wgmma_dec survivors (BM=16, split k) compile for sm_90a with no spi
 # the report's occupancy: at m = 16, k = 1536 the staged int4 GEMV (53,760 B a block) holds one
 # block an SM under the 25 % carveout, the L1 one several (3-4: its registers bind)
 check "the staged m = 16 int4 GEMV: 1 block an SM at the 25 % carveout" \
-  grep -qE "^  w4a16_gemv_t .*ASMEM=1 MT=2 .*SPLITK=1 .* 53,760 B smem .*, 1 block/SM \(shared memory at 25 %\)" "$tmp/w4h200"
+  grep -qE "^  w4a16_gemv_t .*ASMEM=1 CSPLIT=0 MT=2 .*SPLITK=1 .* 53,760 B smem .*, 1 block/SM \(shared memory at 25 %\)" "$tmp/w4h200"
 check "the L1 m = 16 int4 GEMV: several blocks an SM, held by its registers" \
-  grep -qE "^  w4a16_gemv_t .*ASMEM=0 MT=2 RT=1 SPLITK=1 .*, [2-9] blocks/SM \(registers\)" "$tmp/w4h200"
+  grep -qE "^  w4a16_gemv_t .*ASMEM=0 CSPLIT=0 MT=2 RT=1 SPLITK=1 .*, [2-9] blocks/SM \(registers\)" "$tmp/w4h200"
 # the occupancy column reads TAILOR_CARVEOUT: a malformed value is refused, naming it
 check "plan --compile refuses a malformed TAILOR_CARVEOUT" \
   bash -c "! TAILOR_CARVEOUT=half '$T' plan --device h100 --op rmsnorm --shape rows=1,cols=256 --compile --quiet 2>'$tmp/cv' &&
