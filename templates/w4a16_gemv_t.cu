@@ -37,9 +37,10 @@
 // PDL: the first batch of weights, scales and zero points is requested before
 // griddepcontrol.wait (no kernel of a forward writes them); activations after it.
 // Each lane issues UNROLL quads x RT tiles x 2 rows of 16-byte loads per batch, and the next
-// batch before computing the current one. TAPER 1: the warp's last full batch is taken as
-// single quads, so that the math left after its last bytes land is one quad, not UNROLL
-// (every warp's requests are answered interleaved, so the last batch lands near the end).
+// batch before computing the current one. TRIM 1 (where a warp's quads are not a whole number of
+// batches): its last batch loads and computes only its quads; TRIM 0 computes UNROLL, the
+// missing ones as zeros (session 43: 4-11 % faster configuration for configuration there;
+// splitting a whole last batch into single quads measured no gain, so TRIM does only this).
 // SPLITK > 1: fp32 partials [SPLITK, M, N] and the last block's z-order sum (w4_splitk_finish);
 // or, CSPLIT 1 (sm_90, SPLITK 2..8), the SPLITK blocks of a column tile are one thread block
 // cluster: each leaves its sums in its shared memory and, after a cluster barrier, stores a
@@ -49,7 +50,7 @@
 // rows; a warp's row tile 0 holds 16 gate rows o.. and tile 1 the matching up rows N + o.., and
 // the block stores gelu_tanh(gate) * up for its WR·16 outputs (gemv_finish, tailor_common.cuh).
 // Defines: WR, WK, RT, UNROLL, SPLITK, MT (n8 tiles of activation rows: m <= 8·MT), ASMEM, GROUP,
-// HAS_ZP, PRESCALE, GLU, TAPER, CSPLIT. Dynamic shared memory (ASMEM 1): T sA[M][qps·128 + 16], qps = the block's
+// HAS_ZP, PRESCALE, GLU, TRIM, CSPLIT. Dynamic shared memory (ASMEM 1): T sA[M][qps·128 + 16], qps = the block's
 // quads.
 #include "w4a16_common.cuh"
 
@@ -59,8 +60,8 @@
 #ifndef GLU
 #define GLU 0
 #endif
-#ifndef TAPER
-#define TAPER 0
+#ifndef TRIM
+#define TRIM 0
 #endif
 #ifndef CSPLIT
 #define CSPLIT 0
@@ -129,13 +130,9 @@ __device__ __forceinline__ void load_batch(Batch &b, const u32 *__restrict__ qw,
 #endif
 }
 
-#if TAPER
-// Where the batch starting at quad q ends: UNROLL quads while more than UNROLL remain before qe,
-// then one quad a batch.
-__device__ __forceinline__ int batch_end(int q, int qe)
-{
-    return qe - q > UNROLL ? q + UNROLL : min(q + 1, qe);
-}
+#if TRIM
+// Where the batch starting at quad q ends: UNROLL quads, the last batch fewer.
+__device__ __forceinline__ int batch_end(int q, int qe) { return min(q + UNROLL, qe); }
 #endif
 
 __device__ __forceinline__ u32 word_of(const uint4 &w, int i)
@@ -330,7 +327,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
 #endif
 
     Batch cur;
-#if TAPER
+#if TRIM
     int bq = batch_end(qb, qe); // the end of the batch in cur
     load_batch(cur, qweight, scales, zeros, row0, qb, bq, N, C, ld, lane);
 #else
@@ -353,14 +350,14 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
     // activations one quad ahead of the math, across batches
     uint4 av[MT][4];
     load_a(av, src, qb, qe, M, C, lane);
-#if TAPER
+#if TRIM
     for (int q = qb; q < qe;) {
         const int nq = bq < qe ? batch_end(bq, qe) : bq; // the end of the next batch
         Batch nxt;
         load_batch(nxt, qweight, scales, zeros, row0, bq, nq, N, C, ld, lane);
 #pragma unroll
         for (int u = 0; u < UNROLL; u++) {
-            if (q + u >= bq) // a single-quad batch: its other slots hold no quad
+            if (q + u >= bq) // the last batch: its other slots hold no quad
                 break;
             uint4 an[MT][4];
             load_a(an, src, q + u + 1, qe, M, C, lane);

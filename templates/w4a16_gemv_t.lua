@@ -4,8 +4,8 @@
 -- 128 columns lies in one group; WR x WK warps per block (rows x k, k reduced in shared
 -- memory), RT row tiles of 16 per warp, UNROLL quads per batch of loads, SPLITK blocks per
 -- column tile where the tiles alone cannot keep enough warps loading, ASMEM the block's
--- activations staged in shared memory (1) or read from L1 one quad ahead (0), TAPER the warp's
--- last full batch taken as single quads, CSPLIT the split blocks summed in a cluster.
+-- activations staged in shared memory (1) or read from L1 one quad ahead (0), TRIM a warp's last,
+-- partial batch computed for its quads only, CSPLIT the split blocks summed in a cluster.
 
 -- The rules are spacelib's (tailor.w4t_space), shared with w4a16_glu_t.lua.
 
@@ -17,7 +17,7 @@ return tailor.w4t_space({
   SPLITK = tailor.W4T_SPLITS,
   MT = { 1, 2 },
   ASMEM = { 0, 1 },
-  TAPER = { 0, 1 },
+  TRIM = { 0, 1 },
   -- 1: a column tile's SPLITK blocks sum their shares in a thread block cluster (sm_90)
   CSPLIT = function(shape, dtype, device) return device.sm >= 90 and { 0, 1 } or { 0 } end,
 }, false)

@@ -12,5 +12,5 @@ return tailor.w4t_space({
   SPLITK = { 1 },
   MT = { 1, 2 },
   ASMEM = { 0, 1 },
-  TAPER = { 0, 1 },
+  TRIM = { 0, 1 },
 }, true)

@@ -854,32 +854,29 @@ static int has_feature(const tailor_launch *l, const char *feature)
     return 0;
 }
 
-/* w4a16_gemv_t's TAPER (the warp's last full batch as single quads) only where a warp has more
- * quads than one batch holds: k = 1536 is 12 quads, six a warp at WK = 2 (tapered 2+2+1+1),
- * three at WK = 4 (2+1, the zero quad skipped), three in one batch at UNROLL = 3 (refused). */
-static void test_taper(tailor_ctx *ctx)
+/* w4a16_gemv_t's TRIM (a warp's last, partial batch loads and computes only its quads) only
+ * where a warp's quads are not whole batches: k = 1536 is 12 quads, three a warp at WK = 4 (a
+ * batch of 2 and one of 1), six at WK = 2 (three whole batches of 2: refused), gated too. */
+static void test_trim(tailor_ctx *ctx)
 {
     const char *sh = "m=1,n=6144,k=1536,group=128";
     expect_valid(ctx, "w4a16_gemv_t",
-                 "{\"ASMEM\":1,\"MT\":1,\"RT\":1,\"SPLITK\":1,\"TAPER\":1,\"UNROLL\":2,"
-                 "\"WK\":2,\"WR\":2}", sh, 0, 1);
-    expect_valid(ctx, "w4a16_gemv_t",
-                 "{\"ASMEM\":1,\"MT\":1,\"RT\":1,\"SPLITK\":1,\"TAPER\":1,\"UNROLL\":2,"
+                 "{\"ASMEM\":1,\"MT\":1,\"RT\":1,\"SPLITK\":1,\"TRIM\":1,\"UNROLL\":2,"
                  "\"WK\":4,\"WR\":1}", sh, 0, 1);
     expect_valid(ctx, "w4a16_glu_t",
-                 "{\"ASMEM\":0,\"MT\":1,\"RT\":2,\"SPLITK\":1,\"TAPER\":1,\"UNROLL\":2,"
-                 "\"WK\":2,\"WR\":2}", sh, 0, 1);
+                 "{\"ASMEM\":0,\"MT\":1,\"RT\":2,\"SPLITK\":1,\"TRIM\":1,\"UNROLL\":2,"
+                 "\"WK\":4,\"WR\":1}", sh, 0, 1);
     tailor_launch l;
     if (evaluate(ctx, "w4a16_gemv_t",
-                 "{\"ASMEM\":1,\"MT\":1,\"RT\":1,\"SPLITK\":1,\"TAPER\":1,\"UNROLL\":3,"
-                 "\"WK\":4,\"WR\":1}", sh, 0, &l))
-        CHECKF(!l.valid && strstr(l.invalid_reason,
-                                  "TAPER=1: 3 quads per warp in batches of 3 (nothing to taper)"),
-               "TAPER=1 at 3 quads a warp, UNROLL=3: valid=%d (%s)", l.valid, l.invalid_reason);
+                 "{\"ASMEM\":1,\"MT\":1,\"RT\":1,\"SPLITK\":1,\"TRIM\":1,\"UNROLL\":2,"
+                 "\"WK\":2,\"WR\":2}", sh, 0, &l))
+        CHECKF(!l.valid && strstr(l.invalid_reason, "TRIM=1: 6 quads per warp are whole batches "
+                                                    "of 2 (nothing to trim)"),
+               "TRIM=1 at 6 quads a warp, UNROLL=2: valid=%d (%s)", l.valid, l.invalid_reason);
     if (evaluate(ctx, "w4a16_gemv_t",
-                 "{\"ASMEM\":1,\"MT\":1,\"RT\":1,\"SPLITK\":1,\"TAPER\":0,\"UNROLL\":3,"
-                 "\"WK\":4,\"WR\":1}", sh, 0, &l))
-        CHECKF(l.valid && define_int(&l, "TAPER") == 0, "TAPER=0 at UNROLL=3: valid=%d (%s)",
+                 "{\"ASMEM\":1,\"MT\":1,\"RT\":1,\"SPLITK\":1,\"TRIM\":0,\"UNROLL\":2,"
+                 "\"WK\":2,\"WR\":2}", sh, 0, &l))
+        CHECKF(l.valid && define_int(&l, "TRIM") == 0, "TRIM=0 at UNROLL=2: valid=%d (%s)",
                l.valid, l.invalid_reason);
 }
 
@@ -1316,7 +1313,7 @@ int main(void)
     test_find_for_op_follows_text(ctx);
     test_plan_errors(ctx);
     test_launch_purpose(ctx);
-    test_taper(ctx);
+    test_trim(ctx);
     test_csplit(ctx);
     test_prologue_launch(ctx);
     test_stride_and_prep_launch(ctx);
