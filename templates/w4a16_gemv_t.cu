@@ -38,9 +38,10 @@
 // griddepcontrol.wait (no kernel of a forward writes them); activations after it.
 // Each lane issues UNROLL quads x RT tiles x 2 rows of 16-byte loads per batch, and the next
 // batch before computing the current one. TRIM 1 (where a warp's quads are not a whole number of
-// batches): its last batch loads and computes only its quads; TRIM 0 computes UNROLL, the
-// missing ones as zeros (session 43: 4-11 % faster configuration for configuration there;
-// splitting a whole last batch into single quads measured no gain, so TRIM does only this).
+// batches): a partial last batch computes only its quads; TRIM 0 computes all UNROLL slots, the
+// empty ones as zeros (neither loads past the warp's quads). Session 43: 4-11 % faster
+// configuration for configuration where it applies; splitting a whole last batch into single
+// quads measured no gain.
 // SPLITK > 1: fp32 partials [SPLITK, M, N] and the last block's z-order sum (w4_splitk_finish);
 // or, CSPLIT 1 (sm_90, SPLITK 2..8), the SPLITK blocks of a column tile are one thread block
 // cluster: each leaves its sums in its shared memory and, after a cluster barrier, stores a
@@ -129,11 +130,6 @@ __device__ __forceinline__ void load_batch(Batch &b, const u32 *__restrict__ qw,
     (void)zeros;
 #endif
 }
-
-#if TRIM
-// Where the batch starting at quad q ends: UNROLL quads, the last batch fewer.
-__device__ __forceinline__ int batch_end(int q, int qe) { return min(q + UNROLL, qe); }
-#endif
 
 __device__ __forceinline__ u32 word_of(const uint4 &w, int i)
 {
@@ -327,12 +323,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
 #endif
 
     Batch cur;
-#if TRIM
-    int bq = batch_end(qb, qe); // the end of the batch in cur
-    load_batch(cur, qweight, scales, zeros, row0, qb, bq, N, C, ld, lane);
-#else
     load_batch(cur, qweight, scales, zeros, row0, qb, qe, N, C, ld, lane); // weights: before
-#endif
     tailor_grid_begin();                                                   // the wait
 
     float tot[RT][MT][4];
@@ -350,34 +341,15 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
     // activations one quad ahead of the math, across batches
     uint4 av[MT][4];
     load_a(av, src, qb, qe, M, C, lane);
-#if TRIM
-    for (int q = qb; q < qe;) {
-        const int nq = bq < qe ? batch_end(bq, qe) : bq; // the end of the next batch
-        Batch nxt;
-        load_batch(nxt, qweight, scales, zeros, row0, bq, nq, N, C, ld, lane);
-#pragma unroll
-        for (int u = 0; u < UNROLL; u++) {
-            if (q + u >= bq) // the last batch: its other slots hold no quad
-                break;
-            uint4 an[MT][4];
-            load_a(an, src, q + u + 1, qe, M, C, lane);
-            compute_quad(cur, u, av, tot);
-#pragma unroll
-            for (int j = 0; j < MT; j++)
-#pragma unroll
-                for (int i = 0; i < 4; i++)
-                    av[j][i] = an[j][i];
-        }
-        cur = nxt;
-        q = bq;
-        bq = nq;
-    }
-#else
     for (int q = qb; q < qe; q += UNROLL) {
         Batch nxt; // past qe: zeros, no load
         load_batch(nxt, qweight, scales, zeros, row0, q + UNROLL, qe, N, C, ld, lane);
 #pragma unroll
         for (int u = 0; u < UNROLL; u++) {
+#if TRIM
+            if (q + u >= qe) // a partial last batch: no quad in its slots past qe
+                break;
+#endif
             uint4 an[MT][4];
             load_a(an, src, q + u + 1, qe, M, C, lane);
             compute_quad(cur, u, av, tot);
@@ -389,7 +361,6 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
         }
         cur = nxt;
     }
-#endif
 
     // The k warps' sums through shared memory: column m = 8j + 2t + (e & 1), block row
     // wr·RT·16 + 16rt + g + 8(e >> 1).
