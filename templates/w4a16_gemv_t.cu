@@ -51,8 +51,8 @@
 // rows; a warp's row tile 0 holds 16 gate rows o.. and tile 1 the matching up rows N + o.., and
 // the block stores gelu_tanh(gate) * up for its WR·16 outputs (gemv_finish, tailor_common.cuh).
 // Defines: WR, WK, RT, UNROLL, SPLITK, MT (n8 tiles of activation rows: m <= 8·MT), ASMEM, GROUP,
-// HAS_ZP, PRESCALE, GLU, TRIM, CSPLIT. Dynamic shared memory (ASMEM 1): T sA[M][qps·128 + 16], qps = the block's
-// quads.
+// HAS_ZP, PRESCALE, GLU, TRIM, CSPLIT. Dynamic shared memory (ASMEM 1): T sA[M][qps·128 + 16],
+// qps = the block's quads.
 #include "w4a16_common.cuh"
 
 #define W4T_THREADS (WR * WK * 32)

@@ -643,8 +643,8 @@ function lib.w4t_valid(p, shape, device, purpose, glu)
     return false, string.format("CSPLIT=1: SPLITK=%d blocks are not a portable cluster (2 to 8)",
                                 p.SPLITK)
   end
-  -- TRIM = 1 loads and computes only the quads of a warp's last, partial batch: only where the
-  -- warp's quads are not a whole number of batches
+  -- TRIM = 1 computes only the quads of a warp's last, partial batch: only where the warp's
+  -- quads are not a whole number of batches
   if (p.TRIM or 0) == 1 then
     local _, _, qpw = lib.w4t_quads(p, shape, p.SPLITK)
     if qpw % p.UNROLL == 0 then
