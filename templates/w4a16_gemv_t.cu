@@ -131,6 +131,17 @@ __device__ __forceinline__ void load_batch(Batch &b, const u32 *__restrict__ qw,
 #endif
 }
 
+#if TRIM
+// Where the batch starting at quad q ends: UNROLL quads while more than UNROLL remain before qe,
+// then one quad a batch (the space keeps TRIM to warps whose quads are not whole batches, so
+// only a partial last batch is shortened: 2 + 2 + 1 at UNROLL = 2; 3 + 1 + 1 for two quads past
+// whole batches of 3).
+__device__ __forceinline__ int batch_end(int q, int qe)
+{
+    return qe - q > UNROLL ? q + UNROLL : min(q + 1, qe);
+}
+#endif
+
 __device__ __forceinline__ u32 word_of(const uint4 &w, int i)
 {
     return i == 0 ? w.x : i == 1 ? w.y : i == 2 ? w.z : w.w;
@@ -323,7 +334,12 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
 #endif
 
     Batch cur;
+#if TRIM
+    int bq = batch_end(qb, qe); // the end of the batch in cur
+    load_batch(cur, qweight, scales, zeros, row0, qb, bq, N, C, ld, lane);
+#else
     load_batch(cur, qweight, scales, zeros, row0, qb, qe, N, C, ld, lane); // weights: before
+#endif
     tailor_grid_begin();                                                   // the wait
 
     float tot[RT][MT][4];
@@ -341,15 +357,34 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
     // activations one quad ahead of the math, across batches
     uint4 av[MT][4];
     load_a(av, src, qb, qe, M, C, lane);
+#if TRIM
+    for (int q = qb; q < qe;) {
+        const int nq = bq < qe ? batch_end(bq, qe) : bq; // the end of the next batch
+        Batch nxt;
+        load_batch(nxt, qweight, scales, zeros, row0, bq, nq, N, C, ld, lane);
+#pragma unroll
+        for (int u = 0; u < UNROLL; u++) {
+            if (q + u >= bq) // a shortened batch: its other slots hold no quad
+                break;
+            uint4 an[MT][4];
+            load_a(an, src, q + u + 1, qe, M, C, lane);
+            compute_quad(cur, u, av, tot);
+#pragma unroll
+            for (int j = 0; j < MT; j++)
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    av[j][i] = an[j][i];
+        }
+        cur = nxt;
+        q = bq;
+        bq = nq;
+    }
+#else
     for (int q = qb; q < qe; q += UNROLL) {
         Batch nxt; // past qe: zeros, no load
         load_batch(nxt, qweight, scales, zeros, row0, q + UNROLL, qe, N, C, ld, lane);
 #pragma unroll
         for (int u = 0; u < UNROLL; u++) {
-#if TRIM
-            if (q + u >= qe) // a partial last batch: no quad in its slots past qe
-                break;
-#endif
             uint4 an[MT][4];
             load_a(an, src, q + u + 1, qe, M, C, lane);
             compute_quad(cur, u, av, tot);
@@ -361,6 +396,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
         }
         cur = nxt;
     }
+#endif
 
     // The k warps' sums through shared memory: column m = 8j + 2t + (e & 1), block row
     // wr·RT·16 + 16rt + g + 8(e >> 1).

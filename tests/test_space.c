@@ -854,9 +854,9 @@ static int has_feature(const tailor_launch *l, const char *feature)
     return 0;
 }
 
-/* w4a16_gemv_t's TRIM (a warp's last, partial batch loads and computes only its quads) only
- * where a warp's quads are not whole batches: k = 1536 is 12 quads, three a warp at WK = 4 (a
- * batch of 2 and one of 1), six at WK = 2 (three whole batches of 2: refused), gated too. */
+/* w4a16_gemv_t's TRIM (a warp's last, partial batch shortened to its quads) only where a warp
+ * has more quads than a batch and not whole batches: k = 1536 is 12 quads, three a warp at WK = 4
+ * (a batch of 2 and one of 1), six at WK = 2 (three whole batches of 2: refused), gated too. */
 static void test_trim(tailor_ctx *ctx)
 {
     const char *sh = "m=1,n=6144,k=1536,group=128";
@@ -870,8 +870,8 @@ static void test_trim(tailor_ctx *ctx)
     if (evaluate(ctx, "w4a16_gemv_t",
                  "{\"ASMEM\":1,\"MT\":1,\"RT\":1,\"SPLITK\":1,\"TRIM\":1,\"UNROLL\":2,"
                  "\"WK\":2,\"WR\":2}", sh, 0, &l))
-        CHECKF(!l.valid && strstr(l.invalid_reason, "TRIM=1: 6 quads per warp are whole batches "
-                                                    "of 2 (nothing to trim)"),
+        CHECKF(!l.valid && strstr(l.invalid_reason, "TRIM=1: 6 quads per warp in batches of 2 "
+                                                    "(nothing to trim)"),
                "TRIM=1 at 6 quads a warp, UNROLL=2: valid=%d (%s)", l.valid, l.invalid_reason);
     if (evaluate(ctx, "w4a16_gemv_t",
                  "{\"ASMEM\":1,\"MT\":1,\"RT\":1,\"SPLITK\":1,\"TRIM\":0,\"UNROLL\":2,"

@@ -643,13 +643,13 @@ function lib.w4t_valid(p, shape, device, purpose, glu)
     return false, string.format("CSPLIT=1: SPLITK=%d blocks are not a portable cluster (2 to 8)",
                                 p.SPLITK)
   end
-  -- TRIM = 1 computes only the quads of a warp's last, partial batch: only where the warp's
-  -- quads are not a whole number of batches
+  -- TRIM = 1 shortens a warp's last, partial batch to its quads: only where a warp has more
+  -- quads than one batch and they are not a whole number of batches
   if (p.TRIM or 0) == 1 then
     local _, _, qpw = lib.w4t_quads(p, shape, p.SPLITK)
-    if qpw % p.UNROLL == 0 then
-      return false, string.format("TRIM=1: %d quads per warp are whole batches of %d (nothing "
-                                  .. "to trim)", qpw, p.UNROLL)
+    if qpw <= p.UNROLL or qpw % p.UNROLL == 0 then
+      return false, string.format("TRIM=1: %d quads per warp in batches of %d (nothing to trim)",
+                                  qpw, p.UNROLL)
     end
   end
   local sa = lib.w4t_asmem_bytes(p, shape)
