@@ -301,6 +301,22 @@ __device__ __forceinline__ void compute_quad(const Batch &b, int u, const uint4 
 #endif
     }
 }
+
+// Quad u of batch b into tot, with av its activations; av then moves on to quad qn (requested
+// before the math, one quad ahead).
+__device__ __forceinline__ void step_quad(const Batch &b, int u, const ASrc &src, int qn, int qe,
+                                         int M, int C, int lane, uint4 (&av)[MT][4],
+                                         float (&tot)[RT][MT][4])
+{
+    uint4 an[MT][4];
+    load_a(an, src, qn, qe, M, C, lane);
+    compute_quad(b, u, av, tot);
+#pragma unroll
+    for (int j = 0; j < MT; j++)
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+            av[j][i] = an[j][i];
+}
 } // namespace w4t
 
 extern "C" __global__ void __launch_bounds__(W4T_THREADS) W4T_CLUSTER_DIMS
@@ -366,14 +382,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
         for (int u = 0; u < UNROLL; u++) {
             if (q + u >= bq) // a shortened batch: its other slots hold no quad
                 break;
-            uint4 an[MT][4];
-            load_a(an, src, q + u + 1, qe, M, C, lane);
-            compute_quad(cur, u, av, tot);
-#pragma unroll
-            for (int j = 0; j < MT; j++)
-#pragma unroll
-                for (int i = 0; i < 4; i++)
-                    av[j][i] = an[j][i];
+            step_quad(cur, u, src, q + u + 1, qe, M, C, lane, av, tot);
         }
         cur = nxt;
         q = bq;
@@ -385,14 +394,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
         load_batch(nxt, qweight, scales, zeros, row0, q + UNROLL, qe, N, C, ld, lane);
 #pragma unroll
         for (int u = 0; u < UNROLL; u++) {
-            uint4 an[MT][4];
-            load_a(an, src, q + u + 1, qe, M, C, lane);
-            compute_quad(cur, u, av, tot);
-#pragma unroll
-            for (int j = 0; j < MT; j++)
-#pragma unroll
-                for (int i = 0; i < 4; i++)
-                    av[j][i] = an[j][i];
+            step_quad(cur, u, src, q + u + 1, qe, M, C, lane, av, tot);
         }
         cur = nxt;
     }
