@@ -13,6 +13,7 @@
 # AB_NEW_ENV="VAR=VALUE ..." sets those variables for the new side only (e.g. with
 # AB_BASE_PATH=templates, both sides on the working tree's templates:
 # AB_NEW_ENV=TAILOR_TIMING_SPACER=attention_decode A/Bs one op's timing method).
+# AB_SEED_CACHE=FILE seeds the base's cache (below).
 # Output: $OUT/ab.txt (decode lines, tagged), $OUT/ab-trace.txt. AB_TUNE_S bounds the first (tuning)
 # bench, AB_S each other one, REPS the alternating rounds.
 source scripts/probe/common.sh || exit 1
@@ -41,6 +42,9 @@ bench() { # bench TAG CACHE [extra flags]: one bench model run, its decode and t
     --prompt-len 512 --decode 128 "$@" 2>&1 | grep -E '^(decode|tuning)' | sed "s/^/$tag: /" >>"$A"
 }
 rm -f /tmp/ab-base.sqlite /tmp/ab-new.sqlite
+# AB_SEED_CACHE=FILE: the base starts from a copy of FILE (a cache tuned with the base's templates,
+# e.g. gpu-check.sh boot's /tmp/boot.sqlite) instead of an empty one
+[[ -n ${AB_SEED_CACHE:-} && -f ${AB_SEED_CACHE:-} ]] && cp "$AB_SEED_CACHE" /tmp/ab-base.sqlite
 AB_S=${AB_TUNE_S:-300} bench base /tmp/ab-base.sqlite # tunes every shape: ~80 s on the H200, 150 s ran out
 cp /tmp/ab-base.sqlite /tmp/ab-new.sqlite
 bench new /tmp/ab-new.sqlite
