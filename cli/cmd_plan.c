@@ -104,7 +104,8 @@ static void dump_image(const char *dir, const char *name, const char *ext,
     }
 }
 
-/* --ptx: survivor i compiled again as PTX for compute_<sm> into DIR/<kernel name>.ptx. */
+/* --ptx: survivor i compiled again, its PTX (the text a compute_<sm> compile gives) into
+ * DIR/<kernel name>.ptx. */
 static void dump_ptx(tailor_ctx *ctx, const compile_all_job *job, int i, const char *name,
                      compiled_entry *c)
 {

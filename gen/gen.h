@@ -20,8 +20,9 @@ typedef struct tailor_compile_request {
     const char *source;        /* the template text */
     const char *kernel_name;   /* becomes -DTAILOR_KERNEL=... */
     int sm;                    /* target architecture, e.g. 75, 80, 90 */
-    int ptx;                   /* 1: PTX for compute_<sm> (rehearsal: the driver JITs it on the
-                                  live GPU); 0: a cubin for sm_<sm> */
+    int ptx;                   /* 1: the PTX of the sm_<sm> compile, the text a compute_<sm>
+                                  compile gives (rehearsal: the driver JITs it on the live GPU);
+                                  0: the cubin for sm_<sm> */
     int arch_specific;         /* 1: sm_<sm>a / compute_<sm>a (wgmma): code that runs on that
                                   architecture only, not on later ones */
     int ndefines;
@@ -43,9 +44,10 @@ typedef struct tailor_compile_result {
     int reused;                /* 1: a copy of an identical earlier compile (tailor_compile_memo) */
 } tailor_compile_result;
 
-/* Compiles one instantiation. For ptx=1 it also compiles a cubin for sm_<sm> so that the
- * resource report is there. On failure: TAILOR_ERR_NVRTC with the program log in the message.
- * Free the result with tailor_compile_result_free (also after failure). Thread-safe. */
+/* Compiles one instantiation, for sm_<sm>: the resource report comes from ptxas either way;
+ * ptx=1 keeps the PTX instead of the cubin (one NVRTC pass). On failure: TAILOR_ERR_NVRTC with
+ * the program log in the message. Free the result with tailor_compile_result_free (also after
+ * failure). Thread-safe. */
 tailor_status tailor_gen_compile(tailor_ctx *ctx, const tailor_compile_request *req,
                                  tailor_compile_result *out);
 void tailor_compile_result_free(tailor_compile_result *r);

@@ -186,8 +186,27 @@ static const char *cuda_include_dir(char *buf, size_t size)
     return buf;
 }
 
-/* One NVRTC pass: -arch=sm_XX (cubin) or compute_XX (PTX); sm_XXa / compute_XXa for
- * arch-specific code. */
+/* Reads the compiled program's PTX (NUL-terminated) or cubin into a malloc'd image. */
+static int program_image(nvrtcProgram prog, int ptx, void **image, size_t *size)
+{
+    size_t sz = 0;
+    nvrtcResult r = ptx ? nvrtcGetPTXSize(prog, &sz) : nvrtcGetCUBINSize(prog, &sz);
+    void *img = r == NVRTC_SUCCESS ? malloc(sz + 1) : NULL;
+    if (img)
+        r = ptx ? nvrtcGetPTX(prog, img) : nvrtcGetCUBIN(prog, img);
+    if (!img || r != NVRTC_SUCCESS) {
+        free(img);
+        return 0;
+    }
+    ((char *)img)[sz] = '\0';
+    *image = img;
+    *size = ptx ? sz + 1 : sz;
+    return 1;
+}
+
+/* One NVRTC pass for sm_XX (sm_XXa for arch-specific code): the cubin and ptxas's report in the
+ * log and, with `ptx`, the PTX the cubin was made from (the same text a compute_XX pass gives:
+ * `.target sm_XX`, for the driver to JIT) instead of the cubin. */
 static tailor_status compile_once(tailor_ctx *ctx, const tailor_compile_request *req,
                                   const headers *h, int want_ptx, void **image, size_t *size,
                                   char **log_out)
@@ -204,8 +223,8 @@ static tailor_status compile_once(tailor_ctx *ctx, const tailor_compile_request 
     const char *opts[TAILOR_GEN_MAX_DEFINES + FIXED];
     int n = 0;
     char inc[512];
-    snprintf(opt_store[n], sizeof opt_store[n], "-arch=%s_%d%s", want_ptx ? "compute" : "sm",
-             req->sm, req->arch_specific ? "a" : "");
+    snprintf(opt_store[n], sizeof opt_store[n], "-arch=sm_%d%s", req->sm,
+             req->arch_specific ? "a" : "");
     opts[n] = opt_store[n];
     n++;
     opts[n++] = "-std=c++17";
@@ -218,10 +237,8 @@ static tailor_status compile_once(tailor_ctx *ctx, const tailor_compile_request 
     snprintf(opt_store[n], sizeof opt_store[n], "-DTAILOR_SM=%d", req->sm);
     opts[n] = opt_store[n];
     n++;
-    if (!want_ptx) {
-        opts[n++] = "-Xptxas";
-        opts[n++] = "-v";
-    }
+    opts[n++] = "-Xptxas";
+    opts[n++] = "-v";
     int nd = req->ndefines < TAILOR_GEN_MAX_DEFINES ? req->ndefines : TAILOR_GEN_MAX_DEFINES;
     for (int i = 0; i < nd; i++) {
         if (req->defines[i].value[0])
@@ -236,28 +253,20 @@ static tailor_status compile_once(tailor_ctx *ctx, const tailor_compile_request 
     char *log = program_log(prog);
     if (r != NVRTC_SUCCESS) {
         tailor_set_error_detail(ctx, TAILOR_ERR_NVRTC, log ? log : "(no log)",
-                                "%s (kernel %s) failed to compile for %s_%d: %s",
-                                req->source_name, req->kernel_name, want_ptx ? "compute" : "sm",
-                                req->sm, nvrtcGetErrorString(r));
+                                "%s (kernel %s) failed to compile for sm_%d: %s",
+                                req->source_name, req->kernel_name, req->sm,
+                                nvrtcGetErrorString(r));
         free(log);
         nvrtcDestroyProgram(&prog);
         return TAILOR_ERR_NVRTC;
     }
-    size_t sz = 0;
-    r = want_ptx ? nvrtcGetPTXSize(prog, &sz) : nvrtcGetCUBINSize(prog, &sz);
-    void *img = r == NVRTC_SUCCESS ? malloc(sz + 1) : NULL;
-    if (img)
-        r = want_ptx ? nvrtcGetPTX(prog, img) : nvrtcGetCUBIN(prog, img);
+    int ok = program_image(prog, want_ptx, image, size);
     nvrtcDestroyProgram(&prog);
-    if (!img || r != NVRTC_SUCCESS) {
-        free(img);
+    if (!ok) {
         free(log);
         return tailor_set_error(ctx, TAILOR_ERR_NVRTC, "%s: could not read the compiled image",
                                 req->source_name);
     }
-    ((char *)img)[sz] = '\0';
-    *image = img;
-    *size = want_ptx ? sz + 1 : sz;
     *log_out = log;
     return TAILOR_OK;
 }
@@ -272,24 +281,12 @@ tailor_status tailor_gen_compile(tailor_ctx *ctx, const tailor_compile_request *
     tailor_status st = tailor_template_headers(ctx, &h.names, &h.texts, &h.count);
     if (st)
         return st;
-    void *cubin = NULL;
-    size_t cubin_size = 0;
     char *log = NULL;
-    st = compile_once(ctx, req, &h, 0, &cubin, &cubin_size, &log);
+    st = compile_once(ctx, req, &h, req->ptx, &out->image, &out->image_size, &log);
     if (st == TAILOR_OK) {
         tailor_gen_parse_report(log, req->kernel_name, out);
         out->log = log;
-        if (req->ptx) {
-            char *ptx_log = NULL;
-            free(cubin);
-            cubin = NULL;
-            st = compile_once(ctx, req, &h, 1, &out->image, &out->image_size, &ptx_log);
-            free(ptx_log);
-            out->is_ptx = 1;
-        } else {
-            out->image = cubin;
-            out->image_size = cubin_size;
-        }
+        out->is_ptx = req->ptx != 0;
     }
     tailor_template_headers_free(h.names, h.texts, h.count);
     out->seconds = now_seconds() - t0;
