@@ -53,7 +53,9 @@ static void test_ptx_rehearsal(tailor_ctx *ctx)
     CHECK_OK(ctx, tailor_gen_compile(ctx, &req, &r));
     CHECK(r.is_ptx);
     CHECK(r.image && strstr(r.image, ".target sm_75") != NULL);
-    CHECK(r.regs > 0); /* the report comes from the sm_75 cubin compiled beside it */
+    CHECK(r.image && strstr(r.image, ".entry k_ptx(") != NULL); /* the text, not the cubin */
+    CHECK(r.image_size > strlen(r.image)); /* NUL-terminated within its size */
+    CHECK(r.regs > 0); /* the report comes from ptxas in the same pass */
     tailor_compile_result_free(&r);
     tailor_template_file_free(&src);
 }
