@@ -42,9 +42,9 @@ static matmul_dims dims_of(const tailor_shape *shape)
  * distributions. Tensor cores do not round their fp32 accumulation to nearest: an mma step
  * may drop up to an ulp of the running sum, always the same way, so the error grows with the
  * number of steps, not with its square root — up to (k / 8) * 2^-23 * sigma with m16n8k8
- * steps. atol is the sum of the two (the second is what let the T4 profile's mma kernels pass
- * at k = 12288 fp16: rehearsed on an H100 they were 1.07e-4 off at an output of 0.027, where
- * the first term alone allowed 9.4e-5); it only matters for outputs that cancel toward zero.
+ * steps. atol is the sum of the two (the second for the T4 profile's mma kernels at k = 12288
+ * fp16: rehearsed on an H100 they were 1.07e-4 off at an output of 0.027, where the first term
+ * alone allowed 9.4e-5); it only matters for outputs that cancel toward zero.
  * A wrong element, a missed k tile or a swapped row moves an output by about sigma, over a
  * thousand times the tolerance at every k up to 60,000 (Gemma 4's largest is 21,504). */
 static void tolerance(const matmul_dims *d, tailor_dtype dtype, double *atol, double *rtol)
