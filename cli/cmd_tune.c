@@ -285,7 +285,7 @@ static int tune_targets(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
                cache ? tailor_cache_path(cache) : "none (--check-only)",
                (unsigned long long)o->seed);
     /* one memo for the run: a configuration planned for many shapes compiles once */
-    o->memo = tailor_compile_memo_create(TAILOR_COMPILE_MEMO_BYTES);
+    o->memo = tailor_tune_memo_create(gpu, o->rehearse);
     /* the targets' compiles run ahead on every CPU while each target is checked and timed */
     tailor_compile_ahead *ahead =
         n > 1 ? tailor_compile_ahead_start(tailor_gpu_info(gpu), tailor_cache_path(cache),

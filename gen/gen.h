@@ -42,6 +42,9 @@ typedef struct tailor_compile_result {
     double seconds;            /* compile wall time */
     char *log;                 /* the whole NVRTC log; malloc'd */
     int reused;                /* 1: a copy of an identical earlier compile (tailor_compile_memo) */
+    void *native;              /* PTX only: the live GPU's cubin of it, JIT-compiled where it was
+                                  compiled (tailor_compile_memo_set_jit); NULL: none; malloc'd */
+    size_t native_size;
 } tailor_compile_result;
 
 /* Compiles one instantiation, for sm_<sm>: the resource report comes from ptxas either way;
@@ -71,6 +74,17 @@ void tailor_compile_memo_destroy(tailor_compile_memo *m);
  * earlier result with reused = 1 and seconds = 0; failures are not kept. */
 tailor_status tailor_gen_compile_memo(tailor_ctx *ctx, tailor_compile_memo *m,
                                       const tailor_compile_request *req, tailor_compile_result *out);
+
+/* Turns PTX into the live GPU's binary (the driver's JIT; thread-safe): *native malloc'd. */
+typedef tailor_status (*tailor_jit_fn)(tailor_ctx *ctx, void *user, const char *ptx, void **native,
+                                       size_t *native_size);
+
+/* From now on each PTX image the memo compiles is JIT-compiled by fn at once, in the thread that
+ * compiled it, and kept with it as the result's `native` (a rehearsal: the driver's JIT runs in
+ * the compile threads, not one after another where the tuner loads). A JIT that fails leaves
+ * native NULL: the loader then JITs the PTX itself and reports what the driver says. Call it
+ * before the memo is shared between threads. */
+void tailor_compile_memo_set_jit(tailor_compile_memo *m, tailor_jit_fn fn, void *user);
 
 /* Lookups answered from the memo, compiles it made, bytes it holds. */
 void tailor_compile_memo_stats(tailor_compile_memo *m, int *hits, int *misses, size_t *bytes);

@@ -34,6 +34,8 @@ struct tailor_compile_memo {
     int count, cap;
     uint8_t inflight[MEMO_MAX_INFLIGHT][32];
     int ninflight;
+    tailor_jit_fn jit; /* fixed before the memo is shared: read without the lock */
+    void *jit_user;
 };
 
 tailor_compile_memo *tailor_compile_memo_create(size_t max_bytes)
@@ -73,6 +75,12 @@ void tailor_compile_memo_stats(tailor_compile_memo *m, int *hits, int *misses, s
     *misses = m->misses;
     *bytes = m->bytes;
     pthread_mutex_unlock(&m->lock);
+}
+
+void tailor_compile_memo_set_jit(tailor_compile_memo *m, tailor_jit_fn fn, void *user)
+{
+    m->jit = fn;
+    m->jit_user = user;
 }
 
 size_t tailor_compile_memo_capacity(const tailor_compile_memo *m)
@@ -152,16 +160,15 @@ static char *dup_bytes(const void *p, size_t n)
     return q;
 }
 
-/* A deep copy of src into dst (image and log duplicated). */
+/* A deep copy of src into dst (image, log and native image duplicated). */
 static tailor_status result_copy(tailor_ctx *ctx, tailor_compile_result *dst,
                                  const tailor_compile_result *src)
 {
     *dst = *src;
-    dst->image = NULL;
-    dst->log = NULL;
     dst->image = dup_bytes(src->image, src->image_size);
     dst->log = src->log ? dup_bytes(src->log, strlen(src->log) + 1) : NULL;
-    if (!dst->image || (src->log && !dst->log)) {
+    dst->native = src->native ? dup_bytes(src->native, src->native_size) : NULL;
+    if (!dst->image || (src->log && !dst->log) || (src->native && !dst->native)) {
         tailor_compile_result_free(dst);
         return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory");
     }
@@ -189,7 +196,7 @@ static int inflight_index(const tailor_compile_memo *m, const uint8_t key[32])
 /* Keeps a copy of r under key unless it is there already or the memo is full. Lock held. */
 static void keep(tailor_compile_memo *m, const uint8_t key[32], const tailor_compile_result *r)
 {
-    size_t size = r->image_size + (r->log ? strlen(r->log) + 1 : 0);
+    size_t size = r->image_size + r->native_size + (r->log ? strlen(r->log) + 1 : 0);
     if (find(m, key) >= 0 || m->bytes + size > m->max_bytes)
         return;
     if (m->count == m->cap) {
@@ -207,6 +214,21 @@ static void keep(tailor_compile_memo *m, const uint8_t key[32], const tailor_com
     it->r.reused = 0;
     m->count++;
     m->bytes += size;
+}
+
+/* The memo's JIT of a fresh PTX result into r->native, outside the lock (it takes as long as a
+ * compile). Its failure is not the compile's: native stays NULL and the loader reports it. */
+static void jit_native(const tailor_compile_memo *m, tailor_compile_result *r)
+{
+    if (!m->jit || !r->is_ptx)
+        return;
+    tailor_ctx *scratch = tailor_ctx_create();
+    if (scratch && m->jit(scratch, m->jit_user, r->image, &r->native, &r->native_size) != TAILOR_OK) {
+        free(r->native);
+        r->native = NULL;
+        r->native_size = 0;
+    }
+    tailor_ctx_destroy(scratch);
 }
 
 tailor_status tailor_gen_compile_memo(tailor_ctx *ctx, tailor_compile_memo *m,
@@ -245,6 +267,8 @@ tailor_status tailor_gen_compile_memo(tailor_ctx *ctx, tailor_compile_memo *m,
     m->misses++;
     pthread_mutex_unlock(&m->lock);
     st = tailor_gen_compile(ctx, req, out);
+    if (st == TAILOR_OK)
+        jit_native(m, out);
     pthread_mutex_lock(&m->lock);
     if (st == TAILOR_OK)
         keep(m, key, out);

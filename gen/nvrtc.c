@@ -299,6 +299,9 @@ void tailor_compile_result_free(tailor_compile_result *r)
         return;
     free(r->image);
     free(r->log);
+    free(r->native);
     r->image = NULL;
     r->log = NULL;
+    r->native = NULL;
+    r->native_size = 0;
 }

@@ -40,6 +40,10 @@ typedef struct cuda_api {
     __typeof__(cuMemsetD8Async) *memset_d8_async;
     __typeof__(cuModuleLoadDataEx) *module_load_data_ex;
     __typeof__(cuModuleUnload) *module_unload;
+    __typeof__(cuLinkCreate) *link_create;
+    __typeof__(cuLinkAddData) *link_add_data;
+    __typeof__(cuLinkComplete) *link_complete;
+    __typeof__(cuLinkDestroy) *link_destroy;
     __typeof__(cuModuleGetFunction) *module_get_function;
     __typeof__(cuModuleGetGlobal) *module_get_global;
     __typeof__(cuFuncGetAttribute) *func_get_attribute;
@@ -103,6 +107,10 @@ static const cuda_symbol cuda_symbols[] = {
     {SLOT(memset_d8_async), "cuMemsetD8Async", NULL, 0},
     {SLOT(module_load_data_ex), "cuModuleLoadDataEx", NULL, 0},
     {SLOT(module_unload), "cuModuleUnload", NULL, 0},
+    {SLOT(link_create), "cuLinkCreate_v2", NULL, 0},
+    {SLOT(link_add_data), "cuLinkAddData_v2", NULL, 0},
+    {SLOT(link_complete), "cuLinkComplete", NULL, 0},
+    {SLOT(link_destroy), "cuLinkDestroy", NULL, 0},
     {SLOT(module_get_function), "cuModuleGetFunction", NULL, 0},
     {SLOT(module_get_global), "cuModuleGetGlobal_v2", NULL, 0},
     {SLOT(func_get_attribute), "cuFuncGetAttribute", NULL, 0},
@@ -650,6 +658,50 @@ tailor_status tailor_gpu_load_kernel(tailor_ctx *ctx, tailor_gpu *gpu, const voi
         memset(out, 0, sizeof *out);
     }
     return st;
+}
+
+tailor_status tailor_gpu_jit_ptx(tailor_ctx *ctx, tailor_gpu *gpu, const char *ptx, void **cubin,
+                                 size_t *size)
+{
+    *cubin = NULL;
+    *size = 0;
+    tailor_status st = gpu_enter(ctx, gpu, "compiling PTX for the GPU");
+    if (st != TAILOR_OK)
+        return st;
+    if (!ptx || !*ptx)
+        return tailor_set_error(ctx, TAILOR_ERR_MISUSE, "compiling PTX for the GPU: no PTX");
+    char jit_log[4096];
+    jit_log[0] = '\0';
+    CUjit_option opts[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void *vals[] = {jit_log, (void *)(uintptr_t)sizeof jit_log};
+    CUlinkState link = NULL;
+    CUresult r = api.link_create(2, opts, vals, &link);
+    if (r == CUDA_SUCCESS)
+        r = api.link_add_data(link, CU_JIT_INPUT_PTX, (void *)ptx, strlen(ptx) + 1, "tailor.ptx",
+                              0, NULL, NULL);
+    void *image = NULL;
+    size_t image_size = 0;
+    if (r == CUDA_SUCCESS)
+        r = api.link_complete(link, &image, &image_size);
+    if (r == CUDA_SUCCESS) { /* the image belongs to the link state: keep a copy */
+        *cubin = malloc(image_size ? image_size : 1);
+        if (*cubin) {
+            memcpy(*cubin, image, image_size);
+            *size = image_size;
+        }
+    }
+    if (link)
+        api.link_destroy(link);
+    if (r != CUDA_SUCCESS) {
+        const char *ename, *etext;
+        cuda_error_strings(r, &ename, &etext);
+        jit_log[sizeof jit_log - 1] = '\0';
+        return tailor_set_error(ctx, TAILOR_ERR_CUDA, "compiling PTX for the GPU (cuLink): %s (%s)%s%s",
+                                ename, etext, jit_log[0] ? "; JIT log:\n" : "", jit_log);
+    }
+    if (!*cubin)
+        return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "compiling PTX for the GPU: out of memory");
+    return TAILOR_OK;
 }
 
 tailor_status tailor_gpu_kernel_global(tailor_ctx *ctx, tailor_gpu *gpu, const tailor_kernel *k,

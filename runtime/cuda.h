@@ -111,6 +111,13 @@ int tailor_pdl_capable(const tailor_device_info *live, const tailor_device_info 
 tailor_status tailor_gpu_load_kernel(tailor_ctx *ctx, tailor_gpu *gpu, const void *image,
                                      const char *name, tailor_kernel *out);
 
+/* The live GPU's cubin of a NUL-terminated PTX image: the driver's JIT, as tailor_gpu_load_kernel
+ * would run it, without loading anything (cuLinkCreate / AddData / Complete). Thread-safe: it
+ * makes gpu's context current on the calling thread, so compile threads can JIT in parallel.
+ * *cubin is malloc'd (free it); on failure NULL, with the JIT log in the message. */
+tailor_status tailor_gpu_jit_ptx(tailor_ctx *ctx, tailor_gpu *gpu, const char *ptx, void **cubin,
+                                 size_t *size);
+
 /* The address and size of the __device__ variable `name` in k's module; TAILOR_ERR_NOT_FOUND
  * when the module has none of that name. */
 tailor_status tailor_gpu_kernel_global(tailor_ctx *ctx, tailor_gpu *gpu, const tailor_kernel *k,

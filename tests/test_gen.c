@@ -147,6 +147,66 @@ static void test_memo(tailor_ctx *ctx)
     tailor_template_file_free(&src);
 }
 
+/* A stand-in for the driver's JIT: counts its calls, checks it got PTX, and answers with the
+ * PTX's first 16 bytes as the "cubin" (or fails, when told to). */
+typedef struct fake_jit {
+    int calls, fail;
+} fake_jit;
+
+static tailor_status fake_jit_fn(tailor_ctx *ctx, void *user, const char *ptx, void **native,
+                                 size_t *native_size)
+{
+    fake_jit *f = user;
+    f->calls++;
+    if (f->fail || strstr(ptx, ".entry") == NULL)
+        return tailor_set_error(ctx, TAILOR_ERR_CUDA, "fake JIT refused");
+    *native = malloc(16);
+    memcpy(*native, ptx, 16);
+    *native_size = 16;
+    return TAILOR_OK;
+}
+
+/* A memo with a JIT: each PTX it compiles is JIT-compiled once, where it compiled, and its hits
+ * carry the native image; cubins are not JIT-compiled; a failing JIT leaves the compile as it
+ * was, without a native image. */
+static void test_memo_jit(tailor_ctx *ctx)
+{
+    tailor_template_file src;
+    CHECK_OK(ctx, tailor_template_read(ctx, "rmsnorm.cu", &src));
+    tailor_define defs[4] = {{"THREADS", "128"}, {"VEC", "4"}, {"HAS_WEIGHT", "1"},
+                             {"TAILOR_DTYPE_FP16", "1"}};
+    tailor_compile_request req = {.source_name = "rmsnorm.cu", .source = src.text,
+                                  .kernel_name = "k_jit", .sm = 75, .ptx = 1, .ndefines = 4,
+                                  .defines = defs};
+    fake_jit f = {0, 0};
+    tailor_compile_memo *m = tailor_compile_memo_create(64 << 20);
+    CHECK(m != NULL);
+    tailor_compile_memo_set_jit(m, fake_jit_fn, &f);
+    tailor_compile_result a, b, c;
+    CHECK_OK(ctx, tailor_gen_compile_memo(ctx, m, &req, &a));
+    CHECKF(f.calls == 1 && a.is_ptx && a.native && a.native_size == 16 &&
+           memcmp(a.native, a.image, 16) == 0, "calls %d native %p", f.calls, a.native);
+    CHECK_OK(ctx, tailor_gen_compile_memo(ctx, m, &req, &b));
+    CHECKF(b.reused && f.calls == 1, "a hit JIT-compiled again (%d calls)", f.calls);
+    CHECK(b.native && b.native != a.native && b.native_size == 16 &&
+          memcmp(b.native, a.native, 16) == 0);
+    req.ptx = 0; /* a cubin is the GPU's own already */
+    CHECK_OK(ctx, tailor_gen_compile_memo(ctx, m, &req, &c));
+    CHECK(!c.is_ptx && c.native == NULL && f.calls == 1);
+    tailor_compile_result_free(&c);
+    req.ptx = 1;
+    snprintf(defs[1].value, sizeof defs[1].value, "8");
+    f.fail = 1; /* the JIT fails: the compile stands, without a native image */
+    CHECK_OK(ctx, tailor_gen_compile_memo(ctx, m, &req, &c));
+    CHECK(f.calls == 2 && c.is_ptx && c.image_size > 100 && c.native == NULL &&
+          c.native_size == 0);
+    tailor_compile_result_free(&c);
+    tailor_compile_memo_destroy(m);
+    tailor_compile_result_free(&a);
+    tailor_compile_result_free(&b);
+    tailor_template_file_free(&src);
+}
+
 static void test_kernel_name(void)
 {
     tailor_define defs[2] = {{"VEC", "8"}, {"BM", "-1"}};
@@ -287,6 +347,7 @@ int main(void)
     }
     test_ptx_rehearsal(ctx);
     test_memo(ctx);
+    test_memo_jit(ctx);
     test_memo_inflight(ctx);
     test_kernel_name();
     test_arch_specific(ctx);

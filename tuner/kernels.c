@@ -124,7 +124,7 @@ void tailor_kernels_destroy(tailor_kernels *set)
 static tailor_tune_options on_demand_options(tailor_kernels *set)
 {
     if (!set->memo)
-        set->memo = tailor_compile_memo_create(TAILOR_COMPILE_MEMO_BYTES);
+        set->memo = tailor_tune_memo_create(set->gpu, set->rehearse);
     tailor_tune_options o;
     memset(&o, 0, sizeof o);
     o.rehearse = set->rehearse;

@@ -329,6 +329,20 @@ int tune_pick(const tailor_plan *plan, const tailor_tune_options *o, int *idx)
     return random && o->trials > 0 && o->trials < ns ? o->trials : ns;
 }
 
+static tailor_status jit_on_gpu(tailor_ctx *ctx, void *gpu, const char *ptx, void **native,
+                                size_t *native_size)
+{
+    return tailor_gpu_jit_ptx(ctx, gpu, ptx, native, native_size);
+}
+
+tailor_compile_memo *tailor_tune_memo_create(tailor_gpu *gpu, const tailor_device_info *rehearse)
+{
+    tailor_compile_memo *m = tailor_compile_memo_create(TAILOR_COMPILE_MEMO_BYTES);
+    if (m && gpu && rehearse)
+        tailor_compile_memo_set_jit(m, jit_on_gpu, gpu);
+    return m;
+}
+
 void tune_arch(const tailor_device_info *live, const tailor_device_info *rehearse, int *sm,
                int *ptx)
 {
@@ -422,8 +436,9 @@ static void check_candidate(tune_state *t, int i)
             tailor_log(ctx, TAILOR_LOG_WARN, "%s", reason);
         return;
     }
-    tailor_status st = tailor_gpu_load_kernel(ctx, t->gpu, c->compiled.image, c->kernel_name,
-                                              &t->kernels[i]);
+    /* a rehearsal's PTX comes with its cubin when the compile thread JIT-compiled it */
+    const void *image = c->compiled.native ? c->compiled.native : c->compiled.image;
+    tailor_status st = tailor_gpu_load_kernel(ctx, t->gpu, image, c->kernel_name, &t->kernels[i]);
     /* timed as the runtime will launch it (TAILOR_TIMING_METHOD) */
     t->kernels[i].pdl = tailor_pdl_capable(tailor_gpu_info(t->gpu), t->budget_dev);
     if (st == TAILOR_OK)

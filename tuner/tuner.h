@@ -136,6 +136,12 @@ tailor_status tailor_winner_key(tailor_ctx *ctx, const tailor_device_info *live,
                                 tailor_cache_key *key);
 
 
+/* The compile memo of a tuning run on gpu (TAILOR_COMPILE_MEMO_BYTES; NULL when out of memory).
+ * Under a rehearsal (rehearse not NULL) its PTX is JIT-compiled for gpu in the compile threads
+ * (tailor_compile_memo_set_jit), so that checking a candidate loads a cubin instead of running
+ * the driver's JIT, one candidate after another, where the GPU waits. */
+tailor_compile_memo *tailor_tune_memo_create(tailor_gpu *gpu, const tailor_device_info *rehearse);
+
 /* Compiling ahead of a run that tunes targets one after another (tune --preset, a model's
  * on-demand tuning): a planner thread plans the targets in order, skips those whose winner the
  * cache at cache_path has (read through its own connection; NULL or a missing file: none), and
