@@ -34,6 +34,13 @@ check grep -q "winner rmsnorm THREADS=64 VEC=2 " <<<"$out"
 # each timed trial's in the cache
 check grep -qE "GB/s  [0-9]+ blocks?/SM  \[" <<<"$out"
 check grep -qE "timed .*rmsnorm .*[0-9]+ blocks? an SM" <("$T" cache trials --cache "$tmp/where.sqlite")
+# a candidate far behind the best is timed by its warm-up pass alone (topk at the vocabulary:
+# the one-block configurations take hundreds of microseconds where the winner takes ~25), and
+# its trial says so; the winner is timed in full
+out=$("$T" tune --op topk --shape rows=1,n=262144,k=128 --dtype bf16 --cache "$tmp/topk.sqlite" 2>&1)
+echo "$out"
+check grep -q "winner topk" <<<"$out"
+check grep -q "timed by its warm-up pass alone (over 4x the best" <("$T" cache trials --cache "$tmp/topk.sqlite")
 if "$T" tune --op rmsnorm --shape rows=7,cols=1536 --dtype bf16 --where VEC=3 --cache "$tmp/where.sqlite" 2>"$tmp/err"; then
   echo "FAILED: --where VEC=3 (no such survivor) tuned"; fail=1
 fi

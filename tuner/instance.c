@@ -301,10 +301,35 @@ static tailor_status capture_batch(tailor_ctx *ctx, tailor_gpu *gpu, tailor_inst
     return tailor_gpu_capture_end(ctx, gpu, 1, g);
 }
 
+/* One launch on each rotated set; with pass_us, the mean microseconds a launch from the second
+ * on (host-launched: at least the driver's launch cost; the first may load the module). */
+static tailor_status warm_up(tailor_ctx *ctx, tailor_gpu *gpu, tailor_instance *inst,
+                             tailor_kernel *k, const tailor_launch *l, const tailor_workspace *ws,
+                             double *pass_us)
+{
+    tailor_gpu_timer timer = {0};
+    tailor_status st = launch_set(ctx, gpu, inst, k, l, ws, 0);
+    if (st == TAILOR_OK && pass_us)
+        st = tailor_gpu_timer_create(ctx, gpu, &timer);
+    if (st == TAILOR_OK && pass_us)
+        st = tailor_gpu_timer_start(ctx, gpu, &timer);
+    for (int s = 1; s < inst->nsets && st == TAILOR_OK; s++)
+        st = launch_set(ctx, gpu, inst, k, l, ws, s);
+    float ms = 0;
+    if (st == TAILOR_OK && pass_us)
+        st = tailor_gpu_timer_stop(ctx, gpu, &timer);
+    if (st == TAILOR_OK && pass_us)
+        st = tailor_gpu_timer_elapsed_ms(ctx, &timer, &ms);
+    if (pass_us)
+        *pass_us = 1000.0 * ms / (inst->nsets > 1 ? inst->nsets - 1 : 1);
+    tailor_gpu_timer_destroy(gpu, &timer);
+    return st;
+}
+
 tailor_status tailor_instance_time(tailor_ctx *ctx, tailor_gpu *gpu, tailor_instance *inst,
                                    tailor_kernel *k, const tailor_launch *l,
-                                   const tailor_workspace *ws, int batches, double *median_us,
-                                   double *spread_us)
+                                   const tailor_workspace *ws, int batches, double give_up_us,
+                                   double *median_us, double *spread_us, int *gave_up)
 {
     enum { MAX_BATCHES = 64 };
     if (batches > MAX_BATCHES)
@@ -314,9 +339,17 @@ tailor_status tailor_instance_time(tailor_ctx *ctx, tailor_gpu *gpu, tailor_inst
     /* enough launches per replay that the graph's own launch is small beside them: at least 32,
      * and at least two passes over the rotated sets */
     int per_batch = 2 * inst->nsets < 32 ? 32 : 2 * inst->nsets;
-    tailor_status st = TAILOR_OK;
-    for (int s = 0; s < inst->nsets && st == TAILOR_OK; s++) /* warm-up */
-        st = launch_set(ctx, gpu, inst, k, l, ws, s);
+    if (gave_up)
+        *gave_up = 0;
+    double pass_us = 0;
+    tailor_status st = warm_up(ctx, gpu, inst, k, l, ws, give_up_us > 0 ? &pass_us : NULL);
+    if (st == TAILOR_OK && give_up_us > 0 && pass_us > give_up_us) {
+        *median_us = pass_us;
+        *spread_us = 0;
+        if (gave_up)
+            *gave_up = 1;
+        return TAILOR_OK;
+    }
     int spaced = k->pdl && tailor_timing_spacer(inst->op->name);
     if (st == TAILOR_OK && spaced)
         st = spacer_ready(ctx, gpu, inst, per_batch);

@@ -72,10 +72,14 @@ tailor_status tailor_instance_check(tailor_ctx *ctx, tailor_gpu *gpu, tailor_ins
  * so: the runtime launches sm_90 code that way, each kernel overlapping its predecessor's tail);
  * with PDL and tailor_timing_spacer(op), a spacer follows each launch (space.h) and its own
  * per-launch time is subtracted. Gives the median microseconds per launch and a robust spread
- * (1.4826 x median absolute deviation). */
+ * (1.4826 x median absolute deviation).
+ * give_up_us > 0: the warm-up pass is timed (from its second launch: the first may load the
+ * module), and a kernel slower than that a launch stops there: *median_us is the pass's mean,
+ * *spread_us 0 and *gave_up 1 (a candidate far behind the best costs one pass, not hundreds of
+ * launches). Else *gave_up 0 (gave_up may be NULL). */
 tailor_status tailor_instance_time(tailor_ctx *ctx, tailor_gpu *gpu, tailor_instance *inst,
                                    tailor_kernel *k, const tailor_launch *l,
-                                   const tailor_workspace *ws, int batches, double *median_us,
-                                   double *spread_us);
+                                   const tailor_workspace *ws, int batches, double give_up_us,
+                                   double *median_us, double *spread_us, int *gave_up);
 
 #endif

@@ -469,17 +469,33 @@ static void check_candidate(tune_state *t, int i)
     tailor_workspace_destroy(t->gpu, &t->ws[i]);
 }
 
-static tailor_status time_candidate(tune_state *t, int i, int batches)
+/* A candidate whose warm-up pass is slower than GIVE_UP_FACTOR x the best time so far is not
+ * timed further (tailor_instance_time's give_up_us): it has lost, and hundreds of launches of a
+ * kernel that takes milliseconds (topk's one-block configurations at the vocabulary) cost a
+ * first boot seconds each. Never below GIVE_UP_FLOOR_US: a host-launched pass costs the
+ * driver's few microseconds a launch whatever the kernel, so small kernels are timed in full. */
+#define GIVE_UP_FACTOR 4.0
+#define GIVE_UP_FLOOR_US 50.0
+
+/* Times candidate i; best_us > 0: the best median so far (give up past GIVE_UP_FACTOR x it). */
+static tailor_status time_candidate(tune_state *t, int i, int batches, double best_us)
 {
     candidate *c = &t->cands[i];
+    double give_up = best_us > 0 ? fmax(GIVE_UP_FACTOR * best_us, GIVE_UP_FLOOR_US) : 0;
+    int gave_up = 0;
     tailor_status st = tailor_instance_time(t->ctx, t->gpu, t->inst, &t->kernels[i],
-                                            &c->entry->launch, &t->ws[i], batches, &c->median_us,
-                                            &c->spread_us);
+                                            &c->entry->launch, &t->ws[i], batches, give_up,
+                                            &c->median_us, &c->spread_us, &gave_up);
     if (st) {
         c->state = CAND_LAUNCH_ERROR;
         snprintf(c->detail, sizeof c->detail, "%s", tailor_ctx_message(t->ctx));
         tailor_ctx_clear(t->ctx);
         return TAILOR_OK; /* a failing candidate is recorded, never fatal */
+    }
+    if (gave_up) {
+        size_t n = strlen(c->detail);
+        snprintf(c->detail + n, sizeof c->detail - n, "%stimed by its warm-up pass alone (over "
+                 "%.0fx the best, %.2f us)", n ? "; " : "", GIVE_UP_FACTOR, best_us);
     }
     c->state = CAND_TIMED;
     return TAILOR_OK;
@@ -501,7 +517,7 @@ static int choose(tune_state *t, int *verified, int nv)
     double best = -1;
     for (int round = 0; alive > 0; round++) {
         for (int j = 0; j < alive; j++) {
-            time_candidate(t, verified[j], batches);
+            time_candidate(t, verified[j], batches, best);
             candidate *c = &t->cands[verified[j]];
             if (c->state == CAND_TIMED && (best < 0 || c->median_us < best))
                 best = c->median_us;
@@ -533,7 +549,7 @@ static int choose(tune_state *t, int *verified, int nv)
     }
     if (close > 1) {
         for (int j = 0; j < close; j++)
-            time_candidate(t, verified[j], 31);
+            time_candidate(t, verified[j], 31, 0);
         qsort_r(verified, (size_t)close, sizeof *verified, cmp_by_time, t->cands);
     }
     return t->cands[verified[0]].state == CAND_TIMED ? verified[0] : -1;
@@ -950,8 +966,8 @@ tailor_status tailor_tuner_time_winner(tailor_ctx *ctx, tailor_gpu *gpu,
         return st;
     st = tailor_instance_rotate(ctx, gpu, lw.inst);
     if (st == TAILOR_OK)
-        st = tailor_instance_time(ctx, gpu, lw.inst, &lw.k, &lw.launch, &lw.ws, batches,
-                                  median_us, spread_us);
+        st = tailor_instance_time(ctx, gpu, lw.inst, &lw.k, &lw.launch, &lw.ws, batches, 0,
+                                  median_us, spread_us, NULL);
     winner_unload(gpu, &lw);
     return st;
 }
