@@ -471,10 +471,12 @@ static void check_candidate(tune_state *t, int i)
 
 /* A candidate whose warm-up pass is slower than GIVE_UP_FACTOR x the best time so far is not
  * timed further (tailor_instance_time's give_up_us): it has lost, and hundreds of launches of a
- * kernel that takes milliseconds (topk's one-block configurations at the vocabulary) cost a
- * first boot seconds each. Never below GIVE_UP_FLOOR_US: a host-launched pass costs the
- * driver's few microseconds a launch whatever the kernel, so small kernels are timed in full. */
-#define GIVE_UP_FACTOR 4.0
+ * kernel that takes hundreds of microseconds (topk's few-block configurations at the
+ * vocabulary) cost a first boot seconds each. Never below GIVE_UP_FLOOR_US: a host-launched pass
+ * costs the driver's few microseconds a launch whatever the kernel (and has no PDL overlap), so
+ * the pass of a kernel that long is within 10 % of its graph-timed median, and small kernels
+ * are timed in full. */
+#define GIVE_UP_FACTOR 2.0
 #define GIVE_UP_FLOOR_US 50.0
 
 /* Times candidate i; best_us > 0: the best median so far (give up past GIVE_UP_FACTOR x it). */
@@ -508,6 +510,12 @@ static int cmp_by_time(const void *a, const void *b, void *arg)
     return x < y ? -1 : x > y;
 }
 
+/* Halving keeps the better half of a round, and of it only those within HALVING_KEEP of the
+ * round's best: a round's median of three or more batches of at least 32 launches each is
+ * good to a few percent, so a candidate 25 % behind has lost, and timing it again, longer, is
+ * what made a first boot's targets with a hundred small survivors cost seconds each. */
+#define HALVING_KEEP 1.25
+
 /* Times the verified candidates per the strategy and returns the winner's index (-1: none). */
 static int choose(tune_state *t, int *verified, int nv)
 {
@@ -532,6 +540,9 @@ static int choose(tune_state *t, int *verified, int nv)
         if (o->strategy != TAILOR_STRATEGY_HALVING || alive <= 2)
             break;
         alive = (alive + 1) / 2;
+        const double lead = t->cands[verified[0]].median_us;
+        while (alive > 2 && t->cands[verified[alive - 1]].median_us > HALVING_KEEP * lead)
+            alive--;
         batches *= 2;
     }
     if (alive == 0)
