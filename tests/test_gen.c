@@ -8,6 +8,16 @@
 #include "registry.h"
 #include "testlib.h"
 
+/* A request for rmsnorm.cu (its text read by the caller) with its four defines. */
+static tailor_compile_request rmsnorm_request(const tailor_template_file *src,
+                                              const tailor_define *defs, const char *name, int sm,
+                                              int ptx)
+{
+    return (tailor_compile_request){.source_name = "rmsnorm.cu", .source = src->text,
+                                    .kernel_name = name, .sm = sm, .ptx = ptx, .ndefines = 4,
+                                    .defines = defs};
+}
+
 static void compile_rmsnorm(tailor_ctx *ctx, int sm, const char *dtype_define, int threads)
 {
     tailor_template_file src;
@@ -19,8 +29,7 @@ static void compile_rmsnorm(tailor_ctx *ctx, int sm, const char *dtype_define, i
     snprintf(defs[3].name, sizeof defs[3].name, "%s", dtype_define);
     char name[256];
     tailor_gen_kernel_name("rmsnorm", "rmsnorm", sm, "fp16", defs, 3, name, sizeof name);
-    tailor_compile_request req = {.source_name = "rmsnorm.cu", .source = src.text,
-                                  .kernel_name = name, .sm = sm, .ndefines = 4, .defines = defs};
+    tailor_compile_request req = rmsnorm_request(&src, defs, name, sm, 0);
     tailor_compile_result r;
     tailor_status st = tailor_gen_compile(ctx, &req, &r);
     CHECKF(st == TAILOR_OK, "sm_%d %s: %s", sm, dtype_define, tailor_ctx_message(ctx));
@@ -46,9 +55,7 @@ static void test_ptx_rehearsal(tailor_ctx *ctx)
     CHECK_OK(ctx, tailor_template_read(ctx, "rmsnorm.cu", &src));
     tailor_define defs[4] = {{"THREADS", "128"}, {"VEC", "4"}, {"HAS_WEIGHT", "1"},
                              {"TAILOR_DTYPE_FP16", "1"}};
-    tailor_compile_request req = {.source_name = "rmsnorm.cu", .source = src.text,
-                                  .kernel_name = "k_ptx", .sm = 75, .ptx = 1, .ndefines = 4,
-                                  .defines = defs};
+    tailor_compile_request req = rmsnorm_request(&src, defs, "k_ptx", 75, 1);
     tailor_compile_result r;
     CHECK_OK(ctx, tailor_gen_compile(ctx, &req, &r));
     CHECK(r.is_ptx);
@@ -85,9 +92,7 @@ static void test_memo(tailor_ctx *ctx)
     CHECK_OK(ctx, tailor_template_read(ctx, "rmsnorm.cu", &src));
     tailor_define defs[4] = {{"THREADS", "128"}, {"VEC", "4"}, {"HAS_WEIGHT", "1"},
                              {"TAILOR_DTYPE_FP16", "1"}};
-    tailor_compile_request req = {.source_name = "rmsnorm.cu", .source = src.text,
-                                  .kernel_name = "k_memo", .sm = 80, .ndefines = 4,
-                                  .defines = defs};
+    tailor_compile_request req = rmsnorm_request(&src, defs, "k_memo", 80, 0);
     tailor_compile_memo *m = tailor_compile_memo_create(64 << 20);
     CHECK(m != NULL);
     tailor_compile_result a, b, c;
@@ -175,9 +180,7 @@ static void test_memo_jit(tailor_ctx *ctx)
     CHECK_OK(ctx, tailor_template_read(ctx, "rmsnorm.cu", &src));
     tailor_define defs[4] = {{"THREADS", "128"}, {"VEC", "4"}, {"HAS_WEIGHT", "1"},
                              {"TAILOR_DTYPE_FP16", "1"}};
-    tailor_compile_request req = {.source_name = "rmsnorm.cu", .source = src.text,
-                                  .kernel_name = "k_jit", .sm = 75, .ptx = 1, .ndefines = 4,
-                                  .defines = defs};
+    tailor_compile_request req = rmsnorm_request(&src, defs, "k_jit", 75, 1);
     fake_jit f = {0, 0};
     tailor_compile_memo *m = tailor_compile_memo_create(64 << 20);
     CHECK(m != NULL);
@@ -304,9 +307,7 @@ static void test_memo_inflight(tailor_ctx *ctx)
     CHECK_OK(ctx, tailor_template_read(ctx, "rmsnorm.cu", &src));
     tailor_define defs[4] = {{"THREADS", "64"}, {"VEC", "2"}, {"HAS_WEIGHT", "0"},
                              {"TAILOR_DTYPE_FP16", "1"}};
-    tailor_compile_request req = {.source_name = "rmsnorm.cu", .source = src.text,
-                                  .kernel_name = "k_race", .sm = 75, .ndefines = 4,
-                                  .defines = defs};
+    tailor_compile_request req = rmsnorm_request(&src, defs, "k_race", 75, 0);
     tailor_compile_memo *m = tailor_compile_memo_create(64 << 20);
     memo_race r[4];
     pthread_t th[4];
