@@ -94,6 +94,20 @@ static void print_result(const char *op, const char *shape, tailor_dtype dtype,
            occ, seconds);
 }
 
+/* Where a target's seconds went (TAILOR_LOG=debug): "phases: plan 0.01 s, inputs 0.20, ...". */
+static void log_phases(tailor_ctx *ctx, const tailor_tune_result *r)
+{
+    if (r->from_cache)
+        return;
+    char line[512];
+    int len = snprintf(line, sizeof line, "phases:");
+    for (int p = 0; p < TAILOR_TUNE_NPHASES && len < (int)sizeof line; p++)
+        len += snprintf(line + len, sizeof line - (size_t)len, "%s %s %.2f%s", p ? "," : "",
+                        tailor_tune_phase_name((tailor_tune_phase)p), r->phase_s[p],
+                        p ? "" : " s");
+    tailor_log(ctx, TAILOR_LOG_DEBUG, "%s", line);
+}
+
 /* What the command line asked for. */
 typedef struct tune_args {
     const char *op, *shape_text, *preset, *model, *dtype_text, *cache_path;
@@ -311,6 +325,7 @@ static int tune_targets(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
             continue;
         }
         print_result(targets[i].op, shape, dtype, &r, o->check_only, cli_now_s() - t0);
+        log_phases(ctx, &r);
         cached += r.from_cache;
     }
     tailor_compile_ahead_stats as;

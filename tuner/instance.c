@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "gen.h"
 
@@ -301,6 +302,13 @@ static tailor_status capture_batch(tailor_ctx *ctx, tailor_gpu *gpu, tailor_inst
     return tailor_gpu_capture_end(ctx, gpu, 1, g);
 }
 
+static double seconds_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 /* One launch on each rotated set; with pass_us, the mean microseconds a launch from the second
  * on (host-launched: at least the driver's launch cost; the first may load the module). */
 static tailor_status warm_up(tailor_ctx *ctx, tailor_gpu *gpu, tailor_instance *inst,
@@ -341,8 +349,9 @@ tailor_status tailor_instance_time(tailor_ctx *ctx, tailor_gpu *gpu, tailor_inst
     int per_batch = 2 * inst->nsets < 32 ? 32 : 2 * inst->nsets;
     if (gave_up)
         *gave_up = 0;
-    double pass_us = 0;
+    double pass_us = 0, t0 = seconds_now();
     tailor_status st = warm_up(ctx, gpu, inst, k, l, ws, give_up_us > 0 ? &pass_us : NULL);
+    inst->warm_s += seconds_now() - t0;
     if (st == TAILOR_OK && give_up_us > 0 && pass_us > give_up_us) {
         *median_us = pass_us;
         *spread_us = 0;
@@ -354,14 +363,18 @@ tailor_status tailor_instance_time(tailor_ctx *ctx, tailor_gpu *gpu, tailor_inst
     if (st == TAILOR_OK && spaced)
         st = spacer_ready(ctx, gpu, inst, per_batch);
     tailor_gpu_graph g = {0};
+    t0 = seconds_now();
     if (st == TAILOR_OK)
         st = capture_batch(ctx, gpu, inst, k, l, ws, per_batch, spaced, &g);
+    double t1 = seconds_now();
+    inst->capture_s += t1 - t0;
     double samples[MAX_BATCHES];
     if (st == TAILOR_OK)
         st = tailor_gpu_graph_launch(ctx, gpu, &g); /* one untimed replay: caches warm */
     if (st == TAILOR_OK)
         st = tailor_gpu_graph_time(ctx, gpu, &g, per_batch, batches, samples);
     tailor_gpu_graph_destroy(gpu, &g);
+    inst->replay_s += seconds_now() - t1;
     if (st)
         return st;
     for (int b = 0; b < batches && spaced; b++) /* the spacer's share, never below zero */

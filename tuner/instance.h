@@ -21,6 +21,8 @@ typedef struct tailor_instance {
     CUdeviceptr dev[TAILOR_MAX_ROTATION][TAILOR_OP_MAX_BUFFERS];
     size_t set_bytes;                   /* bytes of one set */
     tailor_kernel spacer;               /* tailor_instance_time's spacer (with PDL), or zeroed */
+    double warm_s, capture_s, replay_s; /* tailor_instance_time's wall seconds so far: warm-up
+                                           passes, graph captures + instantiations, replays */
     double spacer_us;                   /* its own chain, per launch */
 } tailor_instance;
 

@@ -329,6 +329,14 @@ int tune_pick(const tailor_plan *plan, const tailor_tune_options *o, int *idx)
     return random && o->trials > 0 && o->trials < ns ? o->trials : ns;
 }
 
+const char *tailor_tune_phase_name(tailor_tune_phase p)
+{
+    static const char *const names[TAILOR_TUNE_NPHASES] = {
+        "plan", "inputs", "compile", "check", "rotate", "warm-up", "capture", "replay", "record",
+        "free"};
+    return p >= 0 && p < TAILOR_TUNE_NPHASES ? names[p] : "?";
+}
+
 static tailor_status jit_on_gpu(tailor_ctx *ctx, void *gpu, const char *ptx, void **native,
                                 size_t *native_size)
 {
@@ -685,6 +693,7 @@ static tailor_status run_candidates(tune_state *t, int sm, int ptx)
     tailor_ctx *ctx = t->ctx;
     const tailor_tune_options *o = t->opts;
     int n = t->n;
+    double *phase = t->out->phase_s, t0 = now_seconds();
     /* resume: failures recorded by an earlier run of the same key are not retried */
     for (int i = 0; i < n && !tune_checks_all(o); i++) {
         char outcome[32];
@@ -698,7 +707,11 @@ static tailor_status run_candidates(tune_state *t, int sm, int ptx)
                      outcome);
         }
     }
+    phase[TAILOR_TUNE_PHASE_PLAN] += now_seconds() - t0;
+    t0 = now_seconds();
     compile_all(ctx, t->plan, t->cands, n, sm, ptx, o);
+    phase[TAILOR_TUNE_PHASE_COMPILE] += now_seconds() - t0;
+    t0 = now_seconds();
     int *verified = calloc((size_t)(n ? n : 1), sizeof *verified);
     if (!verified)
         return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory");
@@ -725,14 +738,21 @@ static tailor_status run_candidates(tune_state *t, int sm, int ptx)
             verified[nv++] = i;
         report(o, "verify", i + 1, n, -1, -1);
     }
+    phase[TAILOR_TUNE_PHASE_CHECK] += now_seconds() - t0;
     if (o->check_only) { /* checked: nothing to time, nothing to record */
         free(verified);
         return survivors_failed(t, n);
     }
+    t0 = now_seconds();
     tailor_status st = tailor_instance_rotate(ctx, t->gpu, t->inst);
+    phase[TAILOR_TUNE_PHASE_ROTATE] += now_seconds() - t0;
     int win = -1;
     if (st == TAILOR_OK && nv > 0)
         win = choose(t, verified, nv);
+    phase[TAILOR_TUNE_PHASE_WARM] += t->inst->warm_s;
+    phase[TAILOR_TUNE_PHASE_CAPTURE] += t->inst->capture_s;
+    phase[TAILOR_TUNE_PHASE_REPLAY] += t->inst->replay_s;
+    t0 = now_seconds();
     for (int i = 0; i < n; i++) {
         if (t->cands[i].state == CAND_TIMED)
             t->out->timed++;
@@ -749,6 +769,7 @@ static tailor_status run_candidates(tune_state *t, int sm, int ptx)
         t->out->spread_us = c->spread_us;
         t->out->blocks_per_sm = c->blocks_per_sm;
     }
+    phase[TAILOR_TUNE_PHASE_RECORD] += now_seconds() - t0;
     free(verified);
     if (st)
         return st;
@@ -832,6 +853,7 @@ tailor_status tailor_tune(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
                           const tailor_tune_options *opts, tailor_tune_result *out)
 {
     memset(out, 0, sizeof *out);
+    double t0 = now_seconds();
     const tailor_device_info *live = tailor_gpu_info(gpu);
     const tailor_device_info *budget_dev = opts->rehearse ? opts->rehearse : live;
     int sm, ptx;
@@ -880,13 +902,18 @@ tailor_status tailor_tune(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
                    key_text.shape, tailor_dtype_name(dtype), live->name,
                    opts->rehearse ? " rehearsing " : "", opts->rehearse ? opts->rehearse->name : "",
                    plan.count, tailor_plan_survivors(&plan), t.n);
+        out->phase_s[TAILOR_TUNE_PHASE_PLAN] += now_seconds() - t0;
+        t0 = now_seconds();
         st = tailor_instance_create(ctx, gpu, plan.op, &plan.shape, dtype, opts->seed, 1,
                                     &t.inst);
+        out->phase_s[TAILOR_TUNE_PHASE_INPUTS] += now_seconds() - t0;
     }
     if (st == TAILOR_OK)
         st = run_candidates(&t, sm, ptx);
+    t0 = now_seconds();
     tune_state_free(&t);
     tailor_plan_free(&plan);
+    out->phase_s[TAILOR_TUNE_PHASE_FREE] += now_seconds() - t0;
     return st;
 }
 

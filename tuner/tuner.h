@@ -60,6 +60,25 @@ typedef struct tailor_tune_options {
     void *progress_user;
 } tailor_tune_options;
 
+/* Where a tuning call's time goes (tailor_tune_result.phase_s; `tailor tune` logs them at debug
+ * level): what a first boot's per-target seconds are made of. */
+typedef enum tailor_tune_phase {
+    TAILOR_TUNE_PHASE_PLAN,    /* the space, the budget, the cache key, earlier trials */
+    TAILOR_TUNE_PHASE_INPUTS,  /* test inputs filled, the reference computed, uploaded */
+    TAILOR_TUNE_PHASE_COMPILE, /* compiling, or waiting for compiles in flight (ahead) */
+    TAILOR_TUNE_PHASE_CHECK,   /* loading each candidate and checking it against the reference */
+    TAILOR_TUNE_PHASE_ROTATE,  /* the rotated copies of the inputs */
+    TAILOR_TUNE_PHASE_WARM,    /* timing: warm-up passes (host launches) */
+    TAILOR_TUNE_PHASE_CAPTURE, /* timing: capturing and instantiating graphs */
+    TAILOR_TUNE_PHASE_REPLAY,  /* timing: graph replays (the GPU's own time, mostly) */
+    TAILOR_TUNE_PHASE_RECORD,  /* trials and the winner into the cache */
+    TAILOR_TUNE_PHASE_FREE,    /* unloading modules, freeing workspaces and inputs */
+    TAILOR_TUNE_NPHASES
+} tailor_tune_phase;
+
+/* "plan", "inputs", ... for logs. */
+const char *tailor_tune_phase_name(tailor_tune_phase p);
+
 typedef struct tailor_tune_result {
     int from_cache;           /* the winner was already cached: nothing compiled */
     int candidates, survivors;
@@ -73,7 +92,10 @@ typedef struct tailor_tune_result {
     int blocks_per_sm;        /* the winner's resident blocks an SM (0: unknown) */
     double bytes, flops;      /* of one launch, from the op */
     char first_failure[1200]; /* the first wrong result or error, for --verify-all */
+    double phase_s[TAILOR_TUNE_NPHASES]; /* wall seconds of each phase (tailor_tune_phase) */
 } tailor_tune_result;
+
+
 
 /* Tunes (op, shape, dtype) on the open GPU, recording every trial and the winner in cache.
  * With TAILOR_NO_COMPILE=1 in the environment any needed compile is TAILOR_ERR_NO_COMPILE.
