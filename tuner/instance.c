@@ -309,29 +309,46 @@ static double seconds_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* One launch on each rotated set; with pass_us, the mean microseconds a launch from the second
- * on (host-launched: at least the driver's launch cost; the first may load the module). */
+/* One launch on each rotated set; *pass_us: the mean microseconds a launch from the second on
+ * (host-launched: at least the driver's launch cost; the first may load the module). */
 static tailor_status warm_up(tailor_ctx *ctx, tailor_gpu *gpu, tailor_instance *inst,
                              tailor_kernel *k, const tailor_launch *l, const tailor_workspace *ws,
                              double *pass_us)
 {
     tailor_gpu_timer timer = {0};
     tailor_status st = launch_set(ctx, gpu, inst, k, l, ws, 0);
-    if (st == TAILOR_OK && pass_us)
+    if (st == TAILOR_OK)
         st = tailor_gpu_timer_create(ctx, gpu, &timer);
-    if (st == TAILOR_OK && pass_us)
+    if (st == TAILOR_OK)
         st = tailor_gpu_timer_start(ctx, gpu, &timer);
     for (int s = 1; s < inst->nsets && st == TAILOR_OK; s++)
         st = launch_set(ctx, gpu, inst, k, l, ws, s);
     float ms = 0;
-    if (st == TAILOR_OK && pass_us)
+    if (st == TAILOR_OK)
         st = tailor_gpu_timer_stop(ctx, gpu, &timer);
-    if (st == TAILOR_OK && pass_us)
+    if (st == TAILOR_OK)
         st = tailor_gpu_timer_elapsed_ms(ctx, &timer, &ms);
-    if (pass_us)
-        *pass_us = 1000.0 * ms / (inst->nsets > 1 ? inst->nsets - 1 : 1);
+    *pass_us = 1000.0 * ms / (inst->nsets > 1 ? inst->nsets - 1 : 1);
     tailor_gpu_timer_destroy(gpu, &timer);
     return st;
+}
+
+/* The launches of one timed replay: one pass over the rotated sets, so that every launch finds
+ * its data cold in L2 as the model's does (the sets span 2x L2, or TAILOR_MAX_ROTATION of them),
+ * and enough launches for TIMED_REPLAY_US of work (pass_us, the warm-up's per-launch time: an
+ * upper bound), so that the graph's own launch and the events are small beside it; at least
+ * MIN_REPLAY_LAUNCHES, and no more than MAX_REPLAY_LAUNCHES beyond the pass. A first boot
+ * spent most of its time replaying: 512 launches of a 1 µs kernel, 32 of a 250 µs one. */
+#define TIMED_REPLAY_US 1000.0
+#define MIN_REPLAY_LAUNCHES 4
+#define MAX_REPLAY_LAUNCHES 32
+static int replay_launches(const tailor_instance *inst, double pass_us)
+{
+    double want = pass_us > 0 ? ceil(TIMED_REPLAY_US / pass_us) : MAX_REPLAY_LAUNCHES;
+    int n = want > MAX_REPLAY_LAUNCHES ? MAX_REPLAY_LAUNCHES : (int)want;
+    if (n < MIN_REPLAY_LAUNCHES)
+        n = MIN_REPLAY_LAUNCHES;
+    return n > inst->nsets ? n : inst->nsets;
 }
 
 tailor_status tailor_instance_time(tailor_ctx *ctx, tailor_gpu *gpu, tailor_instance *inst,
@@ -344,14 +361,12 @@ tailor_status tailor_instance_time(tailor_ctx *ctx, tailor_gpu *gpu, tailor_inst
         batches = MAX_BATCHES;
     if (batches < 1)
         batches = 1;
-    /* enough launches per replay that the graph's own launch is small beside them: at least 32,
-     * and at least two passes over the rotated sets */
-    int per_batch = 2 * inst->nsets < 32 ? 32 : 2 * inst->nsets;
     if (gave_up)
         *gave_up = 0;
     double pass_us = 0, t0 = seconds_now();
-    tailor_status st = warm_up(ctx, gpu, inst, k, l, ws, give_up_us > 0 ? &pass_us : NULL);
+    tailor_status st = warm_up(ctx, gpu, inst, k, l, ws, &pass_us);
     inst->warm_s += seconds_now() - t0;
+    int per_batch = replay_launches(inst, pass_us);
     if (st == TAILOR_OK && give_up_us > 0 && pass_us > give_up_us) {
         *median_us = pass_us;
         *spread_us = 0;
@@ -361,7 +376,7 @@ tailor_status tailor_instance_time(tailor_ctx *ctx, tailor_gpu *gpu, tailor_inst
     }
     int spaced = k->pdl && tailor_timing_spacer(inst->op->name);
     if (st == TAILOR_OK && spaced)
-        st = spacer_ready(ctx, gpu, inst, per_batch);
+        st = spacer_ready(ctx, gpu, inst, MAX_REPLAY_LAUNCHES);
     tailor_gpu_graph g = {0};
     t0 = seconds_now();
     if (st == TAILOR_OK)

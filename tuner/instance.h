@@ -70,7 +70,8 @@ tailor_status tailor_instance_check(tailor_ctx *ctx, tailor_gpu *gpu, tailor_ins
                                     const tailor_workspace *ws);
 
 /* Times the kernel: one warm-up pass over the rotated sets, then `batches` replays of a CUDA graph
- * of at least 32 launches (back to back on the GPU, as in the model, with PDL where k->pdl says
+ * of one pass over the sets and about a millisecond of launches, 4 to 32 beyond the pass
+ * (back to back on the GPU, as in the model, with PDL where k->pdl says
  * so: the runtime launches sm_90 code that way, each kernel overlapping its predecessor's tail);
  * with PDL and tailor_timing_spacer(op), a spacer follows each launch (space.h) and its own
  * per-launch time is subtracted. Gives the median microseconds per launch and a robust spread

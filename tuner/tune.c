@@ -332,7 +332,7 @@ int tune_pick(const tailor_plan *plan, const tailor_tune_options *o, int *idx)
 const char *tailor_tune_phase_name(tailor_tune_phase p)
 {
     static const char *const names[TAILOR_TUNE_NPHASES] = {
-        "plan", "inputs", "compile", "check", "rotate", "warm-up", "capture", "replay", "record",
+        "plan", "inputs", "compile", "load", "check", "rotate", "warm-up", "capture", "replay", "record",
         "free"};
     return p >= 0 && p < TAILOR_TUNE_NPHASES ? names[p] : "?";
 }
@@ -446,7 +446,9 @@ static void check_candidate(tune_state *t, int i)
     }
     /* a rehearsal's PTX comes with its cubin when the compile thread JIT-compiled it */
     const void *image = c->compiled.native ? c->compiled.native : c->compiled.image;
+    double t0 = now_seconds();
     tailor_status st = tailor_gpu_load_kernel(ctx, t->gpu, image, c->kernel_name, &t->kernels[i]);
+    t->out->phase_s[TAILOR_TUNE_PHASE_LOAD] += now_seconds() - t0;
     /* timed as the runtime will launch it (TAILOR_TIMING_METHOD) */
     t->kernels[i].pdl = tailor_pdl_capable(tailor_gpu_info(t->gpu), t->budget_dev);
     if (st == TAILOR_OK)
@@ -524,6 +526,12 @@ static int cmp_by_time(const void *a, const void *b, void *arg)
  * what made a first boot's targets with a hundred small survivors cost seconds each. */
 #define HALVING_KEEP 1.25
 
+/* A round's batches double up to HALVING_MAX_BATCHES: past a dozen, a median moves by less than
+ * the gaps halving decides on, and the few left within the noise of the best are timed again at
+ * the end with 31. Doubling to 64 made each of a hundred-survivor target's seven rounds cost as
+ * much as the first. */
+#define HALVING_MAX_BATCHES 12
+
 /* Times the verified candidates per the strategy and returns the winner's index (-1: none). */
 static int choose(tune_state *t, int *verified, int nv)
 {
@@ -551,7 +559,7 @@ static int choose(tune_state *t, int *verified, int nv)
         const double lead = t->cands[verified[0]].median_us;
         while (alive > 2 && t->cands[verified[alive - 1]].median_us > HALVING_KEEP * lead)
             alive--;
-        batches *= 2;
+        batches = 2 * batches < HALVING_MAX_BATCHES ? 2 * batches : HALVING_MAX_BATCHES;
     }
     if (alive == 0)
         return -1;
@@ -712,6 +720,7 @@ static tailor_status run_candidates(tune_state *t, int sm, int ptx)
     compile_all(ctx, t->plan, t->cands, n, sm, ptx, o);
     phase[TAILOR_TUNE_PHASE_COMPILE] += now_seconds() - t0;
     t0 = now_seconds();
+    double loading = phase[TAILOR_TUNE_PHASE_LOAD];
     int *verified = calloc((size_t)(n ? n : 1), sizeof *verified);
     if (!verified)
         return tailor_set_error(ctx, TAILOR_ERR_NOMEM, "out of memory");
@@ -738,7 +747,7 @@ static tailor_status run_candidates(tune_state *t, int sm, int ptx)
             verified[nv++] = i;
         report(o, "verify", i + 1, n, -1, -1);
     }
-    phase[TAILOR_TUNE_PHASE_CHECK] += now_seconds() - t0;
+    phase[TAILOR_TUNE_PHASE_CHECK] += now_seconds() - t0 - (phase[TAILOR_TUNE_PHASE_LOAD] - loading);
     if (o->check_only) { /* checked: nothing to time, nothing to record */
         free(verified);
         return survivors_failed(t, n);

@@ -66,7 +66,8 @@ typedef enum tailor_tune_phase {
     TAILOR_TUNE_PHASE_PLAN,    /* the space, the budget, the cache key, earlier trials */
     TAILOR_TUNE_PHASE_INPUTS,  /* test inputs filled, the reference computed, uploaded */
     TAILOR_TUNE_PHASE_COMPILE, /* compiling, or waiting for compiles in flight (ahead) */
-    TAILOR_TUNE_PHASE_CHECK,   /* loading each candidate and checking it against the reference */
+    TAILOR_TUNE_PHASE_LOAD,    /* loading each compiled candidate's module */
+    TAILOR_TUNE_PHASE_CHECK,   /* checking each loaded candidate against the reference */
     TAILOR_TUNE_PHASE_ROTATE,  /* the rotated copies of the inputs */
     TAILOR_TUNE_PHASE_WARM,    /* timing: warm-up passes (host launches) */
     TAILOR_TUNE_PHASE_CAPTURE, /* timing: capturing and instantiating graphs */
