@@ -195,6 +195,42 @@ static void check_reference(tailor_ctx *ctx, const tailor_op *op, int m, int n, 
     test_op_inst_free(&in);
 }
 
+/* tailor_op_compare over an output of several of its spans (compared on threads, 64K elements
+ * each): the count covers every span, the first bad element is the lowest, a NaN in the last
+ * element of the last span is caught, and an output all right passes. */
+static void check_compare_spans(tailor_ctx *ctx)
+{
+    for (int d = 0; d < 3; d++) {
+        tailor_dtype dt = d == 0 ? TAILOR_DTYPE_BF16 : d == 1 ? TAILOR_DTYPE_F16 : TAILOR_DTYPE_F32;
+        tailor_buffer_spec spec = {.count = 3 * 65536 + 123, .dtype = dt, .atol = 0.01, .rtol = 0.01};
+        snprintf(spec.name, sizeof spec.name, "y");
+        float *ref = malloc(spec.count * sizeof *ref);
+        void *got = malloc(spec.count * tailor_dtype_size(dt));
+        if (!ref || !got) {
+            CHECK(!"out of memory");
+            free(ref);
+            free(got);
+            return;
+        }
+        for (size_t i = 0; i < spec.count; i++) {
+            ref[i] = tailor_ref_round(dt, (float)((int)(i % 977) - 488) / 64.f);
+            tailor_dtype_store(dt, got, i, ref[i]);
+        }
+        CHECK_OK(ctx, tailor_op_compare(ctx, &spec, got, ref));
+        tailor_dtype_store(dt, got, 150000, ref[150000] + 1.f);
+        tailor_dtype_store(dt, got, 70000, ref[70000] - 1.f);
+        tailor_dtype_store(dt, got, spec.count - 1, NAN);
+        CHECK(tailor_op_compare(ctx, &spec, got, ref) == TAILOR_ERR_VERIFY);
+        char want[96];
+        snprintf(want, sizeof want, "3 of %zu elements out of tolerance; first at 70000", spec.count);
+        CHECKF(strstr(tailor_ctx_message(ctx), want) != NULL, "%s: '%s' lacks '%s'",
+               tailor_dtype_name(dt), tailor_ctx_message(ctx), want);
+        tailor_ctx_clear(ctx);
+        free(ref);
+        free(got);
+    }
+}
+
 /* What tensor cores write passes: the T4 profile's m16n8k8 kernels, rehearsed on an H100 at the
  * E2B down projection's prefill shape in fp16 (session 44), wrote 0.0267487 where the reference
  * is 0.0268562 (their fp32 accumulation drops low bits one way on every step); ten times that
@@ -523,6 +559,7 @@ int main(void)
         check_reference(ctx, op, 2, 17, 4096, TAILOR_DTYPE_F16, seed++);
     }
     check_tensor_core_tolerance(ctx);
+    check_compare_spans(ctx);
     check_glu(ctx, "m=1,n=96,k=328", TAILOR_DTYPE_BF16, seed++);
     check_glu(ctx, "m=3,n=200,k=64", TAILOR_DTYPE_F16, seed++);
     check_glu(ctx, "m=2,n=40,k=1536,ext=1,u_ld=100", TAILOR_DTYPE_BF16, seed++);

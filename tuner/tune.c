@@ -127,9 +127,10 @@ typedef struct candidate {
 typedef struct compile_job {
     candidate *cands;
     int count;
-    int next;                 /* guarded by lock */
-    int done;
+    int next;                 /* guarded by lock: the next candidate to hand out */
+    int done;                 /* guarded by lock: candidates finished (compiled, failed, skipped) */
     pthread_mutex_t lock;
+    pthread_cond_t finished;  /* signalled as each candidate finishes */
     int sm;
     int ptx;
     const tailor_plan *plan;
@@ -167,16 +168,17 @@ static void *compile_worker(void *arg)
         if (i < 0)
             break;
         candidate *c = &job->cands[i];
-        if (c->state != CAND_PENDING)
-            continue;
-        if (job->deadline > 0 && now_seconds() > job->deadline) {
+        if (c->state != CAND_PENDING) {
+            /* an earlier run's failure (resume): nothing to compile */
+        } else if (job->deadline > 0 && now_seconds() > job->deadline) {
             c->state = CAND_SKIPPED;
             snprintf(c->detail, sizeof c->detail, "not tried: the time budget ran out");
-            continue;
+        } else {
+            compile_one(job, c);
         }
-        compile_one(job, c);
         pthread_mutex_lock(&job->lock);
         job->done++;
+        pthread_cond_signal(&job->finished);
         pthread_mutex_unlock(&job->lock);
     }
     return NULL;
@@ -200,6 +202,11 @@ static tailor_status compile_all(tailor_ctx *ctx, const tailor_plan *plan, candi
     if (o->strategy == TAILOR_STRATEGY_RANDOM && o->budget_seconds > 0)
         job.deadline = now_seconds() + o->budget_seconds;
     pthread_mutex_init(&job.lock, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&job.finished, &attr);
+    pthread_condattr_destroy(&attr);
     int jobs = o->jobs > 0 ? o->jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (jobs < 1)
         jobs = 1;
@@ -212,29 +219,34 @@ static tailor_status compile_all(tailor_ctx *ctx, const tailor_plan *plan, candi
             started++;
     if (started == 0)
         compile_worker(&job);
+    /* Progress every 100 ms while the workers run; woken as each candidate finishes, so that a
+     * target whose candidates were all compiled ahead waits for none (a fixed 100 ms sleep here
+     * cost a first boot 95 x 0.1 s). */
     double t0 = now_seconds();
-    for (;;) { /* progress while the workers run */
-        pthread_mutex_lock(&job.lock);
-        int done = job.done, next = job.next;
-        pthread_mutex_unlock(&job.lock);
-        double el = now_seconds() - t0;
-        report(o, "compile", done, n, -1, done ? el / done * (n - done) : -1);
-        if (next >= n && done >= n)
-            break;
-        if (next >= n) {
-            /* all handed out; wait for the stragglers */
+    pthread_mutex_lock(&job.lock);
+    for (double next_report = t0; job.done < n;) {
+        if (now_seconds() >= next_report) {
+            int done = job.done;
+            pthread_mutex_unlock(&job.lock);
+            double el = now_seconds() - t0;
+            report(o, "compile", done, n, -1, done ? el / done * (n - done) : -1);
+            next_report += 0.1;
+            pthread_mutex_lock(&job.lock);
+            continue;
         }
-        struct timespec ts = {0, 100 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-        int pending = 0;
-        pthread_mutex_lock(&job.lock);
-        pending = job.next < n;
-        pthread_mutex_unlock(&job.lock);
-        if (!pending)
-            break;
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_nsec += 100 * 1000 * 1000;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&job.finished, &job.lock, &until);
     }
+    pthread_mutex_unlock(&job.lock);
     for (int i = 0; i < started; i++)
         pthread_join(threads[i], NULL);
+    pthread_cond_destroy(&job.finished);
     pthread_mutex_destroy(&job.lock);
     return TAILOR_OK;
 }
