@@ -103,9 +103,7 @@ int cli_parse_number(const char *cmd, const char *flag, const char *text, double
 
 double cli_now_s(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    return tailor_now_seconds();
 }
 
 int cli_cmp_double(const void *a, const void *b)

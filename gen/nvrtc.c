@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "registry.h"
 
@@ -149,13 +148,6 @@ void tailor_gen_parse_report(const char *log, const char *kernel, tailor_compile
     }
 }
 
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static char *program_log(nvrtcProgram prog)
 {
     size_t n = 0;
@@ -276,7 +268,7 @@ tailor_status tailor_gen_compile(tailor_ctx *ctx, const tailor_compile_request *
 {
     memset(out, 0, sizeof *out);
     out->regs = out->smem_static = out->stack_bytes = out->spill_stores = out->spill_loads = -1;
-    double t0 = now_seconds();
+    double t0 = tailor_now_seconds();
     headers h = {0};
     tailor_status st = tailor_template_headers(ctx, &h.names, &h.texts, &h.count);
     if (st)
@@ -289,7 +281,7 @@ tailor_status tailor_gen_compile(tailor_ctx *ctx, const tailor_compile_request *
         out->is_ptx = req->ptx != 0;
     }
     tailor_template_headers_free(h.names, h.texts, h.count);
-    out->seconds = now_seconds() - t0;
+    out->seconds = tailor_now_seconds() - t0;
     return st;
 }
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 
 #define TAILOR_MSG_MAX 16384
@@ -262,4 +263,11 @@ int tailor_list_has(const char *list, const char *item)
         p = end + 1;
     }
     return 0;
+}
+
+double tailor_now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }

@@ -104,6 +104,9 @@ tailor_status tailor_read_stream(tailor_ctx *ctx, FILE *f, const char *name, siz
 /* Formats n with thousands separators ("98,304") into buf (at least 32 bytes); returns buf. */
 char *tailor_fmt_int(char *buf, size_t size, long long n);
 
+/* Seconds on the monotonic clock (for durations). */
+double tailor_now_seconds(void);
+
 /* 1 when the comma-separated list has item as one of its entries, whole ("a,bc" has "bc", not
  * "b"); an environment variable's list of names, for example. */
 int tailor_list_has(const char *list, const char *item);

@@ -4,7 +4,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "gen.h"
 
@@ -302,13 +301,6 @@ static tailor_status capture_batch(tailor_ctx *ctx, tailor_gpu *gpu, tailor_inst
     return tailor_gpu_capture_end(ctx, gpu, 1, g);
 }
 
-static double seconds_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* One launch on each rotated set; *pass_us: the mean microseconds a launch from the second on
  * (host-launched: at least the driver's launch cost; the first may load the module). */
 static tailor_status warm_up(tailor_ctx *ctx, tailor_gpu *gpu, tailor_instance *inst,
@@ -363,9 +355,9 @@ tailor_status tailor_instance_time(tailor_ctx *ctx, tailor_gpu *gpu, tailor_inst
         batches = 1;
     if (gave_up)
         *gave_up = 0;
-    double pass_us = 0, t0 = seconds_now();
+    double pass_us = 0, t0 = tailor_now_seconds();
     tailor_status st = warm_up(ctx, gpu, inst, k, l, ws, &pass_us);
-    inst->warm_s += seconds_now() - t0;
+    inst->warm_s += tailor_now_seconds() - t0;
     int per_batch = replay_launches(inst, pass_us);
     if (st == TAILOR_OK && give_up_us > 0 && pass_us > give_up_us) {
         *median_us = pass_us;
@@ -378,10 +370,10 @@ tailor_status tailor_instance_time(tailor_ctx *ctx, tailor_gpu *gpu, tailor_inst
     if (st == TAILOR_OK && spaced)
         st = spacer_ready(ctx, gpu, inst, MAX_REPLAY_LAUNCHES);
     tailor_gpu_graph g = {0};
-    t0 = seconds_now();
+    t0 = tailor_now_seconds();
     if (st == TAILOR_OK)
         st = capture_batch(ctx, gpu, inst, k, l, ws, per_batch, spaced, &g);
-    double t1 = seconds_now();
+    double t1 = tailor_now_seconds();
     inst->capture_s += t1 - t0;
     double samples[MAX_BATCHES];
     if (st == TAILOR_OK)
@@ -389,7 +381,7 @@ tailor_status tailor_instance_time(tailor_ctx *ctx, tailor_gpu *gpu, tailor_inst
     if (st == TAILOR_OK)
         st = tailor_gpu_graph_time(ctx, gpu, &g, per_batch, batches, samples);
     tailor_gpu_graph_destroy(gpu, &g);
-    inst->replay_s += seconds_now() - t1;
+    inst->replay_s += tailor_now_seconds() - t1;
     if (st)
         return st;
     for (int b = 0; b < batches && spaced; b++) /* the spacer's share, never below zero */

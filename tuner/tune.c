@@ -92,13 +92,6 @@ tailor_status tailor_winner_key(tailor_ctx *ctx, const tailor_device_info *live,
     return st;
 }
 
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* ---- one candidate ---------------------------------------------------------------------- */
 
 typedef enum cand_state {
@@ -170,7 +163,7 @@ static void *compile_worker(void *arg)
         candidate *c = &job->cands[i];
         if (c->state != CAND_PENDING) {
             /* an earlier run's failure (resume): nothing to compile */
-        } else if (job->deadline > 0 && now_seconds() > job->deadline) {
+        } else if (job->deadline > 0 && tailor_now_seconds() > job->deadline) {
             c->state = CAND_SKIPPED;
             snprintf(c->detail, sizeof c->detail, "not tried: the time budget ran out");
         } else {
@@ -200,7 +193,7 @@ static tailor_status compile_all(tailor_ctx *ctx, const tailor_plan *plan, candi
     compile_job job = {.cands = cands, .count = n, .sm = sm, .ptx = ptx, .plan = plan,
                        .memo = o->memo};
     if (o->strategy == TAILOR_STRATEGY_RANDOM && o->budget_seconds > 0)
-        job.deadline = now_seconds() + o->budget_seconds;
+        job.deadline = tailor_now_seconds() + o->budget_seconds;
     pthread_mutex_init(&job.lock, NULL);
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
@@ -222,13 +215,13 @@ static tailor_status compile_all(tailor_ctx *ctx, const tailor_plan *plan, candi
     /* Progress every 100 ms while the workers run; woken as each candidate finishes, so that a
      * target whose candidates were all compiled ahead waits for none (a fixed 100 ms sleep here
      * cost a first boot 95 x 0.1 s). */
-    double t0 = now_seconds();
+    double t0 = tailor_now_seconds();
     pthread_mutex_lock(&job.lock);
     for (double next_report = t0; job.done < n;) {
-        if (now_seconds() >= next_report) {
+        if (tailor_now_seconds() >= next_report) {
             int done = job.done;
             pthread_mutex_unlock(&job.lock);
-            double el = now_seconds() - t0;
+            double el = tailor_now_seconds() - t0;
             report(o, "compile", done, n, -1, done ? el / done * (n - done) : -1);
             next_report += 0.1;
             pthread_mutex_lock(&job.lock);
@@ -458,9 +451,9 @@ static void check_candidate(tune_state *t, int i)
     }
     /* a rehearsal's PTX comes with its cubin when the compile thread JIT-compiled it */
     const void *image = c->compiled.native ? c->compiled.native : c->compiled.image;
-    double t0 = now_seconds();
+    double t0 = tailor_now_seconds();
     tailor_status st = tailor_gpu_load_kernel(ctx, t->gpu, image, c->kernel_name, &t->kernels[i]);
-    t->out->phase_s[TAILOR_TUNE_PHASE_LOAD] += now_seconds() - t0;
+    t->out->phase_s[TAILOR_TUNE_PHASE_LOAD] += tailor_now_seconds() - t0;
     /* timed as the runtime will launch it (TAILOR_TIMING_METHOD) */
     t->kernels[i].pdl = tailor_pdl_capable(tailor_gpu_info(t->gpu), t->budget_dev);
     if (st == TAILOR_OK)
@@ -713,7 +706,7 @@ static tailor_status run_candidates(tune_state *t, int sm, int ptx)
     tailor_ctx *ctx = t->ctx;
     const tailor_tune_options *o = t->opts;
     int n = t->n;
-    double *phase = t->out->phase_s, t0 = now_seconds();
+    double *phase = t->out->phase_s, t0 = tailor_now_seconds();
     /* resume: failures recorded by an earlier run of the same key are not retried */
     for (int i = 0; i < n && !tune_checks_all(o); i++) {
         char outcome[32];
@@ -727,11 +720,11 @@ static tailor_status run_candidates(tune_state *t, int sm, int ptx)
                      outcome);
         }
     }
-    phase[TAILOR_TUNE_PHASE_PLAN] += now_seconds() - t0;
-    t0 = now_seconds();
+    phase[TAILOR_TUNE_PHASE_PLAN] += tailor_now_seconds() - t0;
+    t0 = tailor_now_seconds();
     compile_all(ctx, t->plan, t->cands, n, sm, ptx, o);
-    phase[TAILOR_TUNE_PHASE_COMPILE] += now_seconds() - t0;
-    t0 = now_seconds();
+    phase[TAILOR_TUNE_PHASE_COMPILE] += tailor_now_seconds() - t0;
+    t0 = tailor_now_seconds();
     double loading = phase[TAILOR_TUNE_PHASE_LOAD];
     int *verified = calloc((size_t)(n ? n : 1), sizeof *verified);
     if (!verified)
@@ -759,21 +752,21 @@ static tailor_status run_candidates(tune_state *t, int sm, int ptx)
             verified[nv++] = i;
         report(o, "verify", i + 1, n, -1, -1);
     }
-    phase[TAILOR_TUNE_PHASE_CHECK] += now_seconds() - t0 - (phase[TAILOR_TUNE_PHASE_LOAD] - loading);
+    phase[TAILOR_TUNE_PHASE_CHECK] += tailor_now_seconds() - t0 - (phase[TAILOR_TUNE_PHASE_LOAD] - loading);
     if (o->check_only) { /* checked: nothing to time, nothing to record */
         free(verified);
         return survivors_failed(t, n);
     }
-    t0 = now_seconds();
+    t0 = tailor_now_seconds();
     tailor_status st = tailor_instance_rotate(ctx, t->gpu, t->inst);
-    phase[TAILOR_TUNE_PHASE_ROTATE] += now_seconds() - t0;
+    phase[TAILOR_TUNE_PHASE_ROTATE] += tailor_now_seconds() - t0;
     int win = -1;
     if (st == TAILOR_OK && nv > 0)
         win = choose(t, verified, nv);
     phase[TAILOR_TUNE_PHASE_WARM] += t->inst->warm_s;
     phase[TAILOR_TUNE_PHASE_CAPTURE] += t->inst->capture_s;
     phase[TAILOR_TUNE_PHASE_REPLAY] += t->inst->replay_s;
-    t0 = now_seconds();
+    t0 = tailor_now_seconds();
     for (int i = 0; i < n; i++) {
         if (t->cands[i].state == CAND_TIMED)
             t->out->timed++;
@@ -790,7 +783,7 @@ static tailor_status run_candidates(tune_state *t, int sm, int ptx)
         t->out->spread_us = c->spread_us;
         t->out->blocks_per_sm = c->blocks_per_sm;
     }
-    phase[TAILOR_TUNE_PHASE_RECORD] += now_seconds() - t0;
+    phase[TAILOR_TUNE_PHASE_RECORD] += tailor_now_seconds() - t0;
     free(verified);
     if (st)
         return st;
@@ -874,7 +867,7 @@ tailor_status tailor_tune(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
                           const tailor_tune_options *opts, tailor_tune_result *out)
 {
     memset(out, 0, sizeof *out);
-    double t0 = now_seconds();
+    double t0 = tailor_now_seconds();
     const tailor_device_info *live = tailor_gpu_info(gpu);
     const tailor_device_info *budget_dev = opts->rehearse ? opts->rehearse : live;
     int sm, ptx;
@@ -923,18 +916,18 @@ tailor_status tailor_tune(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
                    key_text.shape, tailor_dtype_name(dtype), live->name,
                    opts->rehearse ? " rehearsing " : "", opts->rehearse ? opts->rehearse->name : "",
                    plan.count, tailor_plan_survivors(&plan), t.n);
-        out->phase_s[TAILOR_TUNE_PHASE_PLAN] += now_seconds() - t0;
-        t0 = now_seconds();
+        out->phase_s[TAILOR_TUNE_PHASE_PLAN] += tailor_now_seconds() - t0;
+        t0 = tailor_now_seconds();
         st = tailor_instance_create(ctx, gpu, plan.op, &plan.shape, dtype, opts->seed, 1,
                                     &t.inst);
-        out->phase_s[TAILOR_TUNE_PHASE_INPUTS] += now_seconds() - t0;
+        out->phase_s[TAILOR_TUNE_PHASE_INPUTS] += tailor_now_seconds() - t0;
     }
     if (st == TAILOR_OK)
         st = run_candidates(&t, sm, ptx);
-    t0 = now_seconds();
+    t0 = tailor_now_seconds();
     tune_state_free(&t);
     tailor_plan_free(&plan);
-    out->phase_s[TAILOR_TUNE_PHASE_FREE] += now_seconds() - t0;
+    out->phase_s[TAILOR_TUNE_PHASE_FREE] += tailor_now_seconds() - t0;
     return st;
 }
 

@@ -96,8 +96,6 @@ typedef struct tailor_tune_result {
     double phase_s[TAILOR_TUNE_NPHASES]; /* wall seconds of each phase (tailor_tune_phase) */
 } tailor_tune_result;
 
-
-
 /* Tunes (op, shape, dtype) on the open GPU, recording every trial and the winner in cache.
  * With TAILOR_NO_COMPILE=1 in the environment any needed compile is TAILOR_ERR_NO_COMPILE.
  * With verify_all, a survivor with a wrong result makes the call fail with TAILOR_ERR_VERIFY
