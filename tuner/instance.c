@@ -343,41 +343,27 @@ static int replay_launches(const tailor_instance *inst, double pass_us)
     return n > inst->nsets ? n : inst->nsets;
 }
 
-/* s's median and robust spread over its samples. */
-static void samples_summarize(tailor_samples *s)
-{
-    int n = s->count;
-    if (n < 1)
-        return;
-    double sorted[TAILOR_MAX_SAMPLES], dev[TAILOR_MAX_SAMPLES];
-    memcpy(sorted, s->us, (size_t)n * sizeof sorted[0]);
-    qsort(sorted, (size_t)n, sizeof sorted[0], cmp_double);
-    double med = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
-    for (int b = 0; b < n; b++)
-        dev[b] = fabs(sorted[b] - med);
-    qsort(dev, (size_t)n, sizeof dev[0], cmp_double);
-    s->median_us = med;
-    s->spread_us = 1.4826 * dev[n / 2];
-}
-
 tailor_status tailor_instance_time(tailor_ctx *ctx, tailor_gpu *gpu, tailor_instance *inst,
                                    tailor_kernel *k, const tailor_launch *l,
                                    const tailor_workspace *ws, int batches, double give_up_us,
-                                   tailor_samples *s)
+                                   double *median_us, double *spread_us, int *gave_up)
 {
-    if (batches > TAILOR_MAX_SAMPLES - s->count)
-        batches = TAILOR_MAX_SAMPLES - s->count;
+    enum { MAX_BATCHES = 64 };
+    if (batches > MAX_BATCHES)
+        batches = MAX_BATCHES;
     if (batches < 1)
         batches = 1;
-    s->gave_up = 0;
+    if (gave_up)
+        *gave_up = 0;
     double pass_us = 0, t0 = tailor_now_seconds();
     tailor_status st = warm_up(ctx, gpu, inst, k, l, ws, &pass_us);
     inst->warm_s += tailor_now_seconds() - t0;
     int per_batch = replay_launches(inst, pass_us);
     if (st == TAILOR_OK && give_up_us > 0 && pass_us > give_up_us) {
-        s->median_us = pass_us;
-        s->spread_us = 0;
-        s->gave_up = 1;
+        *median_us = pass_us;
+        *spread_us = 0;
+        if (gave_up)
+            *gave_up = 1;
         return TAILOR_OK;
     }
     int spaced = k->pdl && tailor_timing_spacer(inst->op->name);
@@ -389,7 +375,7 @@ tailor_status tailor_instance_time(tailor_ctx *ctx, tailor_gpu *gpu, tailor_inst
         st = capture_batch(ctx, gpu, inst, k, l, ws, per_batch, spaced, &g);
     double t1 = tailor_now_seconds();
     inst->capture_s += t1 - t0;
-    double samples[TAILOR_MAX_SAMPLES];
+    double samples[MAX_BATCHES];
     if (st == TAILOR_OK)
         st = tailor_gpu_graph_launch(ctx, gpu, &g); /* one untimed replay: caches warm */
     if (st == TAILOR_OK)
@@ -398,13 +384,16 @@ tailor_status tailor_instance_time(tailor_ctx *ctx, tailor_gpu *gpu, tailor_inst
     inst->replay_s += tailor_now_seconds() - t1;
     if (st)
         return st;
-    if (s->count + batches > TAILOR_MAX_SAMPLES) { /* full: the newest replace the oldest */
-        int drop = s->count + batches - TAILOR_MAX_SAMPLES;
-        memmove(s->us, s->us + drop, (size_t)(s->count - drop) * sizeof s->us[0]);
-        s->count -= drop;
-    }
-    for (int b = 0; b < batches; b++) /* the spacer's share, never below zero */
-        s->us[s->count++] = spaced ? fmax(samples[b] - inst->spacer_us, 0) : samples[b];
-    samples_summarize(s);
+    for (int b = 0; b < batches && spaced; b++) /* the spacer's share, never below zero */
+        samples[b] = samples[b] > inst->spacer_us ? samples[b] - inst->spacer_us : 0;
+    qsort(samples, (size_t)batches, sizeof samples[0], cmp_double);
+    double med = batches % 2 ? samples[batches / 2]
+                             : 0.5 * (samples[batches / 2 - 1] + samples[batches / 2]);
+    double dev[MAX_BATCHES];
+    for (int b = 0; b < batches; b++)
+        dev[b] = fabs(samples[b] - med);
+    qsort(dev, (size_t)batches, sizeof dev[0], cmp_double);
+    *median_us = med;
+    *spread_us = 1.4826 * dev[batches / 2];
     return TAILOR_OK;
 }

@@ -69,30 +69,20 @@ tailor_status tailor_instance_check(tailor_ctx *ctx, tailor_gpu *gpu, tailor_ins
                                     tailor_kernel *k, const tailor_launch *l,
                                     const tailor_workspace *ws);
 
-/* A kernel's timing samples, gathered over one or more tailor_instance_time calls, and what
- * they say. Zero it before the first call. */
-#define TAILOR_MAX_SAMPLES 64
-typedef struct tailor_samples {
-    int count;
-    double us[TAILOR_MAX_SAMPLES]; /* µs a launch, one a replay (the spacer's share taken off) */
-    double median_us, spread_us;   /* over us[0, count): median, 1.4826 x its absolute deviation */
-    int gave_up;                   /* the last call stopped at the warm-up pass (give_up_us) */
-} tailor_samples;
-
 /* Times the kernel: one warm-up pass over the rotated sets, then `batches` replays of a CUDA graph
- * of one pass over the sets and about a millisecond of launches, 4 to 32 beyond the pass (back
- * to back on the GPU, as in the model, with PDL where k->pdl says so: the runtime launches sm_90
- * code that way, each kernel overlapping its predecessor's tail); with PDL and
- * tailor_timing_spacer(op), a spacer follows each launch (space.h) and its own per-launch time is
- * subtracted. Adds a sample a replay to s (up to TAILOR_MAX_SAMPLES in all) and sets its median
- * and spread over every sample it holds: a halving round adds to what the round before measured.
+ * of one pass over the sets and about a millisecond of launches, 4 to 32 beyond the pass
+ * (back to back on the GPU, as in the model, with PDL where k->pdl says
+ * so: the runtime launches sm_90 code that way, each kernel overlapping its predecessor's tail);
+ * with PDL and tailor_timing_spacer(op), a spacer follows each launch (space.h) and its own
+ * per-launch time is subtracted. Gives the median microseconds per launch and a robust spread
+ * (1.4826 x median absolute deviation).
  * give_up_us > 0: the warm-up pass is timed (from its second launch: the first may load the
- * module), and a kernel slower than that a launch stops there: s->gave_up 1, s->median_us the
- * pass's mean, s->spread_us 0, no sample added (a candidate far behind the best costs one pass,
- * not hundreds of launches). Else s->gave_up 0. */
+ * module), and a kernel slower than that a launch stops there: *median_us is the pass's mean,
+ * *spread_us 0 and *gave_up 1 (a candidate far behind the best costs one pass, not hundreds of
+ * launches). Else *gave_up 0 (gave_up may be NULL). */
 tailor_status tailor_instance_time(tailor_ctx *ctx, tailor_gpu *gpu, tailor_instance *inst,
                                    tailor_kernel *k, const tailor_launch *l,
                                    const tailor_workspace *ws, int batches, double give_up_us,
-                                   tailor_samples *s);
+                                   double *median_us, double *spread_us, int *gave_up);
 
 #endif

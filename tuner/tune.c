@@ -111,7 +111,7 @@ typedef struct candidate {
     tailor_compile_result compiled;
     cand_state state;
     char detail[1024];
-    tailor_samples timing; /* its samples so far (halving adds to them round by round) */
+    double median_us, spread_us;
     char params_json[512];
     int recorded;          /* its trial is in the cache already */
     int blocks_per_sm;     /* resident blocks an SM as loaded (its carveout too); 0: unknown */
@@ -409,7 +409,7 @@ static void record_trial(tune_state *t, candidate *c)
     c->recorded = 1;
     tailor_ctx *ctx = tailor_ctx_create();
     tailor_cache_put_trial(ctx, t->cache, &t->key, c->entry->template_name, c->params_json,
-                           outcome, c->state == CAND_TIMED ? c->timing.median_us : -1.0,
+                           outcome, c->state == CAND_TIMED ? c->median_us : -1.0,
                            c->detail[0] ? c->detail : NULL);
     tailor_ctx_destroy(ctx);
 }
@@ -499,16 +499,17 @@ static tailor_status time_candidate(tune_state *t, int i, int batches, double be
 {
     candidate *c = &t->cands[i];
     double give_up = best_us > 0 ? fmax(GIVE_UP_FACTOR * best_us, GIVE_UP_FLOOR_US) : 0;
+    int gave_up = 0;
     tailor_status st = tailor_instance_time(t->ctx, t->gpu, t->inst, &t->kernels[i],
                                             &c->entry->launch, &t->ws[i], batches, give_up,
-                                            &c->timing);
+                                            &c->median_us, &c->spread_us, &gave_up);
     if (st) {
         c->state = CAND_LAUNCH_ERROR;
         snprintf(c->detail, sizeof c->detail, "%s", tailor_ctx_message(t->ctx));
         tailor_ctx_clear(t->ctx);
         return TAILOR_OK; /* a failing candidate is recorded, never fatal */
     }
-    if (c->timing.gave_up) {
+    if (gave_up) {
         size_t n = strlen(c->detail);
         snprintf(c->detail + n, sizeof c->detail - n, "%stimed by its warm-up pass alone (over "
                  "%.0fx the best, %.2f us)", n ? "; " : "", GIVE_UP_FACTOR, best_us);
@@ -520,41 +521,35 @@ static tailor_status time_candidate(tune_state *t, int i, int batches, double be
 static int cmp_by_time(const void *a, const void *b, void *arg)
 {
     const candidate *cands = arg;
-    double x = cands[*(const int *)a].timing.median_us;
-    double y = cands[*(const int *)b].timing.median_us;
+    double x = cands[*(const int *)a].median_us, y = cands[*(const int *)b].median_us;
     return x < y ? -1 : x > y;
 }
 
 /* Halving keeps the better half of a round, and of it only those within HALVING_KEEP of the
- * round's best: a median of three or more samples of a millisecond of launches each is good to
- * a few percent, so a candidate 25 % behind has lost, and timing it again, longer, is what made
- * a first boot's targets with a hundred small survivors cost seconds each. */
+ * round's best: a round's median of three or more batches of at least 32 launches each is
+ * good to a few percent, so a candidate 25 % behind has lost, and timing it again, longer, is
+ * what made a first boot's targets with a hundred small survivors cost seconds each. */
 #define HALVING_KEEP 1.25
 
-/* Halving's samples: the first round gives every candidate HALVING_FIRST, each later round
- * tops its survivors up to twice what they hold (earlier rounds' samples count), up to
- * HALVING_MAX_SAMPLES; once they hold that many, another round would sort the same medians
- * again, so halving stops there and the few within the noise of the best are timed again, with
- * 31 more. Timing every round afresh, doubling to 64, made each of a hundred-survivor target's
- * seven rounds cost as much as the first. */
-#define HALVING_FIRST 3
-#define HALVING_MAX_SAMPLES 12
+/* A round's batches double up to HALVING_MAX_BATCHES: past a dozen, a median moves by less than
+ * the gaps halving decides on, and the few left within the noise of the best are timed again at
+ * the end with 31. Doubling to 64 made each of a hundred-survivor target's seven rounds cost as
+ * much as the first. */
+#define HALVING_MAX_BATCHES 12
 
 /* Times the verified candidates per the strategy and returns the winner's index (-1: none). */
 static int choose(tune_state *t, int *verified, int nv)
 {
     const tailor_tune_options *o = t->opts;
-    const int halving = o->strategy == TAILOR_STRATEGY_HALVING;
-    int want = halving ? HALVING_FIRST : 10; /* samples each survivor holds after the round */
+    int batches = o->strategy == TAILOR_STRATEGY_HALVING ? 3 : 10;
     int alive = nv;
     double best = -1;
-    while (alive > 0) {
+    for (int round = 0; alive > 0; round++) {
         for (int j = 0; j < alive; j++) {
+            time_candidate(t, verified[j], batches, best);
             candidate *c = &t->cands[verified[j]];
-            if (want > c->timing.count)
-                time_candidate(t, verified[j], want - c->timing.count, best);
-            if (c->state == CAND_TIMED && (best < 0 || c->timing.median_us < best))
-                best = c->timing.median_us;
+            if (c->state == CAND_TIMED && (best < 0 || c->median_us < best))
+                best = c->median_us;
             report(o, "time", j + 1, alive, best, -1);
         }
         int k = 0; /* drop those that failed while timing */
@@ -563,22 +558,22 @@ static int choose(tune_state *t, int *verified, int nv)
                 verified[k++] = verified[j];
         alive = k;
         qsort_r(verified, (size_t)alive, sizeof *verified, cmp_by_time, t->cands);
-        if (!halving || alive <= 2 || want >= HALVING_MAX_SAMPLES)
+        if (o->strategy != TAILOR_STRATEGY_HALVING || alive <= 2)
             break;
         alive = (alive + 1) / 2;
-        const double lead = t->cands[verified[0]].timing.median_us;
-        while (alive > 2 && t->cands[verified[alive - 1]].timing.median_us > HALVING_KEEP * lead)
+        const double lead = t->cands[verified[0]].median_us;
+        while (alive > 2 && t->cands[verified[alive - 1]].median_us > HALVING_KEEP * lead)
             alive--;
-        want = 2 * want < HALVING_MAX_SAMPLES ? 2 * want : HALVING_MAX_SAMPLES;
+        batches = 2 * batches < HALVING_MAX_BATCHES ? 2 * batches : HALVING_MAX_BATCHES;
     }
     if (alive == 0)
         return -1;
     /* The best few within the noise of the best: measure again, longer, so that the same card
      * picks the same winner run after run. */
-    const tailor_samples *w = &t->cands[verified[0]].timing;
+    const candidate *w = &t->cands[verified[0]];
     int close = 1;
     while (close < alive && close < 4) {
-        const tailor_samples *c = &t->cands[verified[close]].timing;
+        const candidate *c = &t->cands[verified[close]];
         double noise = 2.0 * fmax(w->spread_us, c->spread_us) + 0.01 * w->median_us;
         if (c->median_us - w->median_us > noise)
             break;
@@ -606,8 +601,8 @@ static tailor_status store_winner(tune_state *t, candidate *c, int sm, int ptx, 
     w.binary = c->compiled.image;
     w.binary_size = c->compiled.image_size;
     snprintf(w.arch, sizeof w.arch, "%s_%d", ptx ? "compute" : "sm", sm);
-    w.median_us = c->timing.median_us;
-    w.spread_us = c->timing.spread_us;
+    w.median_us = c->median_us;
+    w.spread_us = c->spread_us;
     w.tuned_at = (long long)time(NULL);
     w.n_trials = n_trials;
     return tailor_cache_put_winner(t->ctx, t->cache, &t->key, &w);
@@ -757,8 +752,7 @@ static tailor_status run_candidates(tune_state *t, int sm, int ptx)
             verified[nv++] = i;
         report(o, "verify", i + 1, n, -1, -1);
     }
-    phase[TAILOR_TUNE_PHASE_CHECK] +=
-        tailor_now_seconds() - t0 - (phase[TAILOR_TUNE_PHASE_LOAD] - loading);
+    phase[TAILOR_TUNE_PHASE_CHECK] += tailor_now_seconds() - t0 - (phase[TAILOR_TUNE_PHASE_LOAD] - loading);
     if (o->check_only) { /* checked: nothing to time, nothing to record */
         free(verified);
         return survivors_failed(t, n);
@@ -785,8 +779,8 @@ static tailor_status run_candidates(tune_state *t, int sm, int ptx)
                  c->entry->template_name);
         tailor_config_format(&c->entry->cfg, t->out->params, sizeof t->out->params);
         snprintf(t->out->kernel_name, sizeof t->out->kernel_name, "%s", c->kernel_name);
-        t->out->median_us = c->timing.median_us;
-        t->out->spread_us = c->timing.spread_us;
+        t->out->median_us = c->median_us;
+        t->out->spread_us = c->spread_us;
         t->out->blocks_per_sm = c->blocks_per_sm;
     }
     phase[TAILOR_TUNE_PHASE_RECORD] += tailor_now_seconds() - t0;
@@ -1023,13 +1017,9 @@ tailor_status tailor_tuner_time_winner(tailor_ctx *ctx, tailor_gpu *gpu,
     if (st)
         return st;
     st = tailor_instance_rotate(ctx, gpu, lw.inst);
-    tailor_samples s = {0};
     if (st == TAILOR_OK)
-        st = tailor_instance_time(ctx, gpu, lw.inst, &lw.k, &lw.launch, &lw.ws, batches, 0, &s);
-    if (st == TAILOR_OK) {
-        *median_us = s.median_us;
-        *spread_us = s.spread_us;
-    }
+        st = tailor_instance_time(ctx, gpu, lw.inst, &lw.k, &lw.launch, &lw.ws, batches, 0,
+                                  median_us, spread_us, NULL);
     winner_unload(gpu, &lw);
     return st;
 }
