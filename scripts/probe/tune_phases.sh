@@ -3,14 +3,17 @@
 # gemma-4-e2b` from an empty cache with TAILOR_LOG=debug (each target logs its phases: plan,
 # inputs, compile wait, check, rotate, warm-up, capture, replay, record, free), then the sums
 # per phase and per op (phases.txt in $OUT; the whole log in phases.log).
-#   PHASES_ARGS: more tune flags (e.g. "--rehearse t4"); PHASES_S (330): the boot's limit.
+#   PHASES_ARGS: more tune flags (e.g. "--rehearse t4"); PHASES_S (330): the boot's limit;
+#   PHASES_TAG: a suffix for the files and the cache (phases$TAG.txt, /tmp/phases$TAG.sqlite), so
+#   that one call can run two boots (scripts/probe/boot_ab.sh).
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 T=build-gpu/tailor
-rm -f /tmp/phases.sqlite
+tag=${PHASES_TAG:-}
+rm -f "/tmp/phases$tag.sqlite"
 { time TAILOR_LOG=debug timeout "${PHASES_S:-330}" "$T" tune --preset gemma-4-e2b \
-    --cache /tmp/phases.sqlite ${PHASES_ARGS:-}; } >"$OUT/phases.log" 2>&1
+    --cache "/tmp/phases$tag.sqlite" ${PHASES_ARGS:-}; } >"$OUT/phases$tag.log" 2>&1
 awk '
   /^tailor: \[[0-9]+\/[0-9]+\] / { op = $3 }
   /phases:/ {
@@ -25,6 +28,6 @@ awk '
     printf "%-20s", "op"; for (p in names) printf " %8s", p; printf "\n"
     printf "%-20s", "all"; for (p in names) printf " %8.1f", total[p]; printf "\n"
     for (o in ops) { printf "%-20s", o; for (p in names) printf " %8.1f", byop[o, p]; printf "\n" }
-  }' "$OUT/phases.log" >"$OUT/phases.txt"
-grep -E '^real|targets in' "$OUT/phases.log"
-cat "$OUT/phases.txt"
+  }' "$OUT/phases$tag.log" >"$OUT/phases$tag.txt"
+grep -E '^real|targets in' "$OUT/phases$tag.log"
+cat "$OUT/phases$tag.txt"
