@@ -337,8 +337,8 @@ int tune_pick(const tailor_plan *plan, const tailor_tune_options *o, int *idx)
 const char *tailor_tune_phase_name(tailor_tune_phase p)
 {
     static const char *const names[TAILOR_TUNE_NPHASES] = {
-        "plan", "inputs", "compile", "load", "check", "rotate", "warm-up", "capture", "replay", "record",
-        "free"};
+        "plan",    "inputs",  "compile", "load",   "check", "rotate",
+        "warm-up", "capture", "replay",  "record", "free"};
     return p >= 0 && p < TAILOR_TUNE_NPHASES ? names[p] : "?";
 }
 
@@ -752,7 +752,8 @@ static tailor_status run_candidates(tune_state *t, int sm, int ptx)
             verified[nv++] = i;
         report(o, "verify", i + 1, n, -1, -1);
     }
-    phase[TAILOR_TUNE_PHASE_CHECK] += tailor_now_seconds() - t0 - (phase[TAILOR_TUNE_PHASE_LOAD] - loading);
+    phase[TAILOR_TUNE_PHASE_CHECK] +=
+        tailor_now_seconds() - t0 - (phase[TAILOR_TUNE_PHASE_LOAD] - loading);
     if (o->check_only) { /* checked: nothing to time, nothing to record */
         free(verified);
         return survivors_failed(t, n);
