@@ -25,7 +25,9 @@ static void usage(void)
            "                   [--step-tune [--quantize w4a16] [--quantize-head]]\n\n"
            "Compiles the survivors of `tailor plan` for the live GPU (or, with --rehearse, for a\n"
            "profile's architecture and budget, run as PTX on this GPU), checks each against the\n"
-           "op's C reference, times the right ones and caches the winner. Cached shapes are\n"
+           "op's C reference, times the right ones and caches the winner (a --preset or --model\n"
+           "boot halves the field in rounds by default, one --op times every survivor fully;\n"
+           "--strategy chooses). Cached shapes are\n"
            "skipped; with TAILOR_NO_COMPILE=1 any compile is an error. --list prints the\n"
            "(op, shape) list of a preset or model and stops (no GPU needed). --step-tune (with\n"
            "--preset or --model): then the model runs on the GPU (random weights for a preset;\n"
@@ -113,6 +115,7 @@ typedef struct tune_args {
     const char *op, *shape_text, *preset, *model, *dtype_text, *cache_path;
     int ordinal, list_only;
     int step_tune, quantize, quantize_head; /* --step-tune and the run it tunes */
+    int strategy_given;                     /* --strategy, --budget or --trials */
     tailor_tune_filter where;               /* --where, when o.where points at it */
     tailor_tune_options o;
 } tune_args;
@@ -151,17 +154,20 @@ static int parse_tune_args(tailor_ctx *ctx, int argc, char **argv, tune_args *a)
         case 'S':
             if (tailor_strategy_parse(ctx, optarg, &o->strategy))
                 return cli_usage_error("tune", "%s", tailor_ctx_message(ctx));
+            a->strategy_given = 1;
             break;
         case 'b':
             if (cli_parse_number("tune", "--budget", optarg, 0, HUGE_VAL,
                                  "a number of seconds above 0", &o->budget_seconds))
                 return 2;
             o->strategy = TAILOR_STRATEGY_RANDOM;
+            a->strategy_given = 1;
             break;
         case 'n':
             if (cli_parse_int("tune", "--trials", optarg, 1, 1000000, &o->trials))
                 return 2;
             o->strategy = TAILOR_STRATEGY_RANDOM;
+            a->strategy_given = 1;
             break;
         case 'r': rehearse = optarg; break;
         case 'V': o->verify_all = 1; break;
@@ -224,6 +230,11 @@ static int parse_tune_args(tailor_ctx *ctx, int argc, char **argv, tune_args *a)
         return cli_usage_error("tune", "--check-only times nothing and opens no cache: %s has no "
                                "use with it", a->step_tune ? "--step-tune"
                                           : a->cache_path ? "--cache" : "--force");
+    /* A model's boot tunes ~95 targets, most with a hundred survivors of which a handful come
+     * near the best: halving rules the rest out after three samples (docs/perf/model.md,
+     * session 47). One --op shape times every survivor fully, for kernel developers. */
+    if (!a->strategy_given && !a->op)
+        o->strategy = TAILOR_STRATEGY_HALVING;
     if (rehearse && !(o->rehearse = tailor_device_profile_find(rehearse)))
         return cli_usage_error("tune", "--rehearse '%s' is not a device profile (see tailor "
                                "devices)", rehearse);

@@ -79,6 +79,7 @@ tailor_status tailor_kernels_create(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cac
     set->cache = cache;
     set->rehearse = rehearse;
     set->allow_tune = allow_tune;
+    set->strategy = TAILOR_STRATEGY_HALVING;
     set->seed = (uint64_t)time(NULL);
     *out = set;
     return TAILOR_OK;

@@ -45,9 +45,9 @@ int tailor_kernels_expect(tailor_kernels *set, const tailor_tune_target *targets
 void tailor_kernels_count_cached(tailor_kernels *set, const tailor_tune_target *targets, int n,
                                  tailor_dtype dtype, int *cached, int *known);
 
-/* On-demand tuning from now on uses `strategy` (a tailor_strategy value from tuner.h:
- * 0 exhaustive, the default; 1 random) with at most `trials` candidates (0: no cap). Tests use
- * random with a few trials so that many tiny shapes tune fast. */
+/* On-demand tuning from now on uses `strategy` (a tailor_strategy value from tuner.h; halving
+ * until this is called, as a model's first boot tunes) with at most `trials` candidates (0: no
+ * cap; random only). Tests use random with a few trials so that many tiny shapes tune fast. */
 void tailor_kernels_set_strategy(tailor_kernels *set, int strategy, int trials);
 
 /* on = 1: launches from now on use programmatic dependent launch where the GPU and the
