@@ -306,9 +306,9 @@ static int tune_targets(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
     progress_state ps = {isatty(2), 0};
     o->progress = on_progress;
     o->progress_user = &ps;
-    tailor_log(ctx, TAILOR_LOG_INFO, "cache %s; seed %llu",
+    tailor_log(ctx, TAILOR_LOG_INFO, "cache %s; strategy %s; seed %llu",
                cache ? tailor_cache_path(cache) : "none (--check-only)",
-               (unsigned long long)o->seed);
+               tailor_strategy_name(o->strategy), (unsigned long long)o->seed);
     /* one memo for the run: a configuration planned for many shapes compiles once */
     o->memo = tailor_tune_memo_create(gpu, o->rehearse);
     /* the targets' compiles run ahead on every CPU while each target is checked and timed */

@@ -10,7 +10,10 @@ S=${TAILOR_SOURCE_DIR:?}
 
 for fx in e2b_flat e2b_w4a16_asym; do
   M=$S/tests/fixtures/$fx
-  check "tune --model $fx" "$T" tune --model "$M" --cache "$tmp/c.db"
+  out=$("$T" tune --model "$M" --cache "$tmp/c.db" 2>&1); rc=$?
+  check "tune --model $fx (rc=$rc: $(tail -1 <<<"$out"))" test $rc -eq 0
+  # a model's boot halves the field in rounds unless --strategy says otherwise
+  check "tune --model $fx halves by default" grep -q "; strategy halving; seed " <<<"$out"
   for ids in 2,17,33 2,17,33,5,9,11,40,41,42,43,44,45,46; do
     out=$(TAILOR_NO_COMPILE=1 "$T" run --model "$M" --ids "$ids" --max-tokens 6 --print-ids \
           --cache "$tmp/c.db" 2>"$tmp/err"); rc=$?

@@ -15,6 +15,12 @@ for cols in 256 512 1536 2560 5376; do
 done
 check "$T" tune --op rmsnorm --shape rows=3,cols=512,weight=0 --dtype bf16 --verify-all --cache "$tmp/a.sqlite"
 
+# one --op shape times every survivor fully unless --strategy says otherwise
+out=$("$T" tune --op rmsnorm --shape rows=2,cols=256 --dtype bf16 --cache "$tmp/s.sqlite" 2>&1)
+check grep -q "; strategy exhaustive; seed " <<<"$out"
+out=$("$T" tune --op rmsnorm --shape rows=3,cols=256 --dtype bf16 --strategy halving --cache "$tmp/s.sqlite" 2>&1)
+check grep -q "; strategy halving; seed " <<<"$out"
+
 # --check-only: every survivor checked, nothing timed, no cache opened (not even the default)
 out=$(TAILOR_CACHE="$tmp/default.sqlite" "$T" tune --op rmsnorm --shape rows=7,cols=1536 --dtype bf16 --check-only 2>&1)
 rc=$?

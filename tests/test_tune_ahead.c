@@ -209,9 +209,25 @@ static void check_carveout_key(tailor_ctx *ctx, const tailor_device_info *h200)
     CHECK(!tailor_tuner_fingerprint_on("rehearse:t4", dev));
 }
 
+/* Each strategy's name reads back as itself (the name `tune` logs); an unknown one is refused. */
+static void check_strategy_names(tailor_ctx *ctx)
+{
+    for (int i = TAILOR_STRATEGY_EXHAUSTIVE; i <= TAILOR_STRATEGY_HALVING; i++) {
+        tailor_strategy s = (tailor_strategy)-1;
+        CHECK_OK(ctx, tailor_strategy_parse(ctx, tailor_strategy_name((tailor_strategy)i), &s));
+        CHECKF(s == (tailor_strategy)i, "strategy %d read back as %d", i, (int)s);
+    }
+    CHECK(strcmp(tailor_strategy_name(TAILOR_STRATEGY_HALVING), "halving") == 0);
+    CHECK(strcmp(tailor_strategy_name((tailor_strategy)7), "unknown") == 0);
+    tailor_strategy s;
+    CHECK(tailor_strategy_parse(ctx, "halve", &s) == TAILOR_ERR_MISUSE);
+    CHECK(strstr(tailor_ctx_message(ctx), "'halve'") != NULL);
+}
+
 int main(void)
 {
     tailor_ctx *ctx = test_ctx();
+    check_strategy_names(ctx);
     const tailor_device_info *h200 = tailor_device_profile_find("h200");
     check_survivors_only(ctx, h200, "w4a16_matmul", "m=16,n=12288,k=1536,group=128",
                          TAILOR_DTYPE_BF16);

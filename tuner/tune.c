@@ -16,17 +16,23 @@
 #include "registry.h"
 #include "tune_internal.h"
 
+static const char *const strategy_names[] = {"exhaustive", "random", "halving"};
+
 tailor_status tailor_strategy_parse(tailor_ctx *ctx, const char *text, tailor_strategy *out)
 {
-    static const char *const names[] = {"exhaustive", "random", "halving"};
     for (int i = 0; i < 3; i++) {
-        if (strcmp(text, names[i]) == 0) {
+        if (strcmp(text, strategy_names[i]) == 0) {
             *out = (tailor_strategy)i;
             return TAILOR_OK;
         }
     }
     return tailor_set_error(ctx, TAILOR_ERR_MISUSE,
                             "strategy '%s' is unknown (use exhaustive, random or halving)", text);
+}
+
+const char *tailor_strategy_name(tailor_strategy s)
+{
+    return (unsigned)s < 3 ? strategy_names[s] : "unknown";
 }
 
 /* The carveout part of a key's fingerprint into buf: "" under TAILOR_DEFAULT_CARVEOUT (so that

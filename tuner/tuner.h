@@ -22,6 +22,9 @@ typedef enum tailor_strategy {
 /* "exhaustive", "random", "halving" -> strategy; TAILOR_ERR_MISUSE otherwise. */
 tailor_status tailor_strategy_parse(tailor_ctx *ctx, const char *text, tailor_strategy *out);
 
+/* The strategy's name as tailor_strategy_parse reads it ("unknown" out of range). */
+const char *tailor_strategy_name(tailor_strategy s);
+
 typedef struct tailor_tune_progress {
     const char *phase;   /* "compile", "verify", "time" */
     int done, total;
