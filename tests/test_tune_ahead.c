@@ -234,6 +234,12 @@ int main(void)
     check_survivors_only(ctx, tailor_device_profile_find("t4"), "attention_decode",
                          "kv_len=4096,head_dim=512,heads=8,kv_heads=1,window=0,batch=1",
                          TAILOR_DTYPE_F16);
+    /* the ring's cluster sizes are defines of the space; the GEMV's launch depends on n */
+    check_survivors_only(ctx, h200, "attention_decode",
+                         "kv_len=512,head_dim=256,heads=8,kv_heads=1,window=512,batch=1",
+                         TAILOR_DTYPE_BF16);
+    check_survivors_only(ctx, tailor_device_profile_find("a10g"), "matmul", "m=1,n=2560,k=1536",
+                         TAILOR_DTYPE_BF16);
     CHECK(h200 != NULL);
     check_carveout_key(ctx, h200);
     check_where(ctx, h200);

@@ -251,7 +251,8 @@ static tailor_status load_traced(tailor_ctx *ctx, tailor_kernels *set, tailor_op
 {
     const tailor_device_info *dev = target_device(set);
     tailor_launch launch;
-    tailor_status st = tailor_space_evaluate(ctx, k->space, &k->cfg, shape, k->dtype, dev, 1,
+    tailor_status st = tailor_space_evaluate(ctx, k->space, &k->cfg, shape, k->dtype, dev,
+                                             TAILOR_EVAL_LAUNCH,
                                              &launch);
     if (st)
         return st;
@@ -710,7 +711,8 @@ static tailor_status launch_for(tailor_ctx *ctx, tailor_kernels *set, tailor_op_
     if (!e) {
         tailor_launch l;
         const tailor_device_info *dev = target_device(set);
-        st = tailor_space_evaluate(ctx, k->space, &k->cfg, &completed, k->dtype, dev, 1, &l);
+        st = tailor_space_evaluate(ctx, k->space, &k->cfg, &completed, k->dtype, dev,
+                                   TAILOR_EVAL_LAUNCH, &l);
         if (st)
             return st;
         e = memo_claim(k);

@@ -68,51 +68,85 @@ static void device_label(const tailor_device_info *dev, char *buf, size_t size)
         snprintf(buf, size, "%s (sm_%d%d)", dev->name, dev->cc_major, dev->cc_minor);
 }
 
-tailor_verdict tailor_budget_check(const tailor_device_info *dev, const char *op,
-                                   const tailor_space *space, const tailor_config *cfg,
-                                   tailor_dtype dtype, const tailor_launch *launch, char *reason,
-                                   size_t size)
+/* What refused a configuration before compiling: the verdict, and for a feature refusal the
+ * feature at fault and the architecture it needs (-1: a feature tailor does not know). */
+typedef struct budget_refusal {
+    tailor_verdict verdict;
+    const char *feature;
+    int need_sm;
+} budget_refusal;
+
+static budget_refusal budget_decide(const tailor_device_info *dev, const tailor_space *space,
+                                    tailor_dtype dtype, const tailor_launch *launch)
 {
-    char what[512], where[192], a[32], b[32];
-    describe_config(op, tailor_space_name(space), cfg, dtype, what, sizeof what);
-    device_label(dev, where, sizeof where);
+    budget_refusal r = {TAILOR_FITS, NULL, 0};
     if (!launch->valid) {
-        snprintf(reason, size, "%s: %s", what, launch->invalid_reason);
-        return TAILOR_REFUSED_SHAPE;
+        r.verdict = TAILOR_REFUSED_SHAPE;
+        return r;
     }
     if (!tailor_space_supports(space, dtype)) {
-        snprintf(reason, size, "%s: template %s does not support %s", what,
-                 tailor_space_name(space), tailor_dtype_name(dtype));
-        return TAILOR_REFUSED_DTYPE;
+        r.verdict = TAILOR_REFUSED_DTYPE;
+        return r;
     }
     int sm = dev->cc_major * 10 + dev->cc_minor;
     if (dev->kind == TAILOR_DEVICE_GPU) {
         for (int i = 0; i < launch->nfeatures; i++) {
             int need = tailor_feature_min_sm(launch->features[i]);
-            if (need < 0) {
-                snprintf(reason, size, "%s: requires unknown feature '%s'", what,
-                         launch->features[i]);
-                return TAILOR_REFUSED_FEATURE;
-            }
-            if (tailor_feature_arch_specific(launch->features[i]) && sm != need) {
-                snprintf(reason, size, "%s: needs %s, which only sm_%d has (code for sm_%da); "
-                         "%s lacks it", what, launch->features[i], need, need, where);
-                return TAILOR_REFUSED_FEATURE;
-            }
-            if (sm < need) {
-                snprintf(reason, size, "%s: needs %s (sm_%d or newer); %s lacks it", what,
-                         launch->features[i], need, where);
-                return TAILOR_REFUSED_FEATURE;
+            if (need < 0 || (tailor_feature_arch_specific(launch->features[i]) && sm != need) ||
+                sm < need) {
+                r.verdict = TAILOR_REFUSED_FEATURE;
+                r.feature = launch->features[i];
+                r.need_sm = need;
+                return r;
             }
         }
         if (launch->threads > dev->max_threads_per_block) {
-            snprintf(reason, size, "%s: needs %d threads per block; %s allows %d", what,
-                     launch->threads, where, dev->max_threads_per_block);
-            return TAILOR_REFUSED_THREADS;
+            r.verdict = TAILOR_REFUSED_THREADS;
+            return r;
         }
     }
+    if (launch->smem_static + launch->smem_dynamic > dev->smem_per_block_optin) {
+        r.verdict = TAILOR_REFUSED_SMEM;
+        return r;
+    }
+    if (tailor_space_experimental(space) && !tailor_experimental_on())
+        r.verdict = TAILOR_REFUSED_EXPERIMENTAL;
+    return r;
+}
+
+/* The one sentence that says why r refused the configuration, into reason. */
+static void budget_reason(const tailor_device_info *dev, const char *op, const tailor_space *space,
+                          const tailor_config *cfg, tailor_dtype dtype,
+                          const tailor_launch *launch, const budget_refusal *r, char *reason,
+                          size_t size)
+{
+    char what[512], where[192], a[32], b[32];
+    describe_config(op, tailor_space_name(space), cfg, dtype, what, sizeof what);
+    device_label(dev, where, sizeof where);
     long long smem = launch->smem_static + launch->smem_dynamic;
-    if (smem > dev->smem_per_block_optin) {
+    switch (r->verdict) {
+    case TAILOR_REFUSED_SHAPE:
+        snprintf(reason, size, "%s: %s", what, launch->invalid_reason);
+        break;
+    case TAILOR_REFUSED_DTYPE:
+        snprintf(reason, size, "%s: template %s does not support %s", what,
+                 tailor_space_name(space), tailor_dtype_name(dtype));
+        break;
+    case TAILOR_REFUSED_FEATURE:
+        if (r->need_sm < 0)
+            snprintf(reason, size, "%s: requires unknown feature '%s'", what, r->feature);
+        else if (tailor_feature_arch_specific(r->feature))
+            snprintf(reason, size, "%s: needs %s, which only sm_%d has (code for sm_%da); "
+                     "%s lacks it", what, r->feature, r->need_sm, r->need_sm, where);
+        else
+            snprintf(reason, size, "%s: needs %s (sm_%d or newer); %s lacks it", what,
+                     r->feature, r->need_sm, where);
+        break;
+    case TAILOR_REFUSED_THREADS:
+        snprintf(reason, size, "%s: needs %d threads per block; %s allows %d", what,
+                 launch->threads, where, dev->max_threads_per_block);
+        break;
+    case TAILOR_REFUSED_SMEM: {
         const char *unit = dev->kind == TAILOR_DEVICE_TPU ? "VMEM per core"
                                                           : "shared memory per block";
         double over = (double)smem / (double)dev->smem_per_block_optin;
@@ -120,16 +154,29 @@ tailor_verdict tailor_budget_check(const tailor_device_info *dev, const char *op
                  tailor_fmt_int(a, sizeof a, smem), unit, where,
                  tailor_fmt_int(b, sizeof b, dev->smem_per_block_optin), over < 1.095 ? 2 : 1,
                  over);
-        return TAILOR_REFUSED_SMEM;
+        break;
     }
-    const char *why = tailor_space_experimental(space);
-    if (why && !tailor_experimental_on()) {
+    case TAILOR_REFUSED_EXPERIMENTAL:
         snprintf(reason, size, "%s: template %s is experimental (%s); TAILOR_EXPERIMENTAL=1 "
-                 "includes it", what, tailor_space_name(space), why);
-        return TAILOR_REFUSED_EXPERIMENTAL;
+                 "includes it", what, tailor_space_name(space), tailor_space_experimental(space));
+        break;
+    default: reason[0] = '\0'; break;
     }
-    reason[0] = '\0';
-    return TAILOR_FITS;
+}
+
+tailor_verdict tailor_budget_check(const tailor_device_info *dev, const char *op,
+                                   const tailor_space *space, const tailor_config *cfg,
+                                   tailor_dtype dtype, const tailor_launch *launch, char *reason,
+                                   size_t size)
+{
+    budget_refusal r = budget_decide(dev, space, dtype, launch);
+    if (reason && size) {
+        if (r.verdict == TAILOR_FITS)
+            reason[0] = '\0';
+        else
+            budget_reason(dev, op, space, cfg, dtype, launch, &r, reason, size);
+    }
+    return r.verdict;
 }
 
 tailor_verdict tailor_budget_check_compiled(const tailor_device_info *dev, const char *op,
@@ -224,13 +271,15 @@ static tailor_status add_entries(tailor_ctx *ctx, tailor_plan *plan, tailor_spac
         snprintf(e->template_name, sizeof e->template_name, "%s", tailor_space_name(space));
         e->cfg = configs[i];
         st = tailor_space_evaluate(ctx, space, &e->cfg, &plan->shape, plan->dtype, &plan->dev,
-                                   0, &e->launch);
+                                   keep_refused ? 0 : TAILOR_EVAL_VALID_FIRST, &e->launch);
         if (st == TAILOR_OK && e->launch.valid)
             st = check_buffer_args(ctx, plan, space, bufs, &e->launch);
         if (st)
             break;
+        /* a refusal's sentence is written only where the plan keeps it */
         e->verdict = tailor_budget_check(&plan->dev, plan->op->name, space, &e->cfg, plan->dtype,
-                                         &e->launch, e->reason, sizeof e->reason);
+                                         &e->launch, keep_refused ? e->reason : NULL,
+                                         keep_refused ? sizeof e->reason : 0);
         plan->count++;
         if ((unsigned)e->verdict < TAILOR_VERDICTS)
             plan->by_verdict[e->verdict]++;

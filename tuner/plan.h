@@ -36,7 +36,8 @@ int tailor_feature_arch_specific(const char *feature);
 
 /* Checks a configuration against the device before compiling. reason gets one sentence such
  * as "attention_prefill BM=64 BN=32 D=512 fp16: needs 98,304 B shared memory per block; Tesla
- * T4 (sm_75) allows 65,536 B (1.5x over)". */
+ * T4 (sm_75) allows 65,536 B (1.5x over)"; reason NULL (or size 0): the verdict alone, nothing
+ * formatted (a plan of survivors). */
 tailor_verdict tailor_budget_check(const tailor_device_info *dev, const char *op,
                                    const tailor_space *space, const tailor_config *cfg,
                                    tailor_dtype dtype, const tailor_launch *launch, char *reason,

@@ -45,6 +45,7 @@ struct tailor_space {
     lua_State *L;
     space_alloc alloc;
     int table_ref;          /* the table the script returned */
+    int handler_ref;        /* locate_error bound to origin, made at the first call (0: not yet) */
     char name[64];
     char op[64];
     char source[64];
@@ -216,12 +217,17 @@ static void lock_globals(lua_State *L)
 /* Calls the function below nargs arguments on the stack with a traceback, leaving nresults
  * results (nothing on failure). */
 static tailor_status space_pcall_n(tailor_ctx *ctx, tailor_space *s, int nargs, int nresults,
-                                   const char *what)
+                                   const char *what, const char *field)
 {
     lua_State *L = s->L;
+    char in_field[80]; /* "in 'field'": written only when a message needs it */
     int base = lua_gettop(L) - nargs;
-    lua_pushfstring(L, "@%s", s->origin);
-    lua_pushcclosure(L, locate_error, 1);
+    if (!s->handler_ref) { /* one message handler for every call: the origin does not change */
+        lua_pushfstring(L, "@%s", s->origin);
+        lua_pushcclosure(L, locate_error, 1);
+        s->handler_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    }
+    lua_rawgeti(L, LUA_REGISTRYINDEX, s->handler_ref);
     lua_insert(L, base);
     lua_sethook(L, instruction_hook, LUA_MASKCOUNT, SPACE_INSTRUCTION_LIMIT); /* count anew */
     s->alloc.enforce = 1;
@@ -229,6 +235,10 @@ static tailor_status space_pcall_n(tailor_ctx *ctx, tailor_space *s, int nargs, 
     int r = lua_pcall(L, nargs, nresults, base);
     s->alloc.enforce = 0;
     lua_remove(L, base); /* the hook stays: a space's __gc functions may run at any allocation */
+    if (r != LUA_OK && field) {
+        snprintf(in_field, sizeof in_field, "in '%s'", field);
+        what = in_field;
+    }
     if (r == LUA_ERRMEM && s->alloc.host_refused) {
         tailor_set_error(ctx, TAILOR_ERR_NOMEM, "search space %s (%s), %s: out of memory",
                          s->name, s->origin, what);
@@ -253,7 +263,7 @@ static tailor_status space_pcall_n(tailor_ctx *ctx, tailor_space *s, int nargs, 
 /* The same with one result. */
 static tailor_status space_pcall(tailor_ctx *ctx, tailor_space *s, int nargs, const char *what)
 {
-    return space_pcall_n(ctx, s, nargs, 1, what);
+    return space_pcall_n(ctx, s, nargs, 1, what, NULL);
 }
 
 /* The C side's own work on the state — the sandbox set up, a space's fields read, the shape and
@@ -749,9 +759,7 @@ static tailor_status get_field(tailor_ctx *ctx, tailor_space *s, const char *fie
     lua_pushstring(L, tailor_dtype_name(a->dtype));
     push_device(L, a->dev);
     nargs += 3;
-    char what[80];
-    snprintf(what, sizeof what, "in '%s'", field);
-    return space_pcall(ctx, s, nargs, what);
+    return space_pcall_n(ctx, s, nargs, 1, NULL, field);
 }
 
 static tailor_status get_integer(tailor_ctx *ctx, tailor_space *s, const char *field,
@@ -784,6 +792,15 @@ static int value_to_string(lua_State *L, int idx, char *buf, size_t size)
     case LUA_TSTRING: snprintf(buf, size, "%s", lua_tostring(L, idx)); return 1;
     default: return 0;
     }
+}
+
+/* src into dst of size bytes (size > 0), cut short to fit: snprintf's "%s" without its
+ * formatting, for the hot loops of enumeration and evaluation. */
+static void copy_text(char *dst, size_t size, const char *src)
+{
+    size_t n = strnlen(src, size - 1);
+    memcpy(dst, src, n);
+    dst[n] = '\0';
 }
 
 /* ---- enumeration --------------------------------------------------------------------------- */
@@ -873,10 +890,9 @@ static tailor_status enumerate_body(void *arg)
         for (int p = s->nparams - 1; p >= 0; p--) {
             size_t v = rest % (size_t)nvalues[p];
             rest /= (size_t)nvalues[p];
-            snprintf(list[idx].params[p].name, sizeof list[idx].params[p].name, "%s",
-                     s->param_names[p]);
-            snprintf(list[idx].params[p].value, sizeof list[idx].params[p].value, "%s",
-                     values[p][v]);
+            copy_text(list[idx].params[p].name, sizeof list[idx].params[p].name,
+                      s->param_names[p]);
+            copy_text(list[idx].params[p].value, sizeof list[idx].params[p].value, values[p][v]);
         }
     }
     *configs = list;
@@ -942,13 +958,13 @@ static tailor_status read_valid(tailor_ctx *ctx, tailor_space *s, const call_arg
     lua_pushstring(L, tailor_dtype_name(a->dtype));
     push_device(L, a->dev);
     lua_pushstring(L, a->purpose ? a->purpose : "plan");
-    tailor_status st = space_pcall_n(ctx, s, 5, 2, "in 'valid'"); /* ok, reason */
+    tailor_status st = space_pcall_n(ctx, s, 5, 2, "in 'valid'", NULL); /* ok, reason */
     if (st)
         return st;
     out->valid = lua_toboolean(L, -2);
     if (!out->valid)
-        snprintf(out->invalid_reason, sizeof out->invalid_reason, "%s",
-                 lua_isstring(L, -1) ? lua_tostring(L, -1) : "refused by the space's rules");
+        copy_text(out->invalid_reason, sizeof out->invalid_reason,
+                  lua_isstring(L, -1) ? lua_tostring(L, -1) : "refused by the space's rules");
     lua_pop(L, 2);
     return TAILOR_OK;
 }
@@ -1199,6 +1215,7 @@ typedef struct evaluate_args {
     tailor_ctx *ctx;
     tailor_space *s;
     call_args a;
+    int valid_first; /* TAILOR_EVAL_VALID_FIRST */
     tailor_launch *out;
 } evaluate_args;
 
@@ -1211,10 +1228,9 @@ static tailor_status evaluate_body(void *arg)
     tailor_launch *out = ea->out;
     long long threads = 0;
     tailor_status st;
-    if ((st = read_valid(ctx, s, &a, out)) || (st = read_defines(ctx, s, &a, out)))
+    if ((st = read_valid(ctx, s, &a, out)) || (!out->valid && ea->valid_first) ||
+        (st = read_defines(ctx, s, &a, out)) || !out->valid)
         return st;
-    if (!out->valid)
-        return TAILOR_OK;
     if ((st = get_integer(ctx, s, "threads", &a, &threads)) ||
         (st = get_integer(ctx, s, "smem_static", &a, &out->smem_static)) ||
         (st = get_integer(ctx, s, "smem_dynamic", &a, &out->smem_dynamic)) ||
@@ -1244,11 +1260,13 @@ static tailor_status evaluate_body(void *arg)
 
 tailor_status tailor_space_evaluate(tailor_ctx *ctx, tailor_space *s, const tailor_config *cfg,
                                     const tailor_shape *shape, tailor_dtype dtype,
-                                    const tailor_device_info *dev, int at_launch,
+                                    const tailor_device_info *dev, int how,
                                     tailor_launch *out)
 {
     memset(out, 0, sizeof *out);
-    evaluate_args a = {ctx, s, {cfg, shape, dtype, dev, at_launch ? "launch" : "plan"}, out};
+    const char *purpose = how & TAILOR_EVAL_LAUNCH ? "launch" : "plan";
+    evaluate_args a = {ctx, s, {cfg, shape, dtype, dev, purpose},
+                       (how & TAILOR_EVAL_VALID_FIRST) != 0, out};
     return space_protected(ctx, s, "evaluating a configuration", evaluate_body, &a);
 }
 

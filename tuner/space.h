@@ -119,13 +119,24 @@ tailor_status tailor_space_enumerate(tailor_ctx *ctx, tailor_space *s, const tai
                                      tailor_dtype dtype, const tailor_device_info *dev,
                                      tailor_config **configs, int *count);
 
-/* Evaluates every function of the space for one configuration. at_launch = 0: choosing
- * configurations for this shape (`valid` gets purpose "plan": every rule applies); 1: running a
- * winner chosen at another shape of the same kernel (purpose "launch": a space may then drop
- * the rules that only prune, such as tile rows following m, and keep those of correctness). */
+/* tailor_space_evaluate's `how`, bits: */
+enum {
+    /* running a winner chosen at another shape of the same kernel (`valid` gets purpose
+     * "launch": a space may then drop the rules that only prune, such as tile rows following
+     * m, and keep those of correctness); without it, choosing configurations for this shape
+     * (purpose "plan": every rule applies) */
+    TAILOR_EVAL_LAUNCH = 1,
+    /* a configuration `valid` refuses is left there: its defines and launch fields are not
+     * read (a plan that keeps its survivors alone; without it a refused configuration's
+     * defines are read too, for the plan's report) */
+    TAILOR_EVAL_VALID_FIRST = 2
+};
+
+/* Evaluates every function of the space for one configuration; how: TAILOR_EVAL_* bits (0:
+ * planning, every field read). */
 tailor_status tailor_space_evaluate(tailor_ctx *ctx, tailor_space *s, const tailor_config *cfg,
                                     const tailor_shape *shape, tailor_dtype dtype,
-                                    const tailor_device_info *dev, int at_launch,
+                                    const tailor_device_info *dev, int how,
                                     tailor_launch *out);
 
 /* A launch's geometry as the cache keeps it beside a winner ({"grid":[..],"block":[..],
