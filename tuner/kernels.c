@@ -252,8 +252,7 @@ static tailor_status load_traced(tailor_ctx *ctx, tailor_kernels *set, tailor_op
     const tailor_device_info *dev = target_device(set);
     tailor_launch launch;
     tailor_status st = tailor_space_evaluate(ctx, k->space, &k->cfg, shape, k->dtype, dev,
-                                             TAILOR_EVAL_LAUNCH,
-                                             &launch);
+                                             TAILOR_EVAL_LAUNCH, &launch);
     if (st)
         return st;
     tailor_define trace = {"TAILOR_TRACE", "1"};

@@ -68,18 +68,26 @@ static void device_label(const tailor_device_info *dev, char *buf, size_t size)
         snprintf(buf, size, "%s (sm_%d%d)", dev->name, dev->cc_major, dev->cc_minor);
 }
 
+/* Why a feature refused a configuration. */
+typedef enum feature_gap {
+    FEATURE_UNKNOWN,       /* a feature tailor does not know */
+    FEATURE_OTHER_ARCH,    /* architecture-specific code for another sm */
+    FEATURE_TOO_OLD        /* the device's sm is below the feature's */
+} feature_gap;
+
 /* What refused a configuration before compiling: the verdict, and for a feature refusal the
- * feature at fault and the architecture it needs (-1: a feature tailor does not know). */
+ * feature at fault, why, and the architecture it needs. */
 typedef struct budget_refusal {
     tailor_verdict verdict;
     const char *feature;
+    feature_gap gap;
     int need_sm;
 } budget_refusal;
 
 static budget_refusal budget_decide(const tailor_device_info *dev, const tailor_space *space,
                                     tailor_dtype dtype, const tailor_launch *launch)
 {
-    budget_refusal r = {TAILOR_FITS, NULL, 0};
+    budget_refusal r = {TAILOR_FITS, NULL, FEATURE_UNKNOWN, 0};
     if (!launch->valid) {
         r.verdict = TAILOR_REFUSED_SHAPE;
         return r;
@@ -92,13 +100,18 @@ static budget_refusal budget_decide(const tailor_device_info *dev, const tailor_
     if (dev->kind == TAILOR_DEVICE_GPU) {
         for (int i = 0; i < launch->nfeatures; i++) {
             int need = tailor_feature_min_sm(launch->features[i]);
-            if (need < 0 || (tailor_feature_arch_specific(launch->features[i]) && sm != need) ||
-                sm < need) {
-                r.verdict = TAILOR_REFUSED_FEATURE;
-                r.feature = launch->features[i];
-                r.need_sm = need;
-                return r;
-            }
+            if (need < 0)
+                r.gap = FEATURE_UNKNOWN;
+            else if (tailor_feature_arch_specific(launch->features[i]) && sm != need)
+                r.gap = FEATURE_OTHER_ARCH;
+            else if (sm < need)
+                r.gap = FEATURE_TOO_OLD;
+            else
+                continue;
+            r.verdict = TAILOR_REFUSED_FEATURE;
+            r.feature = launch->features[i];
+            r.need_sm = need;
+            return r;
         }
         if (launch->threads > dev->max_threads_per_block) {
             r.verdict = TAILOR_REFUSED_THREADS;
@@ -133,9 +146,9 @@ static void budget_reason(const tailor_device_info *dev, const char *op, const t
                  tailor_space_name(space), tailor_dtype_name(dtype));
         break;
     case TAILOR_REFUSED_FEATURE:
-        if (r->need_sm < 0)
+        if (r->gap == FEATURE_UNKNOWN)
             snprintf(reason, size, "%s: requires unknown feature '%s'", what, r->feature);
-        else if (tailor_feature_arch_specific(r->feature))
+        else if (r->gap == FEATURE_OTHER_ARCH)
             snprintf(reason, size, "%s: needs %s, which only sm_%d has (code for sm_%da); "
                      "%s lacks it", what, r->feature, r->need_sm, r->need_sm, where);
         else

@@ -1228,6 +1228,8 @@ static tailor_status evaluate_body(void *arg)
     tailor_launch *out = ea->out;
     long long threads = 0;
     tailor_status st;
+    /* a refused configuration: its defines too for the plan's report, nothing more (and not
+     * even those under TAILOR_EVAL_VALID_FIRST) */
     if ((st = read_valid(ctx, s, &a, out)) || (!out->valid && ea->valid_first) ||
         (st = read_defines(ctx, s, &a, out)) || !out->valid)
         return st;

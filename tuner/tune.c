@@ -17,10 +17,11 @@
 #include "tune_internal.h"
 
 static const char *const strategy_names[] = {"exhaustive", "random", "halving"};
+#define NSTRATEGIES ((int)(sizeof strategy_names / sizeof strategy_names[0]))
 
 tailor_status tailor_strategy_parse(tailor_ctx *ctx, const char *text, tailor_strategy *out)
 {
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < NSTRATEGIES; i++) {
         if (strcmp(text, strategy_names[i]) == 0) {
             *out = (tailor_strategy)i;
             return TAILOR_OK;
@@ -32,7 +33,7 @@ tailor_status tailor_strategy_parse(tailor_ctx *ctx, const char *text, tailor_st
 
 const char *tailor_strategy_name(tailor_strategy s)
 {
-    return (unsigned)s < 3 ? strategy_names[s] : "unknown";
+    return (int)s >= 0 && (int)s < NSTRATEGIES ? strategy_names[s] : "unknown";
 }
 
 /* The carveout part of a key's fingerprint into buf: "" under TAILOR_DEFAULT_CARVEOUT (so that
