@@ -5,14 +5,15 @@
 # per phase and per op (phases.txt in $OUT; the whole log in phases.log).
 #   PHASES_ARGS: more tune flags (e.g. "--rehearse t4"); PHASES_S (330): the boot's limit;
 #   PHASES_TAG: a suffix for the files and the cache (phases$TAG.txt, /tmp/phases$TAG.sqlite), so
-#   that one call can run two boots (scripts/probe/boot_ab.sh).
+#   that one call can run two boots (scripts/probe/boot_ab.sh); PHASES_PRESET (gemma-4-e2b): the
+#   model whose first boot it is.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 T=build-gpu/tailor
 tag=${PHASES_TAG:-}
 rm -f "/tmp/phases$tag.sqlite"
-{ time TAILOR_LOG=debug timeout "${PHASES_S:-330}" "$T" tune --preset gemma-4-e2b \
+{ time TAILOR_LOG=debug timeout "${PHASES_S:-330}" "$T" tune --preset "${PHASES_PRESET:-gemma-4-e2b}" \
     --cache "/tmp/phases$tag.sqlite" ${PHASES_ARGS:-}; } >"$OUT/phases$tag.log" 2>&1
 awk '
   /^tailor: \[[0-9]+\/[0-9]+\] / { op = $3 }
