@@ -45,6 +45,13 @@ return {
       return false, string.format("m=%d on sm_90: left to w4a16_wgmma, which beat every "
                                   .. "w4a16_mma configuration by 25-40 %% from m = 512", shape.m)
     end
+    -- pruning only: at decode widths on sm_90 the GEMVs' best beat this template's best by 49 %
+    -- or more at all 60 targets of an H100's and an H200's first boots and issue 4's shapes
+    -- (docs/perf/w4a16.md, session 48)
+    if purpose ~= "launch" and device.sm == 90 and tailor.w4t_covers(shape) then
+      return false, string.format("m=%d on sm_90: left to the GEMVs, which beat every w4a16_mma "
+                                  .. "configuration by 49 %% or more at decode widths", shape.m)
+    end
     -- warps and their tiles: 2..8 warps, each 16..64 rows by 32..64 columns
     local warps, wtm, wtn = p.WM * p.WN, p.BM // p.WM, p.BN // p.WN
     if warps < 2 or warps > 8 then

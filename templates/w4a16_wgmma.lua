@@ -25,6 +25,16 @@ space.valid = function(p, shape, dtype, device, purpose)
   if purpose ~= "launch" and p.BM == 64 and p.BK == 128 and p.STAGES == 3 and p.INFLIGHT == 1 then
     return false, "BM=64 BK=128 STAGES=3 INFLIGHT=1: ptxas serializes its wgmma instructions (C7514)"
   end
-  return rules(p, shape, dtype, device, purpose)
+  local ok, why = rules(p, shape, dtype, device, purpose)
+  if not ok then return false, why end
+  -- pruning only: the warp-specialized form of this kernel (w4a16_wgmma_ws.lua) beat its best at
+  -- all 36 prefill targets of an H100's and an H200's first boots and issue 4's m = 2048 shapes,
+  -- by 2-38 % (docs/perf/w4a16.md, session 48); where it plans the shape, tuning does not time
+  -- these (after the rules above, so that a refusal of this kernel's own still says its reason)
+  if purpose ~= "launch" and tailor.w4g_ws_covers(shape, dtype, device) then
+    return false, string.format("m=%d: left to w4a16_wgmma_ws, which beat every w4a16_wgmma "
+                                .. "configuration by 2-38 %%", shape.m)
+  end
+  return true
 end
 return space

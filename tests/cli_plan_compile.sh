@@ -49,6 +49,7 @@ h200 bf16 w4a16_matmul m=1,n=2048,k=1536,group=128
 h200 bf16 w4a16_matmul m=16,n=2048,k=1536,group=64,zp=1
 t4 fp16 w4a16_matmul m=16,n=2048,k=1536,group=128
 h200 fp16 w4a16_matmul m=300,n=1000,k=1536,group=64,zp=1
+h200 fp16 w4a16_matmul m=64,n=1000,k=1536,group=64,zp=1
 h200 bf16 attention_decode kv_len=4096,head_dim=512,heads=8,kv_heads=1,window=0,batch=1
 h200 bf16 attention_decode kv_len=512,head_dim=256,heads=8,kv_heads=1,window=512,batch=1,prep=1
 h200 bf16 attention_decode kv_len=512,head_dim=256,heads=8,kv_heads=1,window=512,batch=1
@@ -129,14 +130,28 @@ check "three warpgroups of BM=256 are refused, with the register arithmetic" \
   grep -qF "w4a16_matmul/w4a16_wgmma BK=64 BM=256 INFLIGHT=0 STAGES=3 WG=3 bf16: 384 threads x ~192 registers (BM=256) > 65536" "$tmp/out"
 check "from m=512 on sm_90, w4a16_mma is left to the warpgroup GEMM, saying why" \
   grep -qF "w4a16_matmul/w4a16_mma BK=32 BM=16 BN=64 SPLITK=1 STAGES=2 WM=1 WN=1 bf16: m=2048 on sm_90: left to w4a16_wgmma, which beat every w4a16_mma configuration by 25-40 % from m = 512" "$tmp/out"
+"$T" plan --device h200 --op w4a16_matmul --shape m=64,n=2048,k=1536,group=128 >"$tmp/out2" 2>&1
+check "... and plain w4a16_wgmma keeps m=64, where the warp-specialized one (BM >= 128) plans nothing" \
+  bash -c "grep -qE '^  w4a16_wgmma +BK=[0-9]+ BM=64 ' '$tmp/out2' && ! grep -qE '^  w4a16_wgmma_ws ' '$tmp/out2'"
+"$T" plan --device h200 --op w4a16_matmul --shape m=1,n=6144,k=1536,group=128 >"$tmp/out2" 2>&1
+check "at decode widths on sm_90, w4a16_mma is left to the GEMVs, saying why" \
+  bash -c "grep -qF 'w4a16_matmul/w4a16_mma BK=32 BM=16 BN=64 SPLITK=1 STAGES=2 WM=1 WN=1 bf16: m=1 on sm_90: left to the GEMVs, which beat every w4a16_mma configuration by 49 % or more at decode widths' '$tmp/out2' &&
+           grep -qE '^  w4a16_gemv_t ' '$tmp/out2' && ! grep -qE '^  w4a16_mma ' '$tmp/out2'"
+"$T" plan --device h200 --op w4a16_matmul --shape m=24,n=6144,k=1536,group=128 >"$tmp/out2" 2>&1
+check "... but keeps m=24, between the GEMVs (m <= 16) and the warpgroup GEMM (m >= 64)" \
+  grep -qE "^  w4a16_mma " "$tmp/out2"
+"$T" plan --device t4 --op w4a16_matmul --dtype fp16 --shape m=1,n=6144,k=1536,group=128 >"$tmp/out2" 2>&1
+check "... and on other cards (the T4 plans w4a16_mma at m=1)" grep -qE "^  w4a16_mma " "$tmp/out2"
 "$T" plan --device h200 --op w4a16_matmul --shape m=512,n=100,k=1536,group=128 >"$tmp/out2" 2>&1
 check "... but not where the warpgroup GEMM plans nothing (n=100: its epilogue needs n % 8 == 0)" \
   bash -c "grep -qE '^  w4a16_mma ' '$tmp/out2' && ! grep -qE '^  w4a16_wgmma ' '$tmp/out2'"
 "$T" plan --device t4 --op w4a16_matmul --dtype fp16 --shape m=2048,n=6144,k=1536,group=128 \
   >"$tmp/out2" 2>&1
 check "... nor on other cards (the T4 plans w4a16_mma at m=2048)" grep -qE "^  w4a16_mma " "$tmp/out2"
-check "three warpgroups of BM=192 plan without zero points" \
-  grep -qE "^  w4a16_wgmma +BK=128 BM=192 INFLIGHT=0 STAGES=3 WG=3 " "$tmp/out"
+check "three warpgroups of BM=192 pass the register rule without zero points (then left to w4a16_wgmma_ws)" \
+  grep -qF "w4a16_matmul/w4a16_wgmma BK=128 BM=192 INFLIGHT=0 STAGES=3 WG=3 bf16: m=2048: left to w4a16_wgmma_ws, which beat every w4a16_wgmma configuration by 2-38 %" "$tmp/out"
+check "w4a16_wgmma_ws plans m=2048 on sm_90 (BM=192 among its tiles)" \
+  grep -qE "^  w4a16_wgmma_ws +BK=[0-9]+ BM=192 " "$tmp/out"
 "$T" plan --device h200 --op w4a16_matmul --shape m=2048,n=6144,k=1536,group=128,zp=1 \
   >"$tmp/out" 2>&1
 check "with zero points three warpgroups of BM=192 are refused" \

@@ -1218,6 +1218,71 @@ static void test_trace_compile(tailor_ctx *ctx)
     tailor_plan_free(&plan);
 }
 
+/* Survivors of w4a16_matmul by template on a profile: plans built as tuning builds them. */
+static void w4_survivors(tailor_ctx *ctx, const char *device, const char *shape_text,
+                         tailor_dtype dtype, int *all, int *mma, int *wgmma, int *ws)
+{
+    *all = *mma = *wgmma = *ws = 0;
+    tailor_shape shape;
+    tailor_plan p;
+    if (tailor_shape_parse(ctx, shape_text, &shape) != TAILOR_OK ||
+        tailor_plan_build_survivors(ctx, tailor_device_profile_find(device), "w4a16_matmul",
+                                    &shape, dtype, &p) != TAILOR_OK) {
+        CHECKF(0, "%s %s: %s", device, shape_text, tailor_ctx_message(ctx));
+        return;
+    }
+    *all = tailor_plan_survivors(&p);
+    for (int i = 0; i < p.nentries; i++) {
+        const char *t = p.entries[i].template_name;
+        *mma += strcmp(t, "w4a16_mma") == 0;
+        *wgmma += strcmp(t, "w4a16_wgmma") == 0;
+        *ws += strcmp(t, "w4a16_wgmma_ws") == 0;
+    }
+    tailor_plan_free(&p);
+}
+
+/* Session 48's pruning on sm_90 (w4a16_mma.lua, w4a16_wgmma.lua): at decode widths w4a16_mma is
+ * left to the GEMVs, and the plain warpgroup GEMM to its warp-specialized form where that one
+ * plans. Neither may leave a shape without a kernel: odd n and k, every group size, zero
+ * points, both dtypes; and each keeps the shapes the other does not plan (m = 24 between the
+ * GEMVs and the warpgroup GEMMs, m = 64 below the warp-specialized tiles). */
+static void test_w4a16_sm90_pruning(tailor_ctx *ctx)
+{
+    static const char *const weights[] = {"n=200,k=352,group=32,zp=1", "n=1000,k=1536,group=64",
+                                          "n=6144,k=1536,group=128", "n=2560,k=10240,zp=1"};
+    static const int decode_m[] = {1, 5, 9, 16};
+    static const tailor_dtype dtypes[] = {TAILOR_DTYPE_BF16, TAILOR_DTYPE_F16};
+    char shape[160];
+    int all, mma, wgmma, ws;
+    for (size_t d = 0; d < 2; d++)
+        for (size_t w = 0; w < sizeof weights / sizeof weights[0]; w++)
+            for (size_t m = 0; m < sizeof decode_m / sizeof decode_m[0]; m++) {
+                snprintf(shape, sizeof shape, "m=%d,%s", decode_m[m], weights[w]);
+                w4_survivors(ctx, "h100", shape, dtypes[d], &all, &mma, &wgmma, &ws);
+                CHECKF(all > 0 && mma == 0, "h100 %s: %d survivors, %d of w4a16_mma", shape, all,
+                       mma);
+            }
+    w4_survivors(ctx, "h200", "m=24,n=6144,k=1536,group=128", TAILOR_DTYPE_BF16, &all, &mma,
+                 &wgmma, &ws);
+    CHECKF(mma > 0, "h200 m=24: %d survivors of w4a16_mma", mma);
+    w4_survivors(ctx, "t4", "m=1,n=6144,k=1536,group=128", TAILOR_DTYPE_F16, &all, &mma, &wgmma,
+                 &ws);
+    CHECKF(mma > 0, "t4 m=1: %d survivors of w4a16_mma (the pruning is sm_90's)", mma);
+    static const char *const prefill[] = {"m=300,n=1000,k=1536,group=64,zp=1",
+                                          "m=2048,n=6144,k=1536,group=128",
+                                          "m=512,n=1536,k=12288,group=128"};
+    for (size_t d = 0; d < 2; d++)
+        for (size_t i = 0; i < sizeof prefill / sizeof prefill[0]; i++) {
+            w4_survivors(ctx, "h200", prefill[i], dtypes[d], &all, &mma, &wgmma, &ws);
+            CHECKF(ws > 0 && wgmma == 0, "h200 %s: %d w4a16_wgmma_ws, %d w4a16_wgmma survivors",
+                   prefill[i], ws, wgmma);
+        }
+    w4_survivors(ctx, "h200", "m=64,n=2048,k=1536,group=128", TAILOR_DTYPE_BF16, &all, &mma,
+                 &wgmma, &ws);
+    CHECKF(wgmma > 0 && ws == 0, "h200 m=64: %d w4a16_wgmma, %d w4a16_wgmma_ws survivors", wgmma,
+           ws);
+}
+
 /* The timing method is part of every space hash: the W4A16 ops are timed with the spacer by
  * default (space.h), the others as before, TAILOR_TIMING_SPACER=0/1 moves every op to one
  * method and a list of op names adds those, so that their cached winners are told apart. */
@@ -1327,6 +1392,7 @@ int main(void)
     test_split_neighbours(ctx);
     test_trace_compile(ctx);
     test_timing_method(ctx);
+    test_w4a16_sm90_pruning(ctx);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)

@@ -600,6 +600,13 @@ end
 
 -- Rules of the transposed tensor-core int4 GEMV (templates/w4a16_gemv_t.cu) for w4a16_matmul
 -- and (glu: a gate|up stack of 2n rows, n outputs) w4a16_glu.
+-- Whether the tensor-core GEMV (w4a16_gemv_t) plans (op, shape): its shape rules, the first of
+-- w4t_valid's (at every such shape some tiling and split of it survives: test_space checks odd
+-- ones). For a rule that leaves a decode shape to the GEMVs.
+function lib.w4t_covers(shape)
+  return shape.m <= 16 and (lib.w4_layout_ok(shape))
+end
+
 function lib.w4t_valid(p, shape, device, purpose, glu)
   if shape.m > 16 then
     return false, string.format("m=%d > 16: decode template (two n8 tiles at most)", shape.m)
@@ -861,17 +868,29 @@ function lib.w4g_space(params, opts)
   }
 end
 
--- Whether w4a16_wgmma's space plans (op, shape) on an sm_90 card: its smallest configuration
--- (64 tokens, one warpgroup, three stages: ~40 KB of shared memory, within every sm_90 card's
--- budget) passes the space's own rules at BK = 64 or 128. For a rule that leaves a shape to it.
+-- Whether a warpgroup GEMM's space plans (op, shape) on an sm_90 card: its smallest
+-- configuration at BK = 64 or 128 passes the space's own rules. For a rule that leaves a shape
+-- to it. w4g_covers: w4a16_wgmma or w4a16_wgmma_ws (64 tokens, one warpgroup, three stages: ~40
+-- KB of shared memory, within every sm_90 card's budget); w4g_ws_covers: w4a16_wgmma_ws (128
+-- tokens, one consumer warpgroup and its producer).
 local w4g_probe
-function lib.w4g_covers(shape, dtype, device)
+local function w4g_plans(base, shape, dtype, device)
   w4g_probe = w4g_probe or lib.w4g_space({})
   for _, bk in ipairs({ 64, 128 }) do
-    local p = { BM = 64, BK = bk, WG = 1, STAGES = 3, INFLIGHT = 0 }
+    local p = { BK = bk, WG = 1, STAGES = 3 }
+    for name, v in pairs(base) do p[name] = v end
     if w4g_probe.valid(p, shape, dtype, device, "tune") then return true end
   end
   return false
+end
+
+function lib.w4g_ws_covers(shape, dtype, device)
+  return w4g_plans({ BM = 128, INFLIGHT = 1, WS = 1 }, shape, dtype, device)
+end
+
+function lib.w4g_covers(shape, dtype, device)
+  return w4g_plans({ BM = 64, INFLIGHT = 0 }, shape, dtype, device) or
+         lib.w4g_ws_covers(shape, dtype, device)
 end
 
 -- ---- attention_prefill_wg.cu: prefill attention on sm_90a warpgroup MMAs --------------------
