@@ -316,6 +316,7 @@ static int tune_targets(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
         n > 1 ? tailor_compile_ahead_start(tailor_gpu_info(gpu), tailor_cache_path(cache),
                                            targets, n, dtype, o)
               : NULL;
+    o->ahead = ahead; /* its plans, taken target by target */
     int failures = 0, cached = 0;
     double run_t0 = cli_now_s();
     for (int i = 0; i < n; i++) {
@@ -340,6 +341,7 @@ static int tune_targets(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
         cached += r.from_cache;
     }
     tailor_compile_ahead_stats as;
+    o->ahead = NULL;
     tailor_compile_ahead_stop(ahead, &as);
     if (o->memo && n > 1) {
         int hits, misses;

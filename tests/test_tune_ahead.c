@@ -58,6 +58,43 @@ static int picks_answered(tailor_ctx *ctx, const tailor_device_info *dev,
 
 /* tailor_plan_build_survivors (what tailor_tune and the ahead planner build) holds exactly the
  * survivors of tailor_plan_build, in its order, entry for entry, with the same counts. */
+/* The ahead's plans: tailor_tune takes each target's plan from the planner instead of planning
+ * it again. Each taken plan is the one tailor_tune would build (the same survivors, in the same
+ * order), is handed out once, and only for the run's dtype; plans never taken are freed by stop
+ * (ASan's leak check). */
+static void check_plans_taken(tailor_ctx *ctx, const tailor_device_info *dev,
+                              const tailor_tune_target *t, int n, const tailor_tune_options *o)
+{
+    tailor_tune_options mine = *o; /* its own memo: the caller's counts its compiles */
+    mine.memo = tailor_compile_memo_create(TAILOR_COMPILE_MEMO_BYTES);
+    tailor_compile_ahead *a = tailor_compile_ahead_start(dev, "/nonexistent/cache.sqlite", t, n,
+                                                         TAILOR_DTYPE_BF16, &mine);
+    CHECK(a != NULL);
+    tailor_compile_ahead_wait(a);
+    tailor_plan p;
+    CHECK(!tailor_compile_ahead_take_plan(a, t[0].op, &t[0].shape, TAILOR_DTYPE_F16, &p));
+    for (int i = 0; i < n - 1; i++) { /* the last one stays for stop to free */
+        CHECKF(tailor_compile_ahead_take_plan(a, t[i].op, &t[i].shape, TAILOR_DTYPE_BF16, &p),
+               "%s: no plan held", t[i].op);
+        tailor_plan own;
+        CHECK_OK(ctx, tailor_plan_build_survivors(ctx, dev, t[i].op, &t[i].shape,
+                                                  TAILOR_DTYPE_BF16, &own));
+        int same = own.nentries == p.nentries && own.count == p.count &&
+                   strcmp(own.space_hash, p.space_hash) == 0;
+        for (int e = 0; same && e < own.nentries; e++)
+            same = strcmp(own.entries[e].template_name, p.entries[e].template_name) == 0 &&
+                   memcmp(&own.entries[e].cfg, &p.entries[e].cfg, sizeof p.entries[e].cfg) == 0;
+        CHECKF(same, "%s: the ahead's plan (%d survivors) is not tailor_tune's (%d)", t[i].op,
+               p.nentries, own.nentries);
+        tailor_plan_free(&own);
+        tailor_plan_free(&p);
+        CHECK(!tailor_compile_ahead_take_plan(a, t[i].op, &t[i].shape, TAILOR_DTYPE_BF16, &p));
+    }
+    CHECK(!tailor_compile_ahead_take_plan(NULL, t[0].op, &t[0].shape, TAILOR_DTYPE_BF16, &p));
+    tailor_compile_ahead_stop(a, NULL);
+    tailor_compile_memo_destroy(mine.memo);
+}
+
 static void check_survivors_only(tailor_ctx *ctx, const tailor_device_info *dev, const char *op,
                                  const char *shape_text, tailor_dtype dtype)
 {
@@ -248,6 +285,8 @@ int main(void)
     tailor_tune_options o = {.strategy = TAILOR_STRATEGY_RANDOM, .trials = 2, .seed = 7,
                              .jobs = 2};
     o.memo = tailor_compile_memo_create(TAILOR_COMPILE_MEMO_BYTES);
+
+    check_plans_taken(ctx, h200, t, NTARGETS, &o);
 
     /* no cache file yet: every target is planned, its two picks compiled */
     tailor_compile_ahead *a = tailor_compile_ahead_start(h200, "/nonexistent/cache.sqlite", t,

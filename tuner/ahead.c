@@ -24,7 +24,11 @@
 #include "plan.h"
 #include "tune_internal.h"
 
-enum { AHEAD_MAX_OPS = 64, AHEAD_NICE = 10 };
+/* AHEAD_PLANS_HELD: plans kept for tailor_tune to take (tailor_compile_ahead_take_plan) at once;
+ * a survivors-only plan is ~10 KB a survivor, so a first boot's planner, which runs far ahead of
+ * the tuning, keeps the next few dozen targets' plans (~10 MB) and frees the rest, which
+ * tailor_tune then builds itself. */
+enum { AHEAD_MAX_OPS = 64, AHEAD_NICE = 10, AHEAD_PLANS_HELD = 32 };
 
 /* One instantiation to compile: what tailor_plan_compile would take from the plan entry. */
 typedef struct ahead_job {
@@ -46,6 +50,9 @@ struct tailor_compile_ahead {
 
     pthread_mutex_t lock;
     pthread_cond_t work; /* a job queued, the planner done, or a stop */
+    tailor_plan *plans;  /* [ntargets]: the planner's plan of target i, held for tailor_tune */
+    unsigned char *held; /* [ntargets]: 1 while plans[i] waits to be taken */
+    int nheld;
     ahead_job **jobs;    /* queued in target order; a worker takes the next */
     int njobs, cap, next;
     int planned_all;     /* the planner finished */
@@ -132,9 +139,25 @@ static int cached(tailor_ctx *ctx, tailor_compile_ahead *a, tailor_cache *cache,
 }
 
 /* Queues the candidates tailor_tune will try for one target without a cached winner. */
-static void plan_target(tailor_ctx *ctx, tailor_compile_ahead *a, tailor_cache *cache,
-                        op_hash *memo, int *nmemo, const tailor_tune_target *t)
+/* Keeps target i's plan for tailor_tune to take, while fewer than AHEAD_PLANS_HELD wait; 0 when
+ * not kept (the caller frees it). */
+static int hold_plan(tailor_compile_ahead *a, int i, tailor_plan *plan)
 {
+    pthread_mutex_lock(&a->lock);
+    int keep = a->nheld < AHEAD_PLANS_HELD && !a->stop;
+    if (keep) {
+        a->plans[i] = *plan;
+        a->held[i] = 1;
+        a->nheld++;
+    }
+    pthread_mutex_unlock(&a->lock);
+    return keep;
+}
+
+static void plan_target(tailor_ctx *ctx, tailor_compile_ahead *a, tailor_cache *cache,
+                        op_hash *memo, int *nmemo, int target)
+{
+    const tailor_tune_target *t = &a->targets[target];
     if (cached(ctx, a, cache, memo, nmemo, t))
         return;
     const tailor_device_info *dev = a->has_rehearse ? &a->rehearse : &a->live;
@@ -165,7 +188,8 @@ static void plan_target(tailor_ctx *ctx, tailor_compile_ahead *a, tailor_cache *
         }
     }
     free(idx);
-    tailor_plan_free(&plan);
+    if (!hold_plan(a, target, &plan))
+        tailor_plan_free(&plan);
 }
 
 /* The ahead threads yield to the tuning thread: what it does between compiles (a target's plan,
@@ -191,7 +215,7 @@ static void *planner_main(void *arg)
     op_hash memo[AHEAD_MAX_OPS];
     int nmemo = 0;
     for (int i = 0; ctx && i < a->ntargets && !stopping(a); i++)
-        plan_target(ctx, a, cache, memo, &nmemo, &a->targets[i]);
+        plan_target(ctx, a, cache, memo, &nmemo, i);
     tailor_cache_close(cache);
     tailor_ctx_destroy(ctx);
     pthread_mutex_lock(&a->lock);
@@ -278,14 +302,17 @@ tailor_compile_ahead *tailor_compile_ahead_start(const tailor_device_info *live,
     if (!a)
         return NULL;
     a->targets = malloc((size_t)n * sizeof *targets);
-    if (!a->targets || pthread_mutex_init(&a->lock, NULL) != 0) {
+    a->plans = calloc((size_t)n, sizeof *a->plans);
+    a->held = calloc((size_t)n, 1);
+    int locked = 0;
+    if (!a->targets || !a->plans || !a->held ||
+        !(locked = pthread_mutex_init(&a->lock, NULL) == 0) ||
+        pthread_cond_init(&a->work, NULL) != 0) {
+        if (locked)
+            pthread_mutex_destroy(&a->lock);
         free(a->targets);
-        free(a);
-        return NULL;
-    }
-    if (pthread_cond_init(&a->work, NULL) != 0) {
-        pthread_mutex_destroy(&a->lock);
-        free(a->targets);
+        free(a->plans);
+        free(a->held);
         free(a);
         return NULL;
     }
@@ -299,6 +326,7 @@ tailor_compile_ahead *tailor_compile_ahead_start(const tailor_device_info *live,
     a->opts = *opts;
     a->opts.rehearse = NULL; /* the copy above is what the threads read */
     a->opts.progress = NULL;
+    a->opts.ahead = NULL;
     snprintf(a->cache_path, sizeof a->cache_path, "%s", cache_path ? cache_path : "");
     tune_arch(live, opts->rehearse, &a->sm, &a->ptx);
     a->planner_started = pthread_create(&a->planner, NULL, planner_main, a) == 0;
@@ -312,6 +340,36 @@ tailor_compile_ahead *tailor_compile_ahead_start(const tailor_device_info *live,
         if (pthread_create(&a->workers[a->nworkers], NULL, worker_main, a) == 0)
             a->nworkers++;
     return a;
+}
+
+static int same_shape(const tailor_shape *x, const tailor_shape *y)
+{
+    if (x->count != y->count)
+        return 0;
+    for (int i = 0; i < x->count; i++)
+        if (x->dims[i].value != y->dims[i].value || strcmp(x->dims[i].key, y->dims[i].key) != 0)
+            return 0;
+    return 1;
+}
+
+int tailor_compile_ahead_take_plan(tailor_compile_ahead *a, const char *op,
+                                   const tailor_shape *shape, tailor_dtype dtype,
+                                   tailor_plan *out)
+{
+    if (!a || dtype != a->dtype)
+        return 0;
+    int taken = 0;
+    pthread_mutex_lock(&a->lock);
+    for (int i = 0; i < a->ntargets && !taken; i++)
+        if (a->held[i] && strcmp(a->targets[i].op, op) == 0 &&
+            same_shape(&a->targets[i].shape, shape)) {
+            *out = a->plans[i];
+            a->held[i] = 0;
+            a->nheld--;
+            taken = 1;
+        }
+    pthread_mutex_unlock(&a->lock);
+    return taken;
 }
 
 void tailor_compile_ahead_wait(tailor_compile_ahead *a)
@@ -340,6 +398,11 @@ void tailor_compile_ahead_stop(tailor_compile_ahead *a, tailor_compile_ahead_sta
     for (int i = a->next; i < a->njobs; i++)
         free(a->jobs[i]);
     free(a->jobs);
+    for (int i = 0; i < a->ntargets; i++)
+        if (a->held[i])
+            tailor_plan_free(&a->plans[i]);
+    free(a->plans);
+    free(a->held);
     pthread_cond_destroy(&a->work);
     pthread_mutex_destroy(&a->lock);
     free(a->targets);

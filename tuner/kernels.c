@@ -133,6 +133,7 @@ static tailor_tune_options on_demand_options(tailor_kernels *set)
     o.trials = set->trials;
     o.seed = set->seed;
     o.memo = set->memo;
+    o.ahead = set->ahead; /* its plans (NULL while it is being started) */
     return o;
 }
 

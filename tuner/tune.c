@@ -889,9 +889,11 @@ tailor_status tailor_tune(tailor_ctx *ctx, tailor_gpu *gpu, tailor_cache *cache,
     if (st || cached)
         return st;
     tailor_plan plan;
-    st = tailor_plan_build_survivors(ctx, budget_dev, op, shape, dtype, &plan);
-    if (st)
-        return st;
+    if (!tailor_compile_ahead_take_plan(opts->ahead, op, shape, dtype, &plan)) {
+        st = tailor_plan_build_survivors(ctx, budget_dev, op, shape, dtype, &plan);
+        if (st)
+            return st;
+    }
     tailor_winner_key_text key_text;
     tune_state t = {.ctx = ctx, .gpu = gpu, .cache = cache, .plan = &plan,
                     .budget_dev = budget_dev, .opts = opts, .out = out};

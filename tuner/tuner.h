@@ -43,6 +43,8 @@ typedef struct tailor_tune_filter {
  * entry fails with one sentence naming it. */
 tailor_status tailor_tune_filter_parse(tailor_ctx *ctx, const char *text, tailor_tune_filter *out);
 
+typedef struct tailor_compile_ahead tailor_compile_ahead;
+
 typedef struct tailor_tune_options {
     tailor_strategy strategy;
     int trials;                          /* random: at most this many candidates (0: no cap) */
@@ -58,6 +60,9 @@ typedef struct tailor_tune_options {
     int jobs;                            /* compile threads (0: number of CPUs) */
     tailor_compile_memo *memo;           /* instantiations compiled earlier in the run, shared
                                             across calls (NULL: compile every survivor) */
+    tailor_compile_ahead *ahead;         /* the run's compiling ahead, whose plans tailor_tune
+                                            takes instead of planning a target again (NULL:
+                                            none) */
     uint64_t seed;                       /* inputs and sampling */
     void (*progress)(void *user, const tailor_tune_progress *p);
     void *progress_user;
@@ -177,8 +182,6 @@ tailor_compile_memo *tailor_tune_memo_create(tailor_gpu *gpu, const tailor_devic
  * TAILOR_NO_COMPILE=1. It never changes what is tuned, only when compiles happen: a compile that
  * fails here is made (and reported) again by tailor_tune. The ahead stops compiling when the
  * memo is three quarters full. */
-typedef struct tailor_compile_ahead tailor_compile_ahead;
-
 typedef struct tailor_compile_ahead_stats {
     int targets;  /* targets planned without a cached winner */
     int queued;   /* candidates queued */
@@ -193,6 +196,14 @@ tailor_compile_ahead *tailor_compile_ahead_start(const tailor_device_info *live,
                                                  const tailor_tune_target *targets, int n,
                                                  tailor_dtype dtype,
                                                  const tailor_tune_options *opts);
+
+/* The planner's plan of (op, shape, dtype) moved into *out (free it with tailor_plan_free): 1,
+ * or 0 when it holds none (not planned yet, cached, already taken, or past the few it keeps):
+ * the caller then plans the target itself. a may be NULL. It is the plan tailor_tune would
+ * build: the same survivors-only plan for the same device. */
+int tailor_compile_ahead_take_plan(tailor_compile_ahead *a, const char *op,
+                                   const tailor_shape *shape, tailor_dtype dtype,
+                                   tailor_plan *out);
 
 /* Waits until every queued candidate is compiled (tests; a tuning run calls stop). */
 void tailor_compile_ahead_wait(tailor_compile_ahead *a);
