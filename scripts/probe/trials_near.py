@@ -6,7 +6,15 @@ For each op: how many timed configurations each target had and how many came wit
 all the op's targets (a value whose best is far above 1.0 never wins on this card); and the
 configurations that were never within NEAR (default 1.25) of any target's best.
 
-    python3 scripts/probe/trials_near.py boot-trials.json [--op OP] [--near 1.25] [--where m=512]
+    python3 scripts/probe/trials_near.py TRIALS.json... [--op OP] [--near 1.25] [--where m=512]
+                                         [--templates]
+
+Several files (boots of other models or cards, kernel benches) are read as one: a target is
+(file, op, shape, dtype). --templates prints instead, per (op, template), how many
+configurations were timed, how many never came within 10 % and 25 % of a target's best, and
+the closest its best came to the best of the op's other templates over the targets where both
+were timed: the data for a rule that leaves a shape to another template
+(docs/search-spaces.md).
 """
 import argparse
 import collections
@@ -14,23 +22,53 @@ import json
 import sys
 
 
+def templates_summary(targets):
+    best_ratio = {}                            # (op, template, params) -> best ratio
+    closest = {}                               # (op, template) -> best / the others' best
+    for (op, _, _), rs in targets.items():
+        best = min(r["median_us"] for r in rs)
+        per_t = collections.defaultdict(lambda: float("inf"))
+        for r in rs:
+            params = r["params"] if isinstance(r["params"], dict) else {}
+            k = (op, r["template"], json.dumps(params, sort_keys=True))
+            best_ratio[k] = min(best_ratio.get(k, float("inf")), r["median_us"] / best)
+            per_t[r["template"]] = min(per_t[r["template"]], r["median_us"])
+        for t, us in per_t.items():
+            others = [v for u, v in per_t.items() if u != t]
+            if others:
+                closest[(op, t)] = min(closest.get((op, t), float("inf")), us / min(others))
+    rows = collections.defaultdict(list)
+    for (op, t, _), b in best_ratio.items():
+        rows[(op, t)].append(b)
+    for (op, t), bs in sorted(rows.items()):
+        c = closest.get((op, t))
+        print(f"{op:18s} {t:28s} {len(bs):4d} configs, {sum(b > 1.10 for b in bs):4d} never within "
+              f"10 %, {sum(b > 1.25 for b in bs):4d} never within 25 %; its best / the others' "
+              f"best: {'-' if c is None else f'{c:.2f}'}")
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("trials")
+    ap.add_argument("trials", nargs="+")
+    ap.add_argument("--templates", action="store_true")
     ap.add_argument("--op")
     ap.add_argument("--near", type=float, default=1.25)
     ap.add_argument("--where", help="only shapes holding this k=v text, e.g. m=512")
     a = ap.parse_args()
-    rows = json.load(open(a.trials))
     targets = collections.defaultdict(list)
-    for r in rows:
-        if r.get("median_us") is None or r["median_us"] <= 0:
-            continue
-        if a.op and r["op"] != a.op:
-            continue
-        if a.where and a.where not in r["shape"].split(","):
-            continue
-        targets[(r["op"], r["shape"], r["dtype"])].append(r)
+    for path in a.trials:
+        for r in json.load(open(path)):
+            if r.get("median_us") is None or r["median_us"] <= 0:
+                continue
+            if a.op and r["op"] != a.op:
+                continue
+            if a.where and a.where not in r["shape"].split(","):
+                continue
+            targets[(r["op"], r["shape"] if len(a.trials) == 1 else f"{path}:{r['shape']}",
+                     r["dtype"])].append(r)
+    if a.templates:
+        return templates_summary(targets)
     by_op = collections.defaultdict(list)
     for key, rs in targets.items():
         by_op[key[0]].append((key, rs))
