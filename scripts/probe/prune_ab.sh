@@ -16,7 +16,7 @@ source scripts/gpu-env.sh
   --output-on-failure) >"$OUT/ctest.txt" 2>&1
 grep -E "tests passed|tests failed|Passed|Failed" "$OUT/ctest.txt"
 BOOT_A_ENV="TAILOR_TEMPLATE_PATH=$PWD/probe-variants/base/templates" BOOT_B_ARGS="" \
-  BOOT_BENCH_S=${PRUNE_BENCH_S:-40} bash scripts/probe/boot_ab.sh
+  BOOT_BENCH_S=${PRUNE_BENCH_S:-40} BOOT_ROUNDS=${PRUNE_ROUNDS:-2} bash scripts/probe/boot_ab.sh
 for s in m=2048,n=6144,k=1536 m=2048,n=1536,k=6144; do
   timeout 90 "$T" bench w4a16 --shape "$s,group=128" --cache /tmp/m2048.sqlite >>"$OUT/m2048.txt" 2>&1
 done
