@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # prune_ab.sh — on the GPU machine: the pruned w4a16 spaces (session 48) against REV's, in one
-# call. Needs probe-variants/base (scripts/probe/base_templates.sh REV; carry probe-variants).
-# Builds, runs the GPU tests that tune (cli_gpu_tune, cli_gpu_run, test_gpu_step_tune: the
-# tuner taking the planner's plans), two first boots of E2B with the default flags, a = REV's
-# templates and b = the tree's, and the model benches on both caches alternating (boot_ab.sh:
-# boot_ab.txt, phases-a/b.txt), then issue 4's m = 2048 shapes with the tree's spaces (m2048.txt).
+# call, the most needed part first so that a call cut short still says something. Needs
+# probe-variants/base (scripts/probe/base_templates.sh REV; carry probe-variants).
+# Builds; runs the GPU tests that tune (cli_gpu_tune, cli_gpu_run, test_gpu_step_tune: the
+# tuner taking the planner's plans; ctest.txt); the E2B first boot with the tree's spaces
+# (phases-new.txt) and the model benches on it; then the same with REV's templates
+# (phases-base.txt), and the benches again alternating (prune_ab.txt).
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
@@ -15,9 +16,20 @@ source scripts/gpu-env.sh
 (cd build-gpu && TAILOR_SOURCE_DIR=$PWD/.. timeout 200 ctest -R '^(cli_gpu_tune|cli_gpu_run|test_gpu_step_tune)$' \
   --output-on-failure) >"$OUT/ctest.txt" 2>&1
 grep -E "tests passed|tests failed|Passed|Failed" "$OUT/ctest.txt"
-BOOT_A_ENV="TAILOR_TEMPLATE_PATH=$PWD/probe-variants/base/templates" BOOT_B_ARGS="" \
-  BOOT_BENCH_S=${PRUNE_BENCH_S:-40} BOOT_ROUNDS=${PRUNE_ROUNDS:-2} bash scripts/probe/boot_ab.sh
-for s in m=2048,n=6144,k=1536 m=2048,n=1536,k=6144; do
-  timeout 90 "$T" bench w4a16 --shape "$s,group=128" --cache /tmp/m2048.sqlite >>"$OUT/m2048.txt" 2>&1
-done
-grep -E "w4a16_matmul " "$OUT/m2048.txt" | cut -c1-330
+R="$OUT/prune_ab.txt"
+base_env="TAILOR_TEMPLATE_PATH=$PWD/probe-variants/base/templates"
+bench() { # bench SIDE ENV...: the W4A16 + int4 head and bf16 benches on SIDE's cache
+  local side=$1
+  shift
+  for q in "--quantize w4a16 --quantize-head" ""; do
+    echo "== $side bench model ${q:-bf16}" >>"$R"
+    env "$@" timeout 40 "$T" bench model --preset gemma-4-e2b --cache "/tmp/phases-$side.sqlite" \
+      --prompt-len 512 --decode 128 $q >>"$R" 2>&1
+  done
+}
+PHASES_TAG=-new bash scripts/probe/tune_phases.sh >>"$R" 2>&1
+bench new
+env "$base_env" PHASES_TAG=-base bash scripts/probe/tune_phases.sh >>"$R" 2>&1
+bench base "$base_env"
+bench new
+grep -E '^== |targets in|^real|decode .* tok/s' "$R"
