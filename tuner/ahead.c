@@ -24,11 +24,11 @@
 #include "plan.h"
 #include "tune_internal.h"
 
-/* AHEAD_PLANS_HELD: plans kept for tailor_tune to take (tailor_compile_ahead_take_plan) at once;
- * a survivors-only plan is ~10 KB a survivor, so a first boot's planner, which runs far ahead of
- * the tuning, keeps the next few dozen targets' plans (~10 MB) and frees the rest, which
- * tailor_tune then builds itself. */
-enum { AHEAD_MAX_OPS = 64, AHEAD_NICE = 10, AHEAD_PLANS_HELD = 32 };
+/* AHEAD_ENTRIES_HELD: the survivors' entries of the plans kept for tailor_tune to take
+ * (tailor_compile_ahead_take_plan) at once, ~10 KB each: ~40 MB, every plan of an E2B or E4B
+ * first boot (3,750 and 4,142 survivors on sm_90). A plan past it is freed, and tailor_tune
+ * builds it again. */
+enum { AHEAD_MAX_OPS = 64, AHEAD_NICE = 10, AHEAD_ENTRIES_HELD = 4096 };
 
 /* One instantiation to compile: what tailor_plan_compile would take from the plan entry. */
 typedef struct ahead_job {
@@ -52,7 +52,7 @@ struct tailor_compile_ahead {
     pthread_cond_t work; /* a job queued, the planner done, or a stop */
     tailor_plan *plans;  /* [ntargets]: the planner's plan of target i, held for tailor_tune */
     unsigned char *held; /* [ntargets]: 1 while plans[i] waits to be taken */
-    int nheld;
+    int held_entries;    /* entries of the plans held */
     ahead_job **jobs;    /* queued in target order; a worker takes the next */
     int njobs, cap, next;
     int planned_all;     /* the planner finished */
@@ -138,22 +138,23 @@ static int cached(tailor_ctx *ctx, tailor_compile_ahead *a, tailor_cache *cache,
     return tailor_cache_has_winner(ctx, cache, &key, &found) == TAILOR_OK && found;
 }
 
-/* Queues the candidates tailor_tune will try for one target without a cached winner. */
-/* Keeps target i's plan for tailor_tune to take, while fewer than AHEAD_PLANS_HELD wait; 0 when
- * not kept (the caller frees it). */
+/* Keeps target i's plan for tailor_tune to take while the plans held stay within
+ * AHEAD_ENTRIES_HELD entries; 0 when not kept (the caller frees it). */
 static int hold_plan(tailor_compile_ahead *a, int i, tailor_plan *plan)
 {
     pthread_mutex_lock(&a->lock);
-    int keep = a->nheld < AHEAD_PLANS_HELD && !a->stop;
+    int keep = a->held_entries + plan->nentries <= AHEAD_ENTRIES_HELD && !a->stop;
     if (keep) {
         a->plans[i] = *plan;
         a->held[i] = 1;
-        a->nheld++;
+        a->held_entries += plan->nentries;
     }
     pthread_mutex_unlock(&a->lock);
     return keep;
 }
 
+/* Queues the candidates tailor_tune will try for one target without a cached winner, and holds
+ * its plan for tailor_tune. */
 static void plan_target(tailor_ctx *ctx, tailor_compile_ahead *a, tailor_cache *cache,
                         op_hash *memo, int *nmemo, int target)
 {
@@ -365,7 +366,7 @@ int tailor_compile_ahead_take_plan(tailor_compile_ahead *a, const char *op,
             same_shape(&a->targets[i].shape, shape)) {
             *out = a->plans[i];
             a->held[i] = 0;
-            a->nheld--;
+            a->held_entries -= out->nentries;
             taken = 1;
         }
     pthread_mutex_unlock(&a->lock);

@@ -598,8 +598,6 @@ function lib.w4t_split_ok(p, shape, s)
   return true
 end
 
--- Rules of the transposed tensor-core int4 GEMV (templates/w4a16_gemv_t.cu) for w4a16_matmul
--- and (glu: a gate|up stack of 2n rows, n outputs) w4a16_glu.
 -- Whether the tensor-core GEMV (w4a16_gemv_t) plans (op, shape): its shape rules, the first of
 -- w4t_valid's (at every such shape some tiling and split of it survives: test_space checks odd
 -- ones). For a rule that leaves a decode shape to the GEMVs.
@@ -607,6 +605,8 @@ function lib.w4t_covers(shape)
   return shape.m <= 16 and (lib.w4_layout_ok(shape))
 end
 
+-- Rules of the transposed tensor-core int4 GEMV (templates/w4a16_gemv_t.cu) for w4a16_matmul
+-- and (glu: a gate|up stack of 2n rows, n outputs) w4a16_glu.
 function lib.w4t_valid(p, shape, device, purpose, glu)
   if shape.m > 16 then
     return false, string.format("m=%d > 16: decode template (two n8 tiles at most)", shape.m)
