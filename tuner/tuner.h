@@ -198,9 +198,9 @@ tailor_compile_ahead *tailor_compile_ahead_start(const tailor_device_info *live,
                                                  const tailor_tune_options *opts);
 
 /* The planner's plan of (op, shape, dtype) moved into *out (free it with tailor_plan_free): 1,
- * or 0 when it holds none (not planned yet, cached, already taken, or past the ~40 MB of plans it keeps):
- * the caller then plans the target itself. a may be NULL. It is the plan tailor_tune would
- * build: the same survivors-only plan for the same device. */
+ * or 0 when it holds none (not planned yet, cached, already taken, or past the ~40 MB of plans
+ * it keeps): the caller then plans the target itself. a may be NULL. It is the plan tailor_tune
+ * would build: the same survivors-only plan for the same device. */
 int tailor_compile_ahead_take_plan(tailor_compile_ahead *a, const char *op,
                                    const tailor_shape *shape, tailor_dtype dtype,
                                    tailor_plan *out);
