@@ -5,11 +5,7 @@
 # default and experimental survivors are timed in the same run (bigexp.txt; every trial in
 # bigexp-trials.json). Then, unless BIG_BOOTS=0, prune_data.sh's other boots.
 set -uo pipefail
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-T=build-gpu/tailor
-[[ -x $T ]] || bash scripts/gpu-build.sh || exit 1
-source scripts/gpu-env.sh
+source scripts/probe/common.sh || exit 1
 L="$OUT/bigexp.txt"
 nvidia-smi --query-gpu=name --format=csv,noheader >"$L"
 cache=/tmp/bigexp.sqlite

@@ -7,11 +7,7 @@
 # (phases-new.txt) and the model benches on it; then the same with REV's templates
 # (phases-base.txt), and the benches again alternating (prune_ab.txt).
 set -uo pipefail
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-T=build-gpu/tailor
-[[ -x $T ]] || bash scripts/gpu-build.sh || exit 1
-source scripts/gpu-env.sh
+source scripts/probe/common.sh || exit 1
 [[ -d probe-variants/base/templates ]] || { echo "no probe-variants/base"; exit 1; }
 (cd build-gpu && TAILOR_SOURCE_DIR=$PWD/.. timeout 200 ctest -R '^(cli_gpu_tune|cli_gpu_run|test_gpu_step_tune)$' \
   --output-on-failure) >"$OUT/ctest.txt" 2>&1

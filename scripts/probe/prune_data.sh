@@ -6,11 +6,7 @@
 # PRUNE_STEP=others: the first boots of PRUNE_PRESETS (default E4B and 31B), each's trials as
 # boot-<preset>-trials.json and its phases.
 set -uo pipefail
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-T=build-gpu/tailor
-[[ -x $T ]] || bash scripts/gpu-build.sh || exit 1
-source scripts/gpu-env.sh
+source scripts/probe/common.sh || exit 1
 case ${PRUNE_STEP:-e2b} in
   e2b)
     TARGETS_REPS=${TARGETS_REPS:-1} bash scripts/probe/targets.sh
