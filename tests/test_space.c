@@ -1281,6 +1281,17 @@ static void test_w4a16_sm90_pruning(tailor_ctx *ctx)
                  &wgmma, &ws);
     CHECKF(wgmma > 0 && ws == 0, "h200 m=64: %d w4a16_wgmma, %d w4a16_wgmma_ws survivors", wgmma,
            ws);
+    /* both rules prune only: a winner cached before them (or tuned at m = 24 / 64) still
+     * launches at the shapes they now leave to another template */
+    const char *mma_cfg = "{\"BK\":64,\"BM\":16,\"BN\":64,\"SPLITK\":1,\"STAGES\":4,\"WM\":1,"
+                          "\"WN\":2}";
+    expect_refused(ctx, "w4a16_mma", mma_cfg, "m=1,n=6144,k=1536,group=128", 0,
+                   "m=1 on sm_90: left to the GEMVs");
+    expect_valid(ctx, "w4a16_mma", mma_cfg, "m=1,n=6144,k=1536,group=128", 1, 1);
+    const char *wg_cfg = "{\"BK\":64,\"BM\":64,\"INFLIGHT\":0,\"STAGES\":3,\"WG\":1}";
+    expect_refused(ctx, "w4a16_wgmma", wg_cfg, "m=512,n=2048,k=1536,group=128", 0,
+                   "m=512: left to w4a16_wgmma_ws");
+    expect_valid(ctx, "w4a16_wgmma", wg_cfg, "m=512,n=2048,k=1536,group=128", 1, 1);
 }
 
 /* The timing method is part of every space hash: the W4A16 ops are timed with the spacer by
