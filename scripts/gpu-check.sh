@@ -247,7 +247,7 @@ if [[ $what == profile ]]; then
     timeout 120 ncu --kernel-name "regex:$k" --launch-skip 3 --launch-count 1 \
       --section SpeedOfLight --section LaunchStats --section Occupancy \
       --section WarpStateStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
-      --section SchedulerStats ${NCU_METRICS:+--metrics "$NCU_METRICS"} "$@" >>"$N" 2>&1
+      --section SchedulerStats --section InstructionStats ${NCU_METRICS:+--metrics "$NCU_METRICS"} "$@" >>"$N" 2>&1
   }
   # PROFILE_W4A16="SHAPE ...": these int4 shapes instead (say the m = 16 and m = 1 winners at one
   # MLP shape side by side: "m=16,n=12288,k=1536,group=128 m=1,n=12288,k=1536,group=128");
