@@ -50,9 +50,16 @@
 // GLU (op w4a16_glu, decode; RT = 2, SPLITK = 1): the weight is a layer's gate|up stack of 2N
 // rows; a warp's row tile 0 holds 16 gate rows o.. and tile 1 the matching up rows N + o.., and
 // the block stores gelu_tanh(gate) * up for its WR·16 outputs (gemv_finish, tailor_common.cuh).
+// RING >= 2 (sm_80+, PRESCALE 0, no TRIM): each warp streams its batches through a ring of RING
+// slots of its own in shared memory with cp.async (weights, scales and zero points), RING - 1
+// batches ahead of the math, and reads a slot into registers just before computing it: the
+// bytes in flight are not held in registers (one Batch live instead of two), so more of them
+// fit beside more warps. A lane reads back only the weights it copied; the scales and zero
+// points (copied by a few lanes) are made visible to the warp by __syncwarp after the wait. No
+// block barrier. RING 0: the register double buffer above.
 // Defines: WR, WK, RT, UNROLL, SPLITK, MT (n8 tiles of activation rows: m <= 8·MT), ASMEM, GROUP,
-// HAS_ZP, PRESCALE, GLU, TRIM, CSPLIT. Dynamic shared memory (ASMEM 1): T sA[M][qps·128 + 16],
-// qps = the block's quads.
+// HAS_ZP, PRESCALE, GLU, TRIM, CSPLIT, RING. Dynamic shared memory: (ASMEM 1) T sA[M][qps·128 +
+// 16], qps = the block's quads; then (RING) each warp's ring, w4t::RING_BYTES.
 #include "w4a16_common.cuh"
 
 #define W4T_THREADS (WR * WK * 32)
@@ -66,6 +73,12 @@
 #endif
 #ifndef CSPLIT
 #define CSPLIT 0
+#endif
+#ifndef RING
+#define RING 0
+#endif
+#if RING && (RING < 2 || TRIM || PRESCALE || TAILOR_SM < 80)
+#error "w4a16_gemv_t: RING takes 2 or more slots, cp.async (sm_80), whole quads per group and no TRIM"
 #endif
 #if CSPLIT && (GLU || SPLITK < 2 || SPLITK > 8)
 #error "w4a16_gemv_t: CSPLIT takes SPLITK 2..8 (a portable cluster) and no GLU"
@@ -130,6 +143,121 @@ __device__ __forceinline__ void load_batch(Batch &b, const u32 *__restrict__ qw,
     (void)zeros;
 #endif
 }
+
+#if RING
+// A warp's ring: RING slots, each the weights of one batch [UNROLL][RT][2 rows][32 lanes] (16
+// bytes a lane: the lane's own, read back by it alone), then RING slots of scales
+// [UNROLL][RT][16 rows] and (HAS_ZP) of zero points; a slot's scales and zero points are two and
+// one 16-byte pieces a (quad, row tile), whole and aligned: a tile's 16 rows start at a multiple
+// of 16 (GLU: its up rows at N + a multiple of 16, N % 8 == 0 by the space) of a row stride
+// that is a multiple of 16, and GROUP % 128 == 0 puts a quad in one group.
+constexpr int RING_W = UNROLL * RT * 2 * 32;                     // uint4 per slot
+constexpr int RING_S = UNROLL * RT * 16;                         // scales (and zeros) per slot
+constexpr int RING_BYTES = RING * (RING_W * 16 + RING_S * 2 + (HAS_ZP ? RING_S : 0));
+
+struct Ring {
+    uint4 *w; // [RING][RING_W]
+    T *s;     // [RING][RING_S]
+    u8 *z;    // [RING][RING_S] (HAS_ZP)
+};
+
+__device__ __forceinline__ Ring ring_of(unsigned char *base)
+{
+    Ring r;
+    r.w = reinterpret_cast<uint4 *>(base);
+    r.s = reinterpret_cast<T *>(base + RING * RING_W * 16);
+    r.z = base + RING * (RING_W * 16 + RING_S * 2);
+    return r;
+}
+
+// Requests quads q .. q + UNROLL - 1 of the warp's rows into slot `slot` (not a commit): what
+// lies past the rows, the warp's quads (qe) or the row's chunks is written as zeros.
+__device__ __forceinline__ void ring_issue(const Ring &r, int slot, const u32 *__restrict__ qw,
+                                           const T *__restrict__ scales,
+                                           const u8 *__restrict__ zeros, int row0, int q, int qe,
+                                           int N, int C, int ld, int lane)
+{
+    if (q >= qe)
+        return;
+    const int g = lane >> 2, t = lane & 3;
+    uint4 *w = r.w + slot * RING_W;
+#pragma unroll
+    for (int u = 0; u < UNROLL; u++)
+#pragma unroll
+        for (int rt = 0; rt < RT; rt++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+#if GLU
+                const int o = row0 + h * 8 + g, n = rt * N + o, c = 4 * (q + u) + t;
+                const bool live = o < N;
+#else
+                const int n = row0 + rt * 16 + h * 8 + g, c = 4 * (q + u) + t;
+                const bool live = n < N;
+#endif
+                const bool ok = live && q + u < qe && c < C;
+                tc_copy16(w + ((u * RT + rt) * 2 + h) * 32 + lane,
+                          ok ? qw + (size_t)n * (size_t)(4 * C) + 4 * c : qw, ok);
+            }
+    // pieces: 2 of scales a (quad, tile), then (HAS_ZP) 1 of zero points
+    constexpr int SP = UNROLL * RT * 2, ZP = HAS_ZP ? UNROLL * RT : 0;
+    static_assert(SP + ZP <= 32, "a lane a piece");
+    if (lane < SP + ZP) {
+        const bool sc = lane < SP;
+        const int i = sc ? lane : lane - SP, ut = sc ? i >> 1 : i, u = ut / RT, rt = ut % RT;
+        const int half = sc ? i & 1 : 0;
+#if GLU
+        const int n0 = rt * N + row0 + 8 * half;
+        const bool live = row0 < N;
+#else
+        const int n0 = row0 + rt * 16 + 8 * half;
+        const bool live = row0 + rt * 16 < N;
+#endif
+        const bool ok = live && q + u < qe;
+        const size_t gi = (size_t)((q + u) * 128 / GROUP) * ld + n0;
+        if (sc)
+            tc_copy16(r.s + slot * RING_S + ut * 16 + 8 * half, ok ? scales + gi : scales, ok);
+#if HAS_ZP
+        else
+            tc_copy16(r.z + slot * RING_S + ut * 16, ok ? zeros + gi : zeros, ok);
+#endif
+    }
+#if !HAS_ZP
+    (void)zeros;
+#endif
+}
+
+__device__ __forceinline__ uint4 lds128(const uint4 *p)
+{
+    uint4 v;
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "r"(tc_smem_addr(p)));
+    return v;
+}
+
+// Slot `slot` of the ring into b's registers (the lane's weights; rows g and g + 8's scales
+// and zero points).
+__device__ __forceinline__ void ring_fetch(Batch &b, const Ring &r, int slot, int lane)
+{
+    const int g = lane >> 2;
+    const uint4 *w = r.w + slot * RING_W;
+    const T *s = r.s + slot * RING_S;
+#pragma unroll
+    for (int u = 0; u < UNROLL; u++)
+#pragma unroll
+        for (int rt = 0; rt < RT; rt++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                b.w[u][rt][h] = lds128(w + ((u * RT + rt) * 2 + h) * 32 + lane);
+                b.s[u][rt][h] = s[(u * RT + rt) * 16 + h * 8 + g];
+#if HAS_ZP
+                b.z[u][rt][h] = r.z[slot * RING_S + (u * RT + rt) * 16 + h * 8 + g];
+#else
+                b.z[u][rt][h] = 8u;
+#endif
+            }
+}
+#endif // RING
 
 #if TRIM
 // Where the batch starting at quad q ends: UNROLL quads while more than UNROLL remain before qe,
@@ -349,11 +477,25 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
     const int row0 = blockIdx.x * BN + wr * RT * 16;
 #endif
 
+#if ASMEM || RING
+    extern __shared__ __align__(16) unsigned char w4t_smem[];
+#endif
+#if RING
+    // the warp's ring lies past the activations (ASMEM: M rows of qps quads, a multiple of 32
+    // bytes); the first RING - 1 batches are requested before the wait, one commit group each
+    const Ring ring = ring_of(w4t_smem + (ASMEM ? M * (128 * qps + ROW_PAD) * (int)sizeof(T) : 0) +
+                              warp * RING_BYTES);
+#pragma unroll
+    for (int i = 0; i < RING - 1; i++) {
+        ring_issue(ring, i, qweight, scales, zeros, row0, qb + i * UNROLL, qe, N, C, ld, lane);
+        tc_copy_commit();
+    }
+#elif TRIM
     Batch cur;
-#if TRIM
     int bq = batch_end(qb, qe); // the end of the batch in cur
     load_batch(cur, qweight, scales, zeros, row0, qb, bq, N, C, ld, lane);
 #else
+    Batch cur;
     load_batch(cur, qweight, scales, zeros, row0, qb, qe, N, C, ld, lane); // weights: before
 #endif
     tailor_grid_begin();                                                   // the wait
@@ -362,7 +504,6 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
     tc_zero(tot);
 
 #if ASMEM
-    extern __shared__ __align__(16) unsigned char w4t_smem[];
     const int q0 = min(QT, (int)blockIdx.y * qps), stride = 128 * qps + ROW_PAD;
     T *sA = reinterpret_cast<T *>(w4t_smem);
     stage_a(sA, a, q0, min(QT, q0 + qps), M, K, stride);
@@ -373,7 +514,25 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
     // activations one quad ahead of the math, across batches
     uint4 av[MT][4];
     load_a(av, src, qb, qe, M, C, lane);
-#if TRIM
+#if RING
+    // Batch `it` lies in slot it % RING; the slot refilled at step it is the one step it - 1
+    // read (its registers were consumed by that step's math, and __syncwarp orders every lane's
+    // reads of its scales before the refill). Steps past qe commit empty groups, so that a
+    // wait for RING - 2 pending groups is always the wait for batch `it`. (ASMEM's staging
+    // waited for every group once, before the loop: harmless.)
+    for (int q = qb, it = 0; q < qe; q += UNROLL, it++) {
+        tc_copy_wait<RING - 2>();
+        __syncwarp();
+        ring_issue(ring, (it + RING - 1) % RING, qweight, scales, zeros, row0,
+                   q + (RING - 1) * UNROLL, qe, N, C, ld, lane);
+        tc_copy_commit();
+        Batch cur;
+        ring_fetch(cur, ring, it % RING, lane);
+#pragma unroll
+        for (int u = 0; u < UNROLL; u++)
+            step_quad(cur, u, src, q + u + 1, qe, M, C, lane, av, tot);
+    }
+#elif TRIM
     for (int q = qb; q < qe;) {
         const int nq = bq < qe ? batch_end(bq, qe) : bq; // the end of the next batch
         Batch nxt;

@@ -583,6 +583,17 @@ function lib.w4t_asmem_bytes(p, shape)
   return 2 * shape.m * (128 * qps + 16)
 end
 
+-- RING >= 2: each warp's ring of RING batches in shared memory, after the activations: per slot
+-- the weights (UNROLL x RT x 2 rows x 32 lanes x 16 bytes), 16 scales and (zp) 16 zero points
+-- a (quad, row tile).
+function lib.w4t_ring_bytes(p, shape)
+  local ring = p.RING or 0
+  if ring == 0 then return 0 end
+  local ut = p.UNROLL * p.RT
+  local slot = ut * 2 * 32 * 16 + ut * 16 * 2 + (shape.zp ~= 0 and ut * 16 or 0)
+  return p.WR * p.WK * ring * slot
+end
+
 function lib.w4t_warps_total(p, shape, splitk, glu)
   return lib.ceil_div(shape.n, lib.w4t_block_outputs(p, glu)) * splitk * p.WR * p.WK
 end
@@ -659,6 +670,21 @@ function lib.w4t_valid(p, shape, device, purpose, glu)
                                   qpw, p.UNROLL)
     end
   end
+  local ring = p.RING or 0
+  if ring ~= 0 then
+    if ring < 2 then return false, string.format("RING=%d: a ring takes 2 slots or more", ring) end
+    if (p.TRIM or 0) == 1 then
+      return false, string.format("RING=%d with TRIM=1: trimming is the register path's", ring)
+    end
+    if shape.group % 128 ~= 0 then
+      return false, string.format("RING=%d with group=%d: the ring holds one scale a quad "
+                                  .. "(group a multiple of 128)", ring, shape.group)
+    end
+    if glu and shape.n % 8 ~= 0 then
+      return false, string.format("RING=%d, n=%d: the up rows' scales are copied 16 bytes at "
+                                  .. "a time from row n (n a multiple of 8)", ring, shape.n)
+    end
+  end
   local sa = lib.w4t_asmem_bytes(p, shape)
   if sa > lib.W4T_ASMEM_MAX then
     return false, string.format("ASMEM=1: %d B of activations per block (at most %d)", sa,
@@ -692,6 +718,7 @@ function lib.w4t_requires(p, dtype, device)
   if device.sm >= 80 then r = { "mma.m16n8k16" } else r = { "mma.m16n8k8" } end
   if dtype == "bf16" then r[#r + 1] = "bf16" end
   if (p.CSPLIT or 0) == 1 then r[#r + 1] = "cluster" end
+  if (p.RING or 0) ~= 0 then r[#r + 1] = "cp.async" end
   return r
 end
 
@@ -705,23 +732,32 @@ end
 -- The space of w4a16_gemv_t.cu over `params`: op w4a16_matmul, or with glu the gated
 -- w4a16_glu (a warp's two row tiles are 16 gate rows and their 16 up rows; no split-k: the
 -- gating needs both whole sums in one block). A builder, so that a variant space is its params
--- (session 42's PERSIST variants were two such files; docs/perf/w4a16.md).
-function lib.w4t_space(params, glu)
+-- (session 42's PERSIST variants were two such files; docs/perf/w4a16.md); opts.experimental
+-- (optional) is the sentence that keeps it out of the default space; opts.ring_only refuses
+-- RING = 0 (a space of the ring alone, beside w4a16_gemv_t's register path).
+function lib.w4t_space(params, glu, opts)
+  opts = opts or {}
   local space = {
     op = glu and "w4a16_glu" or "w4a16_matmul",
     source = "w4a16_gemv_t.cu",
+    experimental = opts.experimental,
     dtypes = { "fp16", "bf16" },
     params = params,
     defines = function(p, shape, dtype, device) return lib.w4t_defines(shape, glu) end,
     valid = function(p, shape, dtype, device, purpose)
+      if opts.ring_only and (p.RING or 0) == 0 then
+        return false, "RING=0: the register path is w4a16_gemv_t's (this space is the ring's)"
+      end
       return lib.w4t_valid(p, shape, device, purpose, glu)
     end,
     requires = function(p, shape, dtype, device) return lib.w4t_requires(p, dtype, device) end,
     threads = function(p, shape, dtype, device) return p.WR * p.WK * 32 end,
     -- __shared__ float red[WK * MT * 8 * BN]: the k warps' sums (and the split-k flag)
     smem_static = function(p, shape, dtype, device) return lib.w4t_smem_static(p) end,
-    -- ASMEM = 1: T sA[m][128 qps + 16] (pieces swizzled)
-    smem_dynamic = function(p, shape, dtype, device) return lib.w4t_asmem_bytes(p, shape) end,
+    -- ASMEM = 1: T sA[m][128 qps + 16] (pieces swizzled); RING: the warps' rings after it
+    smem_dynamic = function(p, shape, dtype, device)
+      return lib.w4t_asmem_bytes(p, shape) + lib.w4t_ring_bytes(p, shape)
+    end,
     grid = function(p, shape, dtype, device) return lib.w4t_grid(p, shape, glu) end,
   }
   if glu then

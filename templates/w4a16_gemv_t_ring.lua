@@ -1,0 +1,22 @@
+-- w4a16_gemv_t_ring.lua — search space of templates/w4a16_gemv_t.cu with RING (op
+-- "w4a16_matmul"): the transposed tensor-core GEMV whose warps stream their batches through a
+-- cp.async ring of RING slots in shared memory, RING - 1 batches ahead of the math, instead of
+-- a register double buffer. Written for the big m = 1 shapes (31B, the int4 LM head), where
+-- ncu found the register path at 2-4 warps a scheduler with half the DRAM bandwidth idle
+-- (docs/perf/w4a16.md session 49). The rules are spacelib's (tailor.w4t_space).
+
+return tailor.w4t_space({
+  WR = { 1, 2, 4 },
+  WK = { 1, 2, 4 },
+  RT = { 1, 2 },
+  UNROLL = { 1, 2, 3 },
+  SPLITK = tailor.W4T_SPLITS,
+  MT = { 1, 2 },
+  ASMEM = { 0, 1 },
+  TRIM = { 0 },
+  CSPLIT = function(shape, dtype, device) return device.sm >= 90 and { 0, 1 } or { 0 } end,
+  RING = function(shape, dtype, device) return device.sm >= 80 and { 3, 4 } or { 0 } end,
+}, false, {
+  ring_only = true,
+  experimental = "not yet measured against the register path (session 49)",
+})
