@@ -226,14 +226,6 @@ __device__ __forceinline__ void ring_issue(const Ring &r, int slot, const u32 *_
 #endif
 }
 
-__device__ __forceinline__ uint4 lds128(const uint4 *p)
-{
-    uint4 v;
-    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "r"(tc_smem_addr(p)));
-    return v;
-}
 
 // Slot `slot` of the ring into b's registers (the lane's weights; rows g and g + 8's scales
 // and zero points).
@@ -248,7 +240,7 @@ __device__ __forceinline__ void ring_fetch(Batch &b, const Ring &r, int slot, in
         for (int rt = 0; rt < RT; rt++)
 #pragma unroll
             for (int h = 0; h < 2; h++) {
-                b.w[u][rt][h] = lds128(w + ((u * RT + rt) * 2 + h) * 32 + lane);
+                b.w[u][rt][h] = w[((u * RT + rt) * 2 + h) * 32 + lane];
                 b.s[u][rt][h] = s[(u * RT + rt) * 16 + h * 8 + g];
 #if HAS_ZP
                 b.z[u][rt][h] = r.z[slot * RING_S + (u * RT + rt) * 16 + h * 8 + g];
@@ -515,19 +507,21 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
     uint4 av[MT][4];
     load_a(av, src, qb, qe, M, C, lane);
 #if RING
-    // Batch `it` lies in slot it % RING; the slot refilled at step it is the one step it - 1
+    // Batch i lies in slot i % RING; the slot refilled at step i is the one step i - 1
     // read (its registers were consumed by that step's math, and __syncwarp orders every lane's
     // reads of its scales before the refill). Steps past qe commit empty groups, so that a
-    // wait for RING - 2 pending groups is always the wait for batch `it`. (ASMEM's staging
+    // wait for RING - 2 pending groups is always the wait for batch i. (ASMEM's staging
     // waited for every group once, before the loop: harmless.)
-    for (int q = qb, it = 0; q < qe; q += UNROLL, it++) {
+    for (int q = qb, slot = 0; q < qe; q += UNROLL) {
         tc_copy_wait<RING - 2>();
         __syncwarp();
-        ring_issue(ring, (it + RING - 1) % RING, qweight, scales, zeros, row0,
-                   q + (RING - 1) * UNROLL, qe, N, C, ld, lane);
-        tc_copy_commit();
         Batch cur;
-        ring_fetch(cur, ring, it % RING, lane);
+        ring_fetch(cur, ring, slot, lane);
+        const int refill = slot == 0 ? RING - 1 : slot - 1; // (slot + RING - 1) % RING
+        ring_issue(ring, refill, qweight, scales, zeros, row0, q + (RING - 1) * UNROLL, qe, N, C,
+                   ld, lane);
+        tc_copy_commit();
+        slot = slot == RING - 1 ? 0 : slot + 1;
 #pragma unroll
         for (int u = 0; u < UNROLL; u++)
             step_quad(cur, u, src, q + u + 1, qe, M, C, lane, av, tot);

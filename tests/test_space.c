@@ -1294,6 +1294,67 @@ static void test_w4a16_sm90_pruning(tailor_ctx *ctx)
     expect_valid(ctx, "w4a16_wgmma", wg_cfg, "m=512,n=2048,k=1536,group=128", 1, 1);
 }
 
+/* The ring of w4a16_gemv_t (RING, the experimental space w4a16_gemv_t_ring): its own space has
+ * no register path, and refuses what the kernel's ring cannot hold (TRIM, quads of several
+ * groups); its dynamic shared memory is each warp's ring after the activations, exactly the
+ * kernel's layout (w4t::RING_BYTES); below sm_80 (no cp.async) it plans nothing. */
+static void test_w4a16_ring(tailor_ctx *ctx)
+{
+    const char *big = "m=1,n=21504,k=5376,group=128";
+    const char *ring3 = "{\"ASMEM\":0,\"CSPLIT\":0,\"MT\":1,\"RING\":3,\"RT\":1,\"SPLITK\":1,"
+                        "\"TRIM\":0,\"UNROLL\":2,\"WK\":1,\"WR\":4}";
+    tailor_launch l;
+    if (evaluate(ctx, "w4a16_gemv_t_ring", ring3, big, 0, &l)) {
+        /* per warp 3 slots x (2 quads x 2 rows x 32 lanes x 16 B + 2 x 16 scales x 2 B) */
+        CHECKF(l.valid && l.smem_dynamic == 4 * 3 * (2 * 2 * 32 * 16 + 2 * 16 * 2),
+               "ring RING=3 at %s: valid=%d (%s), %lld B dynamic", big, l.valid,
+               l.invalid_reason, l.smem_dynamic);
+        CHECKF(l.nfeatures > 0, "ring: %d features (cp.async wanted)", l.nfeatures);
+        int async = 0;
+        for (int i = 0; i < l.nfeatures; i++)
+            async |= strcmp(l.features[i], "cp.async") == 0;
+        CHECKF(async, "ring RING=3: cp.async not among its required features");
+    }
+    if (evaluate(ctx, "w4a16_gemv_t_ring", ring3, "m=1,n=21504,k=5376,group=128,zp=1", 0, &l))
+        CHECKF(l.valid && l.smem_dynamic == 4 * 3 * (2 * 2 * 32 * 16 + 2 * 16 * 2 + 2 * 16),
+               "ring RING=3 with zero points: valid=%d, %lld B dynamic", l.valid, l.smem_dynamic);
+    const char *asm4 = "{\"ASMEM\":1,\"CSPLIT\":0,\"MT\":1,\"RING\":4,\"RT\":1,\"SPLITK\":1,"
+                       "\"TRIM\":0,\"UNROLL\":3,\"WK\":1,\"WR\":4}";
+    if (evaluate(ctx, "w4a16_gemv_t_ring", asm4, "m=1,n=262144,k=1536,group=128", 0, &l))
+        /* the activations (12 quads of one row, 16 elements of padding) come first */
+        CHECKF(l.valid && l.smem_dynamic == 2 * (128 * 12 + 16) + 4 * 4 * (3 * 2 * 32 * 16 + 3 * 16 * 2),
+               "ring ASMEM=1 RING=4: valid=%d (%s), %lld B dynamic", l.valid, l.invalid_reason,
+               l.smem_dynamic);
+    const char *ring0 = "{\"ASMEM\":0,\"CSPLIT\":0,\"MT\":1,\"RING\":0,\"RT\":1,\"SPLITK\":1,"
+                        "\"TRIM\":0,\"UNROLL\":2,\"WK\":1,\"WR\":4}";
+    expect_refused(ctx, "w4a16_gemv_t_ring", ring0, big, 0, "RING=0: the register path");
+    const char *trim = "{\"ASMEM\":0,\"CSPLIT\":0,\"MT\":1,\"RING\":3,\"RT\":1,\"SPLITK\":1,"
+                       "\"TRIM\":1,\"UNROLL\":2,\"WK\":4,\"WR\":1}";
+    expect_refused(ctx, "w4a16_gemv_t_ring", trim, big, 0, "trimming is the register path's");
+    expect_refused(ctx, "w4a16_gemv_t_ring", ring3, "m=1,n=6144,k=1536,group=64", 1,
+                   "one scale a quad");
+    /* planned (experimental spaces admitted): the H200 gets ring survivors, the T4 none */
+    setenv("TAILOR_EXPERIMENTAL", "1", 1);
+    static const char *const devices[] = {"h200", "t4"};
+    for (int d = 0; d < 2; d++) {
+        tailor_shape shape;
+        tailor_plan p;
+        if (tailor_shape_parse(ctx, "m=1,n=6144,k=1536,group=128", &shape) != TAILOR_OK ||
+            tailor_plan_build_survivors(ctx, tailor_device_profile_find(devices[d]),
+                                        "w4a16_matmul", &shape, TAILOR_DTYPE_F16,
+                                        &p) != TAILOR_OK) {
+            CHECKF(0, "%s: %s", devices[d], tailor_ctx_message(ctx));
+            continue;
+        }
+        int ring = 0;
+        for (int i = 0; i < p.nentries; i++)
+            ring += strcmp(p.entries[i].template_name, "w4a16_gemv_t_ring") == 0;
+        CHECKF(d == 0 ? ring > 0 : ring == 0, "%s m=1: %d ring survivors", devices[d], ring);
+        tailor_plan_free(&p);
+    }
+    unsetenv("TAILOR_EXPERIMENTAL");
+}
+
 /* The timing method is part of every space hash: the W4A16 ops are timed with the spacer by
  * default (space.h), the others as before, TAILOR_TIMING_SPACER=0/1 moves every op to one
  * method and a list of op names adds those, so that their cached winners are told apart. */
@@ -1404,6 +1465,7 @@ int main(void)
     test_trace_compile(ctx);
     test_timing_method(ctx);
     test_w4a16_sm90_pruning(ctx);
+    test_w4a16_ring(ctx);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)
