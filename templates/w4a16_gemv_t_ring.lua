@@ -3,7 +3,8 @@
 -- cp.async ring of RING slots in shared memory, RING - 1 batches ahead of the math, instead of
 -- a register double buffer. Written for the big m = 1 shapes (31B, the int4 LM head), where
 -- ncu found the register path at 2-4 warps a scheduler with half the DRAM bandwidth idle
--- (docs/perf/w4a16.md session 49). The rules are spacelib's (tailor.w4t_space).
+-- (docs/perf/w4a16.md session 49: it did not beat the register path there). The rules are
+-- spacelib's (tailor.w4t_space).
 
 return tailor.w4t_space({
   WR = { 1, 2, 4 },
@@ -18,5 +19,6 @@ return tailor.w4t_space({
   RING = function(shape, dtype, device) return device.sm >= 80 and { 3, 4 } or { 0 } end,
 }, false, {
   ring_only = true,
-  experimental = "not yet measured against the register path (session 49)",
+  experimental = "checked right on an H100 (session 49), but 5 % slower than the register "
+    .. "path at the 31B shape and tied at the int4 head",
 })
