@@ -57,9 +57,15 @@
 // fit beside more warps. A lane reads back only the weights it copied; the scales and zero
 // points (copied by a few lanes) are made visible to the warp by __syncwarp after the wait. No
 // block barrier. RING 0: the register double buffer above.
+// FOLD 1 (ASMEM 1, PRESCALE 0, no RING): the pairs go into the mma as MAGIC + u, without the
+// per-pair subtraction (32 of a quad's ~220 instructions a lane), and the bias comes off the
+// quad's fp32 sum instead: sum (MAGIC + u) a - (MAGIC + z) sum a, with sum a of every staged
+// quad and row computed once a block from the staged activations (sQ, [qps][8·MT] floats after
+// sA). The cancellation costs ~5 (bf16) to 8 (fp16) of fp32's 24 bits on 128 products.
 // Defines: WR, WK, RT, UNROLL, SPLITK, MT (n8 tiles of activation rows: m <= 8·MT), ASMEM, GROUP,
-// HAS_ZP, PRESCALE, GLU, TRIM, CSPLIT, RING. Dynamic shared memory: (ASMEM 1) T sA[M][qps·128 +
-// 16], qps = the block's quads; then (RING) each warp's ring, w4t::RING_BYTES.
+// HAS_ZP, PRESCALE, GLU, TRIM, CSPLIT, RING, FOLD. Dynamic shared memory: (ASMEM 1) T
+// sA[M][qps·128 + 16], qps = the block's quads; then (FOLD) float sQ[qps][8·MT]; then (RING) each
+// warp's ring, w4t::RING_BYTES.
 #include "w4a16_common.cuh"
 
 #define W4T_THREADS (WR * WK * 32)
@@ -76,6 +82,12 @@
 #endif
 #ifndef RING
 #define RING 0
+#endif
+#ifndef FOLD
+#define FOLD 0
+#endif
+#if FOLD && (!ASMEM || PRESCALE || RING)
+#error "w4a16_gemv_t: FOLD takes the staged activations (ASMEM 1), whole quads per group, no RING"
 #endif
 #if RING && (RING < 2 || TRIM || PRESCALE || TAILOR_SM < 80)
 #error "w4a16_gemv_t: RING takes 2 or more slots, cp.async (sm_80), whole quads per group and no TRIM"
@@ -295,6 +307,7 @@ __device__ __forceinline__ uint4 load_a16(const uint4 *p)
 struct ASrc {
     const T *base;
     int stride, col0;
+    const float *sq; // FOLD: the staged quads' sums, [quad - col0 / 128][MC]; else null
 };
 
 // ASMEM: where 16-byte piece u of a row lies in its row of sA: u with bit 0 flipped by bit 3.
@@ -310,11 +323,30 @@ __device__ __forceinline__ int swz(int u) { return (u >> 3) & 1; }
 enum { ROW_PAD = 16 }; // elements past each row's pieces (32 bytes: two bank groups); an enum: a
                        // namespace-scope constexpr would be emitted as a global
 
+#if FOLD
+#define W4T_MAGIC_F (W4_MAGIC == 0x4300u ? 128.f : 1024.f) // MAGIC as a float (bf16, fp16)
+
+// Pair p (0..3) of a kernel-layout word as two T values MAGIC + u (exact): one shift, one LOP3.
+__device__ __forceinline__ u32 w4_magic_pair(u32 word, int p)
+{
+    return ((word >> (4 * p)) & 0x000f000fu) | (W4_MAGIC * 0x10001u);
+}
+
+// The two values of a T pair, summed in fp32.
+__device__ __forceinline__ float pair_sum(u32 x)
+{
+    const T2 v = w4_as_t2(x);
+    return to_f32(v.x) + to_f32(v.y);
+}
+#endif
+
 // ASMEM: copies the valid columns [128 q0, min(K, 128 q1)) of the M activation rows into sA
 // (row stride `stride`: the pieces and ROW_PAD; pieces swizzled) and makes them visible to the
-// block. Every thread calls it.
-__device__ __forceinline__ void stage_a(T *sA, const T *__restrict__ a, int q0, int q1, int M,
-                                       int K, int stride)
+// block; FOLD: then each staged quad's column sum of each row into sQ[quad - q0][row] (rows M ..
+// 8·MT - 1: zero), a warp a sum (four values a lane, then the lanes' tree). Every thread calls
+// it.
+__device__ __forceinline__ void stage_a(T *sA, float *sQ, const T *__restrict__ a, int q0, int q1,
+                                       int M, int K, int stride)
 {
     const int c0 = 128 * q0, pieces = (min(K, 128 * q1) - c0) / 8; // 16-byte pieces per row
     for (int i = threadIdx.x; i < M * pieces; i += W4T_THREADS) {
@@ -324,6 +356,26 @@ __device__ __forceinline__ void stage_a(T *sA, const T *__restrict__ a, int q0, 
     tc_copy_commit();
     tc_copy_wait<0>();
     __syncthreads();
+#if FOLD
+    const int lane = threadIdx.x & 31, nq = (pieces + 15) / 16;
+    for (int i = threadIdx.x >> 5; i < nq * MC; i += W4T_THREADS / 32) {
+        const int qi = i / MC, r = i % MC, u = 16 * qi + (lane >> 1); // the lane's piece
+        float v = 0.f;
+        if (r < M && u < pieces) {
+            const uint2 x = *reinterpret_cast<const uint2 *>(sA + r * stride + 8 * (u ^ swz(u)) +
+                                                             4 * (lane & 1));
+            v = pair_sum(x.x) + pair_sum(x.y);
+        }
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1)
+            v += __shfl_xor_sync(0xffffffffu, v, o);
+        if (lane == 0)
+            sQ[i] = v;
+    }
+    __syncthreads();
+#else
+    (void)sQ;
+#endif
 }
 
 // The 64 bytes of activation row min(8j + g, M - 1) that quad q's chunk 4q + t covers, for each
@@ -356,10 +408,20 @@ __device__ __forceinline__ void load_a(uint4 (&av)[MT][4], const ASrc &src, int 
     }
 }
 
-// tot += this quad (u of the batch) for every row tile; av holds its activations.
+// tot += this quad (u of the batch) for every row tile; av holds its activations, sq (FOLD)
+// its column sums by activation row.
 __device__ __forceinline__ void compute_quad(const Batch &b, int u, const uint4 (&av)[MT][4],
-                                             float (&tot)[RT][MT][4])
+                                             const float *sq, float (&tot)[RT][MT][4])
 {
+#if FOLD
+    // the sums of this lane's accumulator columns 8j + 2t and + 1
+    float2 sa[MT];
+#pragma unroll
+    for (int j = 0; j < MT; j++)
+        sa[j] = *reinterpret_cast<const float2 *>(sq + 8 * j + 2 * (threadIdx.x & 3));
+#else
+    (void)sq;
+#endif
     // B fragments: step (t', s) = words t' + 8s (b0) and t' + 8s + 4 (b1) of the 64 bytes
     u32 bf[MT][4][2][2];
 #pragma unroll
@@ -373,7 +435,9 @@ __device__ __forceinline__ void compute_quad(const Batch &b, int u, const uint4 
             }
 #pragma unroll
     for (int rt = 0; rt < RT; rt++) {
+#if !FOLD
         const T2 bias[2] = {w4_bias(b.z[u][rt][0]), w4_bias(b.z[u][rt][1])};
+#endif
 #if PRESCALE
         const T2 sc[2] = {w4_splat(b.s[u][rt][0]), w4_splat(b.s[u][rt][1])};
         float(&acc)[MT][4] = tot[rt];
@@ -396,6 +460,11 @@ __device__ __forceinline__ void compute_quad(const Batch &b, int u, const uint4 
                 af[1] = w4_as_u32(w4_pair(w1, 2 * s, bias[1], sc[1]));
                 af[2] = w4_as_u32(w4_pair(w0, 2 * s + 1, bias[0], sc[0]));
                 af[3] = w4_as_u32(w4_pair(w1, 2 * s + 1, bias[1], sc[1]));
+#elif FOLD
+                af[0] = w4_magic_pair(w0, 2 * s);
+                af[1] = w4_magic_pair(w1, 2 * s);
+                af[2] = w4_magic_pair(w0, 2 * s + 1);
+                af[3] = w4_magic_pair(w1, 2 * s + 1);
 #else
                 af[0] = w4_as_u32(w4_pair_unscaled(w0, 2 * s, bias[0]));
                 af[1] = w4_as_u32(w4_pair_unscaled(w1, 2 * s, bias[1]));
@@ -412,11 +481,19 @@ __device__ __forceinline__ void compute_quad(const Batch &b, int u, const uint4 
 #pragma unroll
         for (int h = 0; h < 2; h++) {
             const float sc = to_f32(b.s[u][rt][h]);
+#if FOLD // the bias MAGIC + z of row h off the quad's sum
+            const float bz = W4T_MAGIC_F + (float)b.z[u][rt][h];
+#endif
 #pragma unroll
             for (int j = 0; j < MT; j++)
 #pragma unroll
                 for (int e = 2 * h; e < 2 * h + 2; e++)
+#if FOLD
+                    tot[rt][j][e] = fmaf(sc, fmaf(-bz, e & 1 ? sa[j].y : sa[j].x, acc[j][e]),
+                                         tot[rt][j][e]);
+#else
                     tot[rt][j][e] = fmaf(sc, acc[j][e], tot[rt][j][e]);
+#endif
         }
 #endif
     }
@@ -430,7 +507,7 @@ __device__ __forceinline__ void step_quad(const Batch &b, int u, const ASrc &src
 {
     uint4 an[MT][4];
     load_a(an, src, qn, qe, M, C, lane);
-    compute_quad(b, u, av, tot);
+    compute_quad(b, u, av, src.sq + (FOLD ? (qn - 1 - src.col0 / 128) * MC : 0), tot);
 #pragma unroll
     for (int j = 0; j < MT; j++)
 #pragma unroll
@@ -498,10 +575,11 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
 #if ASMEM
     const int q0 = min(QT, (int)blockIdx.y * qps), stride = 128 * qps + ROW_PAD;
     T *sA = reinterpret_cast<T *>(w4t_smem);
-    stage_a(sA, a, q0, min(QT, q0 + qps), M, K, stride);
-    const ASrc src = {sA, stride, 128 * q0};
+    float *sQ = reinterpret_cast<float *>(sA + M * stride); // FOLD: after sA (32-byte rows)
+    stage_a(sA, sQ, a, q0, min(QT, q0 + qps), M, K, stride);
+    const ASrc src = {sA, stride, 128 * q0, sQ};
 #else
-    const ASrc src = {a, K, 0};
+    const ASrc src = {a, K, 0, nullptr};
 #endif
     // activations one quad ahead of the math, across batches
     uint4 av[MT][4];

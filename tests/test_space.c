@@ -1355,6 +1355,33 @@ static void test_w4a16_ring(tailor_ctx *ctx)
     unsetenv("TAILOR_EXPERIMENTAL");
 }
 
+/* FOLD of w4a16_gemv_t (the experimental space w4a16_gemv_t_fold): it needs the staged
+ * activations and whole quads per group, and its dynamic shared memory is sA then the quads'
+ * sums, float[qps][8 MT] (the kernel's sQ). */
+static void test_w4a16_fold(tailor_ctx *ctx)
+{
+    const char *fold = "{\"ASMEM\":1,\"CSPLIT\":0,\"FOLD\":1,\"MT\":1,\"RT\":1,\"SPLITK\":1,"
+                       "\"TRIM\":0,\"UNROLL\":3,\"WK\":1,\"WR\":4}";
+    tailor_launch l;
+    if (evaluate(ctx, "w4a16_gemv_t_fold", fold, "m=1,n=262144,k=1536,group=128", 0, &l))
+        CHECKF(l.valid && l.smem_dynamic == 2 * (128 * 12 + 16) + 4 * 12 * 8,
+               "fold at the int4 head: valid=%d (%s), %lld B dynamic", l.valid, l.invalid_reason,
+               l.smem_dynamic);
+    const char *mt2 = "{\"ASMEM\":1,\"CSPLIT\":0,\"FOLD\":1,\"MT\":2,\"RT\":2,\"SPLITK\":2,"
+                      "\"TRIM\":0,\"UNROLL\":2,\"WK\":2,\"WR\":2}";
+    if (evaluate(ctx, "w4a16_gemv_t_fold", mt2, "m=16,n=6144,k=1536,group=128,zp=1", 0, &l))
+        /* 12 quads split in two: 6 a block, 16 rows staged, 16 sums a quad */
+        CHECKF(l.valid && l.smem_dynamic == 2 * 16 * (128 * 6 + 16) + 4 * 6 * 16,
+               "fold m=16 SPLITK=2: valid=%d (%s), %lld B dynamic", l.valid, l.invalid_reason,
+               l.smem_dynamic);
+    const char *noasm = "{\"ASMEM\":0,\"CSPLIT\":0,\"FOLD\":1,\"MT\":1,\"RT\":1,\"SPLITK\":1,"
+                        "\"TRIM\":0,\"UNROLL\":3,\"WK\":1,\"WR\":4}";
+    expect_refused(ctx, "w4a16_gemv_t_fold", noasm, "m=1,n=262144,k=1536,group=128", 1,
+                   "quads' sums come from the staged activations");
+    expect_refused(ctx, "w4a16_gemv_t_fold", fold, "m=1,n=6144,k=1536,group=64", 1,
+                   "the bias comes off a quad's sum");
+}
+
 /* The timing method is part of every space hash: the W4A16 ops are timed with the spacer by
  * default (space.h), the others as before, TAILOR_TIMING_SPACER=0/1 moves every op to one
  * method and a list of op names adds those, so that their cached winners are told apart. */
@@ -1466,6 +1493,7 @@ int main(void)
     test_timing_method(ctx);
     test_w4a16_sm90_pruning(ctx);
     test_w4a16_ring(ctx);
+    test_w4a16_fold(ctx);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)

@@ -577,10 +577,12 @@ end
 -- ASMEM = 1: the block's activation slice, m rows of its quads' columns plus 16 of padding
 -- (the rows' pieces swizzled: w4a16_gemv_t.cu, w4t::swz).
 lib.W4T_ASMEM_MAX = 64 * 1024
+-- FOLD = 1 adds the staged quads' column sums after them: float[qps][8 MT].
 function lib.w4t_asmem_bytes(p, shape)
   if p.ASMEM == 0 then return 0 end
   local _, qps = lib.w4t_quads(p, shape, p.SPLITK)
-  return 2 * shape.m * (128 * qps + 16)
+  local sums = (p.FOLD or 0) == 1 and 4 * qps * 8 * p.MT or 0
+  return 2 * shape.m * (128 * qps + 16) + sums
 end
 
 -- RING >= 2: each warp's ring of RING batches in shared memory, after the activations: per slot
@@ -669,6 +671,16 @@ function lib.w4t_valid(p, shape, device, purpose, glu)
       return false, string.format("TRIM=1: %d quads per warp in batches of %d (nothing to trim)",
                                   qpw, p.UNROLL)
     end
+  end
+  if (p.FOLD or 0) == 1 then
+    if p.ASMEM ~= 1 then
+      return false, "FOLD=1 with ASMEM=0: the quads' sums come from the staged activations"
+    end
+    if shape.group % 128 ~= 0 then
+      return false, string.format("FOLD=1 with group=%d: the bias comes off a quad's sum (group "
+                                  .. "a multiple of 128)", shape.group)
+    end
+    if (p.RING or 0) ~= 0 then return false, "FOLD=1 with RING: not written" end
   end
   local ring = p.RING or 0
   if ring ~= 0 then
