@@ -7,17 +7,7 @@
 -- activations staged in shared memory (1) or read from L1 one quad ahead (0), TRIM a warp's last,
 -- partial batch computed for its quads only, CSPLIT the split blocks summed in a cluster.
 
--- The rules are spacelib's (tailor.w4t_space), shared with w4a16_glu_t.lua.
+-- The parameters (tailor.w4t_params) and rules (tailor.w4t_space) are spacelib's, shared with
+-- w4a16_glu_t.lua and the variant spaces w4a16_gemv_t_ring.lua and w4a16_gemv_t_fold.lua.
 
-return tailor.w4t_space({
-  WR = { 1, 2, 4 },
-  WK = { 1, 2, 4 },
-  RT = { 1, 2 },
-  UNROLL = { 1, 2, 3 },
-  SPLITK = tailor.W4T_SPLITS,
-  MT = { 1, 2 },
-  ASMEM = { 0, 1 },
-  TRIM = { 0, 1 },
-  -- 1: a column tile's SPLITK blocks sum their shares in a thread block cluster (sm_90)
-  CSPLIT = function(shape, dtype, device) return device.sm >= 90 and { 0, 1 } or { 0 } end,
-}, false)
+return tailor.w4t_space(tailor.w4t_params(), false)

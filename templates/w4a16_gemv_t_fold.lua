@@ -6,18 +6,11 @@
 -- over its loads is its math (docs/perf/w4a16.md session 49). The rules are spacelib's
 -- (tailor.w4t_space).
 
-return tailor.w4t_space({
-  WR = { 1, 2, 4 },
-  WK = { 1, 2, 4 },
-  RT = { 1, 2 },
+return tailor.w4t_space(tailor.w4t_params({
   UNROLL = { 2, 3 },
-  SPLITK = tailor.W4T_SPLITS,
-  MT = { 1, 2 },
   ASMEM = { 1 },
-  TRIM = { 0, 1 },
-  CSPLIT = function(shape, dtype, device) return device.sm >= 90 and { 0, 1 } or { 0 } end,
   FOLD = { 1 },
-}, false, {
+}), false, {
   experimental = "written in session 49 after the device time was spent: compiled, not yet "
     .. "run on a GPU",
 })

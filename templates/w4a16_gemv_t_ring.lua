@@ -6,18 +6,10 @@
 -- (docs/perf/w4a16.md session 49: it did not beat the register path there). The rules are
 -- spacelib's (tailor.w4t_space).
 
-return tailor.w4t_space({
-  WR = { 1, 2, 4 },
-  WK = { 1, 2, 4 },
-  RT = { 1, 2 },
-  UNROLL = { 1, 2, 3 },
-  SPLITK = tailor.W4T_SPLITS,
-  MT = { 1, 2 },
-  ASMEM = { 0, 1 },
+return tailor.w4t_space(tailor.w4t_params({
   TRIM = { 0 },
-  CSPLIT = function(shape, dtype, device) return device.sm >= 90 and { 0, 1 } or { 0 } end,
   RING = function(shape, dtype, device) return device.sm >= 80 and { 3, 4 } or { 0 } end,
-}, false, {
+}), false, {
   ring_only = true,
   experimental = "checked right on an H100 (session 49), but 5 % slower than the register "
     .. "path at the 31B shape and tied at the int4 head",

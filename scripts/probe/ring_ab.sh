@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
 # ring_ab.sh — on the GPU machine: w4a16_gemv_t's cp.async ring (the experimental space
-# w4a16_gemv_t_ring) against the default spaces, each shape tuned from an empty cache in one run
-# (TAILOR_TEMPLATE_PATH: a copy of templates/ where the ring's space is not experimental, so that
-# it is the only space added), under TAILOR_CARVEOUT=${RING_CARVEOUT:-50} (the ring's shared memory needs
-# more than the default 25 %). Log: $OUT/ring.txt; every trial: $OUT/ring-trials.json (compare
-# with scripts/probe/trials_near.py --templates).
+# w4a16_gemv_t_ring; AB_SPACES="w4a16_gemv_t_fold" or both instead) against the default spaces,
+# each shape tuned from an empty cache in one run (TAILOR_TEMPLATE_PATH: a copy of templates/
+# where those spaces are not experimental, so that they are the only ones added), under
+# TAILOR_CARVEOUT=${RING_CARVEOUT:-50} (the ring's shared memory needs more than the default 25 %;
+# give RING_CARVEOUT=25 for the fold alone). Log: $OUT/ring.txt; every trial:
+# $OUT/ring-trials.json (compare with scripts/probe/trials_near.py --templates).
 set -uo pipefail
 source scripts/probe/common.sh || exit 1
 L=$OUT/ring.txt
 nvidia-smi --query-gpu=name --format=csv,noheader >"$L"
 tp=/tmp/ring-templates
-rm -rf "$tp" && cp -r templates "$tp" && sed -i '/^  experimental = /d' "$tp/w4a16_gemv_t_ring.lua"
+rm -rf "$tp" && cp -r templates "$tp"
+# AB_SPACES: the experimental spaces made default in the copy (their `experimental = ...,` entry
+# dropped, one line or several)
+for s in ${AB_SPACES:-w4a16_gemv_t_ring}; do
+  awk '/^  experimental = /{skip=1} !skip{print} skip&&/,$/{skip=0}' "templates/$s.lua" >"$tp/$s.lua"
+done
 cache=/tmp/ring.sqlite
 rm -f "$cache"
 export TAILOR_CARVEOUT=${RING_CARVEOUT:-50}

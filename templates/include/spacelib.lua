@@ -563,6 +563,25 @@ end
 
 lib.W4T_SPLITS = { 1, 2, 3, 4, 6, 8, 12, 16 }
 
+-- w4a16_gemv_t.lua's parameters with `changes` applied: what a variant space over the same
+-- kernel (w4a16_gemv_t_ring.lua, w4a16_gemv_t_fold.lua) lists as its own.
+function lib.w4t_params(changes)
+  local p = {
+    WR = { 1, 2, 4 },
+    WK = { 1, 2, 4 },
+    RT = { 1, 2 },
+    UNROLL = { 1, 2, 3 },
+    SPLITK = lib.W4T_SPLITS,
+    MT = { 1, 2 },
+    ASMEM = { 0, 1 },
+    TRIM = { 0, 1 },
+    -- 1: a column tile's SPLITK blocks sum their shares in a thread block cluster (sm_90)
+    CSPLIT = function(shape, dtype, device) return device.sm >= 90 and { 0, 1 } or { 0 } end,
+  }
+  for k, v in pairs(changes or {}) do p[k] = v end
+  return p
+end
+
 -- Weight rows per block, and outputs per block (GLU: a gate and an up tile per warp).
 function lib.w4t_block_rows(p) return p.WR * p.RT * 16 end
 function lib.w4t_block_outputs(p, glu) return glu and p.WR * 16 or lib.w4t_block_rows(p) end
