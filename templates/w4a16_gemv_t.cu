@@ -117,25 +117,6 @@ struct Batch {
     u32 z[UNROLL][RT][2];
 };
 
-// The 16 bytes lane `lane` takes of quad q + u, row tile rt and half h (rows g, g + 8) of the
-// warp's rows: weight row n and chunk c; false past the rows, the warp's quads (qe) or the row's
-// chunks.
-__device__ __forceinline__ bool weight_piece(int row0, int q, int u, int rt, int h, int qe, int N,
-                                             int C, int lane, int &n, int &c)
-{
-    const int g = lane >> 2, t = lane & 3;
-#if GLU // row0: the warp's first output; tile rt = 1 its up rows, N further
-    const int o = row0 + h * 8 + g;
-    const bool live = o < N;
-    n = rt * N + o;
-#else
-    n = row0 + rt * 16 + h * 8 + g;
-    const bool live = n < N;
-#endif
-    c = 4 * (q + u) + t;
-    return live && q + u < qe && c < C;
-}
-
 // Loads quads q .. q + UNROLL - 1 of the warp's rows; what lies past the rows, the warp's quads
 // (qe) or the row's chunks is a zero weight with scale 0.
 __device__ __forceinline__ void load_batch(Batch &b, const u32 *__restrict__ qw,
@@ -143,18 +124,24 @@ __device__ __forceinline__ void load_batch(Batch &b, const u32 *__restrict__ qw,
                                            const u8 *__restrict__ zeros, int row0, int q, int qe,
                                            int N, int C, int ld, int lane)
 {
+    const int g = lane >> 2, t = lane & 3;
 #pragma unroll
     for (int u = 0; u < UNROLL; u++)
 #pragma unroll
         for (int rt = 0; rt < RT; rt++)
 #pragma unroll
             for (int h = 0; h < 2; h++) {
-                int n, c;
-                const bool ok = weight_piece(row0, q, u, rt, h, qe, N, C, lane, n, c);
+#if GLU // row0: the warp's first output; tile rt = 1 its up rows, N further
+                const int o = row0 + h * 8 + g, n = rt * N + o, c = 4 * (q + u) + t;
+                const bool live = o < N;
+#else
+                const int n = row0 + rt * 16 + h * 8 + g, c = 4 * (q + u) + t;
+                const bool live = n < N;
+#endif
                 b.w[u][rt][h] = make_uint4(0, 0, 0, 0);
                 b.s[u][rt][h] = from_f32(0.f);
                 b.z[u][rt][h] = 8u;
-                if (ok) {
+                if (live && q + u < qe && c < C) {
                     b.w[u][rt][h] = tc_load_stream(
                         reinterpret_cast<const uint4 *>(qw + (size_t)n * (size_t)(4 * C) + 4 * c));
                     const size_t gi = (size_t)((c * 32) / GROUP) * ld + n;
@@ -204,6 +191,7 @@ __device__ __forceinline__ void ring_issue(const Ring &r, int slot, const u32 *_
 {
     if (q >= qe)
         return;
+    const int g = lane >> 2, t = lane & 3;
     uint4 *w = r.w + slot * RING_W;
 #pragma unroll
     for (int u = 0; u < UNROLL; u++)
@@ -211,8 +199,14 @@ __device__ __forceinline__ void ring_issue(const Ring &r, int slot, const u32 *_
         for (int rt = 0; rt < RT; rt++)
 #pragma unroll
             for (int h = 0; h < 2; h++) {
-                int n, c;
-                const bool ok = weight_piece(row0, q, u, rt, h, qe, N, C, lane, n, c);
+#if GLU
+                const int o = row0 + h * 8 + g, n = rt * N + o, c = 4 * (q + u) + t;
+                const bool live = o < N;
+#else
+                const int n = row0 + rt * 16 + h * 8 + g, c = 4 * (q + u) + t;
+                const bool live = n < N;
+#endif
+                const bool ok = live && q + u < qe && c < C;
                 tc_copy16(w + ((u * RT + rt) * 2 + h) * 32 + lane,
                           ok ? qw + (size_t)n * (size_t)(4 * C) + 4 * c : qw, ok);
             }
