@@ -238,7 +238,6 @@ __device__ __forceinline__ void ring_issue(const Ring &r, int slot, const u32 *_
 #endif
 }
 
-
 // Slot `slot` of the ring into b's registers (the lane's weights; rows g and g + 8's scales
 // and zero points).
 __device__ __forceinline__ void ring_fetch(Batch &b, const Ring &r, int slot, int lane)
