@@ -117,6 +117,24 @@ struct Batch {
     u32 z[UNROLL][RT][2];
 };
 
+// Weight row n and chunk c of the 16 bytes lane (g, t) takes of quad q + u, row tile rt and
+// half h (rows g, g + 8) of the warp's rows; false past the weight's rows (their n is not read).
+__device__ __forceinline__ bool piece_of(int row0, int q, int u, int rt, int h, int N, int lane,
+                                         int &n, int &c)
+{
+    const int g = lane >> 2, t = lane & 3;
+#if GLU // row0: the warp's first output; tile rt = 1 its up rows, N further
+    const int o = row0 + h * 8 + g;
+    n = rt * N + o;
+    c = 4 * (q + u) + t;
+    return o < N;
+#else
+    n = row0 + rt * 16 + h * 8 + g;
+    c = 4 * (q + u) + t;
+    return n < N;
+#endif
+}
+
 // Loads quads q .. q + UNROLL - 1 of the warp's rows; what lies past the rows, the warp's quads
 // (qe) or the row's chunks is a zero weight with scale 0.
 __device__ __forceinline__ void load_batch(Batch &b, const u32 *__restrict__ qw,
@@ -124,20 +142,14 @@ __device__ __forceinline__ void load_batch(Batch &b, const u32 *__restrict__ qw,
                                            const u8 *__restrict__ zeros, int row0, int q, int qe,
                                            int N, int C, int ld, int lane)
 {
-    const int g = lane >> 2, t = lane & 3;
 #pragma unroll
     for (int u = 0; u < UNROLL; u++)
 #pragma unroll
         for (int rt = 0; rt < RT; rt++)
 #pragma unroll
             for (int h = 0; h < 2; h++) {
-#if GLU // row0: the warp's first output; tile rt = 1 its up rows, N further
-                const int o = row0 + h * 8 + g, n = rt * N + o, c = 4 * (q + u) + t;
-                const bool live = o < N;
-#else
-                const int n = row0 + rt * 16 + h * 8 + g, c = 4 * (q + u) + t;
-                const bool live = n < N;
-#endif
+                int n, c;
+                const bool live = piece_of(row0, q, u, rt, h, N, lane, n, c);
                 b.w[u][rt][h] = make_uint4(0, 0, 0, 0);
                 b.s[u][rt][h] = from_f32(0.f);
                 b.z[u][rt][h] = 8u;
@@ -191,7 +203,6 @@ __device__ __forceinline__ void ring_issue(const Ring &r, int slot, const u32 *_
 {
     if (q >= qe)
         return;
-    const int g = lane >> 2, t = lane & 3;
     uint4 *w = r.w + slot * RING_W;
 #pragma unroll
     for (int u = 0; u < UNROLL; u++)
@@ -199,13 +210,8 @@ __device__ __forceinline__ void ring_issue(const Ring &r, int slot, const u32 *_
         for (int rt = 0; rt < RT; rt++)
 #pragma unroll
             for (int h = 0; h < 2; h++) {
-#if GLU
-                const int o = row0 + h * 8 + g, n = rt * N + o, c = 4 * (q + u) + t;
-                const bool live = o < N;
-#else
-                const int n = row0 + rt * 16 + h * 8 + g, c = 4 * (q + u) + t;
-                const bool live = n < N;
-#endif
+                int n, c;
+                const bool live = piece_of(row0, q, u, rt, h, N, lane, n, c);
                 const bool ok = live && q + u < qe && c < C;
                 tc_copy16(w + ((u * RT + rt) * 2 + h) * 32 + lane,
                           ok ? qw + (size_t)n * (size_t)(4 * C) + 4 * c : qw, ok);
