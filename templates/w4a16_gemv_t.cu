@@ -512,7 +512,8 @@ __device__ __forceinline__ void step_quad(const Batch &b, int u, const ASrc &src
 {
     uint4 an[MT][4];
     load_a(an, src, qn, qe, M, C, lane);
-    compute_quad(b, u, av, src.sq + (FOLD ? (qn - 1 - src.col0 / 128) * MC : 0), tot);
+    // (FOLD: an empty slot past qe, TRIM 0, reads the last quad's sums: its scale is 0)
+    compute_quad(b, u, av, src.sq + (FOLD ? (min(qn, qe) - 1 - src.col0 / 128) * MC : 0), tot);
 #pragma unroll
     for (int j = 0; j < MT; j++)
 #pragma unroll
