@@ -1,0 +1,19 @@
+-- w4a16_glu_t_fold.lua — search space of templates/w4a16_gemv_t.cu with GLU and FOLD (op
+-- "w4a16_glu"): w4a16_glu_t.lua's gated gate|up GEMV whose weight pairs enter the mma as
+-- MAGIC + u, the bias taken off each quad's fp32 sum with the staged activations' quad sums
+-- (w4a16_gemv_t_fold.lua says why; w4a16_gemv_t.cu FOLD says how). The rules are spacelib's
+-- (tailor.w4t_space).
+
+return tailor.w4t_space({
+  WR = { 1, 2, 4 },
+  WK = { 1, 2, 4 },
+  RT = { 2 },
+  UNROLL = { 2 },
+  SPLITK = { 1 },
+  MT = { 1, 2 },
+  ASMEM = { 1 },
+  TRIM = { 0, 1 },
+  FOLD = { 1 },
+}, true, {
+  experimental = "written in session 50: compiled, not yet run on a GPU",
+})
