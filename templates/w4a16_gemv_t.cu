@@ -62,8 +62,9 @@
 // quad's fp32 sum instead: sum (MAGIC + u) a - (MAGIC + z) sum a, with sum a of every staged
 // quad and row computed once a block from the staged activations (sQ, [qps][8·MT] floats after
 // sA). The cancellation costs ~5 (bf16) to 8 (fp16) of fp32's 24 bits on 128 products.
+// L2PF 1 (sm_80, no RING): the weight loads ask L2 for 256-byte segments on a miss.
 // Defines: WR, WK, RT, UNROLL, SPLITK, MT (n8 tiles of activation rows: m <= 8·MT), ASMEM, GROUP,
-// HAS_ZP, PRESCALE, GLU, TRIM, CSPLIT, RING, FOLD. Dynamic shared memory: (ASMEM 1) T
+// HAS_ZP, PRESCALE, GLU, TRIM, CSPLIT, RING, FOLD, L2PF. Dynamic shared memory: (ASMEM 1) T
 // sA[M][qps·128 + 16], qps = the block's quads; then (FOLD) float sQ[qps][8·MT]; then (RING) each
 // warp's ring, w4t::RING_BYTES.
 #include "w4a16_common.cuh"
@@ -86,8 +87,14 @@
 #ifndef FOLD
 #define FOLD 0
 #endif
+#ifndef L2PF
+#define L2PF 0
+#endif
 #if FOLD && (!ASMEM || PRESCALE || RING)
 #error "w4a16_gemv_t: FOLD takes the staged activations (ASMEM 1), whole quads per group, no RING"
+#endif
+#if L2PF && (RING || TAILOR_SM < 80)
+#error "w4a16_gemv_t: L2PF is the register path's weight loads (sm_80)"
 #endif
 #if RING && (RING < 2 || TRIM || PRESCALE || TAILOR_SM < 80)
 #error "w4a16_gemv_t: RING takes 2 or more slots, cp.async (sm_80), whole quads per group and no TRIM"
@@ -116,6 +123,21 @@ struct Batch {
     T s[UNROLL][RT][2];
     u32 z[UNROLL][RT][2];
 };
+
+// 16 bytes of weights, read once: no L1 allocation; L2PF 1: a miss fetches the 256-byte L2
+// segment around them (the row's next quads: more of the stream in flight at no register cost).
+__device__ __forceinline__ uint4 load_w16(const uint4 *p)
+{
+#if L2PF
+    uint4 v;
+    asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+    return v;
+#else
+    return tc_load_stream(p);
+#endif
+}
 
 // Weight row n and chunk c of the 16 bytes lane (g, t) takes of quad q + u, row tile rt and
 // half h (rows g, g + 8) of the warp's rows; false past the weight's rows (their n is not read).
@@ -154,7 +176,7 @@ __device__ __forceinline__ void load_batch(Batch &b, const u32 *__restrict__ qw,
                 b.s[u][rt][h] = from_f32(0.f);
                 b.z[u][rt][h] = 8u;
                 if (live && q + u < qe && c < C) {
-                    b.w[u][rt][h] = tc_load_stream(
+                    b.w[u][rt][h] = load_w16(
                         reinterpret_cast<const uint4 *>(qw + (size_t)n * (size_t)(4 * C) + 4 * c));
                     const size_t gi = (size_t)((c * 32) / GROUP) * ld + n;
                     b.s[u][rt][h] = scales[gi];

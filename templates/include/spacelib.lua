@@ -701,6 +701,13 @@ function lib.w4t_valid(p, shape, device, purpose, glu)
     end
     if (p.RING or 0) ~= 0 then return false, "FOLD=1 with RING: not written" end
   end
+  if (p.L2PF or 0) == 1 then
+    if device.sm < 80 then
+      return false, string.format("L2PF=1 on sm_%d: the L2::256B prefetch size is sm_80's",
+                                  device.sm)
+    end
+    if (p.RING or 0) ~= 0 then return false, "L2PF=1 with RING: the ring's loads are cp.async" end
+  end
   local ring = p.RING or 0
   if ring ~= 0 then
     if ring < 2 then return false, string.format("RING=%d: a ring takes 2 slots or more", ring) end
