@@ -94,7 +94,7 @@
 #error "w4a16_gemv_t: FOLD takes the staged activations (ASMEM 1), whole quads per group, no RING"
 #endif
 #if L2PF && (RING || TAILOR_SM < 80)
-#error "w4a16_gemv_t: L2PF is the register path's weight loads (sm_80)"
+#error "w4a16_gemv_t: L2PF is the register path's weight loads, written for sm_80 and later"
 #endif
 #if RING && (RING < 2 || TRIM || PRESCALE || TAILOR_SM < 80)
 #error "w4a16_gemv_t: RING takes 2 or more slots, cp.async (sm_80), whole quads per group and no TRIM"

@@ -1294,6 +1294,32 @@ static void test_w4a16_sm90_pruning(tailor_ctx *ctx)
     expect_valid(ctx, "w4a16_wgmma", wg_cfg, "m=512,n=2048,k=1536,group=128", 1, 1);
 }
 
+/* An experimental w4a16_matmul space of sm_80 features, planned with the experimental spaces
+ * admitted: the H200 gets survivors of it at `shape_text`, the T4 none. */
+static void expect_sm80_only(tailor_ctx *ctx, const char *space, const char *shape_text)
+{
+    setenv("TAILOR_EXPERIMENTAL", "1", 1);
+    static const char *const devices[] = {"h200", "t4"};
+    for (int d = 0; d < 2; d++) {
+        tailor_shape shape;
+        tailor_plan p;
+        if (tailor_shape_parse(ctx, shape_text, &shape) != TAILOR_OK ||
+            tailor_plan_build_survivors(ctx, tailor_device_profile_find(devices[d]),
+                                        "w4a16_matmul", &shape, TAILOR_DTYPE_F16,
+                                        &p) != TAILOR_OK) {
+            CHECKF(0, "%s: %s", devices[d], tailor_ctx_message(ctx));
+            continue;
+        }
+        int n = 0;
+        for (int i = 0; i < p.nentries; i++)
+            n += strcmp(p.entries[i].template_name, space) == 0;
+        CHECKF(d == 0 ? n > 0 : n == 0, "%s at %s on the %s: %d survivors", space, shape_text,
+               devices[d], n);
+        tailor_plan_free(&p);
+    }
+    unsetenv("TAILOR_EXPERIMENTAL");
+}
+
 /* The ring of w4a16_gemv_t (RING, the experimental space w4a16_gemv_t_ring): its own space has
  * no register path, and refuses what the kernel's ring cannot hold (TRIM, quads of several
  * groups); its dynamic shared memory is each warp's ring after the activations, exactly the
@@ -1333,26 +1359,8 @@ static void test_w4a16_ring(tailor_ctx *ctx)
     expect_refused(ctx, "w4a16_gemv_t_ring", trim, big, 0, "trimming is the register path's");
     expect_refused(ctx, "w4a16_gemv_t_ring", ring3, "m=1,n=6144,k=1536,group=64", 1,
                    "one scale a quad");
-    /* planned (experimental spaces admitted): the H200 gets ring survivors, the T4 none */
-    setenv("TAILOR_EXPERIMENTAL", "1", 1);
-    static const char *const devices[] = {"h200", "t4"};
-    for (int d = 0; d < 2; d++) {
-        tailor_shape shape;
-        tailor_plan p;
-        if (tailor_shape_parse(ctx, "m=1,n=6144,k=1536,group=128", &shape) != TAILOR_OK ||
-            tailor_plan_build_survivors(ctx, tailor_device_profile_find(devices[d]),
-                                        "w4a16_matmul", &shape, TAILOR_DTYPE_F16,
-                                        &p) != TAILOR_OK) {
-            CHECKF(0, "%s: %s", devices[d], tailor_ctx_message(ctx));
-            continue;
-        }
-        int ring = 0;
-        for (int i = 0; i < p.nentries; i++)
-            ring += strcmp(p.entries[i].template_name, "w4a16_gemv_t_ring") == 0;
-        CHECKF(d == 0 ? ring > 0 : ring == 0, "%s m=1: %d ring survivors", devices[d], ring);
-        tailor_plan_free(&p);
-    }
-    unsetenv("TAILOR_EXPERIMENTAL");
+    /* planned: the H200 gets ring survivors, the T4 none */
+    expect_sm80_only(ctx, "w4a16_gemv_t_ring", "m=1,n=6144,k=1536,group=128");
 }
 
 /* FOLD of w4a16_gemv_t (the experimental space w4a16_gemv_t_fold): it needs the staged
@@ -1380,6 +1388,31 @@ static void test_w4a16_fold(tailor_ctx *ctx)
                    "quads' sums come from the staged activations");
     expect_refused(ctx, "w4a16_gemv_t_fold", fold, "m=1,n=6144,k=1536,group=64", 1,
                    "the bias comes off a quad's sum");
+}
+
+/* The gated GEMV with FOLD (w4a16_glu_t_fold): the same shared-memory formula as the plain
+ * one (sA of one row, then the quads' sums), and the same rule against groups under 128. */
+static void test_w4a16_glu_fold(tailor_ctx *ctx)
+{
+    const char *fold = "{\"ASMEM\":1,\"FOLD\":1,\"MT\":1,\"RT\":2,\"SPLITK\":1,"
+                       "\"TRIM\":0,\"UNROLL\":2,\"WK\":1,\"WR\":4}";
+    tailor_launch l;
+    if (evaluate(ctx, "w4a16_glu_t_fold", fold, "m=1,n=12288,k=1536,group=128", 0, &l))
+        CHECKF(l.valid && l.smem_dynamic == 2 * (128 * 12 + 16) + 4 * 12 * 8,
+               "gated fold at n=12288: valid=%d (%s), %lld B dynamic", l.valid, l.invalid_reason,
+               l.smem_dynamic);
+    expect_refused(ctx, "w4a16_glu_t_fold", fold, "m=1,n=12288,k=1536,group=32", 1,
+                   "the bias comes off a quad's sum");
+}
+
+/* L2PF of w4a16_gemv_t (the experimental space w4a16_gemv_t_l2pf): the L2::256B prefetch size
+ * is sm_80's, so the H200 plans survivors and the T4 none, each refusal saying why. */
+static void test_w4a16_l2pf(tailor_ctx *ctx)
+{
+    const char *l2pf = "{\"ASMEM\":0,\"CSPLIT\":0,\"L2PF\":1,\"MT\":1,\"RT\":1,\"SPLITK\":1,"
+                       "\"TRIM\":0,\"UNROLL\":3,\"WK\":1,\"WR\":4}";
+    expect_valid(ctx, "w4a16_gemv_t_l2pf", l2pf, "m=1,n=21504,k=5376,group=128", 0, 1);
+    expect_sm80_only(ctx, "w4a16_gemv_t_l2pf", "m=1,n=21504,k=5376,group=128");
 }
 
 /* The timing method is part of every space hash: the W4A16 ops are timed with the spacer by
@@ -1494,6 +1527,8 @@ int main(void)
     test_w4a16_sm90_pruning(ctx);
     test_w4a16_ring(ctx);
     test_w4a16_fold(ctx);
+    test_w4a16_glu_fold(ctx);
+    test_w4a16_l2pf(ctx);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)
