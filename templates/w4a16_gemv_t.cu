@@ -63,8 +63,11 @@
 // quad and row computed once a block from the staged activations (sQ, [qps][8·MT] floats after
 // sA). The cancellation costs ~5 (bf16) to 8 (fp16) of fp32's 24 bits on 128 products.
 // L2PF 1 (sm_80, no RING): the weight loads ask L2 for 256-byte segments on a miss.
+// MAGREG 1: a pair's mask and MAGIC in one LOP3, (x & 0x000f000f) | mag, with mag = MAGIC in
+// both halves held in a register that ptxas cannot fold (with both as immediates it emits an
+// AND and an OR: session 50's SASS, 4 instructions a pair with the shift and the bias).
 // Defines: WR, WK, RT, UNROLL, SPLITK, MT (n8 tiles of activation rows: m <= 8·MT), ASMEM, GROUP,
-// HAS_ZP, PRESCALE, GLU, TRIM, CSPLIT, RING, FOLD, L2PF. Dynamic shared memory: (ASMEM 1) T
+// HAS_ZP, PRESCALE, GLU, TRIM, CSPLIT, RING, FOLD, L2PF, MAGREG. Dynamic shared memory: (ASMEM 1) T
 // sA[M][qps·128 + 16], qps = the block's quads; then (FOLD) float sQ[qps][8·MT]; then (RING) each
 // warp's ring, w4t::RING_BYTES.
 #include "w4a16_common.cuh"
@@ -89,6 +92,9 @@
 #endif
 #ifndef L2PF
 #define L2PF 0
+#endif
+#ifndef MAGREG
+#define MAGREG 0
 #endif
 #if FOLD && (!ASMEM || PRESCALE || RING)
 #error "w4a16_gemv_t: FOLD takes the staged activations (ASMEM 1), whole quads per group, no RING"
@@ -353,12 +359,6 @@ enum { ROW_PAD = 16 }; // elements past each row's pieces (32 bytes: two bank gr
 #if FOLD
 #define W4T_MAGIC_F (W4_MAGIC == 0x4300u ? 128.f : 1024.f) // MAGIC as a float (bf16, fp16)
 
-// Pair p (0..3) of a kernel-layout word as two T values MAGIC + u (exact): one shift, one LOP3.
-__device__ __forceinline__ u32 w4_magic_pair(u32 word, int p)
-{
-    return ((word >> (4 * p)) & 0x000f000fu) | (W4_MAGIC * 0x10001u);
-}
-
 // The two values of a T pair, summed in fp32.
 __device__ __forceinline__ float pair_sum(u32 x)
 {
@@ -367,11 +367,25 @@ __device__ __forceinline__ float pair_sum(u32 x)
 }
 #endif
 
+// Pair p (0..3) of a kernel-layout word as two T values MAGIC + u (exact): one shift, then the
+// mask and MAGIC (mag, MAGREG) in one LOP3, or as two with MAGIC an immediate.
+__device__ __forceinline__ u32 magic_pair(u32 word, int p, u32 mag)
+{
+#if MAGREG
+    u32 v;
+    asm("lop3.b32 %0, %1, 0x000f000f, %2, 0xea;" : "=r"(v) : "r"(word >> (4 * p)), "r"(mag));
+    return v;
+#else
+    (void)mag;
+    return ((word >> (4 * p)) & 0x000f000fu) | (W4_MAGIC * 0x10001u);
+#endif
+}
+
 // ASMEM: copies the valid columns [128 q0, min(K, 128 q1)) of the M activation rows into sA
 // (row stride `stride`: the pieces and ROW_PAD; pieces swizzled) and makes them visible to the
 // block; FOLD: then each staged quad's column sum of each row into sQ[quad - q0][row] (rows M ..
-// 8·MT - 1: zero), a warp a sum (four values a lane, then the lanes' tree). Every thread calls
-// it.
+// 8·MT - 1: zero), a warp a sum of rows below M (four values a lane, then the lanes' tree).
+// Every thread calls it.
 __device__ __forceinline__ void stage_a(T *sA, float *sQ, const T *__restrict__ a, int q0, int q1,
                                        int M, int K, int stride)
 {
@@ -385,10 +399,12 @@ __device__ __forceinline__ void stage_a(T *sA, float *sQ, const T *__restrict__ 
     __syncthreads();
 #if FOLD
     const int lane = threadIdx.x & 31, nq = (pieces + 15) / 16;
-    for (int i = threadIdx.x >> 5; i < nq * MC; i += W4T_THREADS / 32) {
-        const int qi = i / MC, r = i % MC, u = 16 * qi + (lane >> 1); // the lane's piece
+    for (int i = threadIdx.x; i < nq * (MC - M); i += W4T_THREADS) // the rows past M: zeros
+        sQ[i / (MC - M) * MC + M + i % (MC - M)] = 0.f;
+    for (int i = threadIdx.x >> 5; i < nq * M; i += W4T_THREADS / 32) {
+        const int qi = i / M, r = i % M, u = 16 * qi + (lane >> 1); // the lane's piece
         float v = 0.f;
-        if (r < M && u < pieces) {
+        if (u < pieces) {
             const uint2 x = *reinterpret_cast<const uint2 *>(sA + r * stride + 8 * (u ^ swz(u)) +
                                                              4 * (lane & 1));
             v = pair_sum(x.x) + pair_sum(x.y);
@@ -397,7 +413,7 @@ __device__ __forceinline__ void stage_a(T *sA, float *sQ, const T *__restrict__ 
         for (int o = 16; o > 0; o >>= 1)
             v += __shfl_xor_sync(0xffffffffu, v, o);
         if (lane == 0)
-            sQ[i] = v;
+            sQ[qi * MC + r] = v;
     }
     __syncthreads();
 #else
@@ -438,7 +454,7 @@ __device__ __forceinline__ void load_a(uint4 (&av)[MT][4], const ASrc &src, int 
 // tot += this quad (u of the batch) for every row tile; av holds its activations, sq (FOLD)
 // its column sums by activation row.
 __device__ __forceinline__ void compute_quad(const Batch &b, int u, const uint4 (&av)[MT][4],
-                                             const float *sq, float (&tot)[RT][MT][4])
+                                             const float *sq, u32 mag, float (&tot)[RT][MT][4])
 {
 #if FOLD
     // the sums of this lane's accumulator columns 8j + 2t and + 1
@@ -488,10 +504,15 @@ __device__ __forceinline__ void compute_quad(const Batch &b, int u, const uint4 
                 af[2] = w4_as_u32(w4_pair(w0, 2 * s + 1, bias[0], sc[0]));
                 af[3] = w4_as_u32(w4_pair(w1, 2 * s + 1, bias[1], sc[1]));
 #elif FOLD
-                af[0] = w4_magic_pair(w0, 2 * s);
-                af[1] = w4_magic_pair(w1, 2 * s);
-                af[2] = w4_magic_pair(w0, 2 * s + 1);
-                af[3] = w4_magic_pair(w1, 2 * s + 1);
+                af[0] = magic_pair(w0, 2 * s, mag);
+                af[1] = magic_pair(w1, 2 * s, mag);
+                af[2] = magic_pair(w0, 2 * s + 1, mag);
+                af[3] = magic_pair(w1, 2 * s + 1, mag);
+#elif MAGREG
+                af[0] = w4_as_u32(__hsub2(w4_as_t2(magic_pair(w0, 2 * s, mag)), bias[0]));
+                af[1] = w4_as_u32(__hsub2(w4_as_t2(magic_pair(w1, 2 * s, mag)), bias[1]));
+                af[2] = w4_as_u32(__hsub2(w4_as_t2(magic_pair(w0, 2 * s + 1, mag)), bias[0]));
+                af[3] = w4_as_u32(__hsub2(w4_as_t2(magic_pair(w1, 2 * s + 1, mag)), bias[1]));
 #else
                 af[0] = w4_as_u32(w4_pair_unscaled(w0, 2 * s, bias[0]));
                 af[1] = w4_as_u32(w4_pair_unscaled(w1, 2 * s, bias[1]));
@@ -529,13 +550,14 @@ __device__ __forceinline__ void compute_quad(const Batch &b, int u, const uint4 
 // Quad u of batch b into tot, with av its activations; av then moves on to quad qn (requested
 // before the math, one quad ahead).
 __device__ __forceinline__ void step_quad(const Batch &b, int u, const ASrc &src, int qn, int qe,
-                                         int M, int C, int lane, uint4 (&av)[MT][4],
+                                         int M, int C, int lane, u32 mag, uint4 (&av)[MT][4],
                                          float (&tot)[RT][MT][4])
 {
     uint4 an[MT][4];
     load_a(an, src, qn, qe, M, C, lane);
     // (FOLD: an empty slot past qe, TRIM 0, reads the last quad's sums: its scale is 0)
-    compute_quad(b, u, av, src.sq + (FOLD ? (min(qn, qe) - 1 - src.col0 / 128) * MC : 0), tot);
+    compute_quad(b, u, av, src.sq + (FOLD ? (min(qn, qe) - 1 - src.col0 / 128) * MC : 0), mag,
+                 tot);
 #pragma unroll
     for (int j = 0; j < MT; j++)
 #pragma unroll
@@ -609,6 +631,8 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
 #else
     const ASrc src = {a, K, 0, nullptr};
 #endif
+    // MAGIC in both halves: (MAGREG) an operand ptxas cannot fold (M >= 1, so M >> 31 is 0)
+    const u32 mag = (W4_MAGIC * 0x10001u) | (MAGREG ? (u32)M >> 31 : 0u);
     // activations one quad ahead of the math, across batches
     uint4 av[MT][4];
     load_a(av, src, qb, qe, M, C, lane);
@@ -630,7 +654,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
         slot = slot == RING - 1 ? 0 : slot + 1;
 #pragma unroll
         for (int u = 0; u < UNROLL; u++)
-            step_quad(cur, u, src, q + u + 1, qe, M, C, lane, av, tot);
+            step_quad(cur, u, src, q + u + 1, qe, M, C, lane, mag, av, tot);
     }
 #elif TRIM
     for (int q = qb; q < qe;) {
@@ -641,7 +665,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
         for (int u = 0; u < UNROLL; u++) {
             if (q + u >= bq) // a shortened batch: its other slots hold no quad
                 break;
-            step_quad(cur, u, src, q + u + 1, qe, M, C, lane, av, tot);
+            step_quad(cur, u, src, q + u + 1, qe, M, C, lane, mag, av, tot);
         }
         cur = nxt;
         q = bq;
@@ -653,7 +677,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
         load_batch(nxt, qweight, scales, zeros, row0, q + UNROLL, qe, N, C, ld, lane);
 #pragma unroll
         for (int u = 0; u < UNROLL; u++) {
-            step_quad(cur, u, src, q + u + 1, qe, M, C, lane, av, tot);
+            step_quad(cur, u, src, q + u + 1, qe, M, C, lane, mag, av, tot);
         }
         cur = nxt;
     }

@@ -10,6 +10,7 @@ return tailor.w4t_space(tailor.w4t_params({
   UNROLL = { 2, 3 },
   ASMEM = { 1 },
   FOLD = { 1 },
+  MAGREG = { 0, 1 },
 }), false, {
   experimental = "written in session 49 after the device time was spent: compiled, not yet "
     .. "run on a GPU",

@@ -701,6 +701,10 @@ function lib.w4t_valid(p, shape, device, purpose, glu)
     end
     if (p.RING or 0) ~= 0 then return false, "FOLD=1 with RING: not written" end
   end
+  if (p.MAGREG or 0) == 1 and shape.group % 128 ~= 0 then
+    return false, string.format("MAGREG=1 with group=%d: the prescaled pairs (groups under a quad) "
+                                .. "are w4a16_common's", shape.group)
+  end
   if (p.L2PF or 0) == 1 then
     if device.sm < 80 then
       return false, string.format("L2PF=1 on sm_%d: written for sm_80 and later (untried on the T4)",
