@@ -13,5 +13,6 @@ return tailor.w4t_space({
   TRIM = { 0, 1 },
   L2PF = { 1 },
 }, true, {
-  experimental = "written in session 50: compiled, not yet run on a GPU",
+  experimental = "checked right on an H200 (session 50), 4-8 % slower than w4a16_glu_t at the "
+    .. "E2B gated shapes",
 })
