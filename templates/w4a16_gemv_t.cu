@@ -63,9 +63,10 @@
 // quad and row computed once a block from the staged activations (sQ, [qps][8·MT] floats after
 // sA). The cancellation costs ~5 (bf16) to 8 (fp16) of fp32's 24 bits on 128 products.
 // L2PF 1 (sm_80, no RING): the weight loads ask L2 for 256-byte segments on a miss.
-// MAGREG 1: a pair's mask and MAGIC in one LOP3, (x & 0x000f000f) | mag, with mag = MAGIC in
-// both halves held in a register that ptxas cannot fold (with both as immediates it emits an
-// AND and an OR: session 50's SASS, 4 instructions a pair with the shift and the bias).
+// MAGREG 1: a pair's mask and MAGIC in one LOP3, (x & 0x000f000f) | m, with m = MAGIC in both
+// halves moved into a register inside the same asm block (with both as immediates ptxas emits
+// an AND and an OR: session 50's SASS, 4 instructions a pair with the shift and the bias; this
+// form is 3, at the cost of a register that holds MAGIC).
 // Defines: WR, WK, RT, UNROLL, SPLITK, MT (n8 tiles of activation rows: m <= 8·MT), ASMEM, GROUP,
 // HAS_ZP, PRESCALE, GLU, TRIM, CSPLIT, RING, FOLD, L2PF, MAGREG. Dynamic shared memory: (ASMEM 1) T
 // sA[M][qps·128 + 16], qps = the block's quads; then (FOLD) float sQ[qps][8·MT]; then (RING) each
@@ -368,15 +369,15 @@ __device__ __forceinline__ float pair_sum(u32 x)
 #endif
 
 // Pair p (0..3) of a kernel-layout word as two T values MAGIC + u (exact): one shift, then the
-// mask and MAGIC (mag, MAGREG) in one LOP3, or as two with MAGIC an immediate.
-__device__ __forceinline__ u32 magic_pair(u32 word, int p, u32 mag)
+// mask and MAGIC in one LOP3 (MAGREG) or two.
+__device__ __forceinline__ u32 magic_pair(u32 word, int p)
 {
 #if MAGREG
     u32 v;
-    asm("lop3.b32 %0, %1, 0x000f000f, %2, 0xea;" : "=r"(v) : "r"(word >> (4 * p)), "r"(mag));
+    asm("{\n\t.reg .b32 m;\n\tmov.b32 m, %2;\n\tlop3.b32 %0, %1, 0x000f000f, m, 0xea;\n\t}"
+        : "=r"(v) : "r"(word >> (4 * p)), "n"(W4_MAGIC * 0x10001u));
     return v;
 #else
-    (void)mag;
     return ((word >> (4 * p)) & 0x000f000fu) | (W4_MAGIC * 0x10001u);
 #endif
 }
@@ -454,7 +455,7 @@ __device__ __forceinline__ void load_a(uint4 (&av)[MT][4], const ASrc &src, int 
 // tot += this quad (u of the batch) for every row tile; av holds its activations, sq (FOLD)
 // its column sums by activation row.
 __device__ __forceinline__ void compute_quad(const Batch &b, int u, const uint4 (&av)[MT][4],
-                                             const float *sq, u32 mag, float (&tot)[RT][MT][4])
+                                             const float *sq, float (&tot)[RT][MT][4])
 {
 #if FOLD
     // the sums of this lane's accumulator columns 8j + 2t and + 1
@@ -504,15 +505,15 @@ __device__ __forceinline__ void compute_quad(const Batch &b, int u, const uint4 
                 af[2] = w4_as_u32(w4_pair(w0, 2 * s + 1, bias[0], sc[0]));
                 af[3] = w4_as_u32(w4_pair(w1, 2 * s + 1, bias[1], sc[1]));
 #elif FOLD
-                af[0] = magic_pair(w0, 2 * s, mag);
-                af[1] = magic_pair(w1, 2 * s, mag);
-                af[2] = magic_pair(w0, 2 * s + 1, mag);
-                af[3] = magic_pair(w1, 2 * s + 1, mag);
+                af[0] = magic_pair(w0, 2 * s);
+                af[1] = magic_pair(w1, 2 * s);
+                af[2] = magic_pair(w0, 2 * s + 1);
+                af[3] = magic_pair(w1, 2 * s + 1);
 #elif MAGREG
-                af[0] = w4_as_u32(__hsub2(w4_as_t2(magic_pair(w0, 2 * s, mag)), bias[0]));
-                af[1] = w4_as_u32(__hsub2(w4_as_t2(magic_pair(w1, 2 * s, mag)), bias[1]));
-                af[2] = w4_as_u32(__hsub2(w4_as_t2(magic_pair(w0, 2 * s + 1, mag)), bias[0]));
-                af[3] = w4_as_u32(__hsub2(w4_as_t2(magic_pair(w1, 2 * s + 1, mag)), bias[1]));
+                af[0] = w4_as_u32(__hsub2(w4_as_t2(magic_pair(w0, 2 * s)), bias[0]));
+                af[1] = w4_as_u32(__hsub2(w4_as_t2(magic_pair(w1, 2 * s)), bias[1]));
+                af[2] = w4_as_u32(__hsub2(w4_as_t2(magic_pair(w0, 2 * s + 1)), bias[0]));
+                af[3] = w4_as_u32(__hsub2(w4_as_t2(magic_pair(w1, 2 * s + 1)), bias[1]));
 #else
                 af[0] = w4_as_u32(w4_pair_unscaled(w0, 2 * s, bias[0]));
                 af[1] = w4_as_u32(w4_pair_unscaled(w1, 2 * s, bias[1]));
@@ -550,14 +551,13 @@ __device__ __forceinline__ void compute_quad(const Batch &b, int u, const uint4 
 // Quad u of batch b into tot, with av its activations; av then moves on to quad qn (requested
 // before the math, one quad ahead).
 __device__ __forceinline__ void step_quad(const Batch &b, int u, const ASrc &src, int qn, int qe,
-                                         int M, int C, int lane, u32 mag, uint4 (&av)[MT][4],
+                                         int M, int C, int lane, uint4 (&av)[MT][4],
                                          float (&tot)[RT][MT][4])
 {
     uint4 an[MT][4];
     load_a(an, src, qn, qe, M, C, lane);
     // (FOLD: an empty slot past qe, TRIM 0, reads the last quad's sums: its scale is 0)
-    compute_quad(b, u, av, src.sq + (FOLD ? (min(qn, qe) - 1 - src.col0 / 128) * MC : 0), mag,
-                 tot);
+    compute_quad(b, u, av, src.sq + (FOLD ? (min(qn, qe) - 1 - src.col0 / 128) * MC : 0), tot);
 #pragma unroll
     for (int j = 0; j < MT; j++)
 #pragma unroll
@@ -631,8 +631,6 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
 #else
     const ASrc src = {a, K, 0, nullptr};
 #endif
-    // MAGIC in both halves: (MAGREG) an operand ptxas cannot fold (M >= 1, so M >> 31 is 0)
-    const u32 mag = (W4_MAGIC * 0x10001u) | (MAGREG ? (u32)M >> 31 : 0u);
     // activations one quad ahead of the math, across batches
     uint4 av[MT][4];
     load_a(av, src, qb, qe, M, C, lane);
@@ -654,7 +652,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
         slot = slot == RING - 1 ? 0 : slot + 1;
 #pragma unroll
         for (int u = 0; u < UNROLL; u++)
-            step_quad(cur, u, src, q + u + 1, qe, M, C, lane, mag, av, tot);
+            step_quad(cur, u, src, q + u + 1, qe, M, C, lane, av, tot);
     }
 #elif TRIM
     for (int q = qb; q < qe;) {
@@ -665,7 +663,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
         for (int u = 0; u < UNROLL; u++) {
             if (q + u >= bq) // a shortened batch: its other slots hold no quad
                 break;
-            step_quad(cur, u, src, q + u + 1, qe, M, C, lane, mag, av, tot);
+            step_quad(cur, u, src, q + u + 1, qe, M, C, lane, av, tot);
         }
         cur = nxt;
         q = bq;
@@ -677,7 +675,7 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
         load_batch(nxt, qweight, scales, zeros, row0, q + UNROLL, qe, N, C, ld, lane);
 #pragma unroll
         for (int u = 0; u < UNROLL; u++) {
-            step_quad(cur, u, src, q + u + 1, qe, M, C, lane, mag, av, tot);
+            step_quad(cur, u, src, q + u + 1, qe, M, C, lane, av, tot);
         }
         cur = nxt;
     }
