@@ -109,6 +109,13 @@
 #if CSPLIT && (GLU || SPLITK < 2 || SPLITK > 8)
 #error "w4a16_gemv_t: CSPLIT takes SPLITK 2..8 (a portable cluster) and no GLU"
 #endif
+// MAGREG: at least one block an SM, which lifts ptxas's own register target (without it the
+// register holding MAGIC spilled at 96 and 128 registers, where the kernel without sat)
+#if MAGREG
+#define W4T_BOUNDS __launch_bounds__(W4T_THREADS, 1)
+#else
+#define W4T_BOUNDS __launch_bounds__(W4T_THREADS)
+#endif
 #if CSPLIT
 #define W4T_CLUSTER_DIMS __cluster_dims__(1, SPLITK, 1)
 #else
@@ -566,7 +573,7 @@ __device__ __forceinline__ void step_quad(const Batch &b, int u, const ASrc &src
 }
 } // namespace w4t
 
-extern "C" __global__ void __launch_bounds__(W4T_THREADS) W4T_CLUSTER_DIMS
+extern "C" __global__ void W4T_BOUNDS W4T_CLUSTER_DIMS
 TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restrict__ qweight,
               const T *__restrict__ scales,
 #if HAS_ZP

@@ -1415,6 +1415,23 @@ static void test_w4a16_l2pf(tailor_ctx *ctx)
     expect_sm80_only(ctx, "w4a16_gemv_t_l2pf", "m=1,n=21504,k=5376,group=128");
 }
 
+/* MAGREG of w4a16_gemv_t (the experimental spaces w4a16_gemv_t_magreg, w4a16_glu_t_magreg):
+ * the unscaled pairs of whole quads only; groups under 128 prescale through w4a16_common's
+ * pairs, where MAGREG would change nothing. */
+static void test_w4a16_magreg(tailor_ctx *ctx)
+{
+    const char *mag = "{\"ASMEM\":0,\"CSPLIT\":0,\"MAGREG\":1,\"MT\":1,\"RT\":1,\"SPLITK\":1,"
+                      "\"TRIM\":0,\"UNROLL\":3,\"WK\":1,\"WR\":4}";
+    expect_valid(ctx, "w4a16_gemv_t_magreg", mag, "m=1,n=262144,k=1536,group=128", 0, 1);
+    expect_refused(ctx, "w4a16_gemv_t_magreg", mag, "m=1,n=6144,k=1536,group=64", 1,
+                   "the prescaled pairs");
+    const char *glu = "{\"ASMEM\":1,\"MAGREG\":1,\"MT\":1,\"RT\":2,\"SPLITK\":1,"
+                      "\"TRIM\":0,\"UNROLL\":2,\"WK\":1,\"WR\":4}";
+    expect_valid(ctx, "w4a16_glu_t_magreg", glu, "m=1,n=12288,k=1536,group=128", 0, 1);
+    expect_refused(ctx, "w4a16_glu_t_magreg", glu, "m=1,n=12288,k=1536,group=32", 1,
+                   "the prescaled pairs");
+}
+
 /* The timing method is part of every space hash: the W4A16 ops are timed with the spacer by
  * default (space.h), the others as before, TAILOR_TIMING_SPACER=0/1 moves every op to one
  * method and a list of op names adds those, so that their cached winners are told apart. */
@@ -1529,6 +1546,7 @@ int main(void)
     test_w4a16_fold(ctx);
     test_w4a16_glu_fold(ctx);
     test_w4a16_l2pf(ctx);
+    test_w4a16_magreg(ctx);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)
