@@ -4,17 +4,7 @@
 -- (w4a16_gemv_t_fold.lua says why; w4a16_gemv_t.cu FOLD says how). The rules are spacelib's
 -- (tailor.w4t_space).
 
-return tailor.w4t_space({
-  WR = { 1, 2, 4 },
-  WK = { 1, 2, 4 },
-  RT = { 2 },
-  UNROLL = { 2 },
-  SPLITK = { 1 },
-  MT = { 1, 2 },
-  ASMEM = { 1 },
-  TRIM = { 0, 1 },
-  FOLD = { 1 },
-}, true, {
+return tailor.w4t_space(tailor.w4t_glu_params({ ASMEM = { 1 }, FOLD = { 1 } }), true, {
   experimental = "checked right on an H200 (session 50), 35-57 % slower than w4a16_glu_t "
     .. "at the E2B gated shapes (the quad sums then ran for all 8 MT rows)",
 })

@@ -2,17 +2,7 @@
 -- "w4a16_glu"): w4a16_glu_t.lua's gated gate|up GEMV whose weight loads ask L2 for the 256-byte
 -- segment around them on a miss (w4a16_gemv_t_l2pf.lua says why). The rules are spacelib's.
 
-return tailor.w4t_space({
-  WR = { 1, 2, 4 },
-  WK = { 1, 2, 4 },
-  RT = { 2 },
-  UNROLL = { 2 },
-  SPLITK = { 1 },
-  MT = { 1, 2 },
-  ASMEM = { 0, 1 },
-  TRIM = { 0, 1 },
-  L2PF = { 1 },
-}, true, {
+return tailor.w4t_space(tailor.w4t_glu_params({ L2PF = { 1 } }), true, {
   experimental = "checked right on an H200 (session 50), 4-8 % slower than w4a16_glu_t at the "
     .. "E2B gated shapes",
 })

@@ -582,6 +582,23 @@ function lib.w4t_params(changes)
   return p
 end
 
+-- w4a16_glu_t.lua's parameters (the gated GEMV: a gate and an up tile per warp, no split-k)
+-- with `changes` applied: what its variant spaces list as their own.
+function lib.w4t_glu_params(changes)
+  local p = {
+    WR = { 1, 2, 4 },
+    WK = { 1, 2, 4 },
+    RT = { 2 },
+    UNROLL = { 2 },
+    SPLITK = { 1 },
+    MT = { 1, 2 },
+    ASMEM = { 0, 1 },
+    TRIM = { 0, 1 },
+  }
+  for k, v in pairs(changes or {}) do p[k] = v end
+  return p
+end
+
 -- Weight rows per block, and outputs per block (GLU: a gate and an up tile per warp).
 function lib.w4t_block_rows(p) return p.WR * p.RT * 16 end
 function lib.w4t_block_outputs(p, glu) return glu and p.WR * 16 or lib.w4t_block_rows(p) end
