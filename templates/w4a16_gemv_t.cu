@@ -58,19 +58,20 @@
 // points (copied by a few lanes) are made visible to the warp by __syncwarp after the wait. No
 // block barrier. RING 0: the register double buffer above.
 // FOLD 1 (ASMEM 1, PRESCALE 0, no RING): the pairs go into the mma as MAGIC + u, without the
-// per-pair subtraction (32 of a quad's ~220 instructions a lane), and the bias comes off the
-// quad's fp32 sum instead: sum (MAGIC + u) a - (MAGIC + z) sum a, with sum a of every staged
-// quad and row computed once a block from the staged activations (sQ, [qps][8·MT] floats after
-// sA). The cancellation costs ~5 (bf16) to 8 (fp16) of fp32's 24 bits on 128 products.
+// per-pair subtraction (32 of a quad's 256 SASS instructions; session 50 measured it 18-57 %
+// slower on the H200, the block's sums costing more than the pairs save), and the bias comes
+// off the quad's fp32 sum instead: sum (MAGIC + u) a - (MAGIC + z) sum a, with sum a of every
+// staged quad and row computed once a block from the staged activations (sQ, [qps][8·MT]
+// floats after sA). The cancellation costs ~5 (bf16) to 8 (fp16) of fp32's 24 bits on 128 products.
 // L2PF 1 (sm_80, no RING): the weight loads ask L2 for 256-byte segments on a miss.
 // MAGREG 1: a pair's mask and MAGIC in one LOP3, (x & 0x000f000f) | m, with m = MAGIC in both
 // halves moved into a register inside the same asm block (with both as immediates ptxas emits
 // an AND and an OR: session 50's SASS, 4 instructions a pair with the shift and the bias; this
 // form is 3, at the cost of a register that holds MAGIC).
 // Defines: WR, WK, RT, UNROLL, SPLITK, MT (n8 tiles of activation rows: m <= 8·MT), ASMEM, GROUP,
-// HAS_ZP, PRESCALE, GLU, TRIM, CSPLIT, RING, FOLD, L2PF, MAGREG. Dynamic shared memory: (ASMEM 1) T
-// sA[M][qps·128 + 16], qps = the block's quads; then (FOLD) float sQ[qps][8·MT]; then (RING) each
-// warp's ring, w4t::RING_BYTES.
+// HAS_ZP, PRESCALE, GLU, TRIM, CSPLIT, RING, FOLD, L2PF, MAGREG. Dynamic shared memory: (ASMEM
+// 1) T sA[M][qps·128 + 16], qps = the block's quads; then (FOLD) float sQ[qps][8·MT]; then
+// (RING) each warp's ring, w4t::RING_BYTES.
 #include "w4a16_common.cuh"
 
 #define W4T_THREADS (WR * WK * 32)

@@ -724,8 +724,8 @@ function lib.w4t_valid(p, shape, device, purpose, glu)
   end
   if (p.L2PF or 0) == 1 then
     if device.sm < 80 then
-      return false, string.format("L2PF=1 on sm_%d: written for sm_80 and later (untried on the T4)",
-                                  device.sm)
+      return false, string.format("L2PF=1 on sm_%d: written for sm_80 and later (untried on "
+                                  .. "the T4)", device.sm)
     end
     if (p.RING or 0) ~= 0 then return false, "L2PF=1 with RING: the ring's loads are cp.async" end
   end
