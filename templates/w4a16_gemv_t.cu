@@ -390,6 +390,13 @@ __device__ __forceinline__ u32 magic_pair(u32 word, int p)
 #endif
 }
 
+// Pair p as two T values u - z (exact small integers): magic_pair less bias = MAGIC + z
+// (w4_pair_unscaled's arithmetic, with magic_pair's LOP3 under MAGREG).
+__device__ __forceinline__ u32 pair_unscaled(u32 word, int p, T2 bias)
+{
+    return w4_as_u32(__hsub2(w4_as_t2(magic_pair(word, p)), bias));
+}
+
 // ASMEM: copies the valid columns [128 q0, min(K, 128 q1)) of the M activation rows into sA
 // (row stride `stride`: the pieces and ROW_PAD; pieces swizzled) and makes them visible to the
 // block; FOLD: then each staged quad's column sum of each row into sQ[quad - q0][row] (rows M ..
@@ -517,16 +524,11 @@ __device__ __forceinline__ void compute_quad(const Batch &b, int u, const uint4 
                 af[1] = magic_pair(w1, 2 * s);
                 af[2] = magic_pair(w0, 2 * s + 1);
                 af[3] = magic_pair(w1, 2 * s + 1);
-#elif MAGREG
-                af[0] = w4_as_u32(__hsub2(w4_as_t2(magic_pair(w0, 2 * s)), bias[0]));
-                af[1] = w4_as_u32(__hsub2(w4_as_t2(magic_pair(w1, 2 * s)), bias[1]));
-                af[2] = w4_as_u32(__hsub2(w4_as_t2(magic_pair(w0, 2 * s + 1)), bias[0]));
-                af[3] = w4_as_u32(__hsub2(w4_as_t2(magic_pair(w1, 2 * s + 1)), bias[1]));
 #else
-                af[0] = w4_as_u32(w4_pair_unscaled(w0, 2 * s, bias[0]));
-                af[1] = w4_as_u32(w4_pair_unscaled(w1, 2 * s, bias[1]));
-                af[2] = w4_as_u32(w4_pair_unscaled(w0, 2 * s + 1, bias[0]));
-                af[3] = w4_as_u32(w4_pair_unscaled(w1, 2 * s + 1, bias[1]));
+                af[0] = pair_unscaled(w0, 2 * s, bias[0]);
+                af[1] = pair_unscaled(w1, 2 * s, bias[1]);
+                af[2] = pair_unscaled(w0, 2 * s + 1, bias[0]);
+                af[3] = pair_unscaled(w1, 2 * s + 1, bias[1]);
 #endif
 #pragma unroll
                 for (int j = 0; j < MT; j++)
