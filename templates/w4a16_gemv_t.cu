@@ -68,8 +68,9 @@
 // halves moved into a register inside the same asm block (with both as immediates ptxas emits
 // an AND and an OR: session 50's SASS, 4 instructions a pair with the shift and the bias; this
 // form is 3, at the cost of a register that holds MAGIC).
+// MINB n > 0: __launch_bounds__(threads, n), ptxas's register target set by the space.
 // Defines: WR, WK, RT, UNROLL, SPLITK, MT (n8 tiles of activation rows: m <= 8·MT), ASMEM, GROUP,
-// HAS_ZP, PRESCALE, GLU, TRIM, CSPLIT, RING, FOLD, L2PF, MAGREG. Dynamic shared memory: (ASMEM
+// HAS_ZP, PRESCALE, GLU, TRIM, CSPLIT, RING, FOLD, L2PF, MAGREG, MINB. Dynamic shared memory: (ASMEM
 // 1) T sA[M][qps·128 + 16], qps = the block's quads; then (FOLD) float sQ[qps][8·MT]; then
 // (RING) each warp's ring, w4t::RING_BYTES.
 #include "w4a16_common.cuh"
@@ -110,10 +111,16 @@
 #if CSPLIT && (GLU || SPLITK < 2 || SPLITK > 8)
 #error "w4a16_gemv_t: CSPLIT takes SPLITK 2..8 (a portable cluster) and no GLU"
 #endif
-// MAGREG: at least one block an SM, which lifts ptxas's own register target (without it the
-// register holding MAGIC spilled at 96 and 128 registers, where the kernel without sat)
-#if MAGREG
-#define W4T_BOUNDS __launch_bounds__(W4T_THREADS, 1)
+#ifndef MINB
+#define MINB 0
+#endif
+#if MAGREG && MINB < 1
+#error "w4a16_gemv_t: MAGREG takes MINB 1 or more (without it the MAGIC register spilled)"
+#endif
+// MINB > 0: __launch_bounds__'s minimum of blocks an SM, which changes ptxas's own register
+// target (without it ptxas chose 96 or 128 registers, and MAGREG's MAGIC register spilled there)
+#if MINB > 0
+#define W4T_BOUNDS __launch_bounds__(W4T_THREADS, MINB)
 #else
 #define W4T_BOUNDS __launch_bounds__(W4T_THREADS)
 #endif

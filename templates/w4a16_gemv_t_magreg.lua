@@ -4,6 +4,6 @@
 -- for the int4 LM head, whose time over its loads is its math (docs/perf/w4a16.md session 49).
 -- The rules are spacelib's.
 
-return tailor.w4t_space(tailor.w4t_params({ MAGREG = { 1 } }), false, {
-  experimental = "written in session 50: compiled, not yet run on a GPU",
+return tailor.w4t_space(tailor.w4t_params({ MAGREG = { 1 }, MINB = { 1 } }), false, {
+  experimental = "written in session 50: compiled; A/B against MINB alone in session 51",
 })

@@ -1417,15 +1417,23 @@ static void test_w4a16_l2pf(tailor_ctx *ctx)
 
 /* MAGREG of w4a16_gemv_t (the experimental spaces w4a16_gemv_t_magreg, w4a16_glu_t_magreg):
  * the unscaled pairs of whole quads only; groups under 128 prescale through w4a16_common's
- * pairs, where MAGREG would change nothing. */
+ * pairs, where MAGREG would change nothing. It takes launch bounds of MINB >= 1 (its MAGIC
+ * register spilled at ptxas's own target); MINB alone is w4a16_gemv_t_minb's A/B. */
 static void test_w4a16_magreg(tailor_ctx *ctx)
 {
-    const char *mag = "{\"ASMEM\":0,\"CSPLIT\":0,\"MAGREG\":1,\"MT\":1,\"RT\":1,\"SPLITK\":1,"
-                      "\"TRIM\":0,\"UNROLL\":3,\"WK\":1,\"WR\":4}";
+    const char *mag = "{\"ASMEM\":0,\"CSPLIT\":0,\"MAGREG\":1,\"MINB\":1,\"MT\":1,\"RT\":1,"
+                      "\"SPLITK\":1,\"TRIM\":0,\"UNROLL\":3,\"WK\":1,\"WR\":4}";
+    const char *mag0 = "{\"ASMEM\":0,\"CSPLIT\":0,\"MAGREG\":1,\"MINB\":0,\"MT\":1,\"RT\":1,"
+                       "\"SPLITK\":1,\"TRIM\":0,\"UNROLL\":3,\"WK\":1,\"WR\":4}";
+    expect_refused(ctx, "w4a16_gemv_t_magreg", mag0, "m=1,n=262144,k=1536,group=128", 0,
+                   "MAGREG=1 with MINB=0");
+    const char *minb = "{\"ASMEM\":0,\"CSPLIT\":0,\"MINB\":1,\"MT\":1,\"RT\":1,\"SPLITK\":1,"
+                       "\"TRIM\":0,\"UNROLL\":3,\"WK\":1,\"WR\":4}";
+    expect_valid(ctx, "w4a16_gemv_t_minb", minb, "m=1,n=262144,k=1536,group=128", 0, 1);
     expect_valid(ctx, "w4a16_gemv_t_magreg", mag, "m=1,n=262144,k=1536,group=128", 0, 1);
     expect_refused(ctx, "w4a16_gemv_t_magreg", mag, "m=1,n=6144,k=1536,group=64", 1,
                    "the prescaled pairs");
-    const char *glu = "{\"ASMEM\":1,\"MAGREG\":1,\"MT\":1,\"RT\":2,\"SPLITK\":1,"
+    const char *glu = "{\"ASMEM\":1,\"MAGREG\":1,\"MINB\":1,\"MT\":1,\"RT\":2,\"SPLITK\":1,"
                       "\"TRIM\":0,\"UNROLL\":2,\"WK\":1,\"WR\":4}";
     expect_valid(ctx, "w4a16_glu_t_magreg", glu, "m=1,n=12288,k=1536,group=128", 0, 1);
     expect_refused(ctx, "w4a16_glu_t_magreg", glu, "m=1,n=12288,k=1536,group=32", 1,

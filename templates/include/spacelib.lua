@@ -718,6 +718,9 @@ function lib.w4t_valid(p, shape, device, purpose, glu)
     end
     if (p.RING or 0) ~= 0 then return false, "FOLD=1 with RING: not written" end
   end
+  if (p.MAGREG or 0) == 1 and (p.MINB or 0) < 1 then
+    return false, "MAGREG=1 with MINB=0: the MAGIC register spilled at ptxas's own register target"
+  end
   if (p.MAGREG or 0) == 1 and shape.group % 128 ~= 0 then
     return false, string.format("MAGREG=1 with group=%d: the prescaled pairs (groups under a quad) "
                                 .. "are w4a16_common's", shape.group)
