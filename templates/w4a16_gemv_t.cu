@@ -69,8 +69,10 @@
 // an AND and an OR: session 50's SASS, 4 instructions a pair with the shift and the bias; this
 // form is 3, at the cost of a register that holds MAGIC).
 // MINB n > 0: __launch_bounds__(threads, n), ptxas's register target set by the space.
+// PP 1 (no RING, no TRIM): the batch loop unrolled by two, the carried batch renamed rather
+// than moved (a Batch is 16-24 registers a lane at RT 1).
 // Defines: WR, WK, RT, UNROLL, SPLITK, MT (n8 tiles of activation rows: m <= 8·MT), ASMEM, GROUP,
-// HAS_ZP, PRESCALE, GLU, TRIM, CSPLIT, RING, FOLD, L2PF, MAGREG, MINB. Dynamic shared memory: (ASMEM
+// HAS_ZP, PRESCALE, GLU, TRIM, CSPLIT, RING, FOLD, L2PF, MAGREG, MINB, PP. Dynamic shared memory: (ASMEM
 // 1) T sA[M][qps·128 + 16], qps = the block's quads; then (FOLD) float sQ[qps][8·MT]; then
 // (RING) each warp's ring, w4t::RING_BYTES.
 #include "w4a16_common.cuh"
@@ -113,6 +115,12 @@
 #endif
 #ifndef MINB
 #define MINB 0
+#endif
+#ifndef PP
+#define PP 0
+#endif
+#if PP && (RING || TRIM)
+#error "w4a16_gemv_t: PP is the plain register path's loop (no RING, no TRIM)"
 #endif
 #if MAGREG && MINB < 1
 #error "w4a16_gemv_t: MAGREG takes MINB 1 or more (without it the MAGIC register spilled)"
@@ -687,6 +695,10 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
         bq = nq;
     }
 #else
+    // PP: two batches a trip, so that cur and nxt trade registers instead of copying
+#if PP
+#pragma unroll 2
+#endif
     for (int q = qb; q < qe; q += UNROLL) {
         Batch nxt; // past qe: zeros, no load
         load_batch(nxt, qweight, scales, zeros, row0, q + UNROLL, qe, N, C, ld, lane);

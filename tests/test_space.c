@@ -1430,6 +1430,15 @@ static void test_w4a16_magreg(tailor_ctx *ctx)
     const char *minb = "{\"ASMEM\":0,\"CSPLIT\":0,\"MINB\":1,\"MT\":1,\"RT\":1,\"SPLITK\":1,"
                        "\"TRIM\":0,\"UNROLL\":3,\"WK\":1,\"WR\":4}";
     expect_valid(ctx, "w4a16_gemv_t_minb", minb, "m=1,n=262144,k=1536,group=128", 0, 1);
+    /* PP (w4a16_gemv_t_pp): the plain register loop unrolled by two; TRIM's run-time batch
+     * ends are not its */
+    const char *pp = "{\"ASMEM\":0,\"CSPLIT\":0,\"MT\":1,\"PP\":1,\"RT\":1,\"SPLITK\":1,"
+                     "\"TRIM\":0,\"UNROLL\":3,\"WK\":1,\"WR\":4}";
+    expect_valid(ctx, "w4a16_gemv_t_pp", pp, "m=1,n=262144,k=1536,group=128", 0, 1);
+    const char *pp_trim = "{\"ASMEM\":0,\"CSPLIT\":0,\"MT\":1,\"PP\":1,\"RT\":1,\"SPLITK\":1,"
+                          "\"TRIM\":1,\"UNROLL\":2,\"WK\":4,\"WR\":1}";
+    expect_refused(ctx, "w4a16_gemv_t_pp", pp_trim, "m=1,n=21504,k=5376,group=128", 1,
+                   "PP=1 with RING or TRIM");
     expect_valid(ctx, "w4a16_gemv_t_magreg", mag, "m=1,n=262144,k=1536,group=128", 0, 1);
     expect_refused(ctx, "w4a16_gemv_t_magreg", mag, "m=1,n=6144,k=1536,group=64", 1,
                    "the prescaled pairs");
