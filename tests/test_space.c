@@ -1439,6 +1439,10 @@ static void test_w4a16_magreg(tailor_ctx *ctx)
                           "\"TRIM\":1,\"UNROLL\":2,\"WK\":4,\"WR\":1}";
     expect_refused(ctx, "w4a16_gemv_t_pp", pp_trim, "m=1,n=21504,k=5376,group=128", 1,
                    "PP=1 with RING or TRIM");
+    const char *pp_mt2 = "{\"ASMEM\":1,\"CSPLIT\":0,\"MT\":2,\"PP\":1,\"RT\":1,\"SPLITK\":1,"
+                         "\"TRIM\":0,\"UNROLL\":2,\"WK\":1,\"WR\":4}";
+    expect_refused(ctx, "w4a16_gemv_t_pp", pp_mt2, "m=16,n=2048,k=1536,group=64,zp=1", 1,
+                   "PP=1 with MT=2");
     expect_valid(ctx, "w4a16_gemv_t_magreg", mag, "m=1,n=262144,k=1536,group=128", 0, 1);
     expect_refused(ctx, "w4a16_gemv_t_magreg", mag, "m=1,n=6144,k=1536,group=64", 1,
                    "the prescaled pairs");

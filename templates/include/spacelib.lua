@@ -721,6 +721,9 @@ function lib.w4t_valid(p, shape, device, purpose, glu)
   if (p.PP or 0) == 1 and ((p.RING or 0) ~= 0 or (p.TRIM or 0) == 1) then
     return false, "PP=1 with RING or TRIM: the two-batch trip is the plain register loop's"
   end
+  if (p.PP or 0) == 1 and p.MT > 1 then
+    return false, "PP=1 with MT=2: two batches of two n8 tiles spilled at 168 registers"
+  end
   if (p.MAGREG or 0) == 1 and (p.MINB or 0) < 1 then
     return false, "MAGREG=1 with MINB=0: the MAGIC register spilled at ptxas's own register target"
   end
