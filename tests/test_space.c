@@ -1415,42 +1415,52 @@ static void test_w4a16_l2pf(tailor_ctx *ctx)
     expect_sm80_only(ctx, "w4a16_gemv_t_l2pf", "m=1,n=21504,k=5376,group=128");
 }
 
+/* A w4a16_gemv_t configuration of one row tile and one split (RT 1, SPLITK 1, CSPLIT 0) with
+ * `extra` ("\"KEY\":V,...") added: the JSON the variant spaces' checks below take. */
+static const char *w4t_cfg(char *buf, size_t n, const char *extra, int asmem, int mt, int trim,
+                           int unroll, int wk, int wr)
+{
+    snprintf(buf, n,
+             "{%s,\"ASMEM\":%d,\"CSPLIT\":0,\"MT\":%d,\"RT\":1,\"SPLITK\":1,\"TRIM\":%d,"
+             "\"UNROLL\":%d,\"WK\":%d,\"WR\":%d}",
+             extra, asmem, mt, trim, unroll, wk, wr);
+    return buf;
+}
+
 /* MAGREG of w4a16_gemv_t (the experimental spaces w4a16_gemv_t_magreg, w4a16_glu_t_magreg):
  * the unscaled pairs of whole quads only; groups under 128 prescale through w4a16_common's
  * pairs, where MAGREG would change nothing. It takes launch bounds of MINB >= 1 (its MAGIC
  * register spilled at ptxas's own target); MINB alone is w4a16_gemv_t_minb's A/B. */
 static void test_w4a16_magreg(tailor_ctx *ctx)
 {
-    const char *mag = "{\"ASMEM\":0,\"CSPLIT\":0,\"MAGREG\":1,\"MINB\":1,\"MT\":1,\"RT\":1,"
-                      "\"SPLITK\":1,\"TRIM\":0,\"UNROLL\":3,\"WK\":1,\"WR\":4}";
-    const char *mag0 = "{\"ASMEM\":0,\"CSPLIT\":0,\"MAGREG\":1,\"MINB\":0,\"MT\":1,\"RT\":1,"
-                       "\"SPLITK\":1,\"TRIM\":0,\"UNROLL\":3,\"WK\":1,\"WR\":4}";
-    expect_refused(ctx, "w4a16_gemv_t_magreg", mag0, "m=1,n=262144,k=1536,group=128", 0,
-                   "MAGREG=1 with MINB=0");
-    const char *minb = "{\"ASMEM\":0,\"CSPLIT\":0,\"MINB\":1,\"MT\":1,\"RT\":1,\"SPLITK\":1,"
-                       "\"TRIM\":0,\"UNROLL\":3,\"WK\":1,\"WR\":4}";
-    expect_valid(ctx, "w4a16_gemv_t_minb", minb, "m=1,n=262144,k=1536,group=128", 0, 1);
-    /* PP (w4a16_gemv_t_pp): the plain register loop unrolled by two; TRIM's run-time batch
-     * ends are not its */
-    const char *pp = "{\"ASMEM\":0,\"CSPLIT\":0,\"MT\":1,\"PP\":1,\"RT\":1,\"SPLITK\":1,"
-                     "\"TRIM\":0,\"UNROLL\":3,\"WK\":1,\"WR\":4}";
-    expect_valid(ctx, "w4a16_gemv_t_pp", pp, "m=1,n=262144,k=1536,group=128", 0, 1);
-    const char *pp_trim = "{\"ASMEM\":0,\"CSPLIT\":0,\"MT\":1,\"PP\":1,\"RT\":1,\"SPLITK\":1,"
-                          "\"TRIM\":1,\"UNROLL\":2,\"WK\":4,\"WR\":1}";
-    expect_refused(ctx, "w4a16_gemv_t_pp", pp_trim, "m=1,n=21504,k=5376,group=128", 1,
-                   "PP=1 with RING or TRIM");
-    const char *pp_mt2 = "{\"ASMEM\":1,\"CSPLIT\":0,\"MT\":2,\"PP\":1,\"RT\":1,\"SPLITK\":1,"
-                         "\"TRIM\":0,\"UNROLL\":2,\"WK\":1,\"WR\":4}";
-    expect_refused(ctx, "w4a16_gemv_t_pp", pp_mt2, "m=16,n=2048,k=1536,group=64,zp=1", 1,
-                   "PP=1 with MT=2");
+    char mag[256], buf[256];
+    w4t_cfg(mag, sizeof mag, "\"MAGREG\":1,\"MINB\":1", 0, 1, 0, 3, 1, 4);
     expect_valid(ctx, "w4a16_gemv_t_magreg", mag, "m=1,n=262144,k=1536,group=128", 0, 1);
     expect_refused(ctx, "w4a16_gemv_t_magreg", mag, "m=1,n=6144,k=1536,group=64", 1,
                    "the prescaled pairs");
+    expect_refused(ctx, "w4a16_gemv_t_magreg",
+                   w4t_cfg(buf, sizeof buf, "\"MAGREG\":1,\"MINB\":0", 0, 1, 0, 3, 1, 4),
+                   "m=1,n=262144,k=1536,group=128", 0, "MAGREG=1 with MINB=0");
+    expect_valid(ctx, "w4a16_gemv_t_minb", w4t_cfg(buf, sizeof buf, "\"MINB\":1", 0, 1, 0, 3, 1, 4),
+                 "m=1,n=262144,k=1536,group=128", 0, 1);
     const char *glu = "{\"ASMEM\":1,\"MAGREG\":1,\"MINB\":1,\"MT\":1,\"RT\":2,\"SPLITK\":1,"
                       "\"TRIM\":0,\"UNROLL\":2,\"WK\":1,\"WR\":4}";
     expect_valid(ctx, "w4a16_glu_t_magreg", glu, "m=1,n=12288,k=1536,group=128", 0, 1);
     expect_refused(ctx, "w4a16_glu_t_magreg", glu, "m=1,n=12288,k=1536,group=32", 1,
                    "the prescaled pairs");
+}
+
+/* PP of w4a16_gemv_t (w4a16_gemv_t_pp): the plain register loop unrolled by two; not with
+ * TRIM's run-time batch ends, nor with two n8 tiles (they spilled). */
+static void test_w4a16_pp(tailor_ctx *ctx)
+{
+    char buf[256];
+    expect_valid(ctx, "w4a16_gemv_t_pp", w4t_cfg(buf, sizeof buf, "\"PP\":1", 0, 1, 0, 3, 1, 4),
+                 "m=1,n=262144,k=1536,group=128", 0, 1);
+    expect_refused(ctx, "w4a16_gemv_t_pp", w4t_cfg(buf, sizeof buf, "\"PP\":1", 0, 1, 1, 2, 4, 1),
+                   "m=1,n=21504,k=5376,group=128", 1, "PP=1 with RING or TRIM");
+    expect_refused(ctx, "w4a16_gemv_t_pp", w4t_cfg(buf, sizeof buf, "\"PP\":1", 1, 2, 0, 2, 1, 4),
+                   "m=16,n=2048,k=1536,group=64,zp=1", 1, "PP=1 with MT=2");
 }
 
 /* The timing method is part of every space hash: the W4A16 ops are timed with the spacer by
@@ -1568,6 +1578,7 @@ int main(void)
     test_w4a16_glu_fold(ctx);
     test_w4a16_l2pf(ctx);
     test_w4a16_magreg(ctx);
+    test_w4a16_pp(ctx);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)
