@@ -67,13 +67,12 @@
 // MAGREG 1: a pair's mask and MAGIC in one LOP3, (x & 0x000f000f) | m, with m = MAGIC in both
 // halves moved into a register inside the same asm block (with both as immediates ptxas emits
 // an AND and an OR: session 50's SASS, 4 instructions a pair with the shift and the bias; this
-// form is 3, at the cost of a register that holds MAGIC).
+// form is 3, at the cost of a register that holds MAGIC). spacelib sets it wherever the pairs
+// are unscaled (PRESCALE 0), with MINB 1 (session 51: 3-8 % faster on the H100).
 // MINB n > 0: __launch_bounds__(threads, n), ptxas's register target set by the space.
-// PP 1 (no RING, no TRIM): the batch loop unrolled by two, the carried batch renamed rather
-// than moved (a Batch is 16-24 registers a lane at RT 1).
 // Defines: WR, WK, RT, UNROLL, SPLITK, MT (n8 tiles of activation rows: m <= 8·MT), ASMEM, GROUP,
-// HAS_ZP, PRESCALE, GLU, TRIM, CSPLIT, RING, FOLD, L2PF, MAGREG, MINB, PP. Dynamic shared memory: (ASMEM
-// 1) T sA[M][qps·128 + 16], qps = the block's quads; then (FOLD) float sQ[qps][8·MT]; then
+// HAS_ZP, PRESCALE, GLU, TRIM, CSPLIT, RING, FOLD, L2PF, MAGREG, MINB. Dynamic shared memory:
+// (ASMEM 1) T sA[M][qps·128 + 16], qps = the block's quads; then (FOLD) float sQ[qps][8·MT]; then
 // (RING) each warp's ring, w4t::RING_BYTES.
 #include "w4a16_common.cuh"
 
@@ -115,12 +114,6 @@
 #endif
 #ifndef MINB
 #define MINB 0
-#endif
-#ifndef PP
-#define PP 0
-#endif
-#if PP && (RING || TRIM)
-#error "w4a16_gemv_t: PP is the plain register path's loop (no RING, no TRIM)"
 #endif
 #if MAGREG && MINB < 1
 #error "w4a16_gemv_t: MAGREG takes MINB 1 or more (without it the MAGIC register spilled)"
@@ -695,10 +688,6 @@ TAILOR_KERNEL(T *__restrict__ out, const T *__restrict__ a, const u32 *__restric
         bq = nq;
     }
 #else
-    // PP: two batches a trip, so that cur and nxt trade registers instead of copying
-#if PP
-#pragma unroll 2
-#endif
     for (int q = qb; q < qe; q += UNROLL) {
         Batch nxt; // past qe: zeros, no load
         load_batch(nxt, qweight, scales, zeros, row0, q + UNROLL, qe, N, C, ld, lane);

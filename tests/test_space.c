@@ -1416,51 +1416,55 @@ static void test_w4a16_l2pf(tailor_ctx *ctx)
 }
 
 /* A w4a16_gemv_t configuration of one row tile and one split (RT 1, SPLITK 1, CSPLIT 0) with
- * `extra` ("\"KEY\":V,...") added: the JSON the variant spaces' checks below take. */
+ * `extra` ("\"KEY\":V,...", or "") added: the JSON the variant spaces' checks below take. */
 static const char *w4t_cfg(char *buf, size_t n, const char *extra, int asmem, int mt, int trim,
                            int unroll, int wk, int wr)
 {
     snprintf(buf, n,
-             "{%s,\"ASMEM\":%d,\"CSPLIT\":0,\"MT\":%d,\"RT\":1,\"SPLITK\":1,\"TRIM\":%d,"
+             "{%s%s\"ASMEM\":%d,\"CSPLIT\":0,\"MT\":%d,\"RT\":1,\"SPLITK\":1,\"TRIM\":%d,"
              "\"UNROLL\":%d,\"WK\":%d,\"WR\":%d}",
-             extra, asmem, mt, trim, unroll, wk, wr);
+             extra, *extra ? "," : "", asmem, mt, trim, unroll, wk, wr);
     return buf;
 }
 
-/* MAGREG of w4a16_gemv_t (the experimental spaces w4a16_gemv_t_magreg, w4a16_glu_t_magreg):
- * the unscaled pairs of whole quads only; groups under 128 prescale through w4a16_common's
- * pairs, where MAGREG would change nothing. It takes launch bounds of MINB >= 1 (its MAGIC
- * register spilled at ptxas's own target); MINB alone is w4a16_gemv_t_minb's A/B. */
-static void test_w4a16_magreg(tailor_ctx *ctx)
+/* MAGREG of w4a16_gemv_t: set by spacelib wherever the pairs are unscaled (group a multiple of
+ * 128), with MINB 1; a space that lists it (the FOLD variant) sets it itself, and MAGREG=1 is
+ * refused where groups under a quad prescale through w4a16_common's pairs. */
+static void expect_define(tailor_ctx *ctx, const char *space, const char *cfg_json,
+                          const char *shape_text, const char *name, const char *want)
 {
-    char mag[256], buf[256];
-    w4t_cfg(mag, sizeof mag, "\"MAGREG\":1,\"MINB\":1", 0, 1, 0, 3, 1, 4);
-    expect_valid(ctx, "w4a16_gemv_t_magreg", mag, "m=1,n=262144,k=1536,group=128", 0, 1);
-    expect_refused(ctx, "w4a16_gemv_t_magreg", mag, "m=1,n=6144,k=1536,group=64", 1,
-                   "the prescaled pairs");
-    expect_refused(ctx, "w4a16_gemv_t_magreg",
-                   w4t_cfg(buf, sizeof buf, "\"MAGREG\":1,\"MINB\":0", 0, 1, 0, 3, 1, 4),
-                   "m=1,n=262144,k=1536,group=128", 0, "MAGREG=1 with MINB=0");
-    expect_valid(ctx, "w4a16_gemv_t_minb", w4t_cfg(buf, sizeof buf, "\"MINB\":1", 0, 1, 0, 3, 1, 4),
-                 "m=1,n=262144,k=1536,group=128", 0, 1);
-    const char *glu = "{\"ASMEM\":1,\"MAGREG\":1,\"MINB\":1,\"MT\":1,\"RT\":2,\"SPLITK\":1,"
-                      "\"TRIM\":0,\"UNROLL\":2,\"WK\":1,\"WR\":4}";
-    expect_valid(ctx, "w4a16_glu_t_magreg", glu, "m=1,n=12288,k=1536,group=128", 0, 1);
-    expect_refused(ctx, "w4a16_glu_t_magreg", glu, "m=1,n=12288,k=1536,group=32", 1,
-                   "the prescaled pairs");
+    tailor_launch l;
+    if (!evaluate(ctx, space, cfg_json, shape_text, 0, &l))
+        return;
+    const char *got = NULL;
+    for (int i = 0; i < l.ndefines; i++)
+        if (strcmp(l.defines[i].name, name) == 0)
+            got = l.defines[i].value;
+    CHECKF(got && strcmp(got, want) == 0, "%s %s at %s: %s=%s, want %s", space, cfg_json,
+           shape_text, name, got ? got : "(not defined)", want);
 }
 
-/* PP of w4a16_gemv_t (w4a16_gemv_t_pp): the plain register loop unrolled by two; not with
- * TRIM's run-time batch ends, nor with two n8 tiles (they spilled). */
-static void test_w4a16_pp(tailor_ctx *ctx)
+static void test_w4a16_magreg(tailor_ctx *ctx)
 {
     char buf[256];
-    expect_valid(ctx, "w4a16_gemv_t_pp", w4t_cfg(buf, sizeof buf, "\"PP\":1", 0, 1, 0, 3, 1, 4),
+    w4t_cfg(buf, sizeof buf, "", 1, 1, 0, 3, 1, 4);
+    expect_define(ctx, "w4a16_gemv_t", buf, "m=1,n=262144,k=1536,group=128", "MAGREG", "1");
+    expect_define(ctx, "w4a16_gemv_t", buf, "m=1,n=262144,k=1536,group=128", "MINB", "1");
+    expect_define(ctx, "w4a16_gemv_t", buf, "m=1,n=6144,k=1536,group=64", "MAGREG", "0");
+    expect_define(ctx, "w4a16_gemv_t", buf, "m=1,n=6144,k=1536,group=64", "MINB", "0");
+    const char *glu = "{\"ASMEM\":1,\"MT\":1,\"RT\":2,\"SPLITK\":1,\"TRIM\":0,\"UNROLL\":2,"
+                      "\"WK\":1,\"WR\":4}";
+    expect_define(ctx, "w4a16_glu_t", glu, "m=1,n=12288,k=1536,group=128", "MAGREG", "1");
+    expect_define(ctx, "w4a16_glu_t", glu, "m=1,n=12288,k=1536,group=32", "MAGREG", "0");
+    /* the FOLD variant lists MAGREG {0, 1}: its own value, and MINB with it */
+    w4t_cfg(buf, sizeof buf, "\"FOLD\":1,\"MAGREG\":0", 1, 1, 0, 3, 1, 4);
+    expect_define(ctx, "w4a16_gemv_t_fold", buf, "m=1,n=262144,k=1536,group=128", "MINB", "0");
+    expect_refused(ctx, "w4a16_gemv_t_fold",
+                   w4t_cfg(buf, sizeof buf, "\"FOLD\":0,\"MAGREG\":1", 1, 1, 0, 3, 1, 4),
+                   "m=1,n=6144,k=1536,group=64", 1, "the prescaled pairs");
+    expect_valid(ctx, "w4a16_gemv_t_fold",
+                 w4t_cfg(buf, sizeof buf, "\"FOLD\":1,\"MAGREG\":1", 1, 1, 0, 3, 1, 4),
                  "m=1,n=262144,k=1536,group=128", 0, 1);
-    expect_refused(ctx, "w4a16_gemv_t_pp", w4t_cfg(buf, sizeof buf, "\"PP\":1", 0, 1, 1, 2, 4, 1),
-                   "m=1,n=21504,k=5376,group=128", 1, "PP=1 with RING or TRIM");
-    expect_refused(ctx, "w4a16_gemv_t_pp", w4t_cfg(buf, sizeof buf, "\"PP\":1", 1, 2, 0, 2, 1, 4),
-                   "m=16,n=2048,k=1536,group=64,zp=1", 1, "PP=1 with MT=2");
 }
 
 /* The timing method is part of every space hash: the W4A16 ops are timed with the spacer by
@@ -1578,7 +1582,6 @@ int main(void)
     test_w4a16_glu_fold(ctx);
     test_w4a16_l2pf(ctx);
     test_w4a16_magreg(ctx);
-    test_w4a16_pp(ctx);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)
