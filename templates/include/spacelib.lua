@@ -773,12 +773,9 @@ end
 -- variant) sets them itself.
 function lib.w4t_defines(shape, glu, p)
   local d = { GROUP = shape.group, HAS_ZP = shape.zp, PRESCALE = shape.group % 128 ~= 0 and 1 or 0 }
-  local magreg = p.MAGREG
-  if magreg == nil then
-    magreg = 1 - d.PRESCALE
-    d.MAGREG = magreg
-  end
-  if p.MINB == nil then d.MINB = magreg end
+  -- (defined only where 1: the prescaled kernels keep their names and code)
+  if p.MAGREG == nil and d.PRESCALE == 0 then d.MAGREG = 1 end
+  if p.MINB == nil and (p.MAGREG or d.MAGREG) == 1 then d.MINB = 1 end
   if glu then d.GLU = 1 end
   return d
 end
