@@ -118,8 +118,7 @@
 #if MAGREG && MINB < 1
 #error "w4a16_gemv_t: MAGREG takes MINB 1 or more (without it the MAGIC register spilled)"
 #endif
-// MINB > 0: __launch_bounds__'s minimum of blocks an SM, which changes ptxas's own register
-// target (without it ptxas chose 96 or 128 registers, and MAGREG's MAGIC register spilled there)
+// (MINB moves ptxas's own register target: at the default one MAGREG's MAGIC register spilled)
 #if MINB > 0
 #define W4T_BOUNDS __launch_bounds__(W4T_THREADS, MINB)
 #else
