@@ -766,15 +766,15 @@ end
 
 -- PRESCALE: groups of 32 or 64 columns put several groups in one mma, so the weights are
 -- scaled before it; whole quads per group keep them unscaled (a quad's sum times its scale).
--- MAGREG: the unscaled pairs (PRESCALE 0) take their mask and MAGIC in one LOP3, under
--- __launch_bounds__(threads, 1) (MINB 1: at ptxas's own register target the register holding
--- MAGIC spilled). Session 51 (H100): 3-8 % faster than the two-LOP3 form at every m = 1 shape
--- timed, the launch bounds alone no faster. A space that lists MAGREG or MINB (the FOLD
--- variant) sets them itself.
-function lib.w4t_defines(shape, glu, p)
+-- MAGREG (magreg: the spaces built with opts.magreg): the unscaled pairs (PRESCALE 0) take
+-- their mask and MAGIC in one LOP3, under __launch_bounds__(threads, 1) (MINB 1: at ptxas's own
+-- register target the register holding MAGIC spilled). Session 51 (H100): 3-8 % faster than
+-- the two-LOP3 form at every m = 1 shape timed, the launch bounds alone no faster; default once
+-- its GPU tests have run. A space that lists MAGREG or MINB (the FOLD variant) sets them itself.
+function lib.w4t_defines(shape, glu, p, magreg)
   local d = { GROUP = shape.group, HAS_ZP = shape.zp, PRESCALE = shape.group % 128 ~= 0 and 1 or 0 }
   -- (defined only where 1: the prescaled kernels keep their names and code)
-  if p.MAGREG == nil and d.PRESCALE == 0 then d.MAGREG = 1 end
+  if magreg and p.MAGREG == nil and d.PRESCALE == 0 then d.MAGREG = 1 end
   if p.MINB == nil and (p.MAGREG or d.MAGREG) == 1 then d.MINB = 1 end
   if glu then d.GLU = 1 end
   return d
@@ -800,7 +800,8 @@ end
 -- w4a16_glu (a warp's two row tiles are 16 gate rows and their 16 up rows; no split-k: the
 -- gating needs both whole sums in one block). A builder, so that a variant space is its params
 -- (session 42's PERSIST variants were two such files; docs/perf/w4a16.md); opts.experimental
--- (optional) is the sentence that keeps it out of the default space; opts.ring_only refuses
+-- (optional) is the sentence that keeps it out of the default space; opts.magreg sets MAGREG
+-- where the pairs are unscaled (w4t_defines); opts.ring_only refuses
 -- RING = 0 (a space of the ring alone, beside w4a16_gemv_t's register path).
 function lib.w4t_space(params, glu, opts)
   opts = opts or {}
@@ -810,7 +811,9 @@ function lib.w4t_space(params, glu, opts)
     experimental = opts.experimental,
     dtypes = { "fp16", "bf16" },
     params = params,
-    defines = function(p, shape, dtype, device) return lib.w4t_defines(shape, glu, p) end,
+    defines = function(p, shape, dtype, device)
+      return lib.w4t_defines(shape, glu, p, opts.magreg)
+    end,
     valid = function(p, shape, dtype, device, purpose)
       if opts.ring_only and (p.RING or 0) == 0 then
         return false, "RING=0: the register path is w4a16_gemv_t's (this space is the ring's)"
