@@ -67,7 +67,7 @@
 // MAGREG 1: a pair's mask and MAGIC in one LOP3, (x & 0x000f000f) | m, with m = MAGIC in both
 // halves moved into a register inside the same asm block (with both as immediates ptxas emits
 // an AND and an OR: session 50's SASS, 4 instructions a pair with the shift and the bias; this
-// form is 3, at the cost of a register that holds MAGIC). spacelib's magreg spaces set it where
+// form is 3, at the cost of a register that holds MAGIC). the default spaces set it where
 // the pairs are unscaled (PRESCALE 0), with MINB 1 (session 51: 3-8 % faster on the H100).
 // MINB n > 0: __launch_bounds__(threads, n), ptxas's register target set by the space.
 // Defines: WR, WK, RT, UNROLL, SPLITK, MT (n8 tiles of activation rows: m <= 8·MT), ASMEM, GROUP,

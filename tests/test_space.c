@@ -1427,8 +1427,9 @@ static const char *w4t_cfg(char *buf, size_t n, const char *extra, int asmem, in
     return buf;
 }
 
-/* MAGREG of w4a16_gemv_t: set by spacelib in the magreg variant spaces (not yet the default ones)
- * wherever the pairs are unscaled (group a multiple of 128), with MINB 1; a space that lists it (the FOLD variant) sets it itself, and MAGREG=1 is
+/* MAGREG of w4a16_gemv_t: set by spacelib in the default spaces (opts.magreg) wherever the pairs
+ * are unscaled (group a multiple of 128), with MINB 1; not in the variant spaces built without
+ * opts.magreg (L2PF); a space that lists it (the FOLD variant) sets it itself, and MAGREG=1 is
  * refused where groups under a quad prescale through w4a16_common's pairs. */
 static void expect_define(tailor_ctx *ctx, const char *space, const char *cfg_json,
                           const char *shape_text, const char *name, const char *want)
@@ -1448,16 +1449,17 @@ static void test_w4a16_magreg(tailor_ctx *ctx)
 {
     char buf[256];
     w4t_cfg(buf, sizeof buf, "", 1, 1, 0, 3, 1, 4);
-    expect_define(ctx, "w4a16_gemv_t_magreg", buf, "m=1,n=262144,k=1536,group=128", "MAGREG", "1");
-    expect_define(ctx, "w4a16_gemv_t_magreg", buf, "m=1,n=262144,k=1536,group=128", "MINB", "1");
-    expect_define(ctx, "w4a16_gemv_t_magreg", buf, "m=1,n=6144,k=1536,group=64", "MAGREG", NULL);
-    expect_define(ctx, "w4a16_gemv_t_magreg", buf, "m=1,n=6144,k=1536,group=64", "MINB", NULL);
-    expect_define(ctx, "w4a16_gemv_t", buf, "m=1,n=262144,k=1536,group=128", "MAGREG", NULL);
+    expect_define(ctx, "w4a16_gemv_t", buf, "m=1,n=262144,k=1536,group=128", "MAGREG", "1");
+    expect_define(ctx, "w4a16_gemv_t", buf, "m=1,n=262144,k=1536,group=128", "MINB", "1");
+    expect_define(ctx, "w4a16_gemv_t", buf, "m=1,n=6144,k=1536,group=64", "MAGREG", NULL);
+    expect_define(ctx, "w4a16_gemv_t", buf, "m=1,n=6144,k=1536,group=64", "MINB", NULL);
+    char l2pf[256];
+    w4t_cfg(l2pf, sizeof l2pf, "\"L2PF\":1", 1, 1, 0, 3, 1, 4);
+    expect_define(ctx, "w4a16_gemv_t_l2pf", l2pf, "m=1,n=262144,k=1536,group=128", "MAGREG", NULL);
     const char *glu = "{\"ASMEM\":1,\"MT\":1,\"RT\":2,\"SPLITK\":1,\"TRIM\":0,\"UNROLL\":2,"
                       "\"WK\":1,\"WR\":4}";
-    expect_define(ctx, "w4a16_glu_t_magreg", glu, "m=1,n=12288,k=1536,group=128", "MAGREG", "1");
-    expect_define(ctx, "w4a16_glu_t_magreg", glu, "m=1,n=12288,k=1536,group=32", "MAGREG", NULL);
-    expect_define(ctx, "w4a16_glu_t", glu, "m=1,n=12288,k=1536,group=128", "MAGREG", NULL);
+    expect_define(ctx, "w4a16_glu_t", glu, "m=1,n=12288,k=1536,group=128", "MAGREG", "1");
+    expect_define(ctx, "w4a16_glu_t", glu, "m=1,n=12288,k=1536,group=32", "MAGREG", NULL);
     /* the FOLD variant lists MAGREG {0, 1}: its own value, and MINB with it */
     w4t_cfg(buf, sizeof buf, "\"FOLD\":1,\"MAGREG\":0", 1, 1, 0, 3, 1, 4);
     expect_define(ctx, "w4a16_gemv_t_fold", buf, "m=1,n=262144,k=1536,group=128", "MINB", NULL);
