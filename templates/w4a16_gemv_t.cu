@@ -64,6 +64,9 @@
 // staged quad and row computed once a block from the staged activations (sQ, [qps][8·MT]
 // floats after sA). The cancellation costs ~5 (bf16) to 8 (fp16) of fp32's 24 bits on 128 products.
 // L2PF 1 (sm_80, no RING): the weight loads ask L2 for 256-byte segments on a miss.
+// CLAMP 1 (no FOLD, no RING): the weight loads take no test each: rows past N, quads past the
+// warp's and chunks past the row's are clamped into the weight (their activations are zeros, or
+// their outputs never stored), and a batch past the warp's quads is one uniform branch.
 // MAGREG 1: a pair's mask and MAGIC in one LOP3, (x & 0x000f000f) | m, with m = MAGIC in both
 // halves moved into a register inside the same asm block (with both as immediates ptxas emits
 // an AND and an OR: session 50's SASS, 4 instructions a pair with the shift and the bias; this
@@ -71,7 +74,7 @@
 // the pairs are unscaled (PRESCALE 0), with MINB 1 (session 51: 3-8 % faster on the H100).
 // MINB n > 0: __launch_bounds__(threads, n), ptxas's register target set by the space.
 // Defines: WR, WK, RT, UNROLL, SPLITK, MT (n8 tiles of activation rows: m <= 8·MT), ASMEM, GROUP,
-// HAS_ZP, PRESCALE, GLU, TRIM, CSPLIT, RING, FOLD, L2PF, MAGREG, MINB. Dynamic shared memory:
+// HAS_ZP, PRESCALE, GLU, TRIM, CSPLIT, RING, FOLD, L2PF, MAGREG, MINB, CLAMP. Dynamic shared memory:
 // (ASMEM 1) T sA[M][qps·128 + 16], qps = the block's quads; then (FOLD) float sQ[qps][8·MT]; then
 // (RING) each warp's ring, w4t::RING_BYTES.
 #include "w4a16_common.cuh"
@@ -99,6 +102,12 @@
 #endif
 #ifndef MAGREG
 #define MAGREG 0
+#endif
+#ifndef CLAMP
+#define CLAMP 0
+#endif
+#if CLAMP && (FOLD || RING)
+#error "w4a16_gemv_t: CLAMP is the register path's loads; FOLD needs a slot past qe to have scale 0"
 #endif
 #if FOLD && (!ASMEM || PRESCALE || RING)
 #error "w4a16_gemv_t: FOLD takes the staged activations (ASMEM 1), whole quads per group, no RING"
@@ -179,6 +188,66 @@ __device__ __forceinline__ bool piece_of(int row0, int q, int u, int rt, int h, 
 #endif
 }
 
+#if CLAMP
+// The weight row of lane (g, t)'s half h of row tile rt, clamped into the weight: a row past N
+// reads row N - 1 (GLU: gate or up row N - 1 of its part), whose output is never stored.
+__device__ __forceinline__ int clamped_row(int row0, int rt, int h, int N, int lane)
+{
+    const int g = lane >> 2;
+#if GLU // row0: the warp's first output; tile rt = 1 its up rows, N further
+    return rt * N + min(row0 + h * 8 + g, N - 1);
+#else
+    return min(row0 + rt * 16 + h * 8 + g, N - 1);
+#endif
+}
+
+// Loads quads q .. q + UNROLL - 1 of the warp's rows with no test a load: rows past N clamped
+// (clamped_row), a quad past qe or a chunk past C read as the warp's last quad or the row's last
+// chunk, whose activations load_a gives as zeros (0 times a finite value). A batch starting at
+// or past qe (the loop's last prefetch) loads nothing: one warp-uniform branch.
+__device__ __forceinline__ void load_batch(Batch &b, const u32 *__restrict__ qw,
+                                           const T *__restrict__ scales,
+                                           const u8 *__restrict__ zeros, int row0, int q, int qe,
+                                           int N, int C, int ld, int lane)
+{
+    if (q >= qe) {
+#pragma unroll
+        for (int u = 0; u < UNROLL; u++)
+#pragma unroll
+            for (int rt = 0; rt < RT; rt++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    b.w[u][rt][h] = make_uint4(0, 0, 0, 0);
+                    b.s[u][rt][h] = from_f32(0.f);
+                    b.z[u][rt][h] = 8u;
+                }
+        return;
+    }
+    const int t = lane & 3;
+#pragma unroll
+    for (int u = 0; u < UNROLL; u++) {
+        const int c = min(4 * min(q + u, qe - 1) + t, C - 1);
+        const size_t grow = (size_t)((c * 32) / GROUP) * ld; // the scales' row of chunk c
+#pragma unroll
+        for (int rt = 0; rt < RT; rt++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int n = clamped_row(row0, rt, h, N, lane);
+                b.w[u][rt][h] = load_w16(
+                    reinterpret_cast<const uint4 *>(qw + (size_t)n * (size_t)(4 * C) + 4 * c));
+                b.s[u][rt][h] = scales[grow + n];
+#if HAS_ZP
+                b.z[u][rt][h] = zeros[grow + n];
+#else
+                b.z[u][rt][h] = 8u;
+#endif
+            }
+    }
+#if !HAS_ZP
+    (void)zeros;
+#endif
+}
+#else
 // Loads quads q .. q + UNROLL - 1 of the warp's rows; what lies past the rows, the warp's quads
 // (qe) or the row's chunks is a zero weight with scale 0.
 __device__ __forceinline__ void load_batch(Batch &b, const u32 *__restrict__ qw,
@@ -211,6 +280,7 @@ __device__ __forceinline__ void load_batch(Batch &b, const u32 *__restrict__ qw,
     (void)zeros;
 #endif
 }
+#endif // CLAMP
 
 #if RING
 // A warp's ring: RING slots, each the weights of one batch [UNROLL][RT][2 rows][32 lanes] (16

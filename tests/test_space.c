@@ -1473,6 +1473,24 @@ static void test_w4a16_magreg(tailor_ctx *ctx)
                  "m=1,n=262144,k=1536,group=128", 0, 1);
 }
 
+/* CLAMP of w4a16_gemv_t (the experimental spaces w4a16_{gemv,glu}_t_clamp): valid with MAGREG
+ * at groups of 128 and at odd shapes, and refused beside FOLD, whose empty slots need scale 0. */
+static void test_w4a16_clamp(tailor_ctx *ctx)
+{
+    const char *clamp = "{\"ASMEM\":0,\"CLAMP\":1,\"CSPLIT\":0,\"MT\":1,\"RT\":1,\"SPLITK\":1,"
+                        "\"TRIM\":0,\"UNROLL\":3,\"WK\":1,\"WR\":4}";
+    expect_valid(ctx, "w4a16_gemv_t_clamp", clamp, "m=1,n=262144,k=1536,group=128", 0, 1);
+    expect_valid(ctx, "w4a16_gemv_t_clamp", clamp, "m=3,n=200,k=1408,group=64,zp=1", 0, 1);
+    expect_define(ctx, "w4a16_gemv_t_clamp", clamp, "m=1,n=262144,k=1536,group=128", "MAGREG", "1");
+    const char *fold = "{\"ASMEM\":1,\"CLAMP\":1,\"CSPLIT\":0,\"FOLD\":1,\"MT\":1,\"RT\":1,"
+                       "\"SPLITK\":1,\"TRIM\":0,\"UNROLL\":2,\"WK\":1,\"WR\":4}";
+    expect_refused(ctx, "w4a16_gemv_t_clamp", fold, "m=1,n=6144,k=1536,group=128", 0,
+                   "FOLD needs a slot past the warp's quads to have scale 0");
+    const char *glu = "{\"ASMEM\":1,\"CLAMP\":1,\"MT\":1,\"RT\":2,\"SPLITK\":1,\"TRIM\":0,"
+                      "\"UNROLL\":2,\"WK\":1,\"WR\":4}";
+    expect_valid(ctx, "w4a16_glu_t_clamp", glu, "m=1,n=12288,k=1536,group=128", 0, 1);
+}
+
 /* The timing method is part of every space hash: the W4A16 ops are timed with the spacer by
  * default (space.h), the others as before, TAILOR_TIMING_SPACER=0/1 moves every op to one
  * method and a list of op names adds those, so that their cached winners are told apart. */
@@ -1588,6 +1606,7 @@ int main(void)
     test_w4a16_glu_fold(ctx);
     test_w4a16_l2pf(ctx);
     test_w4a16_magreg(ctx);
+    test_w4a16_clamp(ctx);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)

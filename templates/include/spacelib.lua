@@ -722,6 +722,12 @@ function lib.w4t_valid(p, shape, device, purpose, glu)
     return false, string.format("MAGREG=1 with group=%d: the prescaled pairs (groups under a quad) "
                                 .. "are w4a16_common's", shape.group)
   end
+  if (p.CLAMP or 0) == 1 then
+    if (p.FOLD or 0) == 1 then
+      return false, "CLAMP=1 with FOLD=1: FOLD needs a slot past the warp's quads to have scale 0"
+    end
+    if (p.RING or 0) ~= 0 then return false, "CLAMP=1 with RING: the ring's loads are cp.async" end
+  end
   if (p.L2PF or 0) == 1 then
     if device.sm < 80 then
       return false, string.format("L2PF=1 on sm_%d: written for sm_80 and later (untried on "
