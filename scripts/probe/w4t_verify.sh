@@ -3,17 +3,20 @@
 # (tune --verify-all) at a few shapes that reach each path of the transposed GEMV: group 128
 # (MAGREG) and 64 (prescaled pairs), both dtypes, zero points, m = 16 (two n8 tiles), odd m,
 # n and k, and the T4 rehearsal. A short subset of cli_gpu_w4a16 for a call with little time.
-# Log: $OUT/w4t-verify.txt; exit 1 if any survivor is wrong.
+# W4T_SFX=_clamp checks a variant's spaces instead (w4a16_gemv_t_clamp, w4a16_glu_t_clamp; the
+# experimental spaces enabled). Log: $OUT/w4t-verify$W4T_SFX.txt; exit 1 if any survivor is wrong.
 set -uo pipefail
 source scripts/probe/common.sh || exit 1
-L=$OUT/w4t-verify.txt
+sfx=${W4T_SFX:-}
+[[ -n $sfx ]] && export TAILOR_EXPERIMENTAL=1
+L=$OUT/w4t-verify$sfx.txt
 : >"$L"
-cache=/tmp/w4t-verify.sqlite
+cache=/tmp/w4t-verify$sfx.sqlite
 rm -f "$cache"
 fail=0
 run() { # run OP TEMPLATE SHAPE DTYPE [flags...]
   local op=$1 tpl=$2 shape=$3 dtype=$4; shift 4
-  if "$T" tune --op "$op" --shape "$shape" --dtype "$dtype" --verify-all --where "template=$tpl" \
+  if "$T" tune --op "$op" --shape "$shape" --dtype "$dtype" --verify-all --where "template=$tpl$sfx" \
        --cache "$cache" --seed 5 "$@" >>"$L" 2>&1; then
     echo "ok   $op $shape $dtype $*" | tee -a "$L"
   else
