@@ -188,6 +188,14 @@ __device__ __forceinline__ bool piece_of(int row0, int q, int u, int rt, int h, 
 #endif
 }
 
+// Piece (u, rt, h) of b as nothing: a zero weight with scale 0 (and zero point 8).
+__device__ __forceinline__ void clear_piece(Batch &b, int u, int rt, int h)
+{
+    b.w[u][rt][h] = make_uint4(0, 0, 0, 0);
+    b.s[u][rt][h] = from_f32(0.f);
+    b.z[u][rt][h] = 8u;
+}
+
 #if CLAMP
 // The weight row of lane (g, t)'s half h of row tile rt, clamped into the weight: a row past N
 // reads row N - 1 (GLU: gate or up row N - 1 of its part), whose output is never stored.
@@ -216,11 +224,8 @@ __device__ __forceinline__ void load_batch(Batch &b, const u32 *__restrict__ qw,
 #pragma unroll
             for (int rt = 0; rt < RT; rt++)
 #pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    b.w[u][rt][h] = make_uint4(0, 0, 0, 0);
-                    b.s[u][rt][h] = from_f32(0.f);
-                    b.z[u][rt][h] = 8u;
-                }
+                for (int h = 0; h < 2; h++)
+                    clear_piece(b, u, rt, h);
         return;
     }
     const int t = lane & 3;
@@ -263,9 +268,7 @@ __device__ __forceinline__ void load_batch(Batch &b, const u32 *__restrict__ qw,
             for (int h = 0; h < 2; h++) {
                 int n, c;
                 const bool live = piece_of(row0, q, u, rt, h, N, lane, n, c);
-                b.w[u][rt][h] = make_uint4(0, 0, 0, 0);
-                b.s[u][rt][h] = from_f32(0.f);
-                b.z[u][rt][h] = 8u;
+                clear_piece(b, u, rt, h);
                 if (live && q + u < qe && c < C) {
                     b.w[u][rt][h] = load_w16(
                         reinterpret_cast<const uint4 *>(qw + (size_t)n * (size_t)(4 * C) + 4 * c));
