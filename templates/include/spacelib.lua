@@ -773,15 +773,18 @@ end
 -- PRESCALE: groups of 32 or 64 columns put several groups in one mma, so the weights are
 -- scaled before it; whole quads per group keep them unscaled (a quad's sum times its scale).
 -- MAGREG (magreg: spaces built with opts.magreg, the default w4a16_gemv_t.lua and
--- w4a16_glu_t.lua): the unscaled pairs (PRESCALE 0) take their mask and MAGIC in one LOP3, under __launch_bounds__(threads, 1) (MINB 1: at ptxas's own
--- register target the register holding MAGIC spilled). Session 51 (H100): 3-8 % faster than
--- the two-LOP3 form at every m = 1 shape timed, the launch bounds alone no faster; the default
--- since session 52. A space that lists MAGREG or MINB (the FOLD variant) sets them itself.
+-- w4a16_glu_t.lua): the unscaled pairs (PRESCALE 0) take their mask and MAGIC in one LOP3.
+-- Where MT = 1, under __launch_bounds__(threads, 1) (MINB 1: at ptxas's own register target
+-- the register holding MAGIC spilled in some); at MT = 2 none spills without it, and MINB 1
+-- would cost a block an SM (140 → 190 registers at m = 16). Session 51 (H100): 3-8 % faster
+-- than the two-LOP3 form at every m = 1 shape timed, the launch bounds alone no faster; the
+-- default since session 52. A space that lists MAGREG or MINB (the FOLD variant) sets them
+-- itself.
 function lib.w4t_defines(shape, glu, p, magreg)
   local d = { GROUP = shape.group, HAS_ZP = shape.zp, PRESCALE = shape.group % 128 ~= 0 and 1 or 0 }
   -- (defined only where 1: the prescaled kernels keep their names and code)
   if magreg and p.MAGREG == nil and d.PRESCALE == 0 then d.MAGREG = 1 end
-  if p.MINB == nil and (p.MAGREG or d.MAGREG) == 1 then d.MINB = 1 end
+  if p.MINB == nil and (p.MAGREG or d.MAGREG) == 1 and p.MT == 1 then d.MINB = 1 end
   if glu then d.GLU = 1 end
   return d
 end
