@@ -71,8 +71,8 @@
 // halves moved into a register inside the same asm block (with both as immediates ptxas emits
 // an AND and an OR: session 50's SASS, 4 instructions a pair with the shift and the bias; this
 // form is 3, at the cost of a register that holds MAGIC). The default spaces set it where
-// the pairs are unscaled (PRESCALE 0), with MINB 1 where MT = 1 (session 51: 3-8 % faster on
-// the H100).
+// the pairs are unscaled (PRESCALE 0), with MINB 1 but at MT = 2 on sm_90 (session 51: 3-8 %
+// faster on the H100).
 // MINB n > 0: __launch_bounds__(threads, n), ptxas's register target set by the space.
 // Defines: WR, WK, RT, UNROLL, SPLITK, MT (n8 tiles of activation rows: m <= 8·MT), ASMEM, GROUP,
 // HAS_ZP, PRESCALE, GLU, TRIM, CSPLIT, RING, FOLD, L2PF, MAGREG, MINB, CLAMP. Dynamic shared memory:
@@ -125,11 +125,11 @@
 #ifndef MINB
 #define MINB 0
 #endif
-#if MAGREG && MT == 1 && MINB < 1
-#error "w4a16_gemv_t: MAGREG at MT 1 takes MINB 1 or more (without it the MAGIC register spilled)"
+#if MAGREG && (MT == 1 || TAILOR_SM < 90) && MINB < 1
+#error "w4a16_gemv_t: MAGREG takes MINB 1 or more but at MT 2 on sm_90 (without it MAGIC spilled)"
 #endif
 // (MINB moves ptxas's own register target: at the default one MAGREG's MAGIC register spilled
-// in some MT = 1 kernels; MT = 2 ones need no bounds)
+// in some MT = 1 kernels and at MT = 2 on the T4; sm_90's MT = 2 ones need no bounds)
 #if MINB > 0
 #define W4T_BOUNDS __launch_bounds__(W4T_THREADS, MINB)
 #else

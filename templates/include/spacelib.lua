@@ -774,17 +774,20 @@ end
 -- scaled before it; whole quads per group keep them unscaled (a quad's sum times its scale).
 -- MAGREG (magreg: spaces built with opts.magreg, the default w4a16_gemv_t.lua and
 -- w4a16_glu_t.lua): the unscaled pairs (PRESCALE 0) take their mask and MAGIC in one LOP3.
--- Where MT = 1, under __launch_bounds__(threads, 1) (MINB 1: at ptxas's own register target
--- the register holding MAGIC spilled in some); at MT = 2 none spills without it, and MINB 1
--- would cost a block an SM (140 → 190 registers at m = 16). Session 51 (H100): 3-8 % faster
+-- Under __launch_bounds__(threads, 1) (MINB 1: at ptxas's own register target the register
+-- holding MAGIC spilled in some kernels) but at MT = 2 on sm_90, where none spills without it
+-- and MINB 1 would cost a block an SM (140 → 190 registers at m = 16); on the T4 MT = 2 spills
+-- without it. Session 51 (H100): 3-8 % faster
 -- than the two-LOP3 form at every m = 1 shape timed, the launch bounds alone no faster; the
 -- default since session 52. A space that lists MAGREG or MINB (the FOLD variant) sets them
 -- itself.
-function lib.w4t_defines(shape, glu, p, magreg)
+function lib.w4t_defines(shape, glu, p, magreg, device)
   local d = { GROUP = shape.group, HAS_ZP = shape.zp, PRESCALE = shape.group % 128 ~= 0 and 1 or 0 }
   -- (defined only where 1: the prescaled kernels keep their names and code)
   if magreg and p.MAGREG == nil and d.PRESCALE == 0 then d.MAGREG = 1 end
-  if p.MINB == nil and (p.MAGREG or d.MAGREG) == 1 and p.MT == 1 then d.MINB = 1 end
+  if p.MINB == nil and (p.MAGREG or d.MAGREG) == 1 and (p.MT == 1 or device.sm < 90) then
+    d.MINB = 1
+  end
   if glu then d.GLU = 1 end
   return d
 end
@@ -821,7 +824,7 @@ function lib.w4t_space(params, glu, opts)
     dtypes = { "fp16", "bf16" },
     params = params,
     defines = function(p, shape, dtype, device)
-      return lib.w4t_defines(shape, glu, p, opts.magreg)
+      return lib.w4t_defines(shape, glu, p, opts.magreg, device)
     end,
     valid = function(p, shape, dtype, device, purpose)
       if opts.ring_only and (p.RING or 0) == 0 then
