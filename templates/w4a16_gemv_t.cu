@@ -70,7 +70,7 @@
 // MAGREG 1: a pair's mask and MAGIC in one LOP3, (x & 0x000f000f) | m, with m = MAGIC in both
 // halves moved into a register inside the same asm block (with both as immediates ptxas emits
 // an AND and an OR: session 50's SASS, 4 instructions a pair with the shift and the bias; this
-// form is 3, at the cost of a register that holds MAGIC). The default spaces set it where
+// form is 3, at the cost of a register that holds MAGIC). The magreg spaces set it where
 // the pairs are unscaled (PRESCALE 0), with MINB 1 but at MT = 2 on sm_90 (session 51: 3-8 %
 // faster on the H100).
 // MINB n > 0: __launch_bounds__(threads, n), ptxas's register target set by the space.

@@ -5,11 +5,9 @@
 -- memory), RT row tiles of 16 per warp, UNROLL quads per batch of loads, SPLITK blocks per
 -- column tile where the tiles alone cannot keep enough warps loading, ASMEM the block's
 -- activations staged in shared memory (1) or read from L1 one quad ahead (0), TRIM a warp's last,
--- partial batch computed for its quads only, CSPLIT the split blocks summed in a cluster. With
--- magreg, the unscaled pairs take their mask and MAGIC in one LOP3 (MAGREG, spacelib's
--- w4t_defines; session 51: 3-8 % faster on an H100).
+-- partial batch computed for its quads only, CSPLIT the split blocks summed in a cluster.
 
 -- The parameters (tailor.w4t_params) and rules (tailor.w4t_space) are spacelib's, shared with
 -- w4a16_glu_t.lua and the variant spaces w4a16_gemv_t_ring.lua and w4a16_gemv_t_fold.lua.
 
-return tailor.w4t_space(tailor.w4t_params(), false, { magreg = true })
+return tailor.w4t_space(tailor.w4t_params(), false)

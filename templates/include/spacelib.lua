@@ -772,14 +772,14 @@ end
 
 -- PRESCALE: groups of 32 or 64 columns put several groups in one mma, so the weights are
 -- scaled before it; whole quads per group keep them unscaled (a quad's sum times its scale).
--- MAGREG (magreg: spaces built with opts.magreg, the default w4a16_gemv_t.lua and
--- w4a16_glu_t.lua): the unscaled pairs (PRESCALE 0) take their mask and MAGIC in one LOP3.
+-- MAGREG (magreg: spaces built with opts.magreg, w4a16_gemv_t_magreg.lua and
+-- w4a16_glu_t_magreg.lua): the unscaled pairs (PRESCALE 0) take their mask and MAGIC in one LOP3.
 -- Under __launch_bounds__(threads, 1) (MINB 1: at ptxas's own register target the register
 -- holding MAGIC spilled in some kernels) but at MT = 2 on sm_90, where none spills without it
 -- and MINB 1 would cost a block an SM (140 → 190 registers at m = 16); on the T4 MT = 2 spills
 -- without it. Session 51 (H100): 3-8 % faster
 -- than the two-LOP3 form at every m = 1 shape timed, the launch bounds alone no faster; the
--- default since session 52. A space that lists MAGREG or MINB (the FOLD variant) sets them
+-- default once its GPU tests have run. A space that lists MAGREG or MINB (the FOLD variant) sets them
 -- itself.
 function lib.w4t_defines(shape, glu, p, magreg, device)
   local d = { GROUP = shape.group, HAS_ZP = shape.zp, PRESCALE = shape.group % 128 ~= 0 and 1 or 0 }
