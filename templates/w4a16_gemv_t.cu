@@ -75,9 +75,9 @@
 // faster on the H100).
 // MINB n > 0: __launch_bounds__(threads, n), ptxas's register target set by the space.
 // Defines: WR, WK, RT, UNROLL, SPLITK, MT (n8 tiles of activation rows: m <= 8·MT), ASMEM, GROUP,
-// HAS_ZP, PRESCALE, GLU, TRIM, CSPLIT, RING, FOLD, L2PF, MAGREG, MINB, CLAMP. Dynamic shared memory:
-// (ASMEM 1) T sA[M][qps·128 + 16], qps = the block's quads; then (FOLD) float sQ[qps][8·MT]; then
-// (RING) each warp's ring, w4t::RING_BYTES.
+// HAS_ZP, PRESCALE, GLU, TRIM, CSPLIT, RING, FOLD, L2PF, MAGREG, MINB, CLAMP. Dynamic shared
+// memory: (ASMEM 1) T sA[M][qps·128 + 16], qps = the block's quads; then (FOLD) float
+// sQ[qps][8·MT]; then (RING) each warp's ring, w4t::RING_BYTES.
 #include "w4a16_common.cuh"
 
 #define W4T_THREADS (WR * WK * 32)

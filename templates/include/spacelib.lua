@@ -777,10 +777,9 @@ end
 -- Under __launch_bounds__(threads, 1) (MINB 1: at ptxas's own register target the register
 -- holding MAGIC spilled in some kernels) but at MT = 2 on sm_90, where none spills without it
 -- and MINB 1 would cost a block an SM (140 → 190 registers at m = 16); on the T4 MT = 2 spills
--- without it. Session 51 (H100): 3-8 % faster
--- than the two-LOP3 form at every m = 1 shape timed, the launch bounds alone no faster; the
--- default once its GPU tests have run. A space that lists MAGREG or MINB (the FOLD variant) sets them
--- itself.
+-- without it. Session 51 (H100): 3-8 % faster than the two-LOP3 form at every m = 1 shape
+-- timed, the launch bounds alone no faster; the default once its GPU tests have run. A space
+-- that lists MAGREG or MINB (the FOLD variant) sets them itself.
 function lib.w4t_defines(shape, glu, p, magreg, device)
   local d = { GROUP = shape.group, HAS_ZP = shape.zp, PRESCALE = shape.group % 128 ~= 0 and 1 or 0 }
   -- (defined only where 1: the prescaled kernels keep their names and code)
