@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # w4t_verify.sh — on the GPU machine: every survivor of w4a16_gemv_t and w4a16_glu_t checked
 # (tune --verify-all) at a few shapes that reach each path of the transposed GEMV: group 128
-# (MAGREG) and 64 (prescaled pairs), both dtypes, zero points, m = 16 (two n8 tiles), odd m,
+# (unscaled pairs) and 64 (prescaled pairs), both dtypes, zero points, m = 16 (two n8 tiles), odd m,
 # n and k, and the T4 rehearsal. A short subset of cli_gpu_w4a16 for a call with little time.
-# W4T_SFX=_clamp checks a variant's spaces instead (w4a16_gemv_t_clamp, w4a16_glu_t_clamp; the
-# experimental spaces enabled). Log: $OUT/w4t-verify$W4T_SFX.txt; exit 1 if any survivor is wrong.
+# W4T_SFX=_magreg or _clamp checks a variant's spaces instead (w4a16_gemv_t_magreg and
+# w4a16_glu_t_magreg, ...; the experimental spaces enabled).
+# Log: $OUT/w4t-verify$W4T_SFX.txt; exit 1 if any survivor is wrong.
 set -uo pipefail
 source scripts/probe/common.sh || exit 1
 sfx=${W4T_SFX:-}
